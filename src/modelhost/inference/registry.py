@@ -1,0 +1,208 @@
+"""The backend registry: which engines exist, which can run here, and which loads a given model.
+
+One process-wide registry (the module functions) plus the `Registry` class for tests and embedders. Third-party
+backends register through the entry-point group `modelhost.backends`: each entry point names a Backend class (or
+a zero-argument factory); entry points are read once, lazily, on first use, so importing modelhost stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from modelhost.errors import (
+    BackendNotRegisteredError,
+    BackendUnavailableError,
+    ModelHostError,
+    ModelLoadError,
+    NoBackendsError,
+    NotTrainableError,
+)
+from modelhost.inference import catalogue
+from modelhost.inference.capabilities import DeviceInfoProvider, TrainableModel, as_capability
+from modelhost.inference.model import Backend, FormatProbe, TextModel
+from modelhost.inference.options import LoadOptions
+from modelhost.inference.types import DeviceInfo
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "modelhost.backends"
+
+#: Which engine `default()` and an unpinned load try first. llama.cpp first: on CPUs it is the fastest engine for
+#: the GGUF files people actually have; transformers carries folders and vision; vllm is for GPUs.
+PREFERENCE: tuple[str, ...] = ("llama_cpp", "transformers", "vllm")
+
+
+def _safe_available(backend: Backend) -> bool:
+    # `available()` must never raise, but a third-party one might; a raising probe means "not here".
+    try:
+        return bool(backend.available())
+    except Exception:
+        log.warning("backend %r: available() raised; treating it as unavailable", backend.name, exc_info=True)
+        return False
+
+
+class Registry:
+    """A set of backends by name. Thread-safe; the same name registered again replaces the old one."""
+
+    def __init__(self, *, preference: tuple[str, ...] = PREFERENCE, entry_points: bool = False) -> None:
+        self._backends: dict[str, Backend] = {}
+        self._preference = preference
+        self._lock = threading.Lock()
+        self._entry_points_loaded = not entry_points
+
+    def register(self, backend: Backend) -> None:
+        """Add a backend (replacing one of the same name)."""
+        with self._lock:
+            self._backends[backend.name] = backend
+
+    def unregister(self, name: str) -> None:
+        """Remove a backend by name, if present."""
+        with self._lock:
+            self._backends.pop(name, None)
+
+    def get(self, name: str) -> Backend:
+        """The backend registered as `name`; BackendNotRegisteredError lists the registered ones."""
+        self._load_entry_points()
+        with self._lock:
+            backend = self._backends.get(name)
+            known = sorted(self._backends)
+        if backend is None:
+            raise BackendNotRegisteredError(
+                f"backend {name!r} is not registered; registered: {', '.join(known) or 'none'}"
+            )
+        return backend
+
+    def names(self) -> list[str]:
+        """Registered backend names, sorted."""
+        self._load_entry_points()
+        with self._lock:
+            return sorted(self._backends)
+
+    def ordered(self) -> list[Backend]:
+        """All backends: the preference order first, then the others alphabetically."""
+        self._load_entry_points()
+        with self._lock:
+            backends = dict(self._backends)
+        first = [backends.pop(n) for n in self._preference if n in backends]
+        return first + [backends[n] for n in sorted(backends)]
+
+    def default(self) -> Backend:
+        """The first available backend in preference order."""
+        backends = self.ordered()
+        if not backends:
+            raise NoBackendsError("no backends registered")
+        for backend in backends:
+            if _safe_available(backend):
+                return backend
+        raise NoBackendsError(f"no backends available (registered: {', '.join(b.name for b in backends)})")
+
+    def load_model(self, path: str, backend: str | None = None, **opts: Any) -> TextModel:
+        """Resolve `path` through the catalogue and load it with the pinned backend or the first suitable one."""
+        load = LoadOptions.parse(opts, backend=backend)
+        resolved = catalogue.resolve(path)
+        load_opts = {k: v for k, v in opts.items() if v is not None}
+        if load.backend is not None:
+            chosen = self.get(load.backend)
+            if not _safe_available(chosen):
+                raise BackendUnavailableError(f"backend {chosen.name!r} is not available on this machine")
+            return self._load_with(chosen, resolved, load_opts)
+        candidates = [b for b in self.ordered() if _safe_available(b)]
+        if not candidates:
+            raise NoBackendsError(
+                f"cannot load {path!r}: no backends available (registered: {', '.join(self.names()) or 'none'})"
+            )
+        suitable = [b for b in candidates if not isinstance(b, FormatProbe) or b.accepts(resolved)]
+        if not suitable:
+            raise ModelLoadError(
+                f"no available backend loads {resolved!r} (available: {', '.join(b.name for b in candidates)})"
+            )
+        return self._load_with(suitable[0], resolved, load_opts)
+
+    def load_trainable(self, path: str, backend: str | None = None, **opts: Any) -> TextModel:
+        """Load a model that implements TrainableModel; close it again and raise NotTrainableError otherwise."""
+        model = self.load_model(path, backend, **opts)
+        if as_capability(model, TrainableModel) is None:
+            model.close()
+            raise NotTrainableError(f"model {path!r} loaded with {type(model).__name__} does not support training")
+        return model
+
+    @staticmethod
+    def _load_with(backend: Backend, path: str, opts: dict[str, Any]) -> TextModel:
+        try:
+            return backend.load_model(path, **opts)
+        except ModelHostError as exc:
+            if isinstance(exc, ModelLoadError) and backend.name in str(exc):
+                raise
+            raise ModelLoadError(f"backend {backend.name!r} failed to load {path!r}: {exc}", code=exc.code) from exc
+        except Exception as exc:
+            raise ModelLoadError(f"backend {backend.name!r} failed to load {path!r}: {exc}") from exc
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        with self._lock:
+            if self._entry_points_loaded:
+                return
+            self._entry_points_loaded = True
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                factory: Callable[[], Backend] = ep.load()
+                backend = factory()
+            except Exception:
+                # A broken third-party plugin must not take the built-in backends down with it.
+                log.warning("backend entry point %r failed to load; skipping it", ep.name, exc_info=True)
+                continue
+            with self._lock:
+                self._backends.setdefault(backend.name, backend)
+
+
+_default_registry = Registry(entry_points=True)
+
+
+def default_registry() -> Registry:
+    """The process-wide registry that the module functions use."""
+    return _default_registry
+
+
+def register(backend: Backend) -> None:
+    """Register a backend in the process-wide registry."""
+    _default_registry.register(backend)
+
+
+def get(name: str) -> Backend:
+    """A backend of the process-wide registry by name."""
+    return _default_registry.get(name)
+
+
+def names() -> list[str]:
+    """Names in the process-wide registry, sorted."""
+    return _default_registry.names()
+
+
+def default() -> Backend:
+    """The first available backend of the process-wide registry in preference order."""
+    return _default_registry.default()
+
+
+def load_model(path: str, backend: str | None = None, **opts: Any) -> TextModel:
+    """Load a model (a GGUF file, a Hugging Face folder, `default`, a cached hub name) with a suitable backend."""
+    return _default_registry.load_model(path, backend, **opts)
+
+
+def load_trainable(path: str, backend: str | None = None, **opts: Any) -> TextModel:
+    """Load a model that can train (LoRA); closes it again and raises NotTrainableError when it cannot."""
+    return _default_registry.load_trainable(path, backend, **opts)
+
+
+def backend_device_info(name: str, registry: Registry | None = None) -> DeviceInfo | None:
+    """Device facts of a registered backend that can describe its device, else None (never raises for a name)."""
+    try:
+        backend = (registry or _default_registry).get(name)
+    except BackendNotRegisteredError:
+        return None
+    provider = as_capability(backend, DeviceInfoProvider)
+    return provider.device_info() if provider is not None else None

@@ -1,0 +1,158 @@
+"""Value types of the inference contract: what goes into a model and what comes out.
+
+All are frozen dataclasses: they cross threads (a model's own thread, the event loop) and must not change under
+a reader. Images travel as whatever the caller has (PIL image, HxWx3 uint8 array, encoded PNG/JPEG bytes); the
+backend that accepts images turns them into pixels, so a text-only backend never pays for decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: Why a generation stopped. "stop": end of sequence, a stop string or a stop token; "length": `max_tokens`;
+#: "cancelled": the caller broke out or set `cancel`; "error": the engine failed (see `TextModel.err()`).
+FinishReason = Literal["stop", "length", "cancelled", "error"]
+
+#: Chat roles the templates know. "tool" is accepted for templates that render tool results.
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+#: An image as a caller holds it: a PIL.Image.Image, a numpy HxWx3 uint8 array, or encoded PNG/JPEG bytes.
+ImageInput = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One generated token. `text` is the text that became safe to show with this token.
+
+    `text` can be empty (a token that is half of a multi-byte character, or text held back because it may start a
+    stop string) and can carry more than the token's own piece (held-back text released later). Concatenating the
+    `text` of every token gives the answer exactly, never broken UTF-8.
+    """
+
+    id: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat turn. `images` are attached to this turn; the model's template decides where they go."""
+
+    role: str
+    content: str
+    images: tuple[ImageInput, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A list passed by a caller would make the frozen message mutable through the back door.
+        if not isinstance(self.images, tuple):
+            object.__setattr__(self, "images", tuple(self.images))
+
+
+def has_images(messages: Sequence[Message]) -> bool:
+    """True when any turn carries an image: the check every text-only model makes before compute."""
+    return any(m.images for m in messages)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """Static facts about a loaded model, read from its own metadata. 0 means unknown."""
+
+    architecture: str
+    vocab_size: int = 0
+    num_layers: int = 0
+    hidden_size: int = 0
+    quant_bits: int = 0
+    quant_group: int = 0
+    context_length: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateMetrics:
+    """What the last finished operation cost. Seconds are wall-clock on the model's thread."""
+
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    total_seconds: float = 0.0
+    prefill_tokens_per_second: float = 0.0
+    decode_tokens_per_second: float = 0.0
+    peak_memory_bytes: int = 0
+    active_memory_bytes: int = 0
+    thinking_budget_forced: bool = False
+    finish_reason: FinishReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifyResult:
+    """The one token chosen at a prompt's last position; `logits` (vocabulary-sized) only when asked for."""
+
+    token: Token
+    logits: Any = None  # numpy.ndarray of shape (vocab_size,) when `logits=True`
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """One prompt's result in `batch_generate`: its tokens, or the error that stopped it (others carry on)."""
+
+    tokens: tuple[Token, ...] = ()
+    error: BaseException | None = None
+    finish_reason: FinishReason | None = None
+
+    @property
+    def text(self) -> str:
+        """The generated text, joined."""
+        return "".join(t.text for t in self.tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class LoRAConfig:
+    """How to attach LoRA adapters: rank, scaling alpha, which projections."""
+
+    rank: int = 8
+    alpha: float = 16.0
+    target_keys: tuple[str, ...] = ("q_proj", "v_proj")
+    bf16: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingConfig:
+    """A LoRA fine-tuning run."""
+
+    epochs: int = 1
+    batch_size: int = 1
+    gradient_accumulation: int = 1
+    learning_rate: float = 1e-4
+    lora: LoRAConfig = field(default_factory=LoRAConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """What a backend computes on. Sizes in bytes; 0 means unknown."""
+
+    name: str
+    architecture: str = ""
+    memory_size: int = 0
+    max_buffer_length: int = 0
+    max_recommended_working_set_size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionSnapshot:
+    """Post-RoPE keys (and queries where the engine has them) from one prefill.
+
+    `keys[layer]` has shape (num_heads, seq_len, head_dim), where `num_heads` counts KV heads; `queries[layer]` has
+    shape (num_query_heads, seq_len, head_dim). Under grouped-query attention num_query_heads > num_heads.
+    """
+
+    num_layers: int
+    num_heads: int
+    num_query_heads: int
+    seq_len: int
+    head_dim: int
+    architecture: str
+    keys: tuple[Any, ...] = ()
+    queries: tuple[Any, ...] = ()
+    token_ids: tuple[int, ...] = ()
