@@ -1,0 +1,18 @@
+"""The host: one loaded model, one scheduler, and the request/event shapes every door uses."""
+
+from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
+from modelhost.host.metrics import HostMetrics
+from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, Host, RequestStream
+
+__all__ = [
+    "DEFAULT_MAX_QUEUE",
+    "Delta",
+    "Done",
+    "Event",
+    "Failed",
+    "GenerationRequest",
+    "Host",
+    "HostMetrics",
+    "RequestStream",
+    "Started",
+]

@@ -1,0 +1,72 @@
+"""What a door sends into the host (GenerationRequest) and what comes back (events), in one shape for every door.
+
+Each door turns its own wire into a GenerationRequest and the events back into its own wire; none of them touches a
+model. The events are few on purpose: Started (the model took the request: queue wait is over, prefill begins),
+Delta (text), and exactly one terminal event, Done or Failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from modelhost.inference.types import FinishReason, GenerateMetrics, Message
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """One generation: chat `messages`, or a raw `prompt` when messages are empty.
+
+    `options` are the contract's generation options (max_tokens, temperature, stop, ...), validated at submit.
+    `request_id` is the door's own id, carried for logs and metrics only.
+    """
+
+    messages: Sequence[Message] = ()
+    prompt: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    request_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.messages and self.prompt is None:
+            raise ValueError("a GenerationRequest needs messages or a prompt")
+        if self.messages and self.prompt is not None:
+            raise ValueError("a GenerationRequest takes messages or a prompt, not both")
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The model thread took the request; prefill begins now."""
+
+    queued_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """Text that became visible; `tokens` counts the tokens generated so far (for progress and rates)."""
+
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The request finished: end of sequence or stop ("stop"), its bound ("length"), or cancelled."""
+
+    finish_reason: FinishReason
+    prompt_tokens: int
+    completion_tokens: int
+    metrics: GenerateMetrics
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The request failed; `code` is the modelhost error code (see modelhost.errors)."""
+
+    code: str
+    message: str
+    completion_tokens: int = 0
+
+
+Event = Started | Delta | Done | Failed
+"""Any event of a request's stream."""

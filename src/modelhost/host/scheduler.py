@@ -1,0 +1,355 @@
+"""The host: holds one loaded model and the one scheduler every door uses.
+
+Why one thread per model: llama.cpp runs its compute on an OpenMP thread group per calling thread, so calling a
+model from a new thread per request oversubscribes the cores and speed collapses (measured 80 -> 7-36 tokens/s).
+The model is loaded and driven on one long-lived thread; doors are asyncio and never block the event loop.
+
+Admission: the waiting queue is bounded (`max_queue`); beyond it `submit` raises QueueFullError at once, so a door
+answers 429/queue_full instead of letting latency grow without bound. A request is cancelled, wherever it is, when
+its consumer calls `cancel()` or closes its stream: a queued request leaves the queue and frees its slot; a running
+one stops within one token (the contract's `cancel=` token), and the model takes the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal
+
+from modelhost.errors import (
+    HostClosedError,
+    InvalidInputError,
+    ModelHostError,
+    QueueFullError,
+    UnsupportedAttachmentError,
+)
+from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
+from modelhost.host.metrics import HostMetrics
+from modelhost.inference import accepts_images
+from modelhost.inference.model import TextModel
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import ROLES, GenerateMetrics, has_images
+
+log = logging.getLogger(__name__)
+
+#: Default bound on requests waiting for the model. A small CPU model serves a few requests a second; 64 waiting
+#: is already a minute of backlog, past which a caller is better told "busy" than kept waiting.
+DEFAULT_MAX_QUEUE = 64
+
+HostState = Literal["new", "loading", "ready", "failed", "closing", "closed"]
+
+
+class RequestStream:
+    """The events of one submitted request, as an async iterator. Close it (or `cancel()`) to cancel the request.
+
+    Use as `async with host.submit(req) as stream: async for event in stream: ...`; leaving the block early
+    cancels the request wherever it is.
+    """
+
+    def __init__(self, host: Host, request: GenerationRequest, options: dict[str, Any]) -> None:
+        self.request = request
+        self.options = options
+        self.cancel_event = threading.Event()
+        self.submitted_at = time.perf_counter()
+        self._host = host
+        self._loop = asyncio.get_running_loop()
+        self._events: asyncio.Queue[Event] = asyncio.Queue()
+        self._finished = False
+
+    # -- called on the model thread --------------------------------------------------------------------------------
+    def _emit(self, event: Event) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._events.put_nowait, event)
+        except RuntimeError:
+            # The consumer's loop is closed: nobody is listening; make the model stop working for them.
+            self.cancel_event.set()
+
+    # -- consumer side ---------------------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Cancel the request: dropped from the queue if waiting, stopped within one token if running."""
+        if not self.cancel_event.is_set():
+            self.cancel_event.set()
+            self._host._dequeue(self)
+
+    async def aclose(self) -> None:
+        """Cancel unless already finished."""
+        if not self._finished:
+            self.cancel()
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Event]:
+        while not self._finished:
+            event = await self._events.get()
+            if isinstance(event, (Done, Failed)):
+                self._finished = True
+            yield event
+
+    async def __aenter__(self) -> RequestStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class Host:
+    """One loaded model, its thread and its queue. Build with a loader; `await start()` loads on the model thread."""
+
+    def __init__(
+        self,
+        loader: Callable[[], TextModel],
+        *,
+        name: str,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        metrics: HostMetrics | None = None,
+    ) -> None:
+        if max_queue < 1:
+            raise ValueError("max_queue must be at least 1")
+        self.name = name
+        self.max_queue = max_queue
+        self.metrics = metrics or HostMetrics(name)
+        self.state: HostState = "new"
+        self.load_error: BaseException | None = None
+        self._loader = loader
+        self._model: TextModel | None = None
+        self._accepts_images = False
+        self._waiting: collections.deque[RequestStream] = collections.deque()
+        self._running: RequestStream | None = None
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+
+    @classmethod
+    def from_model(cls, model: TextModel, *, name: str, max_queue: int = DEFAULT_MAX_QUEUE) -> Host:
+        """A host around an already loaded model (it is still driven from the host's own thread)."""
+        return cls(lambda: model, name=name, max_queue=max_queue)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the model thread and load the model there; returns when ready, raises the load error otherwise."""
+        if self.state != "new":
+            raise RuntimeError(f"host already started (state {self.state})")
+        self.state = "loading"
+        self._thread = threading.Thread(target=self._main, name=f"modelhost-model-{self.name}", daemon=True)
+        self._thread.start()
+        await asyncio.get_running_loop().run_in_executor(None, self._ready.wait)
+        if self.load_error is not None:
+            raise self.load_error
+
+    @property
+    def ready(self) -> bool:
+        """True when the model is loaded and the host admits requests."""
+        return self.state == "ready"
+
+    @property
+    def model(self) -> TextModel:
+        """The loaded model (for info and capabilities; drive it only through `submit`)."""
+        if self._model is None:
+            raise HostClosedError(f"host {self.name!r} has no model loaded (state {self.state})")
+        return self._model
+
+    @property
+    def accepts_images(self) -> bool:
+        """True when the loaded checkpoint accepts images (a live probe made once at load)."""
+        return self._accepts_images
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued for the model."""
+        return len(self._waiting)
+
+    @property
+    def running(self) -> int:
+        """Requests the model is working on (0 or 1 until batching lands)."""
+        return 1 if self._running is not None else 0
+
+    async def aclose(self, grace: float = 10.0) -> None:
+        """Stop admitting, let queued and running requests finish for up to `grace` seconds, cancel the rest, and
+        close the model on its own thread."""
+        if self.state in ("closed", "closing"):
+            return
+        loop = asyncio.get_running_loop()
+        if self.state == "loading":
+            await loop.run_in_executor(None, self._ready.wait)
+        with self._cond:
+            previous, self.state = self.state, "closing"
+        if previous == "ready":
+            drained = await loop.run_in_executor(None, self._wait_drained, grace)
+            if not drained:
+                self._cancel_all()
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread is not None:
+            await loop.run_in_executor(None, self._thread.join)
+        self.state = "closed"
+
+    # -- admission -------------------------------------------------------------------------------------------------
+    def submit(self, request: GenerationRequest) -> RequestStream:
+        """Queue a request and return its event stream. Must be called on the event loop that will consume it.
+
+        Raises at once (nothing queued) for: a host that is not ready, invalid options, an image for a text-only
+        model, a full queue.
+        """
+        if self.state != "ready":
+            raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
+        try:
+            options = self._validate(request)
+        except ModelHostError as exc:
+            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            raise
+        stream = RequestStream(self, request, options)
+        with self._cond:
+            if len(self._waiting) >= self.max_queue:
+                self.metrics.requests_rejected.labels(self.name, QueueFullError.code).inc()
+                raise QueueFullError(f"queue full: {len(self._waiting)} requests waiting for {self.name!r}")
+            self._waiting.append(stream)
+            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
+            self._idle.clear()
+            self._cond.notify()
+        return stream
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
+        """Submit and iterate in one step; leaving the loop early cancels the request."""
+        async with self.submit(request) as stream:
+            async for event in stream:
+                yield event
+
+    def _validate(self, request: GenerationRequest) -> dict[str, Any]:
+        options = dict(request.options)
+        GenerateOptions.parse(options)  # raises InvalidOptionError naming the option, before anything is queued
+        if "cancel" in options:
+            raise InvalidInputError("the host owns cancellation; cancel a request by closing its stream")
+        for message in request.messages:
+            if message.role not in ROLES:
+                raise InvalidInputError(f"unknown role {message.role!r}; expected one of {', '.join(sorted(ROLES))}")
+        if has_images(request.messages) and not self._accepts_images:
+            raise UnsupportedAttachmentError(f"model {self.name!r} does not accept image input")
+        return options
+
+    def _dequeue(self, stream: RequestStream) -> None:
+        with self._cond:
+            try:
+                self._waiting.remove(stream)
+            except ValueError:
+                return  # already running or finished: the cancel token does the rest
+            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
+            if not self._waiting and self._running is None:
+                self._idle.set()
+        self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")), started=False)
+
+    def _cancel_all(self) -> None:
+        with self._cond:
+            pending = list(self._waiting)
+            running = self._running
+        for stream in pending:
+            stream.cancel()
+        if running is not None:
+            running.cancel_event.set()
+
+    def _wait_drained(self, grace: float) -> bool:
+        return self._idle.wait(grace)
+
+    # -- the model thread ------------------------------------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            self._model = self._loader()
+            self._accepts_images = accepts_images(self._model)
+            with self._cond:
+                # aclose() may have begun while we loaded: it wins, and the loop below exits at once.
+                if self.state == "loading":
+                    self.state = "ready"
+        except BaseException as exc:
+            self.load_error = exc
+            self.state = "failed"
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while True:
+                stream = self._next()
+                if stream is None:
+                    break
+                self._serve(stream)
+        finally:
+            model, self._model = self._model, None
+            try:
+                model.close()
+            except Exception:
+                log.exception("closing model %r failed", self.name)
+
+    def _next(self) -> RequestStream | None:
+        with self._cond:
+            while not self._waiting:
+                if self.state in ("closing", "closed"):
+                    return None
+                self._idle.set()
+                self._cond.wait()
+            stream = self._waiting.popleft()
+            self._running = stream
+            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
+            self.metrics.requests_running.labels(self.name).set(1)
+            return stream
+
+    def _serve(self, stream: RequestStream) -> None:
+        model = self.model
+        request = stream.request
+        name = self.name
+        queued = time.perf_counter() - stream.submitted_at
+        self.metrics.queue_time.labels(name).observe(queued)
+        stream._emit(Started(queued))
+        tokens = 0
+        last = 0.0
+        try:
+            opts = {**stream.options, "cancel": stream.cancel_event}
+            if request.messages:
+                tokens_iter = model.chat(request.messages, **opts)
+            else:
+                tokens_iter = model.generate(request.prompt or "", **opts)
+            try:
+                for token in tokens_iter:
+                    now = time.perf_counter()
+                    if tokens == 0:
+                        self.metrics.time_to_first_token.labels(name).observe(now - stream.submitted_at)
+                    else:
+                        self.metrics.inter_token_latency.labels(name).observe(now - last)
+                    last = now
+                    tokens += 1
+                    if token.text:
+                        stream._emit(Delta(token.text, tokens))
+            finally:
+                close = getattr(tokens_iter, "close", None)
+                if close is not None:
+                    close()
+            error = model.err()
+            if error is not None:
+                raise error
+            m = model.metrics()
+            reason = "cancelled" if stream.cancel_event.is_set() else (m.finish_reason or "stop")
+            self.metrics.prompt_tokens.labels(name).inc(m.prompt_tokens)
+            self.metrics.generation_tokens.labels(name).inc(m.generated_tokens)
+            self._finish(stream, Done(reason, m.prompt_tokens, m.generated_tokens, m))
+        except ModelHostError as exc:
+            self._finish(stream, Failed(exc.code, str(exc), tokens))
+        except Exception as exc:
+            log.exception("request %r failed in model %r", request.request_id, name)
+            self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", tokens))
+
+    def _finish(self, stream: RequestStream, event: Done | Failed, *, started: bool = True) -> None:
+        name = self.name
+        reason = event.finish_reason if isinstance(event, Done) else "error"
+        self.metrics.requests_finished.labels(name, reason).inc()
+        if started:
+            self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
+            with self._cond:
+                self._running = None
+                self.metrics.requests_running.labels(name).set(0)
+                if not self._waiting:
+                    self._idle.set()
+        stream._emit(event)
