@@ -1,0 +1,33 @@
+"""Session fixtures: tiny random models built once per test session, offline (see modelhost.testing.tinymodels)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from modelhost.testing import tinymodels
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder of a tiny random LlamaForCausalLM (safetensors, ChatML tokenizer, generation_config.json)."""
+    return tinymodels.build_tiny_llama(tmp_path_factory.mktemp("tiny_llama"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_gguf(tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same weights and tokenizer as `tiny_llama_dir`, as an fp32 GGUF file for llama.cpp."""
+    return tinymodels.write_llama_gguf(tiny_llama_dir, tmp_path_factory.mktemp("tiny_llama_gguf") / "tiny-llama.gguf")
+
+
+@pytest.fixture(scope="session")
+def tiny_idefics3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder of a tiny random Idefics3ForConditionalGeneration with its (PIL-based) Idefics3Processor."""
+    return tinymodels.build_tiny_idefics3(tmp_path_factory.mktemp("tiny_idefics3"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_thinking_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Folder of a tiny random Llama whose chat template has a <think>...</think> channel (enable_thinking)."""
+    return tinymodels.build_tiny_thinking_llama(tmp_path_factory.mktemp("tiny_thinking"), seed=0)
