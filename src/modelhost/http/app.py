@@ -1,0 +1,452 @@
+"""The HTTP door: Starlette routes that turn OpenAI and Ollama requests into host requests and events into bytes.
+
+Every generation route does the same four things: read a bounded body, parse it (openai_schema), `host.submit` it
+(which refuses bad options, images for a text model and a full queue *before* any compute), then relay the host's
+events. JSON shapes live in openai_schema; this module only moves them.
+
+Cancellation: while a request is queued or generating, a task listens for the client's `http.disconnect` and
+cancels the host request at once. Waiting for a failed write would not do: a queued or prefilling request writes
+nothing, and a non-streaming one writes only at the end, so an abandoned request would keep the model busy for
+nobody. The stream responses are raw ASGI for the same reason: the response owns both the writes and the listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+import importlib.metadata
+import logging
+import math
+import time
+import typing
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Literal, Protocol
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from modelhost.errors import HostClosedError, ModelHostError, QueueFullError
+from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
+from modelhost.host.scheduler import HostState
+from modelhost.http import openai_schema as schema
+from modelhost.http.openai_schema import ApiError, ParsedRequest
+
+log = logging.getLogger(__name__)
+
+Flavour = Literal["openai", "ollama"]
+
+#: Bounds on the Retry-After we advertise with a 429: under a second is pointless (clients round up anyway), over a
+#: minute means the estimate is unreliable and a client should back off on its own schedule.
+_RETRY_AFTER_MIN, _RETRY_AFTER_MAX = 1, 60
+
+#: The routes that carry work (and so need the API key). /health, /ready and /metrics stay open: an orchestrator or
+#: a Prometheus scraper must see the process without holding the key, and they reveal no model output.
+_PROTECTED_PREFIXES = ("/v1/", "/api/")
+
+
+class _Writer(Protocol):
+    """The per-request serialiser of a streamed answer (see openai_schema's *Stream classes)."""
+
+    def started(self) -> bytes: ...
+
+    def delta(self, text: str) -> bytes: ...
+
+    def done(self, done: Done, total_seconds: float) -> bytes: ...
+
+    def error(self, err: ApiError) -> bytes: ...
+
+
+# -- metrics the door adds to the host's ----------------------------------------------------------------------------
+
+
+class _HostStateCollector(Collector):
+    """`modelhost_model_state{state=...}` = 1 for the host's current state, so a dashboard shows loading/failed."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "modelhost_model_state", "1 for the host's current state, 0 for the others.", labels=["model_name", "state"]
+        )
+        for state in typing.get_args(HostState):
+            family.add_metric([self._host.name, state], 1.0 if self._host.state == state else 0.0)
+        yield family
+
+
+class HttpMetrics:
+    """What only the HTTP door knows: requests by route and status, and clients that hung up mid-request.
+
+    A separate registry from the host's, exposed together at /metrics: two apps over one host (tests) must not
+    register the same names twice in one registry.
+    """
+
+    def __init__(self, host: Host) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "modelhost_http_requests", "HTTP requests answered, by route and status.", ["route", "method", "status"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.disconnects = Counter(
+            "modelhost_http_client_disconnects",
+            "Clients that hung up before their answer was complete (their request was cancelled).",
+            ["route"],
+            registry=self.registry,
+        )
+        self.registry.register(_HostStateCollector(host))
+
+
+# -- middleware (pure ASGI: BaseHTTPMiddleware would buffer streams and hide disconnects) -------------------------
+
+
+class _CountRequests:
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics, routes: frozenset[str]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def counting_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting_send)
+        finally:
+            # Unknown paths are one label value: a scanner must not create a time series per URL it tries.
+            route = scope["path"] if scope["path"] in self.routes else "other"
+            self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+
+
+class _RequireApiKey:
+    def __init__(self, app: ASGIApp, api_key: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(_PROTECTED_PREFIXES):
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            # compare_digest: the comparison time must not tell an attacker how much of the key they have right.
+            if not hmac.compare_digest(given, self.expected):
+                err = ApiError(
+                    401, "missing or invalid API key (send Authorization: Bearer <key>)",
+                    type="authentication_error", code="invalid_api_key",
+                )  # fmt: skip
+                await _error_response(err, _flavour_of(scope["path"]))(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _flavour_of(path: str) -> Flavour:
+    return "ollama" if path.startswith("/api/") else "openai"
+
+
+def _error_response(err: ApiError, flavour: Flavour) -> Response:
+    body = schema.ollama_error_body(err) if flavour == "ollama" else schema.openai_error_body(err)
+    return Response(body, status_code=err.status, media_type="application/json", headers=err.headers)
+
+
+# -- streaming --------------------------------------------------------------------------------------------------
+
+
+async def _cancel_on_disconnect(receive: Receive, stream: RequestStream, gone: asyncio.Event) -> None:
+    # Only called once the body is fully read, so the next message the server has for us is the disconnect.
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            stream.cancel()
+            return
+
+
+class _StreamedAnswer(Response):
+    """Relays a host request's events as SSE or NDJSON, cancelling the request if the client goes away."""
+
+    def __init__(self, door: _Door, route: str, stream: RequestStream, writer: _Writer, media_type: str) -> None:
+        super().__init__(media_type=media_type)
+        self.door = door
+        self.route = route
+        self.stream = stream
+        self.writer = writer
+        # No caching, and no proxy buffering (nginx's header): tokens must reach the client as they are made.
+        self.headers.update({"cache-control": "no-cache", "x-accel-buffering": "no"})
+        del self.headers["content-length"]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        gone = asyncio.Event()
+        listener = asyncio.create_task(_cancel_on_disconnect(receive, self.stream, gone))
+        try:
+            async for event in self.stream:
+                chunk = self._render(event, gone)
+                if chunk and not gone.is_set():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            listener.cancel()
+            await self.stream.aclose()
+            if gone.is_set():
+                self.door.metrics.disconnects.labels(self.route).inc()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _render(self, event: Started | Delta | Done | Failed, gone: asyncio.Event) -> bytes:
+        if isinstance(event, Delta):
+            return self.writer.delta(event.text)
+        if isinstance(event, Started):
+            return self.writer.started()
+        if isinstance(event, Failed):
+            return self.writer.error(schema.from_host_error(event.code, event.message))
+        if event.finish_reason == "cancelled":
+            # Cancelled while the client still listens: only the host's shutdown does that. Say so.
+            return b"" if gone.is_set() else self.writer.error(_cancelled_by_host())
+        return self.writer.done(event, time.perf_counter() - self.stream.submitted_at)
+
+
+def _cancelled_by_host() -> ApiError:
+    return schema.from_host_error("cancelled", "the request was cancelled: the host is shutting down")
+
+
+# -- the door -----------------------------------------------------------------------------------------------------
+
+
+def _answers_errors(flavour: Flavour) -> Callable[[Callable[[_Door, Request], Awaitable[Response]]], Any]:
+    """Turn ApiError (and any surprise) raised by a handler into the route family's error body."""
+
+    def wrap(handler: Callable[[_Door, Request], Awaitable[Response]]) -> Callable[[_Door, Request], Any]:
+        @functools.wraps(handler)
+        async def run(self: _Door, request: Request) -> Response:
+            try:
+                return await handler(self, request)
+            except ApiError as err:
+                return _error_response(err, flavour)
+            except Exception:
+                log.exception("%s %s failed", request.method, request.url.path)
+                internal = ApiError(
+                    500, "internal server error (see the server log)", type="server_error", code="internal"
+                )
+                return _error_response(internal, flavour)
+
+        return run
+
+    return wrap
+
+
+class _Door:
+    """The route handlers, bound to one host."""
+
+    def __init__(self, host: Host, model_name: str, metrics: HttpMetrics) -> None:
+        self.host = host
+        self.model_name = model_name
+        self.metrics = metrics
+        self.created = time.time()
+
+    # -- operations ------------------------------------------------------------------------------------------------
+    async def health(self, request: Request) -> Response:
+        """Liveness: answers from the event loop, never waits on the model. 503 only when the host can never serve
+        again (its load failed, or it closed): restarting the process is then the fix."""
+        state = self.host.state
+        status = 503 if state in ("failed", "closed") else 200
+        return JSONResponse({"status": "ok" if status == 200 else "error", "state": state}, status_code=status)
+
+    async def ready(self, request: Request) -> Response:
+        """Readiness: 200 with the model name when requests are admitted, else 503 with the state."""
+        if self.host.ready:
+            return JSONResponse({"status": "ready", "model": self.model_name})
+        headers = {"retry-after": "1"} if self.host.state in ("new", "loading") else None
+        return JSONResponse({"status": self.host.state, "model": self.model_name}, status_code=503, headers=headers)
+
+    async def prometheus(self, request: Request) -> Response:
+        """The host's metrics (latencies, queue, tokens, finish reasons) and the door's own."""
+        body = generate_latest(self.host.metrics.registry) + generate_latest(self.metrics.registry)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    # -- OpenAI ----------------------------------------------------------------------------------------------------
+    @_answers_errors("openai")
+    async def models(self, request: Request) -> Response:
+        """GET /v1/models."""
+        return Response(schema.models_list(self.model_name, int(self.created)), media_type="application/json")
+
+    @_answers_errors("openai")
+    async def chat_completions(self, request: Request) -> Response:
+        """POST /v1/chat/completions."""
+        parsed = schema.parse_chat_completion(await _read_json(request), _request_id())
+        stream = self._submit(parsed)
+        if parsed.stream:
+            writer = schema.OpenAIChatStream(self.model_name, parsed.include_usage)
+            return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
+        text, done, _ = await self._collect(request, stream)
+        return Response(schema.chat_completion(self.model_name, text, done), media_type="application/json")
+
+    @_answers_errors("openai")
+    async def completions(self, request: Request) -> Response:
+        """POST /v1/completions."""
+        parsed = schema.parse_completion(await _read_json(request), _request_id())
+        stream = self._submit(parsed)
+        if parsed.stream:
+            writer = schema.OpenAICompletionStream(self.model_name, parsed.include_usage)
+            return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
+        text, done, _ = await self._collect(request, stream)
+        return Response(schema.completion(self.model_name, text, done), media_type="application/json")
+
+    # -- Ollama ----------------------------------------------------------------------------------------------------
+    @_answers_errors("ollama")
+    async def ollama_chat(self, request: Request) -> Response:
+        """POST /api/chat."""
+        parsed = schema.parse_ollama_chat(await _read_json(request), _request_id())
+        return await self._ollama(request, parsed, schema.OllamaStream(self.model_name, "chat"))
+
+    @_answers_errors("ollama")
+    async def ollama_generate(self, request: Request) -> Response:
+        """POST /api/generate."""
+        parsed = schema.parse_ollama_generate(await _read_json(request), _request_id())
+        writer = schema.OllamaStream(self.model_name, "generate")
+        if parsed is None:
+            if not self.host.ready:
+                raise self._not_ready()
+            return Response(writer.loaded(), media_type="application/json")
+        return await self._ollama(request, parsed, writer)
+
+    @_answers_errors("ollama")
+    async def ollama_tags(self, request: Request) -> Response:
+        """GET /api/tags."""
+        family = self.host.model.model_type if self.host.ready else ""
+        body = schema.ollama_tags(self.model_name, family, 0, self.created)
+        return Response(body, media_type="application/json")
+
+    @_answers_errors("ollama")
+    async def ollama_version(self, request: Request) -> Response:
+        """GET /api/version: some Ollama clients probe it before anything else."""
+        try:
+            version = importlib.metadata.version("modelhost")
+        except importlib.metadata.PackageNotFoundError:
+            version = "0.0.0"
+        return JSONResponse({"version": version})
+
+    async def _ollama(self, request: Request, parsed: ParsedRequest, writer: schema.OllamaStream) -> Response:
+        stream = self._submit(parsed)
+        if parsed.stream:
+            return _StreamedAnswer(self, request.url.path, stream, writer, "application/x-ndjson")
+        text, done, seconds = await self._collect(request, stream)
+        return Response(writer.done(done, seconds, text), media_type="application/json")
+
+    # -- the shared path -------------------------------------------------------------------------------------------
+    def _submit(self, parsed: ParsedRequest) -> RequestStream:
+        try:
+            return self.host.submit(parsed.generation)
+        except QueueFullError as exc:
+            err = schema.from_host_exception(exc, parsed.wire_names)
+            err.headers["retry-after"] = str(self._retry_after())
+            raise err from None
+        except HostClosedError:
+            raise self._not_ready() from None
+        except ModelHostError as exc:
+            raise schema.from_host_exception(exc, parsed.wire_names) from None
+
+    def _not_ready(self) -> ApiError:
+        state = self.host.state
+        if state in ("new", "loading"):
+            return ApiError(503, f"model {self.model_name!r} is loading; retry shortly", type="server_error",
+                            code="model_loading", headers={"retry-after": "1"})  # fmt: skip
+        return schema.from_host_error("host_closed", f"model {self.model_name!r} is not serving (state {state})")
+
+    def _retry_after(self) -> int:
+        """Seconds until a queue slot is likely free: the mean request time so far times the requests ahead."""
+        registry = self.host.metrics.registry
+        labels = {"model_name": self.host.name}
+        total = registry.get_sample_value("modelhost_e2e_request_latency_seconds_sum", labels) or 0.0
+        count = registry.get_sample_value("modelhost_e2e_request_latency_seconds_count", labels) or 0.0
+        mean = total / count if count else 1.0
+        # Ahead of the client: everything waiting and the one running; a slot frees when the first of them ends,
+        # but a client that retries at once would just be refused again, so advertise one request's time.
+        estimate = mean * max(1, self.host.running)
+        return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(estimate)))
+
+    async def _collect(self, request: Request, stream: RequestStream) -> tuple[str, Done, float]:
+        """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready."""
+        parts: list[str] = []
+        gone = asyncio.Event()
+        listener = asyncio.create_task(_cancel_on_disconnect(request.receive, stream, gone))
+        end: Done | Failed | None = None
+        try:
+            async for event in stream:
+                if isinstance(event, Delta):
+                    parts.append(event.text)
+                elif isinstance(event, (Done, Failed)):
+                    end = event
+        finally:
+            listener.cancel()
+            await stream.aclose()
+        seconds = time.perf_counter() - stream.submitted_at
+        if gone.is_set():
+            self.metrics.disconnects.labels(request.url.path).inc()
+            # Nobody reads this; 499 (nginx's "client closed request") keeps the request counter truthful.
+            raise ApiError(499, "client closed the request", code="cancelled")
+        if isinstance(end, Failed):
+            raise schema.from_host_error(end.code, end.message)
+        if end is None or end.finish_reason == "cancelled":
+            raise _cancelled_by_host()
+        return "".join(parts), end, seconds
+
+
+async def _read_json(request: Request) -> Any:
+    """The body, bounded by MAX_BODY_BYTES before it is all in memory, parsed as JSON."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > schema.MAX_BODY_BYTES:
+        raise _too_large()
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > schema.MAX_BODY_BYTES:
+            raise _too_large()
+    return schema.decode_json(bytes(body))
+
+
+def _too_large() -> ApiError:
+    return ApiError(413, f"request body exceeds {schema.MAX_BODY_BYTES} bytes", code="body_too_large")
+
+
+def _request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def build_app(host: Host, *, api_key: str | None = None, model_name: str | None = None) -> Starlette:
+    """The Starlette app of the HTTP door over `host`. `api_key` guards /v1/* and /api/*; `model_name` is the name
+    clients see (default: the host's name). The host may still be loading: /health answers, /ready says 503."""
+    metrics = HttpMetrics(host)
+    door = _Door(host, model_name or host.name, metrics)
+    routes = [
+        Route("/health", door.health, methods=["GET"]),
+        Route("/ready", door.ready, methods=["GET"]),
+        Route("/metrics", door.prometheus, methods=["GET"]),
+        Route("/v1/models", door.models, methods=["GET"]),
+        Route("/v1/chat/completions", door.chat_completions, methods=["POST"]),
+        Route("/v1/completions", door.completions, methods=["POST"]),
+        Route("/api/chat", door.ollama_chat, methods=["POST"]),
+        Route("/api/generate", door.ollama_generate, methods=["POST"]),
+        Route("/api/tags", door.ollama_tags, methods=["GET"]),
+        Route("/api/version", door.ollama_version, methods=["GET"]),
+    ]
+    middleware = [Middleware(_CountRequests, metrics=metrics, routes=frozenset(r.path for r in routes))]
+    if api_key:
+        middleware.append(Middleware(_RequireApiKey, api_key=api_key))
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.metrics = metrics
+    return app
+
+
+__all__ = ["HttpMetrics", "build_app"]

@@ -1,0 +1,826 @@
+"""Every JSON shape of the HTTP door, in one module: OpenAI and Ollama requests, responses, stream chunks and errors.
+
+The rest of the door (app.py) moves bytes and events; it never spells a field name. Requests are decoded with
+msgspec Structs that forbid unknown fields, so a parameter we do not implement is refused with a 400 that names it
+instead of being silently ignored (a client asking for `n=3` or `tools` must learn it got neither). Parameters
+whose *neutral* value changes nothing (`n=1`, `presence_penalty=0`, `tools=[]`) are accepted, because many clients
+send defaults explicitly.
+
+Each parser returns a `ParsedRequest`: the host's GenerationRequest plus the few wire facts the response needs.
+Host errors become wire errors in `from_host_error`, the one table of code -> (HTTP status, OpenAI error type).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from modelhost.errors import InvalidOptionError, ModelHostError
+from modelhost.host.events import Done, GenerationRequest
+from modelhost.inference.types import Message
+
+# -- limits -------------------------------------------------------------------------------------------------------
+
+#: Largest request body read. A page image as a data URI is a few MB; 32 MiB leaves room for several while bounding
+#: what one client can make the process buffer before a single check has run.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+#: Largest base64 text of one image, checked *before* decoding, so a hostile body cannot make us allocate the
+#: decoded copy of something we would refuse anyway. 16 MiB of base64 is 12 MiB of PNG/JPEG: a 300 dpi A4 scan.
+MAX_IMAGE_BASE64_CHARS = 16 * 1024 * 1024
+
+#: Most images per request: each costs a vision encoder pass; past this it is a mistake or an attack.
+MAX_IMAGES = 16
+
+#: What OpenAI's /v1/completions does when `max_tokens` is absent. Kept, so clients written against OpenAI see the
+#: length they expect (chat has no such default: the checkpoint's own bound applies).
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+_JPEG_MAGIC = b"\xff\xd8\xff"
+_DATA_URI = re.compile(r"^data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[\w.+-]+=[\w.+-]+)*);base64,", re.ASCII)
+_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/jpg"})
+
+
+# -- errors -------------------------------------------------------------------------------------------------------
+
+ErrorType = Literal[
+    "invalid_request_error", "authentication_error", "not_found_error", "rate_limit_error", "server_error"
+]
+
+
+class ApiError(Exception):
+    """A request the door refuses or cannot finish, with everything both wire formats need to say why."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: ErrorType = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+        self.headers = dict(headers or {})
+
+
+class _ErrorDetail(msgspec.Struct):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class _ErrorBody(msgspec.Struct):
+    error: _ErrorDetail
+
+
+def openai_error_body(err: ApiError) -> bytes:
+    """OpenAI's error body: {"error": {"message", "type", "param", "code"}}."""
+    return msgspec.json.encode(_ErrorBody(_ErrorDetail(err.message, err.type, err.param, err.code)))
+
+
+def ollama_error_body(err: ApiError) -> bytes:
+    """Ollama's error body: {"error": "message"}."""
+    return msgspec.json.encode({"error": err.message})
+
+
+# modelhost error code -> (HTTP status, OpenAI error type). Callers branch on the code (see modelhost.errors).
+_HOST_ERRORS: dict[str, tuple[int, ErrorType]] = {
+    "invalid_option": (400, "invalid_request_error"),
+    "invalid_input": (400, "invalid_request_error"),
+    "attachment_unsupported": (400, "invalid_request_error"),
+    "queue_full": (429, "rate_limit_error"),
+    "host_closed": (503, "server_error"),
+    "model_closed": (503, "server_error"),
+    "cancelled": (503, "server_error"),
+    "generation_failed": (500, "server_error"),
+    "internal": (500, "server_error"),
+}
+
+
+def from_host_error(code: str, message: str, *, param: str | None = None) -> ApiError:
+    """The wire error for a modelhost error code (from an exception or a Failed event)."""
+    status, kind = _HOST_ERRORS.get(code, (500, "server_error"))
+    return ApiError(status, message, type=kind, param=param, code=code)
+
+
+def from_host_exception(exc: ModelHostError, wire_names: Mapping[str, str]) -> ApiError:
+    """The wire error for an exception `Host.submit` raised; an option error names the parameter the client sent."""
+    param = None
+    if isinstance(exc, InvalidOptionError):
+        param = wire_names.get(exc.option, exc.option)
+    return from_host_error(exc.code, str(exc), param=param)
+
+
+# -- the request the app hands to the host --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRequest:
+    """A decoded request: what to submit, and the wire facts its response needs."""
+
+    generation: GenerationRequest
+    stream: bool
+    include_usage: bool = False
+    # contract option name -> the parameter name the client used, so errors name what the client sent.
+    wire_names: Mapping[str, str] = field(default_factory=dict)
+
+
+def decode_json(body: bytes) -> Any:
+    """Parse a body as JSON; a syntax error is a 400 that says where."""
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise ApiError(400, f"invalid JSON body: {exc}", code="invalid_json") from None
+
+
+# msgspec says where a value failed as "... - at `$.messages[0].role`"; the param is that path without "$.".
+_AT_PATH = re.compile(r" - at `\$\.?([^`]*)`$")
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
+
+
+def _convert(data: Any, kind: type[Any]) -> Any:
+    if not isinstance(data, dict):
+        raise ApiError(400, "the request body must be a JSON object", code="invalid_json")
+    try:
+        return msgspec.convert(data, kind, strict=True)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        unknown = _UNKNOWN_FIELD.search(text)
+        at = _AT_PATH.search(text)
+        path = at.group(1) if at else ""
+        if unknown:
+            name = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
+            raise ApiError(
+                400,
+                f"unrecognized request argument supplied: {name} (modelhost refuses parameters it does not implement)",
+                param=name,
+                code="unsupported_parameter",
+            ) from None
+        raise ApiError(400, f"invalid request: {text}", param=path or None, code="invalid_value") from None
+
+
+def _unsupported(param: str, why: str) -> ApiError:
+    return ApiError(400, f"{param}: {why}", param=param, code="unsupported_parameter")
+
+
+def _decode_image_base64(b64: str, param: str) -> bytes:
+    """Base64 text of a PNG or JPEG -> its bytes, bounded before decoding; the backend decodes the pixels."""
+    if len(b64) > MAX_IMAGE_BASE64_CHARS:
+        raise ApiError(
+            413 if len(b64) > MAX_BODY_BYTES else 400,
+            f"image is {len(b64)} base64 characters; the limit is {MAX_IMAGE_BASE64_CHARS}",
+            param=param,
+            code="image_too_large",
+        )
+    try:
+        data = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, "image is not valid base64", param=param, code="invalid_image") from None
+    if not (data.startswith(_PNG_MAGIC) or data.startswith(_JPEG_MAGIC)):
+        raise ApiError(400, "image must be PNG or JPEG", param=param, code="invalid_image")
+    return data
+
+
+def decode_image_data_uri(url: str, param: str) -> bytes:
+    """A `data:image/png;base64,...` URI -> the encoded image bytes. Anything else (an http URL) is refused:
+    the host reaches no network, and fetching on a client's behalf would make it a proxy."""
+    match = _DATA_URI.match(url)
+    if match is None:
+        raise ApiError(
+            400,
+            "image_url must be a data URI (data:image/png;base64,... or data:image/jpeg;base64,...); "
+            "modelhost fetches nothing from the network",
+            param=param,
+            code="invalid_image_url",
+        )
+    mime = (match.group("mime") or "").lower()
+    if mime not in _IMAGE_MIMES:
+        raise ApiError(400, f"image type {mime or '(none)'!r} is not supported; use PNG or JPEG", param=param)
+    return _decode_image_base64(url[match.end() :], param)
+
+
+# -- OpenAI requests ----------------------------------------------------------------------------------------------
+
+
+class _TextPart(msgspec.Struct, tag_field="type", tag="text", forbid_unknown_fields=True):
+    text: str
+
+
+class _ImageURL(msgspec.Struct, forbid_unknown_fields=True):
+    url: str
+    detail: str | None = None  # "auto" | "low" | "high": a hint for OpenAI's tiling; our processor decides.
+
+
+class _ImagePart(msgspec.Struct, tag_field="type", tag="image_url", forbid_unknown_fields=True):
+    image_url: _ImageURL
+
+
+class _ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
+    role: str
+    content: str | list[_TextPart | _ImagePart] | None = None
+    name: str | None = None
+    tool_calls: list[Any] | None = None
+    tool_call_id: str | None = None
+    refusal: str | None = None
+
+
+class _StreamOptions(msgspec.Struct, forbid_unknown_fields=True):
+    include_usage: bool = False
+
+
+class _Sampling(msgspec.Struct, forbid_unknown_fields=True):
+    """Fields shared by chat and completions. Extensions beyond OpenAI (vLLM's names): top_k, min_p,
+    repetition_penalty, min_tokens."""
+
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    stream: bool = False
+    stream_options: _StreamOptions | None = None
+    user: str | None = None  # an end-user id for the caller's own abuse tracking; nothing to do here
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+    min_tokens: int | None = None
+    # Accepted only at their neutral value (see _refuse_non_neutral).
+    n: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None
+
+
+class ChatCompletionRequest(_Sampling, forbid_unknown_fields=True):
+    """POST /v1/chat/completions."""
+
+    messages: list[_ChatMessage] = msgspec.field(default_factory=list)
+    max_completion_tokens: int | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    tools: list[Any] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    functions: list[Any] | None = None
+    function_call: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+
+
+class CompletionRequest(_Sampling, forbid_unknown_fields=True):
+    """POST /v1/completions."""
+
+    prompt: str | list[str] | None = None
+    echo: bool | None = None
+    suffix: str | None = None
+    best_of: int | None = None
+    logprobs: int | None = None
+
+
+def _refuse_non_neutral(req: _Sampling) -> None:
+    if req.n not in (None, 1):
+        raise _unsupported("n", "only n=1 is supported: the host generates one choice per request")
+    for name in ("frequency_penalty", "presence_penalty"):
+        if getattr(req, name) not in (None, 0):
+            raise _unsupported(name, "is not supported; use repetition_penalty")
+    if req.logit_bias:
+        raise _unsupported("logit_bias", "is not supported")
+
+
+def _sampling_options(req: _Sampling, max_tokens: int | None) -> tuple[dict[str, Any], dict[str, str]]:
+    options: dict[str, Any] = {
+        "max_tokens": max_tokens,
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "seed": req.seed,
+        "stop": req.stop,
+        "top_k": req.top_k,
+        "min_p": req.min_p,
+        "repeat_penalty": req.repetition_penalty,
+        "min_tokens": req.min_tokens,
+    }
+    return {k: v for k, v in options.items() if v is not None}, {"repeat_penalty": "repetition_penalty"}
+
+
+def _chat_message(index: int, msg: _ChatMessage, images_so_far: int) -> Message:
+    param = f"messages[{index}]"
+    role = "system" if msg.role == "developer" else msg.role  # OpenAI's newer name for the system turn
+    if msg.tool_calls:
+        raise _unsupported(f"{param}.tool_calls", "tool calling is not supported")
+    if isinstance(msg.content, str) or msg.content is None:
+        return Message(role, msg.content or "")
+    texts: list[str] = []
+    images: list[bytes] = []
+    for j, part in enumerate(msg.content):
+        if isinstance(part, _TextPart):
+            texts.append(part.text)
+        else:
+            if images_so_far + len(images) >= MAX_IMAGES:
+                raise ApiError(400, f"at most {MAX_IMAGES} images per request", param=param, code="too_many_images")
+            images.append(decode_image_data_uri(part.image_url.url, f"{param}.content[{j}].image_url.url"))
+    # Text parts joined by newlines, as vLLM does: parts are separate paragraphs to the client that split them.
+    return Message(role, "\n".join(texts), tuple(images))
+
+
+def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
+    """Decoded JSON of POST /v1/chat/completions -> ParsedRequest; raises ApiError naming the bad parameter."""
+    req: ChatCompletionRequest = _convert(data, ChatCompletionRequest)
+    _refuse_non_neutral(req)
+    if req.logprobs or req.top_logprobs:
+        raise _unsupported("logprobs", "is not supported")
+    if req.tools or req.functions:
+        raise _unsupported("tools" if req.tools else "functions", "tool calling is not supported")
+    if req.tool_choice not in (None, "none", "auto"):
+        raise _unsupported("tool_choice", "tool calling is not supported")
+    if req.function_call not in (None, "none", "auto"):
+        raise _unsupported("function_call", "tool calling is not supported")
+    if req.response_format not in (None, {"type": "text"}):
+        raise _unsupported("response_format", "only {'type': 'text'} is supported (no JSON mode)")
+    if not req.messages:
+        raise ApiError(400, "messages must be a non-empty list", param="messages", code="invalid_value")
+    messages: list[Message] = []
+    images = 0
+    for i, msg in enumerate(req.messages):
+        messages.append(_chat_message(i, msg, images))
+        images += len(messages[-1].images)
+    # max_completion_tokens is OpenAI's current name; max_tokens its deprecated alias. The newer one wins.
+    limit = req.max_completion_tokens if req.max_completion_tokens is not None else req.max_tokens
+    options, names = _sampling_options(req, limit)
+    if req.max_completion_tokens is not None:
+        names["max_tokens"] = "max_completion_tokens"
+    return ParsedRequest(
+        GenerationRequest(messages=messages, options=options, request_id=request_id),
+        stream=req.stream,
+        include_usage=bool(req.stream_options and req.stream_options.include_usage),
+        wire_names=names,
+    )
+
+
+def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
+    """Decoded JSON of POST /v1/completions -> ParsedRequest (a raw prompt: no chat template)."""
+    req: CompletionRequest = _convert(data, CompletionRequest)
+    _refuse_non_neutral(req)
+    if req.echo:
+        raise _unsupported("echo", "is not supported")
+    if req.suffix:
+        raise _unsupported("suffix", "fill-in-the-middle is not supported")
+    if req.best_of not in (None, 1):
+        raise _unsupported("best_of", "only best_of=1 is supported")
+    if req.logprobs:
+        raise _unsupported("logprobs", "is not supported")
+    prompt = req.prompt
+    if isinstance(prompt, list):
+        if len(prompt) != 1:
+            raise _unsupported("prompt", "exactly one prompt per request is supported")
+        prompt = prompt[0]
+    if prompt is None:
+        raise ApiError(400, "prompt is required", param="prompt", code="invalid_value")
+    limit = req.max_tokens if req.max_tokens is not None else COMPLETIONS_DEFAULT_MAX_TOKENS
+    options, names = _sampling_options(req, limit)
+    return ParsedRequest(
+        GenerationRequest(prompt=prompt, options=options, request_id=request_id),
+        stream=req.stream,
+        include_usage=bool(req.stream_options and req.stream_options.include_usage),
+        wire_names=names,
+    )
+
+
+# -- OpenAI responses ---------------------------------------------------------------------------------------------
+
+OpenAIFinish = Literal["stop", "length"]
+
+
+def openai_finish_reason(done: Done) -> OpenAIFinish:
+    """Done's reason on OpenAI's wire. "cancelled" never reaches a client that is still listening (see app.py)."""
+    return "length" if done.finish_reason == "length" else "stop"
+
+
+class Usage(msgspec.Struct):
+    """Token counts, from the model's own tokenizer via Done."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+def usage_of(done: Done) -> Usage:
+    """Usage from a Done event."""
+    return Usage(done.prompt_tokens, done.completion_tokens, done.prompt_tokens + done.completion_tokens)
+
+
+class _AssistantMessage(msgspec.Struct):
+    role: str
+    content: str
+
+
+class _ChatChoice(msgspec.Struct):
+    index: int
+    message: _AssistantMessage
+    finish_reason: str
+    logprobs: None = None
+
+
+class ChatCompletion(msgspec.Struct):
+    """A non-streaming chat answer."""
+
+    id: str
+    created: int
+    model: str
+    choices: list[_ChatChoice]
+    usage: Usage
+    object: str = "chat.completion"
+
+
+class _Delta(msgspec.Struct, omit_defaults=True):
+    role: str | None = None
+    content: str | None = None
+
+
+class _ChunkChoice(msgspec.Struct):
+    index: int
+    delta: _Delta
+    finish_reason: str | None = None
+    logprobs: None = None
+
+
+class ChatCompletionChunk(msgspec.Struct):
+    """One server-sent event of a streamed chat answer."""
+
+    id: str
+    created: int
+    model: str
+    choices: list[_ChunkChoice]
+    usage: Usage | None = None
+    object: str = "chat.completion.chunk"
+
+
+class _CompletionChoice(msgspec.Struct):
+    index: int
+    text: str
+    finish_reason: str | None
+    logprobs: None = None
+
+
+class Completion(msgspec.Struct):
+    """A /v1/completions answer, whole or as one streamed chunk (same object name either way, as OpenAI does)."""
+
+    id: str
+    created: int
+    model: str
+    choices: list[_CompletionChoice]
+    usage: Usage | None = None
+    object: str = "text_completion"
+
+
+def new_id(prefix: str) -> str:
+    """A response id in OpenAI's style (`chatcmpl-...`, `cmpl-...`)."""
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+class OpenAIChatStream:
+    """Serialises one streamed chat answer: a role chunk, content chunks, a finish chunk, an optional usage chunk."""
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        self.id = new_id("chatcmpl")
+        self.created = int(time.time())
+        self.model = model
+        self.include_usage = include_usage
+
+    def _chunk(self, delta: _Delta, finish: str | None = None) -> bytes:
+        choice = _ChunkChoice(0, delta, finish)
+        return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
+
+    def started(self) -> bytes:
+        """The role chunk, sent when the model takes the request (OpenAI sends it first)."""
+        return self._chunk(_Delta(role="assistant", content=""))
+
+    def delta(self, text: str) -> bytes:
+        """A content chunk."""
+        return self._chunk(_Delta(content=text))
+
+    def done(self, done: Done, total_seconds: float) -> bytes:
+        """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
+        out = self._chunk(_Delta(), openai_finish_reason(done))
+        if self.include_usage:
+            out += sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [], usage_of(done))))
+        return out + SSE_DONE
+
+    def error(self, err: ApiError) -> bytes:
+        """An error after the stream started; the openai client raises it as an APIError."""
+        return sse_error(err)
+
+
+class OpenAICompletionStream:
+    """Serialises one streamed /v1/completions answer."""
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        self.id = new_id("cmpl")
+        self.created = int(time.time())
+        self.model = model
+        self.include_usage = include_usage
+
+    def _chunk(self, text: str, finish: str | None = None) -> bytes:
+        choice = _CompletionChoice(0, text, finish)
+        return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [choice])))
+
+    def started(self) -> bytes:
+        """Nothing: completions have no role chunk."""
+        return b""
+
+    def delta(self, text: str) -> bytes:
+        """A text chunk."""
+        return self._chunk(text)
+
+    def done(self, done: Done, total_seconds: float) -> bytes:
+        """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
+        out = self._chunk("", openai_finish_reason(done))
+        if self.include_usage:
+            out += sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [], usage_of(done))))
+        return out + SSE_DONE
+
+    def error(self, err: ApiError) -> bytes:
+        """An error after the stream started; the openai client raises it as an APIError."""
+        return sse_error(err)
+
+
+def chat_completion(model: str, text: str, done: Done) -> bytes:
+    """The body of a non-streaming chat answer."""
+    choice = _ChatChoice(0, _AssistantMessage("assistant", text), openai_finish_reason(done))
+    return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, [choice], usage_of(done)))
+
+
+def completion(model: str, text: str, done: Done) -> bytes:
+    """The body of a non-streaming /v1/completions answer."""
+    choice = _CompletionChoice(0, text, openai_finish_reason(done))
+    return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, [choice], usage_of(done)))
+
+
+def models_list(model: str, created: int) -> bytes:
+    """GET /v1/models: the one model this host serves."""
+    return msgspec.json.encode(
+        {"object": "list", "data": [{"id": model, "object": "model", "created": created, "owned_by": "modelhost"}]}
+    )
+
+
+def sse(payload: bytes) -> bytes:
+    """One server-sent event carrying a JSON payload."""
+    return b"data: " + payload + b"\n\n"
+
+
+#: The sentinel that ends an OpenAI stream.
+SSE_DONE = b"data: [DONE]\n\n"
+
+
+def sse_error(err: ApiError) -> bytes:
+    """An error inside an already-started stream; the openai client raises it as an APIError."""
+    return sse(openai_error_body(err)) + SSE_DONE
+
+
+# -- Ollama requests ----------------------------------------------------------------------------------------------
+
+# Ollama options that configure loading (context size, threads, GPU layers). They are fixed by whoever started the
+# host, not per request; Ollama clients send them routinely, so they are accepted and have no effect.
+_OLLAMA_LOAD_OPTIONS = frozenset(
+    {
+        "num_ctx", "num_batch", "num_gpu", "main_gpu", "low_vram", "num_thread", "use_mmap", "use_mlock", "numa",
+        "vocab_only", "f16_kv", "num_keep", "logits_all",
+    }
+)  # fmt: skip
+# Ollama sampling options accepted only at the value that disables them.
+_OLLAMA_NEUTRAL: dict[str, Any] = {
+    "mirostat": 0,
+    "tfs_z": 1.0,
+    "typical_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "penalize_newline": False,
+}
+# Ollama option -> contract option.
+_OLLAMA_SAMPLING = {
+    "num_predict": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "seed": "seed",
+    "stop": "stop",
+    "repeat_penalty": "repeat_penalty",
+}
+
+
+class _OllamaMessage(msgspec.Struct, forbid_unknown_fields=True):
+    role: str
+    content: str = ""
+    images: list[str] | None = None
+    thinking: str | None = None
+    tool_calls: list[Any] | None = None
+    tool_name: str | None = None
+
+
+class _OllamaCommon(msgspec.Struct, forbid_unknown_fields=True):
+    model: str = ""
+    stream: bool = True  # Ollama streams unless told not to
+    options: dict[str, Any] | None = None
+    format: str | dict[str, Any] | None = None
+    keep_alive: str | float | None = None  # the host keeps its model loaded for its whole life
+    think: bool | None = None
+    tools: list[Any] | None = None
+
+
+class OllamaChatRequest(_OllamaCommon, forbid_unknown_fields=True):
+    """POST /api/chat."""
+
+    messages: list[_OllamaMessage] = msgspec.field(default_factory=list)
+
+
+class OllamaGenerateRequest(_OllamaCommon, forbid_unknown_fields=True):
+    """POST /api/generate."""
+
+    prompt: str = ""
+    system: str | None = None
+    images: list[str] | None = None
+    raw: bool = False
+    template: str | None = None
+    context: list[int] | None = None
+    suffix: str | None = None
+
+
+def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]:
+    if req.format:
+        raise _unsupported("format", "structured output (JSON mode) is not supported")
+    if req.tools:
+        raise _unsupported("tools", "tool calling is not supported")
+    options: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for key, value in (req.options or {}).items():
+        if key in _OLLAMA_LOAD_OPTIONS:
+            continue
+        if key in _OLLAMA_NEUTRAL:
+            if value != _OLLAMA_NEUTRAL[key]:
+                raise _unsupported(f"options.{key}", f"only {_OLLAMA_NEUTRAL[key]!r} is supported")
+            continue
+        target = _OLLAMA_SAMPLING.get(key)
+        if target is None:
+            raise _unsupported(f"options.{key}", "is not a supported option")
+        if key == "num_predict" and isinstance(value, int) and value < 0:
+            continue  # Ollama's -1 ("no limit") and -2 ("fill the context"): the checkpoint's own bound applies
+        options[target] = value
+        names[target] = f"options.{key}"
+    if req.think is not None:
+        options["enable_thinking"] = req.think
+        names["enable_thinking"] = "think"
+    return options, names
+
+
+def _ollama_images(images: Sequence[str] | None, param: str) -> tuple[bytes, ...]:
+    if not images:
+        return ()
+    if len(images) > MAX_IMAGES:
+        raise ApiError(400, f"at most {MAX_IMAGES} images per request", param=param, code="too_many_images")
+    # Ollama sends bare base64; some clients send a data URI there too.
+    return tuple(
+        decode_image_data_uri(img, f"{param}[{i}]") if img.startswith("data:") else _decode_image_base64(img, param)
+        for i, img in enumerate(images)
+    )
+
+
+def parse_ollama_chat(data: Any, request_id: str = "") -> ParsedRequest:
+    """Decoded JSON of POST /api/chat -> ParsedRequest."""
+    req: OllamaChatRequest = _convert(data, OllamaChatRequest)
+    options, names = _ollama_options(req)
+    if not req.messages:
+        raise ApiError(400, "messages must be a non-empty list", param="messages", code="invalid_value")
+    messages = []
+    for i, msg in enumerate(req.messages):
+        if msg.tool_calls:
+            raise _unsupported(f"messages[{i}].tool_calls", "tool calling is not supported")
+        messages.append(Message(msg.role, msg.content, _ollama_images(msg.images, f"messages[{i}].images")))
+    return ParsedRequest(GenerationRequest(messages=messages, options=options, request_id=request_id), req.stream,
+                         wire_names=names)  # fmt: skip
+
+
+def parse_ollama_generate(data: Any, request_id: str = "") -> ParsedRequest | None:
+    """Decoded JSON of POST /api/generate -> ParsedRequest, or None for Ollama's "load the model" call (no prompt).
+
+    Without `raw`, Ollama applies the model's chat template to the prompt as one user turn (after `system`), so we
+    send it as chat; with `raw`, the prompt goes to the model as is.
+    """
+    req: OllamaGenerateRequest = _convert(data, OllamaGenerateRequest)
+    options, names = _ollama_options(req)
+    if req.template:
+        raise _unsupported("template", "the model's own chat template is always used")
+    if req.context:
+        raise _unsupported("context", "continuing from a token context is not supported; use /api/chat")
+    if req.suffix:
+        raise _unsupported("suffix", "fill-in-the-middle is not supported")
+    images = _ollama_images(req.images, "images")
+    if not req.prompt and not images:
+        return None
+    if req.raw:
+        if images:
+            raise _unsupported("images", "raw prompts cannot carry images; drop raw to use the chat template")
+        generation = GenerationRequest(prompt=req.prompt, options=options, request_id=request_id)
+    else:
+        turns = [Message("system", req.system)] if req.system else []
+        turns.append(Message("user", req.prompt, images))
+        generation = GenerationRequest(messages=turns, options=options, request_id=request_id)
+    return ParsedRequest(generation, req.stream, wire_names=names)
+
+
+# -- Ollama responses ---------------------------------------------------------------------------------------------
+
+
+def ollama_timestamp(at: float | None = None) -> str:
+    """RFC 3339 in UTC with nanosecond-style precision, as Ollama writes `created_at`."""
+    moment = datetime.fromtimestamp(time.time() if at is None else at, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9) if math.isfinite(seconds) else 0
+
+
+def _ollama_stats(done: Done, total_seconds: float) -> dict[str, Any]:
+    m = done.metrics
+    return {
+        "done_reason": "length" if done.finish_reason == "length" else "stop",
+        "total_duration": _ns(total_seconds),
+        "load_duration": 0,  # the model was loaded before the host admitted anything
+        "prompt_eval_count": done.prompt_tokens,
+        "prompt_eval_duration": _ns(m.prefill_seconds),
+        "eval_count": done.completion_tokens,
+        "eval_duration": _ns(m.decode_seconds),
+    }
+
+
+class OllamaStream:
+    """Serialises an Ollama answer as NDJSON lines (`/api/chat` puts text in message.content, `/api/generate` in
+    response). Also builds the single object of a non-streaming answer."""
+
+    def __init__(self, model: str, kind: Literal["chat", "generate"]) -> None:
+        self.model = model
+        self.kind = kind
+
+    def _line(self, text: str, done: bool, extra: Mapping[str, Any] | None = None) -> bytes:
+        body: dict[str, Any] = {"model": self.model, "created_at": ollama_timestamp()}
+        if self.kind == "chat":
+            body["message"] = {"role": "assistant", "content": text}
+        else:
+            body["response"] = text
+        body["done"] = done
+        if extra:
+            body.update(extra)
+        return msgspec.json.encode(body) + b"\n"
+
+    def started(self) -> bytes:
+        """Nothing: Ollama has no role line."""
+        return b""
+
+    def delta(self, text: str) -> bytes:
+        """One line of text."""
+        return self._line(text, False)
+
+    def done(self, done: Done, total_seconds: float, text: str = "") -> bytes:
+        """The final line with counts and durations (with the whole text when not streaming)."""
+        return self._line(text, True, _ollama_stats(done, total_seconds))
+
+    def error(self, err: ApiError) -> bytes:
+        """An error after the stream started, as one NDJSON line."""
+        return ollama_error_body(err) + b"\n"
+
+    def loaded(self) -> bytes:
+        """The answer to a prompt-less /api/generate: Ollama's "the model is loaded" reply."""
+        return self._line("", True, {"done_reason": "load"})
+
+
+def ollama_tags(model: str, family: str, size: int, modified: float) -> bytes:
+    """GET /api/tags: the one model this host serves, in Ollama's listing shape."""
+    entry = {
+        "name": model,
+        "model": model,
+        "modified_at": ollama_timestamp(modified),
+        "size": size,
+        "digest": "",
+        "details": {"format": "", "family": family, "families": [family], "parameter_size": "",
+                    "quantization_level": ""},
+    }  # fmt: skip
+    return msgspec.json.encode({"models": [entry]})
