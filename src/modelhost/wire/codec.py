@@ -1179,6 +1179,17 @@ class RequestReader:
         except WireError as exc:
             raise self._fail(exc) from None
 
+    def eof(self, *, mid_frame: bool = False) -> None:
+        """Report that the stream ended; ``mid_frame`` if some bytes of a frame had been read.
+
+        Returns quietly when nothing of a request had arrived: a clean close between requests, which is how a
+        client says it is done. Otherwise raises a fatal truncated-frame WireError carrying the request id.
+        """
+        if not mid_frame and self._request is None and self._pending is None:
+            return
+        what = "a request frame" if self._request is None else f"request {self.request_id!r}"
+        raise self._fail(truncated_frame(f"EOF inside {what}"))
+
     def accept_frame(self, frame: Frame) -> None:
         """``accept_header`` and ``accept_payload`` for a frame that was read whole (e.g. from a FrameDecoder)."""
         self.accept_header(FrameHeader(len(frame.payload), frame.frame_type, 0))
