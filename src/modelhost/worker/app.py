@@ -1,0 +1,162 @@
+"""The worker's HTTP API (giz worker protocol v1) as a Starlette app built from its dependencies.
+
+Every route turns the request into a call on the JobBoard and the answer into the protocol's JSON (protocol.py);
+no route touches a model or a file of the store directly, except `/files/`, which only streams an output out.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from pathlib import Path
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from modelhost.worker import protocol
+from modelhost.worker.jobs import JobBoard
+from modelhost.worker.protocol import ApiError
+from modelhost.worker.submission import submit_json, submit_multipart
+
+JSON = "application/json"
+#: Routes the Authorization header guards when the variable is set (the seed: every /v1/ request; the spec adds
+#: the outputs and the metrics, which show what jobs exist).
+GUARDED_PREFIXES = ("/v1/", "/files/", "/metrics")
+#: The challenge of a 401. The header value is compared whole, so the scheme is whatever giz sends; Bearer is
+#: what HTTP clients expect to see named.
+WWW_AUTHENTICATE = 'Bearer realm="modelhost-worker"'
+
+
+def json_response(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A JSON answer from already encoded bytes."""
+    return Response(body, status_code=status, media_type=JSON, headers=headers)
+
+
+def error_response(error: ApiError) -> Response:
+    """The protocol's error body, with Retry-After on 429."""
+    headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
+    return json_response(protocol.error_body(error.code, error.message, error.status), error.status, headers)
+
+
+class Authorization:
+    """Pure ASGI middleware: with a value set, a guarded route needs exactly it as its Authorization header.
+
+    Compared in constant time (hmac.compare_digest), so the answer's timing does not leak how much of a guess
+    matched.
+    """
+
+    def __init__(self, app: ASGIApp, value: str) -> None:
+        self.app = app
+        self.value = value.encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(GUARDED_PREFIXES):
+            given = b""
+            for name, value in scope["headers"]:
+                if name == b"authorization":
+                    given = value
+                    break
+            if not hmac.compare_digest(given, self.value):
+                error = ApiError(401, protocol.WORKER_UNAUTHORIZED, "missing or wrong Authorization header")
+                response = error_response(error)
+                response.headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(
+    board: JobBoard,
+    *,
+    health: Callable[[], str],
+    registries: tuple[CollectorRegistry, ...],
+    authorization: str | None = None,
+    max_upload_bytes: int,
+) -> ASGIApp:
+    """The worker's ASGI app. `health()` gives "ok", "loading" or "draining"; `registries` are scraped in order."""
+
+    async def create(request: Request) -> Response:
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("multipart/form-data"):
+            record, new = await submit_multipart(request, board, max_upload_bytes)
+        else:
+            record, new = await submit_json(request, board, max_upload_bytes)
+        body = protocol.encode_record(record)
+        if new:
+            return json_response(body, 202, {"Location": f"/v1/jobs/{record.id}"})
+        return json_response(body)
+
+    async def read(request: Request) -> Response:
+        return json_response(protocol.encode_record(board.get(request.path_params["id"])))
+
+    async def cancel(request: Request) -> Response:
+        return json_response(protocol.encode_record(await board.cancel(request.path_params["id"])))
+
+    async def ack(request: Request) -> Response:
+        return json_response(protocol.encode_record(await board.ack(request.path_params["id"])))
+
+    async def files(request: Request) -> Response:
+        job_id, name = request.path_params["id"], request.path_params["name"]
+        record = board.get(job_id)
+        if not protocol.safe_file_name(name) or name not in record.output:
+            raise protocol.not_found(f"output {name!r} of job {job_id}")
+        path: Path = board.store.outputs_dir(job_id) / name
+        return FileResponse(path, media_type=protocol.content_type(name))
+
+    async def queue(request: Request) -> Response:
+        body = protocol.queue_body(
+            board.intake_open, board.capacity, board.queued, int(board.processing is not None), board.run_order()
+        )
+        return json_response(protocol.encode(body))
+
+    async def healthz(request: Request) -> Response:
+        body = protocol.health_body(
+            health(), board.intake_open, board.capacity, board.queued, int(board.processing is not None)
+        )
+        return json_response(protocol.encode(body))
+
+    async def models(request: Request) -> Response:
+        return json_response(protocol.encode(protocol.models_body(board.models)))
+
+    async def metrics(request: Request) -> Response:
+        return Response(b"".join(generate_latest(r) for r in registries), media_type=CONTENT_TYPE_LATEST)
+
+    async def intake_close(request: Request) -> Response:
+        board.set_intake(False)
+        return json_response(protocol.encode({"intake": "closed"}))
+
+    async def intake_open(request: Request) -> Response:
+        board.set_intake(True)
+        return json_response(protocol.encode({"intake": "open"}))
+
+    async def api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return error_response(exc)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        code = protocol.WORKER_NOT_FOUND if exc.status_code == 404 else protocol.WORKER_INVALID_INPUT
+        return error_response(ApiError(exc.status_code, code, str(exc.detail)))
+
+    routes = [
+        Route("/v1/jobs", create, methods=["POST"]),
+        Route("/v1/jobs/{id}", read, methods=["GET"]),
+        Route("/v1/jobs/{id}", cancel, methods=["DELETE"]),
+        Route("/v1/jobs/{id}/ack", ack, methods=["POST"]),
+        Route("/files/{id}/{name:path}", files, methods=["GET"]),
+        Route("/v1/queue", queue, methods=["GET"]),
+        Route("/v1/health", healthz, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/v1/intake/close", intake_close, methods=["POST"]),
+        Route("/v1/intake/open", intake_open, methods=["POST"]),
+    ]
+    app: ASGIApp = Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})
+    if authorization:
+        app = Authorization(app, authorization)
+    return app

@@ -1,0 +1,325 @@
+"""The executor: runs each job, one at a time, through a registry of operations (name -> coroutine).
+
+An operation gets a JobContext (the seed's Work, plus `progress` and the host) and returns the names of the
+output files it wrote in `ctx.dir`, or raises a protocol.Failure: `invalid(...)` for the job's own input (400),
+`failed(code, ...)` for the worker's (500). Anything else it raises is WORKER_FAILED with the message, and the
+worker carries on with the next job.
+
+Model work goes through the host's scheduler only (`host.submit`): the worker is one door among several, and the
+host is the one place that queues, cancels and measures model work. Closing a request's stream cancels it; that
+is how DELETE stops a processing job within one token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from modelhost.errors import HostClosedError, QueueFullError
+from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
+from modelhost.inference.options import DEFAULT_MAX_TOKENS
+from modelhost.inference.types import Message
+from modelhost.worker import protocol
+from modelhost.worker.jobs import JobBoard
+from modelhost.worker.pictures import uploaded_images
+from modelhost.worker.protocol import Failure, Record, failed, invalid
+
+log = logging.getLogger(__name__)
+
+#: While the host's queue is full (other doors share it), a job waits this long before asking again: short enough
+#: to take a free slot promptly, long enough not to spin.
+HOST_RETRY_SECONDS = 0.05
+#: Minimum generated tokens before `remaining` is estimated: the first few inter-token gaps include warm-up and
+#: would promise an end far too early or too late.
+RATE_MIN_TOKENS = 4
+
+#: Generation options a text job may set in its input, beside `messages` or `prompt`.
+TEXT_OPTIONS = frozenset(
+    {
+        "max_tokens",
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "seed",
+        "stop",
+        "min_tokens",
+        "repeat_penalty",
+        "enable_thinking",
+        "thinking_budget",
+    }
+)
+
+#: Input error codes of the host (modelhost.errors) that are the job's own fault, hence WORKER_INVALID_INPUT (400).
+INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsupported"})
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A job for an operation (the seed's Work): its input (files as `$inputFile`) and the folder for its outputs."""
+
+    id: str
+    operation: str
+    model: str
+    input: Any
+    dir: Path
+
+
+class JobContext:
+    """What an operation gets: the work, the host, and progress/cancel plumbing to the board."""
+
+    def __init__(self, board: JobBoard, record: Record, work: Work, host: Host) -> None:
+        self.board = board
+        self.record = record
+        self.work = work
+        self.host = host
+        self.cancel_code = ""  # WORKER_CANCELLED or WORKER_INTERRUPTED once cancelled
+        self._hooks: list[Callable[[], None]] = []
+        board.on_cancel(record.id, self._cancelled)
+        if record.cancel:
+            self.cancel_code = protocol.WORKER_CANCELLED
+
+    @property
+    def dir(self) -> Path:
+        """The folder the outputs go into."""
+        return self.work.dir
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the job was cancelled (DELETE) or interrupted (the worker stops)."""
+        return bool(self.cancel_code)
+
+    def progress(self, stage: str, step: int = 0, total: int = 0, remaining: float = 0.0) -> bool:
+        """Tell giz where the job is; False once it was cancelled (stop, then raise `self.stopped()`)."""
+        return self.board.progress(self.record, stage, step, total, remaining) and not self.cancelled
+
+    def on_cancel(self, hook: Callable[[], None]) -> None:
+        """Call `hook()` when the job is cancelled (at once if it already was)."""
+        if self.cancelled:
+            hook()
+        else:
+            self._hooks.append(hook)
+
+    def stopped(self) -> Failure:
+        """The failure a cancelled job ends with."""
+        if self.cancel_code == protocol.WORKER_INTERRUPTED:
+            return failed(protocol.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
+        return failed(protocol.WORKER_CANCELLED, "cancelled while processing")
+
+    def _cancelled(self, code: str) -> None:
+        if self.cancel_code:
+            return
+        self.cancel_code = code
+        for hook in self._hooks:
+            hook()
+
+
+Operation = Callable[[JobContext], Awaitable[list[str]]]
+"""An executor: runs one job, returns the names of its outputs in `ctx.dir`, or raises a Failure."""
+
+
+class Runner:
+    """Takes jobs from the board one at a time and runs each through its operation."""
+
+    def __init__(self, board: JobBoard, host: Host, operations: Mapping[str, Operation]) -> None:
+        self.board = board
+        self.host = host
+        self.operations = dict(operations)
+
+    async def run(self) -> None:
+        """Run jobs until the board stops."""
+        while (record := await self.board.next_job()) is not None:
+            await self.run_one(record)
+
+    async def run_one(self, record: Record) -> None:
+        """Run one processing job to its end, whatever happens (the board always learns how it ended)."""
+        out = self.board.store.outputs_dir(record.id)
+        ctx: JobContext | None = None
+        try:
+            try:
+                value = json.loads(record.input)
+            except ValueError as exc:
+                raise invalid(f"the input is not JSON: {exc}") from exc
+            ctx = JobContext(self.board, record, Work(record.id, record.operation, record.model, value, out), self.host)
+            if ctx.cancelled:
+                raise ctx.stopped()
+            operation = self.operations.get(record.operation)
+            if operation is None:
+                raise invalid(f"no operation {record.operation!r}; known: {', '.join(sorted(self.operations))}")
+            await asyncio.to_thread(out.mkdir, exist_ok=True)
+            names = await operation(ctx)
+            files = _check_outputs(out, names)
+        except Failure as failure:
+            await self.board.finish(record, failure=failure)
+        except asyncio.CancelledError:
+            await asyncio.shield(
+                self.board.finish(record, failure=failed(protocol.WORKER_INTERRUPTED, "the worker stopped"))
+            )
+            raise
+        except Exception as exc:
+            log.exception("job %s (%s) failed", record.id, record.operation)
+            await self.board.finish(record, failure=failed(protocol.WORKER_FAILED, f"{type(exc).__name__}: {exc}"))
+        else:
+            await self.board.finish(record, outputs=names, files=files)
+
+
+def _check_outputs(out: Path, names: list[str]) -> list[Path]:
+    files = []
+    for name in names:
+        if not protocol.safe_file_name(name) or not (out / name).is_file():
+            raise failed(protocol.WORKER_FAILED, f"the operation reported an output {name!r} it did not write")
+        files.append(out / name)
+    return files
+
+
+# -- text operations --------------------------------------------------------------------------------------------
+
+
+def _options(value: dict[str, Any]) -> dict[str, Any]:
+    options = {k: v for k, v in value.items() if k in TEXT_OPTIONS}
+    seed = options.get("seed")
+    # The seed's `seed()`: a negative seed means "any": the engine then draws one.
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed < 0:
+        del options["seed"]
+    # The worker always pins max_tokens so `total` in the progress is the real bound, not a guess.
+    options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    return options
+
+
+def _messages(value: dict[str, Any]) -> list[Message]:
+    raw = value.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise invalid("text.chat needs `messages`: a non-empty list of {role, content, images?}")
+    messages = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+            raise invalid(f"messages[{i}] must be an object with a string `role`")
+        content = item.get("content", "")
+        if not isinstance(content, str):
+            raise invalid(f"messages[{i}].content must be a string")
+        images = uploaded_images(item, "images") if item.get("images") is not None else []
+        messages.append(Message(item["role"], content, images=tuple(images)))
+    return messages
+
+
+async def text_chat(ctx: JobContext) -> list[str]:
+    """`text.chat`: input `{"messages": [{"role", "content", "images"?}], max_tokens?, temperature?, seed?, ...}`;
+    `images` is one uploaded picture or a list (decoded at PICTURE_SIDE). Outputs output.txt and result.json."""
+    value = ctx.work.input
+    if not isinstance(value, dict):
+        raise invalid("text.chat input must be a JSON object")
+    ctx.progress(protocol.STAGE_INITIALIZING)
+    # Decoding pictures is CPU work: off the event loop.
+    messages = await asyncio.to_thread(_messages, value)
+    return await _generate(ctx, GenerationRequest(messages=messages, options=_options(value), request_id=ctx.work.id))
+
+
+async def text_generate(ctx: JobContext) -> list[str]:
+    """`text.generate`: input `{"prompt": str, max_tokens?, temperature?, seed?, ...}` (no chat template).
+    Outputs output.txt and result.json."""
+    value = ctx.work.input
+    if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
+        raise invalid("text.generate needs `prompt`: a string")
+    request = GenerationRequest(prompt=value["prompt"], options=_options(value), request_id=ctx.work.id)
+    return await _generate(ctx, request)
+
+
+async def _submit(ctx: JobContext, request: GenerationRequest) -> Any:
+    while True:
+        if ctx.cancelled:
+            raise ctx.stopped()
+        state = ctx.host.state
+        if state in ("new", "loading"):
+            ctx.progress(protocol.STAGE_LOADING_MODEL)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+            continue
+        try:
+            return ctx.host.submit(request)
+        except QueueFullError:
+            ctx.progress(protocol.STAGE_INITIALIZING)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+        except HostClosedError as exc:
+            raise failed(protocol.WORKER_FAILED, str(exc)) from exc
+        except Exception as exc:
+            code = getattr(exc, "code", "")
+            if code in INPUT_CODES:
+                raise invalid(str(exc)) from exc
+            raise
+
+
+async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
+    total = int(request.options["max_tokens"])
+    ctx.progress(protocol.STAGE_INITIALIZING, 0, total)
+    stream = await _submit(ctx, request)
+    ctx.on_cancel(stream.cancel)
+    pieces: list[str] = []
+    queued = 0.0
+    first_at = 0.0
+    first_tokens = 0
+    done: Done | None = None
+    async with stream:
+        async for event in stream:
+            if isinstance(event, Started):
+                queued = event.queued_seconds
+                ctx.progress(protocol.STAGE_ENCODING_PROMPT, 0, total)
+            elif isinstance(event, Delta):
+                pieces.append(event.text)
+                now = time.perf_counter()
+                if not first_at:
+                    first_at, first_tokens = now, event.tokens
+                remaining = _remaining(event.tokens - first_tokens, now - first_at, total - event.tokens)
+                ctx.progress(protocol.STAGE_GENERATING, event.tokens, total, remaining)
+            elif isinstance(event, Done):
+                done = event
+            elif isinstance(event, Failed):
+                if event.code in INPUT_CODES:
+                    raise invalid(event.message)
+                raise failed(protocol.WORKER_FAILED, f"{event.code}: {event.message}")
+    if done is None or done.finish_reason == "cancelled":
+        raise ctx.stopped() if ctx.cancelled else failed(protocol.WORKER_INTERRUPTED, "the host stopped the job")
+    text = "".join(pieces)
+    m = done.metrics
+    result = {
+        "model": ctx.work.model,
+        "operation": ctx.work.operation,
+        "finish_reason": done.finish_reason,
+        "usage": {
+            "prompt_tokens": done.prompt_tokens,
+            "completion_tokens": done.completion_tokens,
+            "total_tokens": done.prompt_tokens + done.completion_tokens,
+        },
+        "timings": {
+            "queued_seconds": queued,
+            "prefill_seconds": m.prefill_seconds,
+            "decode_seconds": m.decode_seconds,
+            "total_seconds": m.total_seconds,
+            "prefill_tokens_per_second": m.prefill_tokens_per_second,
+            "decode_tokens_per_second": m.decode_tokens_per_second,
+        },
+    }
+    await asyncio.to_thread(_write_outputs, ctx.dir, text, result)
+    return ["output.txt", "result.json"]
+
+
+def _remaining(tokens: int, seconds: float, left: int) -> float:
+    # Honest means measured: no estimate until a few tokens give a rate; then the rest at that rate (an upper
+    # bound, since the model may stop before max_tokens).
+    if tokens < RATE_MIN_TOKENS or seconds <= 0 or left <= 0:
+        return 0.0
+    return round(left * seconds / tokens, 3)
+
+
+def _write_outputs(out: Path, text: str, result: dict[str, Any]) -> None:
+    (out / "output.txt").write_text(text, encoding="utf-8")
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+def default_operations() -> dict[str, Operation]:
+    """The operations every worker serves: text.chat and text.generate."""
+    return {"text.chat": text_chat, "text.generate": text_generate}

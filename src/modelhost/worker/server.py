@@ -1,0 +1,187 @@
+"""WorkerServer: the job worker door, composed from a Host, a state folder and limits; served by uvicorn.
+
+Startable on an ephemeral port in a test (`port=0`, then `server.url`), stoppable gracefully: intake stops, the
+running job may finish within `drain_seconds` (else it is interrupted and ends WORKER_INTERRUPTED), queued jobs stay
+queued on disk for the next start, the store is flushed, and only then does the HTTP server go away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Generator, Mapping
+from pathlib import Path
+
+import uvicorn
+
+from modelhost.host import Host
+from modelhost.worker import protocol
+from modelhost.worker.app import build_app
+from modelhost.worker.executor import Operation, Runner, default_operations
+from modelhost.worker.jobs import JobBoard, Journal, print_journal
+from modelhost.worker.metrics import WorkerMetrics
+from modelhost.worker.store import JobStore, SyncMode
+from modelhost.worker.submission import DEFAULT_MAX_UPLOAD_BYTES
+
+log = logging.getLogger(__name__)
+
+#: Unacknowledged finished jobs are kept this long (the spec's default, 24 h), then swept.
+DEFAULT_RETENTION_SECONDS = 24 * 3600
+#: How long `aclose()` lets the running job finish before interrupting it: a typical generation on a CPU ends
+#: well within it, and a service manager's stop timeout (systemd: 90 s) is not reached.
+DEFAULT_DRAIN_SECONDS = 30.0
+#: After interrupting, how long the job gets to notice (it stops within one token; this bounds a stuck engine).
+INTERRUPT_GRACE_SECONDS = 5.0
+#: uvicorn's wait for open connections at shutdown: in-flight answers finish; a stuck client cannot hold us.
+HTTP_GRACE_SECONDS = 5
+#: Sweeps for expired jobs at most this often: retention is hours, so a minute of lateness is noise.
+MAX_SWEEP_INTERVAL = 60.0
+
+
+class _Server(uvicorn.Server):
+    # The process that composes the worker (the CLI) owns the signals; uvicorn must not take SIGINT/SIGTERM over.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class WorkerServer:
+    """The giz job worker on `host`'s model, its jobs in `state_dir`."""
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        state_dir: Path,
+        capacity: int,
+        bind_host: str = "127.0.0.1",
+        port: int = 0,
+        authorization: str | None = None,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+        retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+        journal: Journal = print_journal,
+        operations: Mapping[str, Operation] | None = None,
+        drain_seconds: float = DEFAULT_DRAIN_SECONDS,
+        execute: bool = True,
+        sync: SyncMode | None = None,
+    ) -> None:
+        """`operations` defaults to text.chat and text.generate. `execute=False` stores jobs but runs none
+        (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py)."""
+        self.host = host
+        self.bind_host = bind_host
+        self.port = port
+        self.retention_seconds = retention_seconds
+        self.drain_seconds = drain_seconds
+        self.execute = execute
+        self.operations = dict(operations if operations is not None else default_operations())
+        self.metrics = WorkerMetrics()
+        self.store = JobStore(Path(state_dir), sync=sync)
+        served = [(host.name, op) for op in sorted(self.operations)]
+        self.board = JobBoard(self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal)
+        self.app = build_app(
+            self.board,
+            health=self._health,
+            registries=(self.metrics.registry, host.metrics.registry),
+            authorization=authorization or None,
+            max_upload_bytes=max_upload_bytes,
+        )
+        self.url = ""
+        self.restored = 0
+        self._server: _Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runner_task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def _health(self) -> str:
+        if self._closing:
+            return "draining"
+        if self.host.state in ("new", "loading"):
+            return "loading"
+        return "ok" if self.host.state == "ready" else "draining"
+
+    async def start(self) -> None:
+        """Restore the store, bind, serve, start the executor. `self.url` is the real address afterwards."""
+        await asyncio.to_thread(self.store.open)
+        records = await asyncio.to_thread(self.store.restore, protocol.now_ms())
+        self.restored = len(records)
+        self.board.load(records)
+        self.store.start()
+        sock = _bind(self.bind_host, self.port)
+        address = sock.getsockname()
+        shown = f"[{address[0]}]" if sock.family == socket.AF_INET6 else address[0]
+        self.url = f"http://{shown}:{address[1]}"
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            loop="asyncio",
+            timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
+        )
+        self._server = _Server(config)
+        serve = asyncio.create_task(self._server.serve(sockets=[sock]), name="worker-http")
+        self._tasks.append(serve)
+        while not self._server.started:
+            if serve.done():
+                serve.result()  # raises the startup error
+                raise RuntimeError("the worker's HTTP server stopped while starting")
+            await asyncio.sleep(0.005)
+        if self.execute:
+            self._runner_task = asyncio.create_task(Runner(self.board, self.host, self.operations).run())
+        self._tasks.append(asyncio.create_task(self._sweep(), name="worker-retention"))
+
+    async def _sweep(self) -> None:
+        interval = min(MAX_SWEEP_INTERVAL, max(0.05, self.retention_seconds / 10))
+        while True:
+            removed = await self.board.sweep(protocol.now_ms() - int(self.retention_seconds * 1000))
+            if removed:
+                log.info("retention: removed %d finished jobs older than %ss", removed, self.retention_seconds)
+            await asyncio.sleep(interval)
+
+    async def aclose(self) -> None:
+        """Stop gracefully (see the module docstring). Idempotent."""
+        if self._closing:
+            return
+        self._closing = True
+        self.board.draining = True
+        self.board.stop()
+        runner = self._runner_task
+        if runner is not None:
+            done, _ = await asyncio.wait({runner}, timeout=self.drain_seconds)
+            if not done:
+                self.board.interrupt()
+                done, _ = await asyncio.wait({runner}, timeout=INTERRUPT_GRACE_SECONDS)
+            if not done:
+                runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+        sweeper = self._tasks[-1] if len(self._tasks) > 1 else None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+        if self._server is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tasks[0]
+        await self.store.aclose()
+
+    async def __aenter__(self) -> WorkerServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(address)
+    sock.set_inheritable(True)
+    return sock

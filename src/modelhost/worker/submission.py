@@ -1,0 +1,305 @@
+"""`POST /v1/jobs`: a JSON submission, or a multipart one whose file parts stream to disk as they arrive.
+
+Multipart is parsed with python-multipart's streaming parser, chunk by chunk as the body arrives: each part other
+than `request` is written straight into a private staging folder (`.incoming-*/inputs/`), never held in memory.
+When the `request` field comes first, it is admitted (replay, model, intake, capacity) before a byte of any file is
+accepted, so a refused or replayed upload costs nothing. When the body is complete and every `$file` names a part,
+the staging folder becomes the job's folder in one durable rename; on any failure it is removed, so nothing
+half-written is left behind (and a crash mid-upload leaves only a staging folder, removed at the next start).
+
+The cost of writing chunks from the event loop: a write into the page cache takes microseconds per network-sized
+chunk; the slow part (making it durable) happens on the store's committer thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect, Request
+
+from modelhost.worker import protocol
+from modelhost.worker.jobs import JobBoard, Reservation
+from modelhost.worker.protocol import ApiError, Record, bad_request
+
+#: Largest JSON body, and largest `request` field of a multipart body: both are held in memory to be parsed, and a
+#: job's input is a few kilobytes of options and text; files belong in parts. 8 MiB still takes a long document.
+MAX_JSON_BYTES = 8 << 20
+#: Most parts in one multipart body: each is an open file and a folder entry; a job with more inputs than this is
+#: more likely an attack on file descriptors than a real request.
+MAX_PARTS = 256
+#: Default limit of a whole upload (413 beyond it): a phone video or a few dozen full-size photos.
+DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
+
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
+
+
+def _error_text(exc: Exception) -> str:
+    return str(exc).replace("$.", "").strip() or type(exc).__name__
+
+
+async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
+    """The body in chunks, 413 as soon as it passes `limit` (a declared Content-Length over it: before reading)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise protocol.too_large(limit)
+    seen = 0
+    try:
+        async for chunk in request.stream():
+            seen += len(chunk)
+            if seen > limit:
+                raise protocol.too_large(limit)
+            if chunk:
+                yield chunk
+    except ClientDisconnect:
+        raise bad_request("the request body was cut short (client disconnected)") from None
+
+
+def check_references(value: Any, parts: dict[str, dict[str, Any]] | None) -> Any:
+    """The input with each `{"$file": field}` replaced by its part's `$inputFile` (400 for a part that is missing).
+    A caller's own `$inputFile` is refused: it would let a request name any file on this machine as its input."""
+    if isinstance(value, list):
+        return [check_references(v, parts) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if protocol.INPUT_FILE in value:
+        raise bad_request(f"{protocol.INPUT_FILE} is the worker's own; upload a part and name it with $file")
+    if protocol.FILE_REF in value:
+        name = value[protocol.FILE_REF]
+        if len(value) != 1 or not isinstance(name, str):
+            raise bad_request('a file reference must be exactly {"$file": "<multipart field>"}')
+        if parts is None or name not in parts:
+            raise bad_request(f"$file names a missing part {name!r}")
+        return parts[name]
+    return {k: check_references(v, parts) for k, v in value.items()}
+
+
+def _decode(body: bytes) -> protocol.Submission:
+    try:
+        return protocol.decode_submission(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise bad_request(f"the request is not a valid job submission: {_error_text(exc)}") from exc
+
+
+async def submit_json(request: Request, board: JobBoard, max_upload_bytes: int) -> tuple[Record, bool]:
+    """A JSON submission: the record and whether it is new (202) or a replay (200)."""
+    limit = min(max_upload_bytes, MAX_JSON_BYTES)
+    body = b"".join([chunk async for chunk in _limited(request, limit)])
+    submission = _decode(body)
+    raw = bytes(submission.input)
+    if b'"$file"' in raw or b'"$inputFile"' in raw:  # cheap test first: almost no JSON job has either
+        check_references(msgspec.json.decode(raw), None)
+    admitted = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
+    if isinstance(admitted, Record):
+        return admitted, False
+    return await board.commit(admitted, raw.decode()), True
+
+
+@dataclass(slots=True)
+class _Part:
+    field: str = ""
+    filename: str = ""
+    content_type: str = ""
+    fd: int | None = None
+    stored: str = ""
+    buffer: bytearray | None = None
+
+
+@dataclass(slots=True)
+class _Upload:
+    """The callbacks' state: python-multipart calls them synchronously from `parser.write`."""
+
+    inputs: Path
+    part: _Part | None = None
+    header_field: bytearray = field(default_factory=bytearray)
+    header_value: bytearray = field(default_factory=bytearray)
+    headers: dict[str, str] = field(default_factory=dict)
+    files: dict[str, _Part] = field(default_factory=dict)
+    request: bytes | None = None
+    count: int = 0
+    ended: bool = False
+    error: ApiError | OSError | None = None
+
+    def on_part_begin(self) -> None:
+        self.part = _Part()
+        self.headers = {}
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self.header_field += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self.header_value += data[start:end]
+
+    def on_header_end(self) -> None:
+        self.headers[self.header_field.decode("latin-1").lower()] = self.header_value.decode("latin-1")
+        self.header_field.clear()
+        self.header_value.clear()
+
+    def on_headers_finished(self) -> None:
+        part = self.part
+        assert part is not None
+        _, params = parse_options_header(self.headers.get("content-disposition", ""))
+        part.field = params.get(b"name", b"").decode("utf-8", "replace")
+        part.filename = params.get(b"filename", b"").decode("utf-8", "replace")
+        part.content_type = self.headers.get("content-type", "application/octet-stream")
+        if not part.field:
+            raise _Refused(bad_request("a multipart part has no field name"))
+        if part.field == protocol.REQUEST_FIELD:
+            if self.request is not None:
+                raise _Refused(bad_request("two `request` fields"))
+            part.buffer = bytearray()
+            return
+        if part.field in self.files:
+            raise _Refused(bad_request(f"two parts named {part.field!r}"))
+        self.count += 1
+        if self.count > MAX_PARTS:
+            raise _Refused(bad_request(f"more than {MAX_PARTS} files in one job"))
+        match = _EXTENSION.search(os.path.basename(part.filename))
+        part.stored = f"{self.count}{match.group(0).lower() if match else ''}"
+        part.fd = os.open(self.inputs / part.stored, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self.files[part.field] = part
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        part = self.part
+        assert part is not None
+        if part.buffer is not None:
+            if len(part.buffer) + end - start > MAX_JSON_BYTES:
+                raise _Refused(protocol.too_large(MAX_JSON_BYTES))
+            part.buffer += data[start:end]
+        elif part.fd is not None:
+            view = memoryview(data)[start:end]
+            while view:
+                view = view[os.write(part.fd, view) :]
+
+    def on_part_end(self) -> None:
+        part = self.part
+        assert part is not None
+        if part.buffer is not None:
+            self.request = bytes(part.buffer)
+        elif part.fd is not None:
+            os.close(part.fd)
+            part.fd = None
+        self.part = None
+
+    def on_end(self) -> None:
+        self.ended = True
+
+    def close_files(self) -> None:
+        for part in self.files.values():
+            if part.fd is not None:
+                os.close(part.fd)
+                part.fd = None
+
+
+class _Refused(Exception):
+    def __init__(self, error: ApiError) -> None:
+        self.error = error
+
+
+async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: int) -> tuple[Record, bool]:
+    """A multipart submission (see the module docstring): the record and whether it is new."""
+    _, params = parse_options_header(request.headers.get("content-type", ""))
+    boundary = params.get(b"boundary")
+    if not boundary:
+        raise bad_request("multipart/form-data without a boundary")
+    store = board.store
+    staging = await asyncio.to_thread(store.new_staging)
+    upload = _Upload(staging / "inputs")
+    callbacks: Any = {
+        name: getattr(upload, name)
+        for name in (
+            "on_part_begin",
+            "on_header_field",
+            "on_header_value",
+            "on_header_end",
+            "on_headers_finished",
+            "on_part_data",
+            "on_part_end",
+            "on_end",
+        )
+    }
+    parser = MultipartParser(boundary, callbacks)
+    admitted: Reservation | None = None
+    submission: protocol.Submission | None = None
+    kept = False
+    try:
+        async for chunk in _limited(request, max_upload_bytes):
+            try:
+                parser.write(chunk)
+            except _Refused as exc:
+                raise exc.error from None
+            except MultipartParseError as exc:
+                raise bad_request(f"malformed multipart body: {exc}") from exc
+            if submission is None and upload.request is not None:
+                # Admit as soon as the request is known: a replay or a refusal stops here, files unread.
+                submission = _decode(upload.request)
+                result = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
+                if isinstance(result, Record):
+                    return result, False
+                admitted = result
+            if upload.ended:
+                break
+        if not upload.ended:
+            raise bad_request("the multipart body is truncated (no closing boundary)")
+        if submission is None:
+            raise bad_request(f"a multipart submission needs a `{protocol.REQUEST_FIELD}` field with the job's JSON")
+        assert admitted is not None
+        final_inputs = store.inputs_dir(admitted.job_id)
+        parts = {
+            name: protocol.input_file(part.filename or name, part.content_type, str(final_inputs / part.stored))
+            for name, part in upload.files.items()
+        }
+        try:
+            value = msgspec.json.decode(bytes(submission.input))
+        except msgspec.DecodeError as exc:
+            raise bad_request(f"the input is not JSON: {exc}") from exc
+        resolved = check_references(value, parts)
+        used = _used_paths(resolved)
+        files = []
+        for part in upload.files.values():
+            if str(final_inputs / part.stored) in used:
+                files.append(upload.inputs / part.stored)
+            else:
+                # A part no `$file` names is not an input of the job: dropped, not kept where nothing reads it.
+                await asyncio.to_thread(os.unlink, upload.inputs / part.stored)
+        record = await board.commit(admitted, msgspec.json.encode(resolved).decode(), staging, files)
+        admitted = None
+        kept = True
+        return record, True
+    except OSError as exc:
+        raise protocol.storage_error(f"the upload could not be stored: {exc}") from exc
+    finally:
+        upload.close_files()
+        if admitted is not None:
+            board.release(admitted)
+        if not kept:
+            await asyncio.to_thread(shutil.rmtree, staging, True)
+
+
+def _used_paths(value: Any) -> set[str]:
+    """The paths of the `$inputFile` objects in a resolved input."""
+    found: set[str] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, list):
+            for item in v:
+                walk(item)
+        elif isinstance(v, dict):
+            inner = v.get(protocol.INPUT_FILE)
+            if isinstance(inner, dict) and len(v) == 1:
+                found.add(str(inner["path"]))
+                return
+            for item in v.values():
+                walk(item)
+
+    walk(value)
+    return found
