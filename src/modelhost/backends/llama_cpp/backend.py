@@ -1,0 +1,174 @@
+"""The llama_cpp backend: loads GGUF files with llama-cpp-python, on the CPU unless the build offloads to a GPU.
+
+Load options are honoured or refused, never silently dropped: a host that asks for GPU layers on a CPU-only build,
+or for a dtype a GGUF file cannot change, hears so at load time rather than discovering it in its latency.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from modelhost.errors import InvalidOptionError, ModelLoadError
+from modelhost.inference import catalogue
+from modelhost.inference.options import LoadOptions
+from modelhost.inference.types import DeviceInfo
+
+#: Context size when the caller sets none (capped at the model's trained length). Enough for a long chat or a page
+#: of OCR output; the KV cache of a small model at 4096 tokens is tens of megabytes, where the trained maximum of
+#: a modern model (32k-128k) would cost gigabytes that most requests never touch.
+DEFAULT_CONTEXT_LENGTH = 4096
+
+#: Tokens per llama_decode call during prefill: llama-cpp-python's default, large enough to keep the matrix
+#: kernels busy and small enough that the batch buffers stay modest.
+BATCH_SIZE = 512
+
+
+def default_threads() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count): one OpenMP thread per CPU."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class LlamaCppBackend:
+    """The `llama_cpp` engine: GGUF files through llama-cpp-python. Implements Backend, FormatProbe and
+    DeviceInfoProvider."""
+
+    name = "llama_cpp"
+    _available: bool | None = None
+
+    def available(self) -> bool:
+        """True when llama_cpp imports (checked once per process; never raises)."""
+        if LlamaCppBackend._available is None:
+            try:
+                import llama_cpp  # noqa: F401
+
+                LlamaCppBackend._available = True
+            except Exception:
+                # Missing, or present but its shared library does not load on this CPU: either way, not here.
+                LlamaCppBackend._available = False
+        return LlamaCppBackend._available
+
+    def accepts(self, path: str) -> bool:
+        """True for a GGUF file, judged by its magic bytes."""
+        return catalogue.is_gguf(Path(path))
+
+    def device_info(self) -> DeviceInfo:
+        """The CPU this backend computes on: processor name, architecture and total RAM."""
+        return DeviceInfo(name=_cpu_name(), architecture=platform.machine(), memory_size=_total_memory())
+
+    def load_model(self, path: str, **load_opts: Any) -> Any:
+        """Load a GGUF file (or a catalogue name such as "default") as a LlamaCppModel.
+
+        Honours context_length, threads, gpu_layers (on a build with GPU offload), adapter (a llama.cpp LoRA GGUF)
+        and parallel=1; refuses dtype, a larger parallel and GPU layers on a CPU-only build with InvalidOptionError.
+        """
+        opts = LoadOptions.parse(load_opts)
+        if opts.backend not in (None, self.name):
+            raise InvalidOptionError("backend", f"this is the {self.name!r} backend, not {opts.backend!r}")
+        resolved = catalogue.resolve(path)
+        if not catalogue.is_gguf(Path(resolved)):
+            raise ModelLoadError(f"backend {self.name!r} loads GGUF files only; {resolved!r} is not one")
+        if not self.available():
+            raise ModelLoadError(f"backend {self.name!r} is not available: llama-cpp-python does not import")
+        import llama_cpp
+
+        _check_unsupported(opts, gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()))
+        adapter = _resolve_adapter(opts.adapter) if opts.adapter else None
+        threads = opts.threads or default_threads()
+        context = opts.context_length or DEFAULT_CONTEXT_LENGTH
+        try:
+            llm = _open(resolved, context, threads, opts, adapter)
+            if opts.context_length is None and llm._model.n_ctx_train() < DEFAULT_CONTEXT_LENGTH:
+                # A model trained on fewer positions would only produce noise past them: reopen at its own length
+                # (the weights are memory-mapped, so this costs a context allocation, not a second load).
+                context = int(llm._model.n_ctx_train())
+                llm.close()
+                llm = _open(resolved, context, threads, opts, adapter)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelLoadError(f"backend {self.name!r} failed to load {resolved!r}: {exc}") from exc
+        from modelhost.backends.llama_cpp.model import LlamaCppModel
+
+        try:
+            return LlamaCppModel(llm, path=resolved, adapter=adapter, context_length=context)
+        except Exception:
+            llm.close()
+            raise
+
+
+def _open(path: str, n_ctx: int, threads: int, opts: LoadOptions, adapter: str | None) -> Any:
+    import llama_cpp
+
+    return llama_cpp.Llama(
+        model_path=path,
+        n_ctx=n_ctx,
+        n_batch=BATCH_SIZE,
+        n_threads=threads,
+        # Prefill and decode share one OpenMP group size: a second, larger group would oversubscribe the cores
+        # that the decode group spins on.
+        n_threads_batch=threads,
+        n_gpu_layers=opts.gpu_layers or 0,
+        lora_path=adapter,
+        logits_all=False,  # only the last position's logits are ever read; all of them would cost n_vocab per token
+        verbose=False,
+    )
+
+
+def _check_unsupported(opts: LoadOptions, *, gpu_offload: bool) -> None:
+    if opts.dtype is not None:
+        raise InvalidOptionError(
+            "dtype", "a GGUF file fixes its own weight types; quantise or convert the file instead of passing dtype"
+        )
+    if opts.gpu_layers and not gpu_offload:
+        raise InvalidOptionError(
+            "gpu_layers", "this llama-cpp-python build has no GPU offload (it is CPU-only); pass 0 or leave it unset"
+        )
+    if opts.parallel is not None and opts.parallel > 1:
+        raise InvalidOptionError(
+            "parallel",
+            "the llama_cpp backend decodes one sequence at a time per model; pass 1, or load the model more than "
+            "once for concurrent requests",
+        )
+
+
+def _resolve_adapter(adapter: str) -> str:
+    """The LoRA GGUF file for `adapter`: the file itself, or the one .gguf in a folder."""
+    path = Path(os.path.expanduser(adapter))
+    if path.is_dir():
+        found = sorted(p for p in path.glob("*.gguf") if catalogue.is_gguf(p))
+        if len(found) != 1:
+            raise InvalidOptionError(
+                "adapter",
+                f"{adapter!r} is a folder with {len(found)} GGUF files; llama.cpp needs one LoRA GGUF "
+                "(convert a peft adapter with llama.cpp's convert_lora_to_gguf.py)",
+            )
+        path = found[0]
+    if not catalogue.is_gguf(path):
+        raise InvalidOptionError(
+            "adapter",
+            f"{adapter!r} is not a GGUF LoRA adapter; convert a peft adapter with llama.cpp's convert_lora_to_gguf.py",
+        )
+    return str(path)
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def _total_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0

@@ -1,0 +1,442 @@
+"""A GGUF model loaded by llama.cpp, behind the TextModel contract.
+
+One `llama_cpp.Llama` holds the weights, one context (KV cache) and one batch. We drive it through its lower-level
+pieces (`tokenize`, `eval`, a sampler chain of our own, `llama_token_to_piece`) rather than `create_completion`:
+that path re-tokenises, detokenises whole sequences, and can ban tokens only through a Python logits processor
+that touches the whole vocabulary every step. Here the per-token work is one `llama_decode`, one native sampler
+call and one cached byte piece; stopping, UTF-8 and metrics are the shared `decode_loop`'s job.
+
+Threading: llama.cpp runs its compute on an OpenMP thread group bound to the calling thread. The host drives each
+model from one long-lived thread, and nothing here starts threads of its own, so the group is created once and
+reused. The model is not safe to call from two threads at once; one operation at a time is the host's promise.
+
+Prefix reuse: the context remembers which tokens its KV cache holds (`Llama.input_ids[:n_tokens]`). A new prompt
+re-evaluates only what follows the longest common prefix, so a chat that grows turn by turn, or a repeated system
+prompt, pays for its new tokens only. The last prompt token is always re-evaluated, because its logits are what
+the first sample is drawn from and the context keeps only the latest logits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from modelhost.backends.llama_cpp import chat as chat_template
+from modelhost.backends.llama_cpp import metadata
+from modelhost.backends.llama_cpp.sampling import build_sampler, check_supported
+from modelhost.errors import (
+    GenerationError,
+    InvalidInputError,
+    ModelClosedError,
+    ModelHostError,
+    UnsupportedAttachmentError,
+)
+from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import (
+    BatchResult,
+    ClassifyResult,
+    GenerateMetrics,
+    Message,
+    ModelInfo,
+    Token,
+    has_images,
+)
+
+#: Markers of a thought channel; a model whose vocabulary has both as single tokens can honour `thinking_budget`.
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+
+@dataclass(slots=True)
+class _ThoughtState:
+    """Thought-channel bookkeeping of one generation, for `thinking_budget`."""
+
+    inside: bool = False
+    spent: int = 0
+    forced: bool = False
+
+
+class LlamaCppModel:
+    """A loaded GGUF model. Satisfies TextModel; a context manager; `close()` frees the weights and the KV cache."""
+
+    def __init__(self, llm: Any, *, path: str, adapter: str | None = None, context_length: int | None = None) -> None:
+        import llama_cpp
+
+        self._lib = llama_cpp
+        self._llm: Any = llm
+        self.path = path
+        self.adapter = adapter
+        meta: dict[str, str] = dict(llm.metadata)
+        self._meta = meta
+        self.model_type: str = metadata.architecture(meta)
+        vocab = llm._model.vocab
+        self._vocab = vocab
+        self._n_vocab: int = llm.n_vocab()
+        # llama.cpp pads its context to a multiple of 256; the caller's number is the limit we enforce, so a
+        # context_length=1000 behaves the same on every build.
+        self._n_ctx: int = min(llm.n_ctx(), context_length or llm.n_ctx())
+        self._recurrent = bool(getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False))
+        # Every end-of-generation token the vocabulary declares (EOS, EOT, <|im_end|>, <|eom_id|> ...): a model
+        # stops on whichever its template makes it emit, not only on `tokenizer.ggml.eos_token_id`.
+        self._eog: frozenset[int] = frozenset(i for i in range(self._n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, i))
+        self._bos: int = llm.token_bos()
+        self._add_bos: bool = bool(llama_cpp.llama_vocab_get_add_bos(vocab))
+        self._bos_text = llm._model.token_get_text(self._bos) if self._bos >= 0 else ""
+        eos = llm.token_eos()
+        self._eos_text = llm._model.token_get_text(eos) if eos >= 0 else ""
+        self._template: str | None = meta.get("tokenizer.chat_template")
+        self._defaults = metadata.sampling_defaults(meta)
+        self._info = metadata.model_info(
+            meta,
+            vocab_size=self._n_vocab,
+            num_layers=int(llama_cpp.llama_model_n_layer(llm.model)),
+            hidden_size=int(llm.n_embd()),
+        )
+        self._think_open = self._single_special(THINK_OPEN)
+        self._think_close = self._single_special(THINK_CLOSE)
+        # Token pieces are fixed for the life of the vocabulary; caching them turns a ctypes call with a buffer
+        # per generated token into a dict lookup.
+        self._pieces: dict[int, bytes] = {}
+        self._piece_buf = ctypes.create_string_buffer(64)
+        self._metrics = GenerateMetrics()
+        self._err: BaseException | None = None
+        # The stream that owns the context right now, weakly: an abandoned stream must stay collectable so that
+        # its cleanup runs as soon as the caller drops it.
+        self._live: weakref.ref[Iterator[Token]] | None = None
+
+    # --- the TextModel contract ---------------------------------------------------------------------------------
+
+    @property
+    def context_length(self) -> int:
+        """Tokens the loaded context holds (prompt plus generation); ModelInfo.context_length is the trained one."""
+        return self._n_ctx
+
+    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
+        """Stream tokens for a raw prompt. Options and the prompt are checked now; compute starts on iteration."""
+        self._check_open()
+        options = self._options(opts)
+        return self._start(self._encode_prompt(prompt), options)
+
+    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
+        """Stream the assistant's reply, rendered with the GGUF's own chat template. Text only: images are refused."""
+        self._check_open()
+        if has_images(messages):
+            raise UnsupportedAttachmentError(
+                f"the llama_cpp backend is text-only; model {self.model_type!r} cannot take images "
+                "(load a vision model with the transformers backend)"
+            )
+        options = self._options(opts)
+        text = chat_template.render(
+            self._template,
+            messages,
+            bos_token=self._bos_text,
+            eos_token=self._eos_text,
+            enable_thinking=options.enable_thinking,
+        )
+        return self._start(self._encode(text, chat=True), options)
+
+    def classify(self, prompts: Sequence[str], **opts: Any) -> list[ClassifyResult]:
+        """One forward pass per prompt, one token drawn at its last position (argmax when greedy)."""
+        self._check_open()
+        options = self._options(opts)
+        encoded = [self._encode_prompt(p) for p in prompts]  # every prompt is checked before any compute
+        self._release_live()
+        clock = MetricsClock()
+        results: list[ClassifyResult] = []
+        try:
+            for tokens in encoded:
+                self._prefill(tokens)
+                logits = None
+                if options.logits:
+                    row = self._lib.llama_get_logits_ith(self._llm.ctx, -1)
+                    logits = np.ctypeslib.as_array(row, shape=(self._n_vocab,)).copy()
+                sampler = build_sampler(options, n_vocab=self._n_vocab, history=tokens)
+                try:
+                    token = int(sampler.sample(self._llm._ctx, -1))
+                finally:
+                    sampler.close()
+                results.append(ClassifyResult(Token(token, self._piece(token).decode("utf-8", "replace")), logits))
+                clock.generated_tokens += 1
+        except Exception as exc:
+            self._llm.reset()
+            self._metrics = clock.finish("error")
+            raise self._as_generation_error(exc) from exc
+        clock.prefill_done(sum(len(t) for t in encoded))
+        self._metrics = clock.finish("length")
+        return results
+
+    def batch_generate(self, prompts: Sequence[str], **opts: Any) -> list[BatchResult]:
+        """Generate for each prompt in turn; a prompt's failure is kept in its own result and the others go on."""
+        self._check_open()
+        options = self._options(opts)
+        results: list[BatchResult] = []
+        totals: GenerateMetrics | None = None
+        for prompt in prompts:
+            if options.cancelled():
+                results.append(BatchResult(finish_reason="cancelled"))
+                continue
+            try:
+                stream = self._start(self._encode_prompt(prompt), options)
+            except InvalidInputError as exc:  # refused before any compute: no metrics to add
+                results.append(BatchResult((), exc, "error"))
+                continue
+            tokens: list[Token] = []
+            try:
+                for token in stream:
+                    tokens.append(token)
+            except ModelClosedError:
+                raise
+            except Exception as exc:
+                results.append(BatchResult(tuple(tokens), exc, "error"))
+            else:
+                results.append(BatchResult(tuple(tokens), None, self._metrics.finish_reason))
+            totals = _add_metrics(totals, self._metrics)
+        self._metrics = totals or GenerateMetrics(finish_reason="length")
+        self._err = None  # per-prompt errors live in their results; the batch itself succeeded
+        return results
+
+    def info(self) -> ModelInfo:
+        """Architecture, sizes, quantisation and trained context length, from the GGUF metadata."""
+        return self._info
+
+    def metrics(self) -> GenerateMetrics:
+        """Metrics of the last finished operation."""
+        return self._metrics
+
+    def err(self) -> BaseException | None:
+        """The error of the last generate/chat, or None after a clean (or abandoned) end."""
+        return self._err
+
+    def accepts_images(self) -> bool:
+        """Always False: llama.cpp's text path takes no images (the VisionModel probe, answered honestly)."""
+        return False
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text` with the model's own tokenizer, special tokens parsed, no BOS added."""
+        self._check_open()
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of token ids; control tokens render as nothing, as in generated text."""
+        self._check_open()
+        return b"".join(self._piece(int(i)) for i in ids).decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Free the weights, the KV cache and any adapter. Idempotent; later calls raise ModelClosedError."""
+        if self._llm is None:
+            return
+        self._release_live()
+        llm, self._llm = self._llm, None
+        llm.close()
+
+    def __enter__(self) -> LlamaCppModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._llm is None else f"n_ctx={self._n_ctx}"
+        return f"LlamaCppModel({self.path!r}, {self.model_type}, {state})"
+
+    # --- streaming ----------------------------------------------------------------------------------------------
+
+    def _start(self, prompt: list[int], opts: GenerateOptions) -> Iterator[Token]:
+        holder: list[Iterator[Token]] = []
+        stream = self._stream(prompt, opts, holder)
+        holder.append(stream)
+        return stream
+
+    def _stream(self, prompt: list[int], opts: GenerateOptions, holder: list[Iterator[Token]]) -> Iterator[Token]:
+        # Runs on the first next(): creating a stream costs nothing, and a stream never iterated never computes.
+        self._check_open()
+        self._release_live()
+        # Only a weak reference to ourselves: a strong one in this frame would make the stream a reference cycle,
+        # and an abandoned `for` loop would then wait for the cycle collector to free the context.
+        me = weakref.ref(holder.pop())
+        self._live = me
+        self._err = None
+        clock, outcome, thought = MetricsClock(), LoopOutcome(), _ThoughtState()
+        ids = self._sample(prompt, opts, clock, thought)
+        try:
+            yield from decode_loop(ids, self._piece, opts, eos_ids=self._eog, clock=clock, outcome=outcome)
+        except Exception as exc:
+            outcome.finish_reason, outcome.error = "error", exc
+            error = self._as_generation_error(exc)
+            self._err = error
+            if self._llm is not None:
+                self._llm.reset()  # the KV cache may hold half a step: forget it rather than trust it
+            raise error from exc
+        finally:
+            ids.close()  # releases the sampler chain now, not when the garbage collector gets to it
+            self._metrics = clock.finish(outcome.finish_reason, thinking_budget_forced=thought.forced)
+            if self._live is me:
+                self._live = None
+
+    def _sample(
+        self, prompt: list[int], opts: GenerateOptions, clock: MetricsClock, thought: _ThoughtState
+    ) -> Generator[int, None, None]:
+        """The engine side of decode_loop: prefill, then one sampled id per step, evaluating each lazily.
+
+        A sampled token is evaluated only when the next one is asked for, so a caller who stops after token N
+        never pays for decoding token N, and the KV cache stays consistent with `input_ids` for prefix reuse.
+        """
+        llm = self._llm
+        stops = self._eog | set(opts.stop_tokens)
+        sampler = build_sampler(opts, n_vocab=self._n_vocab, history=prompt)
+        # Until min_tokens are out, the stops are banned outright, so the model says something else instead of
+        # emitting an end it is not allowed to have (a second chain, kept in step with the main one).
+        early = build_sampler(opts, n_vocab=self._n_vocab, ban=stops, history=prompt) if opts.min_tokens else None
+        budget = opts.thinking_budget if self._think_open is not None and self._think_close is not None else 0
+        if budget:
+            thought.inside = _last_index(prompt, self._think_open) > _last_index(prompt, self._think_close)
+        try:
+            self._prefill(prompt)
+            produced = 0
+            while True:
+                if budget and thought.inside and thought.spent >= budget:
+                    token = int(self._think_close)  # type: ignore[arg-type]
+                    thought.forced = True
+                    sampler.accept(token)
+                elif early is not None and produced < opts.min_tokens:
+                    token = int(early.sample(llm._ctx, -1))
+                    sampler.accept(token)
+                else:
+                    token = int(sampler.sample(llm._ctx, -1))
+                if produced == 0:
+                    clock.prefill_done(len(prompt))
+                produced += 1
+                if budget:
+                    _track_thought(thought, token, self._think_open, self._think_close)
+                yield token
+                if llm.n_tokens >= self._n_ctx:
+                    return  # the context is full: decode_loop reports the end as "length"
+                llm.eval([token])
+        finally:
+            sampler.close()
+            if early is not None:
+                early.close()
+
+    def _prefill(self, tokens: list[int]) -> None:
+        """Evaluate `tokens`, reusing the longest prefix the KV cache already holds."""
+        llm = self._llm
+        keep = 0
+        if llm.n_tokens and not self._recurrent:
+            # Recurrent state cannot be rolled back to a prefix, so those models always start over.
+            n = min(llm.n_tokens, len(tokens))
+            differ = np.flatnonzero(llm.input_ids[:n] != np.asarray(tokens[:n], dtype=np.intc))
+            keep = min(int(differ[0]) if differ.size else n, len(tokens) - 1)
+        if keep == 0:
+            llm.reset()
+        llm.n_tokens = keep  # Llama.eval drops the KV cache from n_tokens on before evaluating
+        llm.eval(tokens[keep:])
+
+    # --- helpers ------------------------------------------------------------------------------------------------
+
+    def _options(self, opts: Mapping[str, Any]) -> GenerateOptions:
+        parsed = GenerateOptions.parse(opts)
+        check_supported(parsed)
+        return parsed.resolved(self._defaults)
+
+    def _encode_prompt(self, prompt: str) -> list[int]:
+        if not isinstance(prompt, str):
+            raise InvalidInputError(f"a prompt must be a string, got {type(prompt).__name__}")
+        return self._encode(prompt, chat=False)
+
+    def _encode(self, text: str, *, chat: bool) -> list[int]:
+        """Tokens for a prompt: special tokens parsed; BOS added as the vocabulary asks, never twice."""
+        # A raw prompt gets the vocabulary's own BOS rule. A rendered chat template writes its own `bos_token`
+        # when its model wants one, so only a template that forgot it gets one added.
+        tokens = list(self._llm.tokenize(text.encode("utf-8"), add_bos=not chat, special=True))
+        if chat and self._add_bos and self._bos >= 0 and (not tokens or tokens[0] != self._bos):
+            tokens.insert(0, self._bos)
+        if not tokens:
+            if self._bos < 0:
+                raise InvalidInputError("the prompt is empty and this model has no BOS token to start from")
+            tokens = [self._bos]
+        if len(tokens) > self._n_ctx:
+            raise InvalidInputError(
+                f"the prompt has {len(tokens)} tokens but the context holds {self._n_ctx}; "
+                "shorten it or load the model with a larger context_length"
+            )
+        return tokens
+
+    def _piece(self, token: int) -> bytes:
+        piece = self._pieces.get(token)
+        if piece is None:
+            buf = self._piece_buf
+            n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+            if n < 0:  # a piece longer than the buffer: llama.cpp says how long
+                buf = ctypes.create_string_buffer(-n)
+                n = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+            piece = buf.raw[: max(n, 0)]
+            self._pieces[token] = piece
+        return piece
+
+    def _single_special(self, text: str) -> int | None:
+        ids = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        return int(ids[0]) if len(ids) == 1 else None
+
+    def _check_open(self) -> None:
+        if self._llm is None:
+            raise ModelClosedError(f"the llama_cpp model {self.path!r} was closed; load it again to use it")
+
+    def _release_live(self) -> None:
+        # One context, one operation: a stream left suspended by its caller is finished ("cancelled") before
+        # anything else touches the KV cache.
+        live = self._live() if self._live is not None else None
+        self._live = None
+        if live is not None:
+            close = getattr(live, "close", None)
+            if close is not None:
+                close()
+
+    @staticmethod
+    def _as_generation_error(exc: BaseException) -> ModelHostError:
+        if isinstance(exc, ModelHostError):
+            return exc
+        return GenerationError(f"llama.cpp failed while generating: {exc}")
+
+
+def _last_index(tokens: Sequence[int], token: int | None) -> int:
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i] == token:
+            return i
+    return -1
+
+
+def _track_thought(state: _ThoughtState, token: int, open_id: int | None, close_id: int | None) -> None:
+    if token == open_id:
+        state.inside, state.spent = True, 0
+    elif token == close_id:
+        state.inside = False
+    elif state.inside:
+        state.spent += 1
+
+
+def _add_metrics(total: GenerateMetrics | None, m: GenerateMetrics) -> GenerateMetrics:
+    """Sum of two operations' metrics (batch_generate reports the whole batch); rates recomputed from the sums."""
+    if total is None:
+        return m
+    prefill = total.prefill_seconds + m.prefill_seconds
+    decode = total.decode_seconds + m.decode_seconds
+    prompt = total.prompt_tokens + m.prompt_tokens
+    generated = total.generated_tokens + m.generated_tokens
+    return replace(
+        total,
+        prompt_tokens=prompt,
+        generated_tokens=generated,
+        prefill_seconds=prefill,
+        decode_seconds=decode,
+        total_seconds=total.total_seconds + m.total_seconds,
+        prefill_tokens_per_second=prompt / prefill if prefill > 0 else 0.0,
+        decode_tokens_per_second=generated / decode if decode > 0 else 0.0,
+        thinking_budget_forced=total.thinking_budget_forced or m.thinking_budget_forced,
+        finish_reason=m.finish_reason,
+    )
