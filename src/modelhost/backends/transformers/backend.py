@@ -1,0 +1,48 @@
+"""TransformersBackend: the registry's face of this engine (name, availability, formats, device, loading)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from modelhost.inference import catalogue
+from modelhost.inference.model import TextModel
+from modelhost.inference.options import LoadOptions
+from modelhost.inference.types import DeviceInfo
+
+
+class TransformersBackend:
+    """Loads Hugging Face folders (config.json + safetensors + tokenizer) and GGUF files through transformers.
+
+    Implements Backend, FormatProbe and DeviceInfoProvider. Where llama.cpp can also load a GGUF file the registry's
+    preference order picks llama.cpp; folders (and vision-language models) come here.
+    """
+
+    name = "transformers"
+
+    def available(self) -> bool:
+        """True when torch and transformers are installed. Never imports them (that costs seconds)."""
+        try:
+            return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "safetensors"))
+        except Exception:  # a broken install can make find_spec raise; "not available" is the honest answer
+            return False
+
+    def accepts(self, path: str) -> bool:
+        """True for a model folder with config.json, and for a GGUF file (judged by its magic bytes)."""
+        p = Path(path)
+        return catalogue.is_model_folder(p) or (p.is_file() and catalogue.is_gguf(p))
+
+    def device_info(self) -> DeviceInfo:
+        """The device a model loaded now would compute on: CUDA or MPS through torch, else the CPU."""
+        from modelhost.backends.transformers.device import describe_device, pick_device
+
+        return describe_device(pick_device(None))
+
+    def load_model(self, path: str, **load_opts: Any) -> TextModel:
+        """Load a folder or GGUF file; options as in `LoadOptions` (dtype, threads, gpu_layers, adapter, ...)."""
+        from modelhost.backends.transformers.loading import load
+        from modelhost.backends.transformers.model import TransformersModel
+
+        opts = LoadOptions.parse(load_opts)
+        return TransformersModel(load(path, opts))
