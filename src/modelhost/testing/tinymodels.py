@@ -312,14 +312,17 @@ def build_tiny_llama(out_dir: PathLike, seed: int = 0, *, vocab_size: int = 512,
     return _build_llama(out_dir, seed, build_tokenizer(vocab_size=vocab_size), **config_overrides)
 
 
-def build_tiny_thinking_llama(out_dir: PathLike, seed: int = 0, *, vocab_size: int = 512) -> Path:
+def build_tiny_thinking_llama(
+    out_dir: PathLike, seed: int = 0, *, vocab_size: int = 512, **config_overrides: Any
+) -> Path:
     """Like `build_tiny_llama`, with `<think>`/`</think>` tokens and `THINKING_CHATML_TEMPLATE`.
 
     `apply_chat_template(..., add_generation_prompt=True)` ends in `<think>\\n` (model is thinking) unless
     `enable_thinking=False`, which closes an empty thought block instead. The thought markers are single added
-    tokens, not special, so they stay visible in decoded text.
+    tokens, not special, so they stay visible in decoded text (and USER_DEFINED, so also visible, in GGUF).
+    Arguments as for `build_tiny_llama`.
     """
-    return _build_llama(out_dir, seed, build_tokenizer(vocab_size=vocab_size, thinking=True))
+    return _build_llama(out_dir, seed, build_tokenizer(vocab_size=vocab_size, thinking=True), **config_overrides)
 
 
 # --------------------------------------------------------------------------------------------------------------------
