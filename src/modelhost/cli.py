@@ -185,7 +185,7 @@ def info(
         i = m.info()
         rows = {
             "model_type": m.model_type,
-            "backend": type(m).__module__.rsplit(".", 1)[-1],
+            "backend": type(m).__module__.removeprefix("modelhost.backends.").split(".")[0],
             "architecture": i.architecture,
             "vocab_size": i.vocab_size,
             "layers": i.num_layers,

@@ -1,0 +1,75 @@
+"""The `modelhost` command end to end, in a subprocess, on real models."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SUMMARY = re.compile(r"\[(\d+) tokens, [\d.]+ tokens/s, prompt (\d+) tokens.*?, (stop|length)\]")
+
+
+def modelhost(*args: str, stdin: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_generate_streams_text_and_prints_a_summary(tiny_llama_gguf: Path) -> None:
+    result = modelhost("generate", "The quick brown fox", "--model", str(tiny_llama_gguf), "-n", "7", "-t", "0")
+    assert result.returncode == 0, result.stderr
+    summary = SUMMARY.search(result.stderr)
+    assert summary is not None, result.stderr
+    assert int(summary.group(1)) == 7 and summary.group(3) == "length"
+    assert result.stdout.strip(), "the generated text goes to stdout"
+    again = modelhost("generate", "The quick brown fox", "--model", str(tiny_llama_gguf), "-n", "7", "-t", "0")
+    assert again.stdout == result.stdout, "greedy generation must repeat exactly"
+
+
+def test_interactive_chat_keeps_history(tiny_llama_gguf: Path) -> None:
+    result = modelhost("chat", "--model", str(tiny_llama_gguf), "-n", "5", "-t", "0", stdin="hello\nand again\n")
+    assert result.returncode == 0, result.stderr
+    turns = [(int(m.group(1)), int(m.group(2))) for m in SUMMARY.finditer(result.stderr)]
+    assert len(turns) == 2, result.stderr
+    (first_out, first_prompt), (_, second_prompt) = turns
+    # The second prompt holds the first question, the first answer and the new question.
+    assert second_prompt > first_prompt + first_out
+
+
+def test_one_shot_chat_with_the_embedded_model() -> None:
+    result = modelhost("chat", "What is the capital of France? Answer in one word.", "-n", "24", "-t", "0")
+    assert result.returncode == 0, result.stderr
+    assert "Paris" in result.stdout
+
+
+def test_info_and_backends(tiny_llama_gguf: Path) -> None:
+    info = modelhost("info", str(tiny_llama_gguf))
+    assert info.returncode == 0, info.stderr
+    fields = dict(line.split(None, 1) for line in info.stdout.splitlines() if line.strip())
+    assert fields["model_type"] == "llama" and fields["backend"] == "llama_cpp"
+    assert fields["layers"] == "2" and fields["hidden_size"] == "64"
+    backends = modelhost("backends")
+    assert backends.returncode == 0
+    assert re.search(r"^llama_cpp\s+available", backends.stdout, re.M), backends.stdout
+    assert re.search(r"^transformers\s+", backends.stdout, re.M), backends.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["generate", "hi", "--model", "no-such-model"], "catalogue name: default"),
+        (["generate", "hi", "--max-tokens", "-1"], "max_tokens"),
+        (["generate", "hi", "--backend", "nope"], "not registered"),
+    ],
+)
+def test_bad_input_fails_clearly(args: list[str], expected: str) -> None:
+    result = modelhost(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert expected in result.stderr
