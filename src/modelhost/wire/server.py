@@ -1,0 +1,437 @@
+"""The socket door: inferd generation protocol v2 over a Unix socket, served from one Host.
+
+Bind late (THREAT_MODEL F-13): :meth:`WireServer.start` refuses to run before the host's model is loaded, because a
+bound socket is this protocol's only readiness signal; a client that connects earlier gets ENOENT/ECONNREFUSED and
+retries. One request at a time per connection (the protocol has no multiplexing); concurrency is several
+connections, all feeding the host's one scheduler.
+
+Receiving. Each connection is an :class:`asyncio.BufferedProtocol`: between frames the kernel copies into a small
+scratch buffer, and once a frame header is parsed and bounded (codec: cap checked before allocation), the payload
+is received straight into a buffer of exactly its declared length, the one the request then carries to the model.
+A 25 MB page is therefore copied once, by the kernel, and never again in Python (no ``StreamReader`` chunk list,
+no ``readexactly`` join).
+
+Cancellation. Closing the connection is the protocol's only cancel. The protocol keeps reading while a request is
+answered, so an EOF or a reset is seen the moment it arrives, not when the next delta write fails: the answering
+task is cancelled, which closes the request's host stream, which frees the model within one token.
+
+Connection fate follows spec §6 (inferd's stricter side): a framing or decoding error, a wire version mismatch, a
+descriptor/blob problem, and a closing host answer one error frame and close; a semantic refusal (validation,
+queue_full, an image for a text-only model) and a generation failure answer one error frame and keep the
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import errno
+import logging
+import os
+import socket
+import stat
+from typing import Final
+
+import numpy as np
+
+from modelhost.host import Host
+from modelhost.wire import codec
+from modelhost.wire.codec import Buffer, FrameHeader, RequestReader, ResponseEvent, WireError
+from modelhost.wire.errors import SocketPathError
+from modelhost.wire.handler import respond
+
+__all__ = ["LISTEN_BACKLOG", "WRITE_TIMEOUT", "WireServer"]
+
+log = logging.getLogger(__name__)
+
+#: Bound on one response write, including waiting for the peer to drain what we queued (inferd's F-17). Without
+#: it a client that stops reading pins its connection, its request and the memory of every queued delta forever.
+#: Ten seconds is far beyond any live reader's stall, and short next to a page's generation time.
+WRITE_TIMEOUT: Final = 10.0
+
+#: Queued response bytes past which a write waits for the peer (asyncio's write-buffer high-water mark). Deltas
+#: are tens of bytes: 64 KiB is thousands of them, so only a reader that has stopped reading ever hits it.
+WRITE_HIGH_WATER: Final = 64 * 1024
+
+#: Pending connections the kernel queues before refusing more; clients retry ECONNREFUSED for 10 s anyway.
+LISTEN_BACKLOG: Final = 128
+
+# Between frames the kernel copies into this scratch buffer: frame headers, small JSON frames and the first bytes
+# of a payload. Bytes of a payload found there are copied once into the payload's own buffer; 64 KiB keeps that
+# copy negligible next to a page, and the rest of a large payload is received into its buffer directly.
+_SCRATCH: Final = 64 * 1024
+
+# Payloads at least this large are allocated with numpy.empty rather than bytearray: bytearray(n) zero-fills, a
+# whole extra pass over a 25 MB page, and makes every declared byte resident at once; numpy.empty leaves the pages
+# untouched until the kernel writes them, so a peer that declares 64 MiB and sends two bytes costs two pages.
+_LAZY_ALLOC: Final = 1 << 20
+
+
+def _allocate(size: int) -> Buffer:
+    if size >= _LAZY_ALLOC:
+        return np.empty(size, dtype=np.uint8).data  # a writable memoryview of the array
+    return bytearray(size)
+
+
+class _Eof:
+    """The peer closed cleanly between requests."""
+
+
+_EOF: Final = _Eof()
+_Item = codec.Request | WireError | _Eof
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """One client connection: a frame reader feeding complete requests to one answering task, one at a time."""
+
+    def __init__(self, server: WireServer) -> None:
+        self._server = server
+        self._transport: asyncio.Transport | None = None
+        self._scratch = memoryview(bytearray(_SCRATCH))
+        # Reading state (sans-IO reader from the codec; this class only moves bytes).
+        self._reader = RequestReader()
+        self._head = bytearray()  # header bytes so far (at most codec.MAX_HEADER_LEN)
+        self._payload: memoryview | None = None  # the frame payload being received, exactly its declared length
+        self._payload_buffer: Buffer | None = None
+        self._filled = 0
+        self._partial = False  # bytes of a request have arrived that do not yet make a whole request
+        # Handing requests to the answering task. At most one complete request waits beyond the one being answered;
+        # past that, reading pauses (a client that pipelines gets no more than that read ahead of it).
+        self._items: collections.deque[_Item] = collections.deque()
+        self._leftover = b""  # scratch bytes not yet parsed when reading paused
+        self._waiter: asyncio.Future[None] | None = None
+        self._stopped = False  # a fatal error or EOF was queued: nothing more is read
+        self._peer_gone = False
+        self._busy = False  # a request is being answered
+        self._task: asyncio.Task[None] | None = None
+        # Writing.
+        self._write_paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._lost = False
+
+    # -- asyncio callbacks -----------------------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._server._connections.add(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._payload is not None:
+            # Exactly the rest of this frame: the kernel writes the payload where the request will keep it, and
+            # never past it, so no byte of the next frame lands here.
+            return self._payload[self._filled :]
+        return self._scratch
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._payload is not None:
+            self._filled += nbytes
+            if self._filled == len(self._payload):
+                self._guarded(self._frame_done)
+        else:
+            self._guarded(lambda: self._consume(self._scratch[:nbytes]))
+
+    def eof_received(self) -> bool:
+        self._on_peer_gone()
+        return True  # keep our side open: a truncated-frame error may still be written to a half-closed peer
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._on_peer_gone()
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+        self._server._connections.discard(self)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    # -- reading -----------------------------------------------------------------------------------------------------
+    def _guarded(self, step: object) -> None:
+        assert callable(step)
+        try:
+            step()
+        except WireError as exc:
+            self._fail(exc)
+
+    def _consume(self, data: memoryview) -> None:
+        """Parse scratch bytes: headers byte by byte, payload bytes copied into the frame's own buffer."""
+        pos, end = 0, len(data)
+        while pos < end:
+            if self._stopped or self._items:
+                # A request already waits for the answering task (or the stream is dead): hold the rest back.
+                self._leftover = bytes(data[pos:])
+                self._pause_reading()
+                return
+            if self._payload is None:
+                self._partial = True
+                self._head.append(data[pos])
+                pos += 1
+                header = codec.parse_frame_header(self._head)
+                if header is not None:
+                    self._head.clear()
+                    self._start_payload(header)
+            else:
+                take = min(len(self._payload) - self._filled, end - pos)
+                self._payload[self._filled : self._filled + take] = data[pos : pos + take]
+                self._filled += take
+                pos += take
+                if self._filled == len(self._payload):
+                    self._frame_done()
+
+    def _start_payload(self, header: FrameHeader) -> None:
+        size = self._reader.accept_header(header)  # type, blob length and cap checked before this allocation
+        self._payload_buffer = _allocate(size)
+        self._payload = memoryview(self._payload_buffer).cast("B")
+        self._filled = 0
+        if size == 0:
+            self._frame_done()
+
+    def _frame_done(self) -> None:
+        payload = self._payload_buffer
+        assert payload is not None
+        self._payload = self._payload_buffer = None
+        self._reader.accept_payload(payload)
+        if self._reader.complete:
+            request = self._reader.request
+            self._reader = RequestReader()
+            self._partial = False
+            self._deliver(request)
+            if self._items:
+                self._pause_reading()
+
+    def _fail(self, exc: WireError) -> None:
+        self._payload = self._payload_buffer = None
+        self._deliver(exc)
+        self._stopped = True
+        self._pause_reading()
+
+    def _on_peer_gone(self) -> None:
+        if self._peer_gone:
+            return
+        self._peer_gone = True
+        if self._busy and self._task is not None:
+            # The client closed (or reset) while its request is being answered: that is the protocol's cancel.
+            self._task.cancel()
+        if self._stopped:
+            return
+        if self._partial or self._payload is not None or self._head:
+            self._deliver(codec.truncated_frame("the peer closed the connection inside a request"))
+        else:
+            self._deliver(_EOF)
+        self._stopped = True
+
+    def _deliver(self, item: _Item) -> None:
+        self._items.append(item)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _pause_reading(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+
+    async def _next_item(self) -> _Item:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            self._waiter = None
+        item = self._items.popleft()
+        if not self._stopped and self._leftover:
+            leftover, self._leftover = self._leftover, b""
+            self._guarded(lambda: self._consume(memoryview(leftover)))
+        if not self._stopped and not self._items and self._transport is not None and not self._lost:
+            self._transport.resume_reading()
+        return item
+
+    # -- writing -----------------------------------------------------------------------------------------------------
+    async def _send(self, event: ResponseEvent) -> None:
+        """Write one response frame; flushed at once, bounded by WRITE_TIMEOUT in all (F-17)."""
+        transport = self._transport
+        if transport is None or self._lost or transport.is_closing():
+            raise ConnectionResetError("the peer is gone")
+        transport.write(codec.encode_response(event))
+        if self._write_paused:
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._drained), WRITE_TIMEOUT)
+            except TimeoutError:
+                log.warning("wire: dropping a client that read nothing for %.0f s", WRITE_TIMEOUT)
+                transport.abort()
+                raise
+            if self._lost:
+                raise ConnectionResetError("the peer is gone")
+
+    # -- answering ---------------------------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        try:
+            while not self._server._closing:
+                item = await self._next_item()
+                if isinstance(item, _Eof):
+                    break
+                if isinstance(item, WireError):
+                    # A protocol violation: the stream position is lost, so report it and close (spec §6).
+                    with contextlib.suppress(ConnectionError, TimeoutError):
+                        await self._send(item.to_event())
+                    break
+                if self._peer_gone:
+                    break  # the client sent a request and left: closing is the cancel, so there is nothing to run
+                self._busy = True
+                try:
+                    keep = await self._answer(item)
+                finally:
+                    self._busy = False
+                if not keep:
+                    break
+        except (ConnectionError, TimeoutError):
+            pass
+        finally:
+            if self._transport is not None:
+                self._transport.close()
+
+    async def _answer(self, request: codec.Request) -> bool:
+        """Answer one request; return whether the connection may carry another."""
+        async with contextlib.aclosing(respond(self._server.host, request)) as answers:
+            try:
+                async for event in answers:
+                    await self._send(event)
+            except WireError as exc:
+                await self._send(exc.to_event())
+                return not exc.fatal
+            except (ConnectionError, TimeoutError):
+                raise
+            except Exception as exc:
+                # A bug of ours, not the client's: say so on the wire rather than vanish, and drop the connection,
+                # whose state we no longer vouch for. The host keeps serving everyone else.
+                log.exception("wire: answering request %r failed", request.id)
+                await self._send(codec.Error(request.id, codec.ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"))
+                return False
+        return True
+
+    def close(self) -> None:
+        """Close now if idle; an answering connection closes after its current request (the server is closing)."""
+        if not self._busy and self._task is not None:
+            self._task.cancel()
+
+
+class WireServer:
+    """The inferd socket door on one host. ``await start()`` after ``host.start()``; ``await aclose()`` to stop.
+
+    ``path`` is the socket's filesystem path. Its directory is created 0700 (and made 0700 if it exists, as
+    pdf-spec does: removing a stale socket is safe only because no one else can write there), the socket is 0600,
+    a symlink at the path is refused, a stale socket (one nobody answers on) is removed, and a live one is refused.
+    """
+
+    def __init__(self, host: Host, path: str | os.PathLike[str]) -> None:
+        self.host = host
+        self.path = os.fspath(path)
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[_Connection] = set()
+        self._closing = False
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket file we bound
+
+    async def start(self) -> None:
+        """Bind and listen. The bound socket is the readiness signal, so the host must be ready already."""
+        if not self.host.ready:
+            raise RuntimeError("start the host before the socket door: a bound socket tells clients it is ready")
+        if self._server is not None:
+            raise RuntimeError("WireServer already started")
+        sock = _bind(self.path)
+        st = os.stat(self.path)
+        self._identity = (st.st_dev, st.st_ino)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_unix_server(lambda: _Connection(self), sock=sock)
+
+    @property
+    def connections(self) -> int:
+        """Open client connections (for tests and operators)."""
+        return len(self._connections)
+
+    async def aclose(self, grace: float = 10.0) -> None:
+        """Stop accepting and remove the socket, let in-flight requests finish for up to ``grace`` seconds, then
+        cancel what is left and close every connection."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        self._unlink()
+        conns = list(self._connections)
+        for conn in conns:
+            conn.close()
+        tasks = [c._task for c in conns if c._task is not None and not c._task.done()]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()  # cancels the generation through its host stream, then closes the connection
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+        for conn in list(self._connections):
+            if conn._transport is not None:
+                conn._transport.abort()
+
+    def _unlink(self) -> None:
+        # Remove only the socket we bound: a successor that already bound the same path keeps its socket.
+        with contextlib.suppress(OSError):
+            st = os.lstat(self.path)
+            if (st.st_dev, st.st_ino) == self._identity:
+                os.unlink(self.path)
+
+
+def _prepare_directory(directory: str) -> None:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.stat(directory)
+    shared = bool(st.st_mode & stat.S_ISVTX) and bool(st.st_mode & stat.S_IWOTH)
+    # pdf-spec makes the directory 0700 even when it existed. Not a sticky world-writable directory like /tmp
+    # (that would break it for every other user), and not one we do not own (we cannot).
+    if not shared and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(directory, 0o700)
+
+
+def _remove_stale(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        # A symlink here could point our unlink or bind anywhere (inferd refuses it too, THREAT_MODEL F-2).
+        raise SocketPathError(f"refusing to serve on {path}: it is a symbolic link")
+    if not stat.S_ISSOCK(st.st_mode):
+        raise SocketPathError(f"refusing to serve on {path}: it exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except OSError as exc:
+        if exc.errno != errno.ECONNREFUSED:
+            raise SocketPathError(f"cannot check the existing socket {path}: {exc.strerror}") from exc
+    else:
+        raise SocketPathError(f"another model host is already serving on {path}")
+    finally:
+        probe.close()
+    os.unlink(path)  # nobody listens: a socket left by a host that died
+
+
+def _bind(path: str) -> socket.socket:
+    """Bind and listen on ``path`` with the permissions above; the socket is 0600 before anyone can connect."""
+    _prepare_directory(os.path.dirname(path) or ".")
+    _remove_stale(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            sock.bind(path)
+        except OSError as exc:
+            raise SocketPathError(f"cannot bind {path}: {exc}") from exc
+        # chmod before listen(): until listen() every connect is refused, so no client ever sees a wider mode.
+        os.chmod(path, 0o600)
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock

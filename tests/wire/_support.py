@@ -1,0 +1,221 @@
+"""Shared pieces of the wire's server, client and end-to-end tests: a stand-in model and a host on a loop thread.
+
+The stand-in model answers at a pace the test sets, so these tests pin the door's own behaviour (framing, codes,
+connection fate, cancellation) without a real model's speed blurring it. Its chat echoes what it was given: the
+last turn's text, or each image's size and a checksum of its pixels, which proves the bytes arrived intact and in
+order without a vision model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from modelhost.host import Host
+from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import GenerateMetrics, Message, ModelInfo, Token
+from modelhost.wire import codec
+from modelhost.wire.server import WireServer
+
+T = TypeVar("T")
+
+EOS = 0
+#: Every test's wait is bounded by this: nothing in these tests may hang, a failure must be a failure.
+TIMEOUT = 10.0
+
+
+def image_reply(image: Any) -> str:
+    """What EchoModel answers for an image: its size and a CRC of its RGB bytes."""
+    array = np.asarray(image)
+    return f"{array.shape[1]}x{array.shape[0]} crc={zlib.crc32(np.ascontiguousarray(array).data):08x}"
+
+
+class EchoModel:
+    """A model whose answer is "echo: <last text>" (or one image_reply per image), one character per token.
+
+    `delay` seconds per token paces it; `started` is set when a generation begins (prefill is over).
+    """
+
+    model_type = "echo"
+
+    def __init__(self, *, vision: bool = False, delay: float = 0.0, repeat: int = 1) -> None:
+        self.vision = vision
+        self.delay = delay
+        self.repeat = repeat
+        self.started = threading.Event()
+        self.calls: list[Sequence[Message]] = []
+        self._metrics = GenerateMetrics()
+
+    def accepts_images(self) -> bool:
+        return self.vision
+
+    def _reply(self, messages: Sequence[Message]) -> str:
+        last = messages[-1]
+        if last.images:
+            return " ".join(image_reply(image) for image in last.images)
+        return "echo: " + last.content * self.repeat
+
+    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
+        self.calls.append(messages)
+        return self._run(self._reply(messages), sum(len(m.content) for m in messages), opts)
+
+    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
+        return self._run("echo: " + prompt, len(prompt), opts)
+
+    def _run(self, reply: str, prompt_tokens: int, opts: dict[str, Any]) -> Iterator[Token]:
+        o = GenerateOptions.parse(opts).resolved({"max_tokens": 512})
+        clock = MetricsClock()
+        clock.prefill_done(prompt_tokens)
+        outcome = LoopOutcome()
+        self.started.set()
+
+        def ids() -> Iterator[int]:
+            for ch in reply:
+                if self.delay:
+                    time.sleep(self.delay)
+                yield ord(ch)
+            yield EOS
+
+        try:
+            yield from decode_loop(ids(), lambda i: chr(i).encode(), o, eos_ids=(EOS,), clock=clock, outcome=outcome)
+        finally:
+            self._metrics = clock.finish(outcome.finish_reason)
+
+    def info(self) -> ModelInfo:
+        return ModelInfo("echo")
+
+    def metrics(self) -> GenerateMetrics:
+        return self._metrics
+
+    def err(self) -> BaseException | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class LoopThread:
+    """An event loop on a thread of its own, so synchronous clients can talk to a server in the same process."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="wire-test-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = TIMEOUT) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        async def wrapper() -> T:
+            return fn()
+
+        return self.run(wrapper())
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(TIMEOUT)
+        self.loop.close()
+
+
+class Served:
+    """A Host around `model` and a WireServer on `path`, running on a LoopThread."""
+
+    def __init__(self, model: Any, path: Path, *, max_queue: int = 8) -> None:
+        self.model = model
+        self.path = str(path)
+        self.loop = LoopThread()
+        self.host = Host.from_model(model, name="echo", max_queue=max_queue)
+        self.server = WireServer(self.host, self.path)
+
+        async def start() -> None:
+            await self.host.start()
+            await self.server.start()
+
+        self.loop.run(start())
+
+    def close(self, grace: float = 2.0) -> None:
+        async def stop() -> None:
+            await self.server.aclose(grace)
+            await self.host.aclose(grace)
+
+        try:
+            self.loop.run(stop(), timeout=TIMEOUT + grace)
+        finally:
+            self.loop.stop()
+
+
+def connect(path: str | Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(TIMEOUT)
+    sock.connect(str(path))
+    return sock
+
+
+def read_until_close(sock: socket.socket, limit: int = 1 << 20) -> bytes:
+    """Everything the server sends until it closes (a reset after its last frame counts as a close)."""
+    out = bytearray()
+    while len(out) < limit:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def responses(data: bytes) -> list[codec.ResponseEvent]:
+    """Decode a whole response byte stream (every frame must be a JSON response frame)."""
+    decoder = codec.FrameDecoder(expect=codec.FrameType.JSON)
+    frames = decoder.feed(data)
+    decoder.eof()
+    out = []
+    for frame in frames:
+        event = codec.decode_response(frame.payload)
+        assert event is not None
+        out.append(event)
+    return out
+
+
+def read_response(sock: socket.socket) -> list[codec.ResponseEvent]:
+    """Read one request's response events, up to and including the terminal one."""
+    decoder = codec.FrameDecoder(expect=codec.FrameType.JSON)
+    out: list[codec.ResponseEvent] = []
+    while True:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a terminal frame; got {out}"
+        for frame in decoder.feed(chunk):
+            event = codec.decode_response(frame.payload)
+            assert event is not None
+            out.append(event)
+            if codec.is_terminal(event):
+                assert decoder.at_boundary
+                return out
+
+
+def send_request(sock: socket.socket, request: codec.Request) -> None:
+    for buffer in codec.encode_request(request):
+        sock.sendall(buffer)
+
+
+def text_request(text: str = "hi", request_id: str = "r1", **fields: Any) -> codec.Request:
+    return codec.Request(id=request_id, messages=(codec.Message(codec.Role.USER, (codec.TextBlock(text),)),), **fields)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
