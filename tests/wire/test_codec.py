@@ -448,6 +448,13 @@ def test_frame_decoder_stays_failed() -> None:
         decoder.eof()
 
 
+def test_frame_decoder_delivers_frames_before_a_bad_header_first() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(encode_frame(FrameType.JSON, b"{}") + b"\x01\x7fx") == [Frame(FrameType.JSON, b"{}")]
+    with pytest.raises(WireError, match="0x7f"):
+        decoder.eof()
+
+
 def test_frame_decoder_memory_follows_bytes_received_not_bytes_declared() -> None:
     decoder = FrameDecoder()
     tracemalloc.start()

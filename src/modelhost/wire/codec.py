@@ -406,7 +406,11 @@ class FrameDecoder:
         return self._header is None and not self._head
 
     def feed(self, data: Buffer) -> list[Frame]:
-        """Consume ``data``; return the frames it completed, in order. Raises a fatal WireError on a bad header."""
+        """Consume ``data``; return the frames it completed, in order.
+
+        A bad header raises a fatal WireError; if frames were completed before it in the same ``data``, they are
+        returned first and the error is raised by the next ``feed`` or ``eof``.
+        """
         if self._failed is not None:
             raise self._failed
         frames: list[Frame] = []
@@ -437,6 +441,10 @@ class FrameDecoder:
                 self._header, self._chunks, self._have = None, [], 0
         except WireError as exc:
             self._failed = exc
+            if frames:
+                # Deliver what came before the bad header first: its consumer may have its own, earlier error to
+                # report (a BLOB where a request was due), and errors must surface in stream order.
+                return frames
             raise
         return frames
 
