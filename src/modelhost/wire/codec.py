@@ -761,42 +761,33 @@ def image_byte_length(width: int, height: int) -> int:
     return width * height * 3
 
 
-def _check_blob_plan(attachments: Sequence[Attachment], *, sending: bool) -> None:
-    """Checks that make a request's blob phase readable at all: count, unique ids, per-blob and total size."""
+def _check_attachment_ids(attachments: Sequence[Attachment], *, fatal: bool) -> None:
+    """The count bound and unique ids: without both a request's blob phase cannot be read (or takes forever)."""
     if len(attachments) > MAX_ATTACHMENTS:
-        raise _invalid(f"{len(attachments)} attachments; at most {MAX_ATTACHMENTS} per request", fatal=not sending)
+        raise _invalid(f"{len(attachments)} attachments; at most {MAX_ATTACHMENTS} per request", fatal=fatal)
     seen: set[str] = set()
     for att in attachments:
         # Blobs are matched to attachments by id; with two attachments of one id the second blob cannot be placed.
         if att.id in seen:
-            raise _invalid(f"duplicate attachment id {att.id!r}; blobs are matched by id", fatal=not sending)
+            raise _invalid(f"duplicate attachment id {att.id!r}; blobs are matched by id", fatal=fatal)
         seen.add(att.id)
-    if not sending:
-        return
-    total = 0
-    for att in attachments:
-        if att.data is None or len(att.data) == 0:
-            # Upstream Go writers skip the blob of an empty attachment while every reader waits for one: a hang.
-            raise _invalid(f"attachment {att.id!r} has no bytes; every declared attachment needs a blob", fatal=False)
-        size = len(att.data)
-        if att.kind == AttachmentKind.IMAGE and size != image_byte_length(att.width, att.height):
-            raise _invalid(
-                f"image {att.id!r} is {att.width}x{att.height} but carries {size} bytes, not width*height*3",
-                fatal=False,
-            )
-        if size > MAX_FRAME:
-            raise WireError(
-                ErrorCode.FRAME_TOO_LARGE,
-                f"attachment {att.id!r} is {size} bytes, over the {MAX_FRAME} byte cap",
-                fatal=False,
-            )
-        total += size
-        if total > MAX_ATTACHMENT_BYTES:
-            raise WireError(
-                ErrorCode.FRAME_TOO_LARGE,
-                f"attachments total over the {MAX_ATTACHMENT_BYTES} byte per-request budget",
-                fatal=False,
-            )
+
+
+def _charge_blob(attachment_id: str, size: int, budget_left: int, *, fatal: bool) -> int:
+    """Check one blob against the frame cap and the request's remaining byte budget; return the budget left."""
+    if size > MAX_FRAME:
+        raise WireError(
+            ErrorCode.FRAME_TOO_LARGE,
+            f"attachment {attachment_id!r} is {size} bytes, over the {MAX_FRAME} byte frame cap",
+            fatal=fatal,
+        )
+    if size > budget_left:
+        raise WireError(
+            ErrorCode.FRAME_TOO_LARGE,
+            f"attachments total more than the {MAX_ATTACHMENT_BYTES} byte per-request budget",
+            fatal=fatal,
+        )
+    return budget_left - size
 
 
 def encode_request(request: Request) -> list[Buffer]:
@@ -808,13 +799,26 @@ def encode_request(request: Request) -> list[Buffer]:
     axes are out of bounds, a blob over 64 MiB or a total over 128 MiB. ``wire_version`` is sent as given, so a
     test can send a version the server must refuse.
     """
-    _check_blob_plan(request.attachments, sending=True)
-    out: list[Buffer] = [encode_frame(FrameType.JSON, request_to_json(request))]
+    _check_attachment_ids(request.attachments, fatal=False)
+    blobs: list[tuple[str, Buffer]] = []
+    budget_left = MAX_ATTACHMENT_BYTES
     for att in request.attachments:
-        assert att.data is not None  # checked by _check_blob_plan
-        out.append(encode_frame(FrameType.JSON, descriptor_to_json(BlobDescriptor(att.id, len(att.data)))))
-        out.append(frame_header(FrameType.BLOB, len(att.data)))
-        out.append(att.data)
+        if att.data is None or len(att.data) == 0:
+            # Upstream Go writers skip the blob of an empty attachment while every reader waits for one: a hang.
+            raise _invalid(f"attachment {att.id!r} has no bytes; every declared attachment needs a blob", fatal=False)
+        size = len(att.data)
+        if att.kind == AttachmentKind.IMAGE and size != image_byte_length(att.width, att.height):
+            raise _invalid(
+                f"image {att.id!r} is {att.width}x{att.height} but carries {size} bytes, not width*height*3",
+                fatal=False,
+            )
+        budget_left = _charge_blob(att.id, size, budget_left, fatal=False)
+        blobs.append((att.id, att.data))
+    out: list[Buffer] = [encode_frame(FrameType.JSON, request_to_json(request))]
+    for attachment_id, data in blobs:
+        out.append(encode_frame(FrameType.JSON, descriptor_to_json(BlobDescriptor(attachment_id, len(data)))))
+        out.append(frame_header(FrameType.BLOB, len(data)))
+        out.append(data)
     return out
 
 
@@ -1178,7 +1182,7 @@ class RequestReader:
             if self._request is None:
                 request = decode_request_json(payload)
                 self._request = request
-                _check_blob_plan(request.attachments, sending=False)
+                _check_attachment_ids(request.attachments, fatal=True)
             elif self._descriptor is None:
                 self._descriptor = self._check_descriptor(decode_blob_descriptor(payload))
             else:
@@ -1209,19 +1213,7 @@ class RequestReader:
             raise _invalid(f"descriptor for attachment {desc.attachment_id!r}, which the request does not declare")
         if desc.attachment_id in self._data:
             raise _invalid(f"received more than one BLOB for attachment {desc.attachment_id!r}")
-        if desc.len > MAX_FRAME:
-            raise WireError(
-                ErrorCode.FRAME_TOO_LARGE,
-                f"attachment {desc.attachment_id!r} declares {desc.len} bytes, over the {MAX_FRAME} byte frame cap",
-                fatal=True,
-            )
-        if desc.len > self._budget:
-            raise WireError(
-                ErrorCode.FRAME_TOO_LARGE,
-                f"attachments declare more than the {MAX_ATTACHMENT_BYTES} byte per-request budget",
-                fatal=True,
-            )
-        self._budget -= desc.len
+        self._budget = _charge_blob(desc.attachment_id, desc.len, self._budget, fatal=True)
         return desc
 
 
@@ -1250,14 +1242,14 @@ def validate_request(request: Request, *, supported_kinds: Iterable[str] = (Atta
 
     if not request.messages:
         raise refuse("messages is empty")
-    if len(request.attachments) > MAX_ATTACHMENTS:
-        raise refuse(f"{len(request.attachments)} attachments; at most {MAX_ATTACHMENTS} per request")
+    try:
+        _check_attachment_ids(request.attachments, fatal=False)
+    except WireError as exc:
+        raise refuse(exc.message) from None
     by_id: dict[str, Attachment] = {}
     for i, att in enumerate(request.attachments):
         if not att.id:
             raise refuse(f"attachments[{i}] has an empty id")
-        if att.id in by_id:
-            raise refuse(f"duplicate attachment id {att.id!r}")
         by_id[att.id] = att
         if att.kind not in _KINDS:
             raise refuse(f"attachments[{i}] has unknown kind {att.kind!r}")
