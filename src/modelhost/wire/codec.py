@@ -19,15 +19,17 @@ How a server uses it (sans-IO; ``read_exactly``/``read_into`` stand for whatever
     while not reader.complete:
         head = bytearray()
         while (header := parse_frame_header(head)) is None:   # at most MAX_HEADER_LEN bytes
-            head += read_exactly(1)                            # EOF with head empty and no request: clean close
+            head += read_exactly(1)                            # on EOF: reader.eof(mid_frame=bool(head))
         buf = bytearray(reader.accept_header(header))          # bounded: checked before this allocation
-        read_into(buf)
+        read_into(buf)                                         # on a short read: reader.eof(mid_frame=True)
         reader.accept_payload(buf)
     request = reader.request                 # WireError so far: fatal -> error frame, then close
     validate_request(request)                # WireError here: not fatal -> error frame, keep the connection
     ... write encode_response(FrameDelta(...)), then encode_response(Done(...)) ...
 
-and on any ``WireError`` ``e``: write ``encode_response(e.to_event())``, then close if ``e.fatal``.
+``reader.eof`` returns quietly when nothing of a request had arrived (the client closed between requests: end the
+session) and raises a truncation error otherwise. On any ``WireError`` ``e``: write ``encode_response(e.to_event())``,
+then close if ``e.fatal``.
 
 Output JSON is byte-identical to Go's ``encoding/json`` on pdf-spec's structs (spec §7, §9): compact, struct key
 order, ``<`` ``>`` ``&`` U+2028 U+2029 escaped, floats spelled as Go spells them. Input JSON is accepted in any key
