@@ -530,9 +530,14 @@ class TransformersModel:
 
 
 def _summary_reason(results: Sequence[BatchResult]) -> FinishReason:
-    """One finish reason for a batch: the most telling of its rows' (cancelled > error > length > stop)."""
-    reasons = {r.finish_reason for r in results}
-    for reason in ("cancelled", "error", "length"):
+    """One finish reason for a batch: "error" only when no row ran, else the most telling of the rows that did.
+
+    A rejected prompt is that prompt's error (in its result); it does not make the batch a failure.
+    """
+    reasons = {r.finish_reason for r in results if r.error is None}
+    if not reasons:
+        return "error" if results else "stop"
+    for reason in ("cancelled", "length"):
         if reason in reasons:
             return reason  # type: ignore[return-value]
     return "stop"
