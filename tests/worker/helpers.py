@@ -111,6 +111,7 @@ async def start_server(host: Host, state: Path, **kwargs: Any) -> WorkerServer:
     kwargs.setdefault("capacity", 8)
     kwargs.setdefault("operations", operations())
     kwargs.setdefault("journal", lambda line: None)
+    kwargs.setdefault("drain_seconds", 0.2)
     server = WorkerServer(host, state_dir=state, **kwargs)
     await server.start()
     return server

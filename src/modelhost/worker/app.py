@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from modelhost.worker import protocol
 from modelhost.worker.jobs import JobBoard
 from modelhost.worker.protocol import ApiError
-from modelhost.worker.submission import submit_json, submit_multipart
+from modelhost.worker.submission import read_json_body, submit_json, submit_multipart
 
 JSON = "application/json"
 #: Routes the Authorization header guards when the variable is set (the seed: every /v1/ request; the spec adds
@@ -70,6 +70,41 @@ class Authorization:
         await self.app(scope, receive, send)
 
 
+def _created(record: protocol.Record, new: bool) -> Response:
+    body = protocol.encode_record(record)
+    if new:
+        return json_response(body, 202, {"Location": f"/v1/jobs/{record.id}"})
+    return json_response(body)
+
+
+class JsonSubmissions:
+    """Pure ASGI fast path for the hot route, `POST /v1/jobs` with a JSON body: it skips Starlette's routing,
+    Request and exception layers, about a fifth of the CPU of a submission (measured with cProfile), which is what
+    bounds durable submissions per second on a small machine. Everything else goes to the Starlette app."""
+
+    def __init__(self, app: ASGIApp, board: JobBoard, max_upload_bytes: int) -> None:
+        self.app = app
+        self.board = board
+        self.max_upload_bytes = max_upload_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/jobs" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        for name, value in headers:
+            if name == b"content-type" and value.startswith(b"multipart/form-data"):
+                await self.app(scope, receive, send)
+                return
+        try:
+            body = await read_json_body(receive, headers, self.max_upload_bytes)
+            record, new = await submit_json(body, self.board)
+            response = _created(record, new)
+        except ApiError as exc:
+            response = error_response(exc)
+        await response(scope, receive, send)
+
+
 def build_app(
     board: JobBoard,
     *,
@@ -81,15 +116,9 @@ def build_app(
     """The worker's ASGI app. `health()` gives "ok", "loading" or "draining"; `registries` are scraped in order."""
 
     async def create(request: Request) -> Response:
-        content_type = request.headers.get("content-type", "")
-        if content_type.startswith("multipart/form-data"):
-            record, new = await submit_multipart(request, board, max_upload_bytes)
-        else:
-            record, new = await submit_json(request, board, max_upload_bytes)
-        body = protocol.encode_record(record)
-        if new:
-            return json_response(body, 202, {"Location": f"/v1/jobs/{record.id}"})
-        return json_response(body)
+        # Only multipart arrives here: a JSON submission takes the fast path below.
+        record, new = await submit_multipart(request, board, max_upload_bytes)
+        return _created(record, new)
 
     async def read(request: Request) -> Response:
         return json_response(protocol.encode_record(board.get(request.path_params["id"])))
@@ -156,7 +185,12 @@ def build_app(
         Route("/v1/intake/close", intake_close, methods=["POST"]),
         Route("/v1/intake/open", intake_open, methods=["POST"]),
     ]
-    app: ASGIApp = Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})
+    starlette = Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})
+    # No 307 to a slash-suffixed path: `/files/x/` would match the files route with an empty name; a client gets
+    # a plain 404 for a path that names nothing.
+    starlette.router.redirect_slashes = False
+    app: ASGIApp = starlette
+    app = JsonSubmissions(app, board, max_upload_bytes)
     if authorization:
         app = Authorization(app, authorization)
     return app

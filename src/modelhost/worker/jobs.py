@@ -318,10 +318,11 @@ class JobBoard:
     ) -> None:
         """Keep how the processing job ended: its outputs (durable before the record says completed), or why not."""
         self._cancel_hooks.pop(record.id, None)
-        await self._end(record, outputs=outputs, failure=failure, files=files)
+        # The slot frees as the status changes (not after the write), so a caller who sees the job finished also
+        # sees its capacity back; the runner starts the next job only after this returns, so one runs at a time.
         if self.processing is record:
             self.processing = None
-            self._gauges()
+        await self._end(record, outputs=outputs, failure=failure, files=files)
 
     async def _end(
         self, record: Record, *, outputs: Sequence[str] = (), failure: Failure | None = None, files: Sequence[Path] = ()

@@ -117,7 +117,7 @@ class WorkerServer:
             lifespan="off",
             log_level="warning",
             access_log=False,
-            http="h11",
+            http="auto",  # httptools where installed (several times faster than h11), else h11
             loop="asyncio",
             timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
         )

@@ -26,6 +26,7 @@ import msgspec
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
+from starlette.types import Receive
 
 from modelhost.worker import protocol
 from modelhost.worker.jobs import JobBoard, Reservation
@@ -90,10 +91,29 @@ def _decode(body: bytes) -> protocol.Submission:
         raise bad_request(f"the request is not a valid job submission: {_error_text(exc)}") from exc
 
 
-async def submit_json(request: Request, board: JobBoard, max_upload_bytes: int) -> tuple[Record, bool]:
-    """A JSON submission: the record and whether it is new (202) or a replay (200)."""
+async def read_json_body(receive: Receive, headers: list[tuple[bytes, bytes]], max_upload_bytes: int) -> bytes:
+    """A JSON body straight from the ASGI channel, bounded (413) by the upload limit and MAX_JSON_BYTES."""
     limit = min(max_upload_bytes, MAX_JSON_BYTES)
-    body = b"".join([chunk async for chunk in _limited(request, limit)])
+    for name, value in headers:
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise protocol.too_large(limit)
+    chunks: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise bad_request("the request body was cut short (client disconnected)")
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > limit:
+            raise protocol.too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
+    """A JSON submission: the record and whether it is new (202) or a replay (200)."""
     submission = _decode(body)
     raw = bytes(submission.input)
     if b'"$file"' in raw or b'"$inputFile"' in raw:  # cheap test first: almost no JSON job has either
