@@ -118,7 +118,10 @@ def test_cancel_queued_processing_and_finished(tmp_path: Path) -> None:
         blocking = (await c.post("/v1/jobs", json=BLOCK)).json()["id"]
         queued = (await c.post("/v1/jobs", json=ECHO)).json()["id"]
         running = await wait_for(c, blocking, {"processing"})
-        assert running["stage"] == "generating" and running["step"] == 1 and running["total"] == 10
+        while running["stage"] != "generating":  # the record says processing a moment before the op reports
+            await asyncio.sleep(0.01)
+            running = (await c.get(f"/v1/jobs/{blocking}")).json()
+        assert running["step"] == 1 and running["total"] == 10 and running["remaining"] == 9.0
         r = await c.delete(f"/v1/jobs/{queued}")
         assert r.status_code == 200
         assert r.json()["status"] == "cancelled" and r.json()["code"] == "WORKER_CANCELLED"

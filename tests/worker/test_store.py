@@ -1,0 +1,95 @@
+"""The job store on real folders: restart rules, atomic replacement, both sync modes, the state folder's lock."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from modelhost.worker import protocol
+from modelhost.worker.store import JobStore, default_sync_mode
+
+
+def record(n: int, status: str = protocol.QUEUED) -> protocol.Record:
+    r = protocol.new_record(f"{n:032x}", "test.echo", "paced", "{}", created=1000 + n)
+    r.status = status
+    return r
+
+
+def write(state: Path, r: protocol.Record) -> None:
+    (state / r.id).mkdir(parents=True)
+    (state / r.id / "job.json").write_bytes(protocol.encode_record(r))
+
+
+def test_restore_rules(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    write(state, record(3))
+    write(state, record(1))
+    write(state, record(2, protocol.PROCESSING))
+    write(state, record(4, protocol.COMPLETED))
+    (state / f"{5:032x}").mkdir()  # a job folder without job.json: never acknowledged
+    (state / f"{6:032x}").mkdir()
+    (state / f"{6:032x}" / "job.json").write_bytes(protocol.encode_record(record(6))[:-10])  # torn write
+    write(state, record(7))
+    (state / f"{7:032x}" / "job.json").write_bytes(protocol.encode_record(record(8)))  # id of another folder
+    (state / ".incoming-abc" / "inputs").mkdir(parents=True)
+    (state / ".trash-xyz").mkdir()
+    (state / "notes").mkdir()  # not ours: left alone
+    store = JobStore(state)
+    store.open()
+    restored = store.restore(now=5000)
+    store.close_files()
+    assert [(r.id[-1], r.status) for r in restored] == [
+        ("1", "queued"),
+        ("2", "failed"),
+        ("3", "queued"),
+        ("4", "completed"),
+    ]
+    interrupted = protocol.decode_record((state / f"{2:032x}" / "job.json").read_bytes())
+    assert interrupted.code == protocol.WORKER_INTERRUPTED and interrupted.completed == 5000
+    assert sorted(p.name for p in state.iterdir()) == sorted([".lock", "notes", *(f"{n:032x}" for n in (1, 2, 3, 4))])
+
+
+@pytest.mark.parametrize("sync", sorted({"fsync", default_sync_mode()}))
+def test_create_save_remove(tmp_path: Path, sync: str) -> None:
+    async def main() -> None:
+        store = JobStore(tmp_path / "state", sync=sync)  # type: ignore[arg-type]
+        store.start()
+        records = [record(n) for n in range(20)]
+        await asyncio.gather(*(store.create(r) for r in records))
+        r = records[0]
+        r.status = protocol.PROCESSING
+        first = store.save(r)
+        r2 = protocol.decode_record(protocol.encode_record(r))
+        r2.status = protocol.COMPLETED
+        await asyncio.gather(first, store.save(r2))  # two saves of one job in flight: the newest wins
+        assert protocol.decode_record((store.job_dir(r.id) / "job.json").read_bytes()).status == protocol.COMPLETED
+        assert not (store.job_dir(r.id) / "job.json.tmp").exists()
+        staging = store.new_staging()
+        (staging / "inputs" / "1.bin").write_bytes(b"data")
+        upload = record(99)
+        await store.create(upload, staging, [staging / "inputs" / "1.bin"])
+        assert (store.inputs_dir(upload.id) / "1.bin").read_bytes() == b"data" and not staging.exists()
+        await store.remove(records[1].id)
+        assert not store.job_dir(records[1].id).exists()
+        await store.aclose()
+        again = JobStore(tmp_path / "state")
+        again.open()
+        assert len(again.restore(now=1)) == 20
+        again.close_files()
+
+    asyncio.run(main())
+
+
+def test_a_state_folder_serves_one_worker(tmp_path: Path) -> None:
+    first = JobStore(tmp_path / "state")
+    first.open()
+    with pytest.raises(RuntimeError, match="in use"):
+        JobStore(tmp_path / "state").open()
+    first.close_files()
+    second = JobStore(tmp_path / "state")
+    second.open()
+    second.close_files()
+    shutil.rmtree(tmp_path / "state")
