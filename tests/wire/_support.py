@@ -41,15 +41,19 @@ def image_reply(image: Any) -> str:
 
 
 class EchoModel:
-    """A model whose answer is "echo: <last text>" (or one image_reply per image), one character per token.
+    """A model whose answer is "echo: <last text>" (or one image_reply per image), `token_chars` characters a token.
 
     `delay` seconds per token paces it; `started` is set when a generation begins (prefill is over).
     """
 
     model_type = "echo"
 
-    def __init__(self, *, vision: bool = False, delay: float = 0.0, repeat: int = 1) -> None:
+    def __init__(
+        self, *, vision: bool = False, delay: float = 0.0, repeat: int = 1, silent: bool = False, token_chars: int = 1
+    ) -> None:
         self.vision = vision
+        self.token_chars = token_chars
+        self.silent = silent  # every token's text is empty: nothing is written until done (a long "thinking")
         self.delay = delay
         self.repeat = repeat
         self.started = threading.Event()
@@ -79,15 +83,21 @@ class EchoModel:
         outcome = LoopOutcome()
         self.started.set()
 
+        k = self.token_chars
+        pieces = [reply[i : i + k].encode() for i in range(0, len(reply), k)]
+
         def ids() -> Iterator[int]:
-            for ch in reply:
+            for i in range(1, len(pieces) + 1):
                 if self.delay:
                     time.sleep(self.delay)
-                yield ord(ch)
+                yield i
             yield EOS
 
+        def piece(i: int) -> bytes:
+            return b"" if self.silent else pieces[i - 1]
+
         try:
-            yield from decode_loop(ids(), lambda i: chr(i).encode(), o, eos_ids=(EOS,), clock=clock, outcome=outcome)
+            yield from decode_loop(ids(), piece, o, eos_ids=(EOS,), clock=clock, outcome=outcome)
         finally:
             self._metrics = clock.finish(outcome.finish_reason)
 

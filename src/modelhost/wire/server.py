@@ -222,7 +222,9 @@ class _Connection(asyncio.BufferedProtocol):
         if self._stopped:
             return
         if self._partial or self._payload is not None or self._head:
-            self._deliver(codec.truncated_frame("the peer closed the connection inside a request"))
+            error = codec.truncated_frame("the peer closed the connection inside a request")
+            error.request_id = self._reader.request_id
+            self._deliver(error)
         else:
             self._deliver(_EOF)
         self._stopped = True
@@ -315,8 +317,13 @@ class _Connection(asyncio.BufferedProtocol):
 
     def close(self) -> None:
         """Close now if idle; an answering connection closes after its current request (the server is closing)."""
-        if not self._busy and self._task is not None:
-            self._task.cancel()
+        if not self._busy:
+            # Close the transport here, not only in the task's finally: a task cancelled before its first step
+            # never runs its body, and the socket would stay open with nobody reading it.
+            if self._transport is not None:
+                self._transport.close()
+            if self._task is not None:
+                self._task.cancel()
 
 
 class WireServer:
@@ -330,7 +337,8 @@ class WireServer:
     def __init__(self, host: Host, path: str | os.PathLike[str]) -> None:
         self.host = host
         self.path = os.fspath(path)
-        self._server: asyncio.AbstractServer | None = None
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
         self._connections: set[_Connection] = set()
         self._closing = False
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket file we bound
@@ -339,13 +347,34 @@ class WireServer:
         """Bind and listen. The bound socket is the readiness signal, so the host must be ready already."""
         if not self.host.ready:
             raise RuntimeError("start the host before the socket door: a bound socket tells clients it is ready")
-        if self._server is not None:
+        if self._listener is not None:
             raise RuntimeError("WireServer already started")
-        sock = _bind(self.path)
+        self._listener = _bind(self.path)
         st = os.stat(self.path)
         self._identity = (st.st_dev, st.st_ino)
+        self._accepting = asyncio.get_running_loop().create_task(self._accept_loop(self._listener))
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        # Our own accept loop rather than loop.create_unix_server: asyncio 3.11's Server drops (without closing) a
+        # connection it accepted a moment before close(), leaving that client waiting forever; here every accepted
+        # socket is either served or closed.
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_unix_server(lambda: _Connection(self), sock=sock)
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as exc:
+                # EMFILE and the like: this client is lost, the listener is not; pause so a persistent error
+                # does not spin the loop.
+                log.warning("wire: accept failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            try:
+                await loop.connect_accepted_socket(lambda: _Connection(self), conn)
+            except BaseException as exc:
+                conn.close()
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                log.warning("wire: could not set up a connection: %s", exc)
 
     @property
     def connections(self) -> int:
@@ -358,8 +387,12 @@ class WireServer:
         if self._closing:
             return
         self._closing = True
-        if self._server is not None:
-            self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._accepting
+        if self._listener is not None:
+            self._listener.close()  # clients still in the backlog get ECONNRESET: nothing of theirs was read
         self._unlink()
         conns = list(self._connections)
         for conn in conns:
