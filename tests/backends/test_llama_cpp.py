@@ -449,3 +449,32 @@ def _is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to count OS threads")
+def test_no_threads_are_started_per_call(tiny_llama_gguf: Path) -> None:
+    # llama.cpp's compute threads belong to the calling thread and are reused; a backend that spawned a thread
+    # per request would oversubscribe the cores (and show up here as a growing count).
+    with load(tiny_llama_gguf, threads=2) as m:
+        list(m.generate(PROMPT, max_tokens=4, temperature=0))
+        before = len(list(Path("/proc/self/task").iterdir()))
+        for i in range(5):
+            list(m.generate(f"{PROMPT} {i}", max_tokens=4, temperature=0))
+            list(m.chat([Message("user", str(i))], max_tokens=2, temperature=0))
+            m.classify([PROMPT])
+        assert len(list(Path("/proc/self/task").iterdir())) == before
+
+
+def test_chat_template_fallback_and_template_errors() -> None:
+    messages = [Message("user", "hi")]
+    assert chat.render(None, messages, bos_token="", eos_token="") == (
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
+    strict = "{% if messages[0]['role'] != 'system' %}{{ raise_exception('system first') }}{% endif %}"
+    with pytest.raises(InvalidInputError, match="system first"):
+        chat.render(strict, messages, bos_token="", eos_token="")
+    with pytest.raises(InvalidInputError, match="does not compile"):
+        chat.render("{% for %}", messages, bos_token="", eos_token="")
+    shows = "{{ bos_token }}{{ messages[0]['content'] | tojson }}{{ enable_thinking is defined }}"
+    assert chat.render(shows, [Message("user", "é")], bos_token="<s>", eos_token="") == '<s>"é"False'
+    assert chat.render(shows, messages, bos_token="", eos_token="", enable_thinking=False).endswith("True")
