@@ -95,7 +95,6 @@ class _Connection(asyncio.BufferedProtocol):
         self._payload: memoryview | None = None  # the frame payload being received, exactly its declared length
         self._payload_buffer: Buffer | None = None
         self._filled = 0
-        self._partial = False  # bytes of a request have arrived that do not yet make a whole request
         # Handing requests to the answering task. At most one complete request waits beyond the one being answered;
         # past that, reading pauses (a client that pipelines gets no more than that read ahead of it).
         self._items: collections.deque[_Item] = collections.deque()
@@ -170,7 +169,6 @@ class _Connection(asyncio.BufferedProtocol):
                 self._pause_reading()
                 return
             if self._payload is None:
-                self._partial = True
                 self._head.append(data[pos])
                 pos += 1
                 header = codec.parse_frame_header(self._head)
@@ -201,7 +199,6 @@ class _Connection(asyncio.BufferedProtocol):
         if self._reader.complete:
             request = self._reader.request
             self._reader = RequestReader()
-            self._partial = False
             self._deliver(request)
             if self._items:
                 self._pause_reading()
@@ -221,10 +218,11 @@ class _Connection(asyncio.BufferedProtocol):
             self._task.cancel()
         if self._stopped:
             return
-        if self._partial or self._payload is not None or self._head:
-            error = codec.truncated_frame("the peer closed the connection inside a request")
-            error.request_id = self._reader.request_id
-            self._deliver(error)
+        try:
+            # Quiet between requests (the client is done); a truncation error inside one, with its id.
+            self._reader.eof(mid_frame=bool(self._head) or self._payload is not None)
+        except WireError as exc:
+            self._deliver(exc)
         else:
             self._deliver(_EOF)
         self._stopped = True
