@@ -10,7 +10,6 @@ undisturbed baseline), because this machine's speed varies with whatever else ru
 from __future__ import annotations
 
 import errno
-import os
 import signal
 import socket
 import subprocess
