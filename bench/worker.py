@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -71,11 +72,15 @@ async def serve(state: Path, mode: str, sync: str) -> None:
         journal=lambda line: None,
     )
     await server.start()
+    began = resource.getrusage(resource.RUSAGE_SELF)
     print(server.url, flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes stdin
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     await server.aclose()
     await host.aclose()
-    print(json.dumps({"commits": server.store.commits, "ops": server.store.committed_ops}), flush=True)
+    stats = {"commits": server.store.commits, "ops": server.store.committed_ops, "jobs": len(server.board.records)}
+    cpu = usage.ru_utime + usage.ru_stime - began.ru_utime - began.ru_stime
+    print(json.dumps({**stats, "cpu_seconds": cpu}), flush=True)
 
 
 async def client(host: str, port: int, deadline: float, counts: dict[str, int], latencies: list[float]) -> None:
@@ -142,6 +147,9 @@ def submissions(mode: str, sync: str, clients: int, seconds: float) -> dict[str,
             "p50_ms": round(latencies[len(latencies) // 2] * 1000, 2),
             "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
             "ops_per_commit": round(store.get("ops", 0) / max(1, store.get("commits", 1)), 1),
+            # Server CPU per stored job (warm-up and run, after start-up): the bound on the rate on a core of its
+            # own, whatever else the machine is doing.
+            "server_cpu_ms_per_job": round(1000 * store.get("cpu_seconds", 0) / max(1, store.get("jobs", 1)), 3),
         }
 
 

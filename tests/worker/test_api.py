@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from helpers import paced_host, start_server, wait_for
 
 from modelhost.worker import WorkerServer
+
+from .helpers import paced_host, start_server, wait_for
 
 ECHO = {"operation": "test.echo", "model": "paced", "input": {"a": 1}}
 BLOCK = {"operation": "test.block", "model": "paced", "input": {}}

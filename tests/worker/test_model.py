@@ -13,11 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers import start_server, wait_for
 from PIL import Image
 
 from modelhost.host import Host
 from modelhost.inference import load_model
+
+from .helpers import start_server, wait_for
 
 pytest.importorskip("llama_cpp")
 

@@ -120,6 +120,10 @@ class WorkerServer:
             http="auto",  # httptools where installed (several times faster than h11), else h11
             loop="asyncio",
             timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
+            # Not behind a proxy: X-Forwarded-* must not be trusted, and skipping that middleware and the
+            # Server header is CPU the hot path (a durable submission) gets back.
+            proxy_headers=False,
+            server_header=False,
         )
         self._server = _Server(config)
         serve = asyncio.create_task(self._server.serve(sockets=[sock]), name="worker-http")
