@@ -177,6 +177,13 @@ class JobBoard:
         self, reservation: Reservation, input_json: str, staging: Path | None = None, files: Sequence[Path] = ()
     ) -> Record:
         """Make the reserved job durable and queue it. Raises ApiError 507 when the store cannot keep it."""
+        # Shielded: once the write is under way the job may reach the disk, so the board must learn of it even if
+        # the request's task is cancelled; otherwise a restart would find a job nobody had counted.
+        return await asyncio.shield(self._commit(reservation, input_json, staging, files))
+
+    async def _commit(
+        self, reservation: Reservation, input_json: str, staging: Path | None, files: Sequence[Path]
+    ) -> Record:
         record = protocol.new_record(
             reservation.job_id, reservation.operation, reservation.model, input_json, self._next_created()
         )
@@ -188,9 +195,6 @@ class JobBoard:
             self.release(reservation)
             self.metrics.jobs_rejected.labels(protocol.WORKER_STORAGE).inc()
             raise protocol.storage_error(f"the job could not be stored: {exc}") from exc
-        except BaseException:
-            self.release(reservation)
-            raise
         self.metrics.store_commit.observe(loop.time() - began)
         reservation.done = True
         self._reserved -= 1
