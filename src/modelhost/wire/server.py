@@ -85,8 +85,9 @@ _Item = codec.Request | WireError | _Eof
 class _Connection(asyncio.BufferedProtocol):
     """One client connection: a frame reader feeding complete requests to one answering task, one at a time."""
 
-    def __init__(self, server: WireServer) -> None:
+    def __init__(self, server: WireServer, sock: socket.socket) -> None:
         self._server = server
+        self._sock = sock  # the accepted socket itself, for reading a payload's rest directly (buffer_updated)
         self._transport: asyncio.Transport | None = None
         self._scratch = memoryview(bytearray(_SCRATCH))
         # Reading state (sans-IO reader from the codec; this class only moves bytes).
@@ -127,6 +128,7 @@ class _Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self._payload is not None:
             self._filled += nbytes
+            self._drain_payload()
             if self._filled == len(self._payload):
                 self._guarded(self._frame_done)
         else:
@@ -158,6 +160,26 @@ class _Connection(asyncio.BufferedProtocol):
             step()
         except WireError as exc:
             self._fail(exc)
+
+    def _drain_payload(self) -> None:
+        """Keep receiving this frame's payload straight from the socket while the kernel has bytes for it.
+
+        The transport reads once per event-loop turn; a 25 MB page arrives in ~100 socket-buffer-sized pieces,
+        and a loop turn apiece cost a third of the page's throughput (measured: 0.6 -> 0.9 of a raw recv_into).
+        Reads stop at the frame's end, at EAGAIN (the loop then waits for more, as usual), and at EOF or an error,
+        which the transport's own next read then reports. The loop is held for at most one frame (64 MiB, ~30 ms
+        at local-socket speed), and only while the sender keeps up.
+        """
+        payload = self._payload
+        assert payload is not None
+        while self._filled < len(payload):
+            try:
+                n = self._sock.recv_into(payload[self._filled :])
+            except OSError:  # BlockingIOError: nothing more yet; anything else: the transport will see it
+                return
+            if n == 0:
+                return
+            self._filled += n
 
     def _consume(self, data: memoryview) -> None:
         """Parse scratch bytes: headers byte by byte, payload bytes copied into the frame's own buffer."""
@@ -367,7 +389,7 @@ class WireServer:
                 await asyncio.sleep(0.1)
                 continue
             try:
-                await loop.connect_accepted_socket(lambda: _Connection(self), conn)
+                await loop.connect_accepted_socket(lambda: _Connection(self, conn), conn)
             except BaseException as exc:
                 conn.close()
                 if isinstance(exc, asyncio.CancelledError):
