@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from modelhost.worker import protocol
 from modelhost.worker.metrics import WorkerMetrics
 from modelhost.worker.protocol import ApiError, Failure, Record
@@ -206,7 +208,8 @@ class JobBoard:
         self.metrics.jobs_created.inc()
         self._gauges()
         self._wake.set()
-        return record
+        # A snapshot for the 202: the executor may take the job before the caller's task resumes.
+        return msgspec.structs.replace(record)
 
     def _next_created(self) -> int:
         # `created` orders the queue across restarts, so it must be strictly increasing: two jobs in one millisecond
