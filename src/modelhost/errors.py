@@ -31,6 +31,7 @@ class InvalidOptionError(ModelHostError, ValueError):
     def __init__(self, option: str, message: str) -> None:
         super().__init__(f"option {option!r}: {message}")
         self.option = option
+        self.detail = message
 
 
 class InvalidInputError(ModelHostError, ValueError):

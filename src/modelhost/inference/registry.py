@@ -16,6 +16,7 @@ from typing import Any
 from modelhost.errors import (
     BackendNotRegisteredError,
     BackendUnavailableError,
+    InvalidOptionError,
     ModelHostError,
     ModelLoadError,
     NoBackendsError,
@@ -134,6 +135,12 @@ class Registry:
     def _load_with(backend: Backend, path: str, opts: dict[str, Any]) -> TextModel:
         try:
             return backend.load_model(path, **opts)
+        except InvalidOptionError as exc:
+            # The caller's own mistake: keep the type (so `except InvalidOptionError` still catches it), name the
+            # backend that refused it.
+            if backend.name in exc.detail:
+                raise
+            raise InvalidOptionError(exc.option, f"{exc.detail} (backend {backend.name!r})") from exc
         except ModelHostError as exc:
             if isinstance(exc, ModelLoadError) and backend.name in str(exc):
                 raise
