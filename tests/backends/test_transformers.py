@@ -442,6 +442,17 @@ def test_accepts_and_registry_preference(tiny_llama_dir: Path, tiny_llama_gguf: 
         assert isinstance(folder_model, TransformersModel)
 
 
+def test_default_registry_sends_folders_here_and_gguf_to_llama_cpp(tiny_llama_dir: Path, tiny_llama_gguf: Path) -> None:
+    from modelhost.inference import load_model
+
+    with load_model(str(tiny_llama_dir)) as folder_model:
+        assert isinstance(folder_model, TransformersModel)
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed; the GGUF half of the preference needs it")
+    with load_model(str(tiny_llama_gguf)) as gguf_model:
+        assert not isinstance(gguf_model, TransformersModel), "llama.cpp is preferred for a GGUF both can load"
+
+
 def test_device_info_on_cpu() -> None:
     info = TransformersBackend().device_info()
     assert info.name and info.architecture and info.memory_size > 0

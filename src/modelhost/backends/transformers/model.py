@@ -110,8 +110,7 @@ class TransformersModel:
         self._piece = token_bytes(checkpoint.tokenizer)
         self._thought = ThoughtTokens.find(checkpoint.tokenizer.get_vocab())
         template = getattr(self._processor or self._tokenizer, "chat_template", None) or ""
-        # Pass enable_thinking only to templates that read it: others would ignore it, but an explicit request
-        # for a model that has no switch is better visible in the rendered prompt than silently dropped.
+        # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
         self._template_thinks = "enable_thinking" in str(template)
         pad = self._tokenizer.pad_token_id
         self._pad_id = int(pad if pad is not None else min(checkpoint.eos_ids, default=0))
@@ -455,9 +454,8 @@ class TransformersModel:
                 raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
         if has_images(messages) and not self.accepts_images():
             raise UnsupportedAttachmentError(f"this {self.model_type} model does not accept images")
-        extra = {"enable_thinking": opts.enable_thinking} if opts.enable_thinking is not None else {}
-        if not self._template_thinks:
-            extra = {}
+        thinking = opts.enable_thinking is not None and self._template_thinks
+        extra = {"enable_thinking": opts.enable_thinking} if thinking else {}
         try:
             if self._processor is not None:
                 return self._render_vision_chat(messages, extra)
