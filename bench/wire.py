@@ -6,9 +6,10 @@
    token at once, and read the done frame. "raw" is the floor: the same bytes from the same sender into a
    preallocated buffer with blocking ``recv_into`` on a plain socket, then a one-byte ack. Target: wire >= 0.7 of
    raw throughput.
-2. Generation. The embedded default model (SmolLM2-135M Q4_1 via llama.cpp) in one Host; the same chat request
-   through a socket ``Client`` and through ``Local`` (the same handler, in-process), greedy, the prompt cached after
-   the first round. Time to first delta and decode tokens/s. Targets: tokens/s ratio >= 0.98, TTFT overhead < 2 ms.
+2. Generation. The embedded default model (SmolLM2-135M Q4_1 via llama.cpp): the same chat request through a
+   socket ``Client`` to a ``modelhost serve`` process, and through ``Local`` (the same handler, in-process) on a
+   Host in this process; greedy, the prompt cached after the first round. Time to first delta and decode tokens/s.
+   Targets: tokens/s ratio >= 0.98, TTFT overhead < 2 ms.
 
 Rounds alternate which side goes first, so a burst of load from a neighbour hits both alike; reports are medians.
 
@@ -20,8 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -214,43 +217,51 @@ def timed(deltas: Iterator[str]) -> tuple[float, int, float]:
 
 
 def bench_generation(rounds: int, max_tokens: int, folder: Path) -> dict[str, tuple[float, float]]:
-    """Median (TTFT seconds, decode tokens/s) per side: socket Client vs in-process Local, same Host."""
+    """Median (TTFT seconds, decode tokens/s) per side: a `modelhost serve` process through the socket, and the
+    same model file in this process through Local (the same handler without a socket).
+
+    The socket side runs as it is deployed, a separate process, so its event loop never shares this process's
+    interpreter lock with the client; each side has its own copy of the model and its own prompt cache.
+    """
     from modelhost.inference import load_model
 
+    path = folder / "gen.sock"
+    serve = subprocess.Popen(
+        [sys.executable, "-c", "from modelhost.cli import main; main()", "serve", "--socket", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     loops = LoopThread()
     host = Host(lambda: load_model("default"), name="smollm2-135m-instruct")
-    server = WireServer(host, folder / "gen.sock")
+    loops.run(host.start())
+    try:
+        client = Client(path, connect_timeout=300.0)  # connect retries while the server loads its model
+        client.connect()
+        local = Local(host)
+        messages = [Message("user", "Write a long story about a lighthouse keeper and the sea.")]
+        results: dict[str, list[tuple[float, float]]] = {"socket": [], "local": []}
 
-    async def start() -> None:
-        await host.start()
-        await server.start()
+        def run(name: str, session: Client | Local) -> None:
+            ttft, _deltas, decode = timed(session.chat(messages, max_tokens=max_tokens, temperature=0))
+            done = session.last_done
+            assert done is not None
+            # Decode rate over the tokens after the first: the span the model's own metrics call "decode".
+            results[name].append((ttft, (done.output_tokens - 1) / decode if decode > 0 else 0.0))
 
-    loops.run(start())
-    messages = [Message("user", "Write a long story about a lighthouse keeper and the sea.")]
-    client = Client(server.path)
-    client.connect()
-    local = Local(host)
-    results: dict[str, list[tuple[float, float]]] = {"socket": [], "local": []}
-
-    def run(name: str, session: Client | Local) -> None:
-        ttft, _deltas, decode = timed(session.chat(messages, max_tokens=max_tokens, temperature=0))
-        done = session.last_done
-        assert done is not None
-        # Decode rate over the tokens after the first: the same span the model's own metrics call "decode".
-        results[name].append((ttft, (done.output_tokens - 1) / decode if decode > 0 else 0.0))
-
-    run("socket", client)  # warm both: the prompt is cached from here on, as in a steady stream of requests
-    run("local", local)
-    results = {"socket": [], "local": []}
-    for i in range(rounds):
         pair: list[tuple[str, Client | Local]] = [("socket", client), ("local", local)]
-        for name, session in pair if i % 2 == 0 else pair[::-1]:
+        for name, session in pair:  # warm-up: from here on the prompt is cached, as in a steady stream of requests
             run(name, session)
-    client.close()
-    local.close()
-    loops.run(server.aclose())
-    loops.run(host.aclose())
-    loops.stop()
+        results = {"socket": [], "local": []}
+        for i in range(rounds):
+            for name, session in pair if i % 2 == 0 else pair[::-1]:
+                run(name, session)
+        client.close()
+        local.close()
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(60)
+        loops.run(host.aclose())
+        loops.stop()
     return {
         name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)) for name, rs in results.items()
     }

@@ -27,6 +27,7 @@ import asyncio
 import collections
 import contextlib
 import errno
+import functools
 import logging
 import os
 import socket
@@ -389,7 +390,7 @@ class WireServer:
                 await asyncio.sleep(0.1)
                 continue
             try:
-                await loop.connect_accepted_socket(lambda: _Connection(self, conn), conn)
+                await loop.connect_accepted_socket(functools.partial(_Connection, self, conn), conn)
             except BaseException as exc:
                 conn.close()
                 if isinstance(exc, asyncio.CancelledError):
