@@ -235,3 +235,16 @@ def test_local_events_are_the_handlers_events(vision: Served) -> None:
     request = codec.Request(id="q", messages=(codec.Message(codec.Role.USER, (codec.TextBlock("hi"),)),))
     with Client(vision.path, timeout=TIMEOUT) as remote, Local(vision.host) as local:
         assert list(remote.request(request)) == list(local.request(request))
+
+
+def test_a_long_lived_client_survives_a_host_restart(tmp_path: Path) -> None:
+    path = tmp_path / "x.sock"
+    first = Served(EchoModel(), path)
+    with Client(path, timeout=TIMEOUT) as client:
+        assert "".join(client.chat(user("one"))) == "echo: one"
+        first.close()
+        second = Served(EchoModel(), path)
+        try:
+            assert "".join(client.chat(user("two"))) == "echo: two"  # the closed connection is replaced
+        finally:
+            second.close()

@@ -17,6 +17,7 @@ import asyncio
 import errno
 import itertools
 import os
+import select
 import socket
 import time
 from collections.abc import AsyncGenerator, Iterator, Sequence
@@ -254,12 +255,27 @@ class Client(_Session):
         self._buf = bytearray(_RECV_CHUNK)
 
     def connect(self) -> None:
-        """Connect now (otherwise the first request connects)."""
+        """Connect now (otherwise the first request connects). A connection the host has closed since its last
+        answer (a restart, a fatal error) is replaced, so a long-lived client survives a host restart."""
+        if self._sock is not None and self._peer_closed(self._sock):
+            self.close()
         if self._sock is None:
             self._sock = dial(self.path, timeout=self.connect_timeout)
             self._sock.settimeout(self.timeout)
             self._decoder = codec.FrameDecoder(expect=codec.FrameType.JSON)
             self._pending = []
+
+    @staticmethod
+    def _peer_closed(sock: socket.socket) -> bool:
+        # Between requests the host sends nothing, so a readable socket now means its EOF (or a reset). select()
+        # rather than MSG_DONTWAIT: on a socket with a timeout Python would wait that long for the peek.
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return sock.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def close(self) -> None:
         """Close the connection; a request in flight is cancelled (closing is the protocol's cancel)."""
@@ -323,7 +339,6 @@ class Client(_Session):
                 codec.ErrorCode.INVALID_REQUEST,
                 codec.ErrorCode.QUEUE_FULL,
                 codec.ErrorCode.ATTACHMENT_UNSUPPORTED,
-                codec.ErrorCode.INTERNAL,
             )
             and event.id != ""
         )
