@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -80,12 +81,20 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     path = catalogue.resolve(config.model)  # fail fast, before binding anything, on a model that is not there
     name = model_name(config.model)
     host = Host(lambda: registry.load_model(path, config.backend), name=name, max_queue=config.max_queue)
-    doors: list[Door] = []  # socket and job doors: closed before the host drains
+    closers: list[Callable[[], Awaitable[None]]] = []  # socket and job doors: closed before the host drains
     http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        # The first signal starts an orderly stop; a second one means "now": cancel what is still running.
+        if stop.is_set():
+            say("modelhost: second stop signal: cancelling in-flight requests")
+            host.cancel_all()
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     try:
         if config.http is not None:
             from modelhost.http import HttpServer
@@ -107,31 +116,31 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 bind_host=config.worker[0],
                 port=config.worker[1],
                 authorization=os.environ.get("GIZ_WORKER_AUTHORIZATION") or None,
+                drain_seconds=config.grace_seconds,
             )
             await worker.start()
-            doors.append(worker)
+            closers.append(worker.aclose)
             say(f"modelhost: worker on {worker.url} (state {state})")
         if config.socket is not None:
             from modelhost.wire.server import WireServer
 
             wire = WireServer(host, config.socket)
             await wire.start()
-            doors.append(wire)
+            closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
             say(f"modelhost: ready: serving {name} on unix:{wire.path}")
         else:
             say(f"modelhost: ready: serving {name}")
         await stop.wait()
         say("modelhost: stopping: finishing in-flight requests")
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-        for door in reversed(doors):
-            with contextlib.suppress(Exception):
-                await door.aclose()
+        # The doors drain concurrently (each waits for its own in-flight requests), then the host closes the model.
+        await asyncio.gather(*(close() for close in reversed(closers)), return_exceptions=True)
         await host.aclose(grace=config.grace_seconds)
         if http is not None:
             with contextlib.suppress(Exception):
                 await http.aclose()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
         say("modelhost: stopped")
 
 

@@ -80,15 +80,18 @@ class RequestStream:
         if not self._finished:
             self.cancel()
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._iterate()
+    def __aiter__(self) -> RequestStream:
+        return self
 
-    async def _iterate(self) -> AsyncIterator[Event]:
-        while not self._finished:
-            event = await self._events.get()
-            if isinstance(event, (Done, Failed)):
-                self._finished = True
-            yield event
+    async def __anext__(self) -> Event:
+        # A plain __anext__ rather than an async generator: a consumer that stops right after the terminal event
+        # leaves no suspended generator behind for the loop to finalise (and warn about) later.
+        if self._finished:
+            raise StopAsyncIteration
+        event = await self._events.get()
+        if isinstance(event, (Done, Failed)):
+            self._finished = True
+        return event
 
     async def __aenter__(self) -> RequestStream:
         return self
@@ -243,6 +246,10 @@ class Host:
             if not self._waiting and self._running is None:
                 self._idle.set()
         self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")), started=False)
+
+    def cancel_all(self) -> None:
+        """Cancel every queued and running request now (a second stop signal: do not wait for the grace period)."""
+        self._cancel_all()
 
     def _cancel_all(self) -> None:
         with self._cond:
