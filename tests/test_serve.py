@@ -1,0 +1,161 @@
+"""`modelhost serve` with every door open on one model: the socket, OpenAI HTTP and the giz job worker.
+
+One process, one host, one scheduler: a request through any door is served by the same model, shows in the same
+metrics, and a stop signal drains them all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from modelhost.cli import expand_optional_values
+from modelhost.inference.types import Message
+from modelhost.serve import model_name, parse_hostport
+from modelhost.wire.client import Client
+
+pytest.importorskip("llama_cpp")
+
+
+def test_optional_values_and_hostports() -> None:
+    assert expand_optional_values(["serve", "--http"]) == ["serve", "--http", "127.0.0.1:8000"]
+    assert expand_optional_values(["serve", "--http", "--worker", ":9"]) == [
+        "serve",
+        "--http",
+        "127.0.0.1:8000",
+        "--worker",
+        ":9",
+    ]
+    assert expand_optional_values(["serve", "--http", "0.0.0.0:1"]) == ["serve", "--http", "0.0.0.0:1"]
+    assert parse_hostport(":0") == ("127.0.0.1", 0)
+    assert parse_hostport("[::1]:80") == ("::1", 80)
+    assert parse_hostport("8080") == ("127.0.0.1", 8080)
+    for bad in ("host:port", "1:99999"):
+        with pytest.raises(ValueError, match=re.escape(bad)):
+            parse_hostport(bad)
+    assert model_name("default") == "smollm2-135m-instruct"
+    assert model_name("/models/tiny.gguf") == "tiny"
+    assert model_name("/models/folder/") == "folder"
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], lines: list[str]) -> None:
+        self.proc = proc
+        self.lines = lines
+
+    def url(self, door: str) -> str:
+        for line in self.lines:
+            found = re.search(rf"modelhost: {door} on (http://\S+)", line)
+            if found:
+                return found.group(1)
+        raise AssertionError(f"no {door} line in {self.lines}")
+
+
+def start_serving(args: list[str], timeout: float = 120) -> Served:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelhost.cli", "serve", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "GIZ_WORKER_AUTHORIZATION": ""},
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError(f"serve exited early ({proc.wait()}): {lines}")
+        lines.append(line.strip())
+        if "ready: serving" in line:
+            return Served(proc, lines)
+    proc.kill()
+    raise AssertionError(f"serve not ready in {timeout} s: {lines}")
+
+
+@pytest.fixture
+def served(tiny_llama_gguf: Path, tmp_path: Path) -> Iterator[tuple[Served, Path]]:
+    sock = tmp_path / "run" / "m.sock"
+    args = ["--model", str(tiny_llama_gguf), "--socket", str(sock), "--http", ":0", "--worker", ":0"]
+    serving = start_serving([*args, "--state", str(tmp_path / "jobs")])
+    try:
+        yield serving, sock
+    finally:
+        if serving.proc.poll() is None:
+            serving.proc.kill()
+            serving.proc.wait()
+
+
+def test_every_door_serves_the_same_model_and_a_stop_drains_them(served: tuple[Served, Path]) -> None:
+    serving, sock = served
+    http_url, worker_url = serving.url("http"), serving.url("worker")
+
+    with Client(str(sock)) as client:
+        socket_text = "".join(client.chat([Message("user", "Hello")], max_tokens=6, temperature=0))
+        assert client.last_done is not None and client.last_done.output_tokens == 6
+
+    with httpx.Client(base_url=http_url, timeout=60) as http:
+        body = {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "temperature": 0}
+        answer = http.post("/v1/chat/completions", json=body).json()
+        assert answer["usage"]["completion_tokens"] == 6
+        # Same model, same greedy settings, same prompt: the same text through both doors.
+        assert answer["choices"][0]["message"]["content"] == socket_text
+
+    with httpx.Client(base_url=worker_url, timeout=60) as worker:
+        models = worker.get("/v1/models").json()
+        job = {
+            "operation": "text.chat",
+            "model": models["models"][0]["id"],
+            "input": {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "temperature": 0},
+        }
+        created = worker.post("/v1/jobs", json=job)
+        assert created.status_code in (200, 201, 202), (models, created.text)
+        job_id = created.json()["id"]
+        deadline = time.monotonic() + 60
+        while (record := worker.get(f"/v1/jobs/{job_id}").json())["status"] not in ("completed", "failed"):
+            assert time.monotonic() < deadline, record
+            time.sleep(0.05)
+        assert record["status"] == "completed", record
+        assert worker.get(f"/files/{job_id}/output.txt").text == socket_text
+
+    with httpx.Client(base_url=http_url, timeout=60) as http:
+        metrics = http.get("/metrics").text
+    finished = sum(
+        float(m.group(1)) for m in re.finditer(r"^modelhost_request_success_total\{[^}]*\} (\S+)$", metrics, re.M)
+    )
+    assert finished >= 3, "the three doors share one scheduler, so its metrics count all three requests"
+
+    serving.proc.send_signal(signal.SIGTERM)
+    assert serving.proc.wait(timeout=60) == 0
+    assert not sock.exists(), "a stopped host removes its socket"
+
+
+def test_a_second_stop_signal_cancels_what_is_still_running(tmp_path: Path) -> None:
+    sock = tmp_path / "m.sock"
+    serving = start_serving(["--model", "default", "--socket", str(sock)])
+    try:
+        with Client(str(sock)) as client:
+            stream = client.chat([Message("user", "Write a very long story.")], max_tokens=4000, temperature=0)
+            next(stream)  # generation is under way
+            serving.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            serving.proc.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            # The default grace is 30 s; the second signal must not wait for it, nor for 4000 tokens.
+            assert serving.proc.wait(timeout=25) == 0
+            assert time.monotonic() - started < 25
+            rest = "".join(stream)
+            assert client.last_done is not None and client.last_done.stop_reason == "cancelled", rest
+    finally:
+        if serving.proc.poll() is None:
+            serving.proc.kill()
+            serving.proc.wait()
