@@ -27,7 +27,8 @@ $(STAMP): pyproject.toml Makefile
 	touch $@
 
 run: $(STAMP)
-	$(VENV)/bin/modelhost chat "In one sentence, what is the capital of France?" --max-tokens 64 --temperature 0
+	# Serve the embedded model on the inferd socket and an OpenAI/Ollama API on 127.0.0.1:8000 (Ctrl-C stops).
+	$(VENV)/bin/modelhost serve --http
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
