@@ -1,0 +1,176 @@
+"""The door's own logic over a stand-in model: readiness, API key, backpressure, cancellation, errors, metrics.
+
+A scripted model makes these exact and fast (a gate holds a request in decode for as long as a test needs); the
+same behaviours on the real embedded model are covered in test_openai_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import httpx
+import openai
+import pytest
+from http_support import LoopThread, ScriptedModel, scripted_host, serving
+from prometheus_client.parser import text_string_to_metric_families
+
+from modelhost.host import Host
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}]}
+
+
+def sample(base_url: str, name: str, **labels: str) -> float:
+    """One sample of /metrics, parsed with prometheus_client's own parser (0 when absent)."""
+    text = httpx.get(f"{base_url}/metrics").text
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return 0.0
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.01)
+
+
+def test_health_answers_and_ready_is_503_while_the_model_loads(loop_thread: LoopThread) -> None:
+    release = threading.Event()
+
+    def slow_loader() -> ScriptedModel:
+        release.wait(30)
+        return ScriptedModel()
+
+    host = scripted_host(loader=slow_loader)
+    with serving(loop_thread, host, wait_ready=False) as server:
+        health = httpx.get(f"{server.url}/health")
+        assert health.status_code == 200 and health.json()["state"] == "loading"
+        ready = httpx.get(f"{server.url}/ready")
+        assert ready.status_code == 503 and ready.json()["status"] == "loading" and "retry-after" in ready.headers
+        busy = httpx.post(f"{server.url}/v1/chat/completions", json=CHAT)
+        assert busy.status_code == 503 and busy.json()["error"]["code"] == "model_loading"
+        assert sample(server.url, "modelhost_model_state", state="loading") == 1
+        release.set()
+        wait_until(lambda: httpx.get(f"{server.url}/ready").status_code == 200)
+        assert httpx.get(f"{server.url}/ready").json() == {"status": "ready", "model": "scripted"}
+
+
+def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -> None:
+    with serving(loop_thread, scripted_host(), api_key="s3cret") as server:
+        for path in ("/v1/models", "/api/tags"):
+            assert httpx.get(server.url + path).status_code == 401
+            wrong = httpx.get(server.url + path, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+            assert httpx.get(server.url + path, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert httpx.get(f"{server.url}/v1/models").json()["error"]["code"] == "invalid_api_key"
+        assert httpx.get(f"{server.url}/api/tags").json() == {
+            "error": "missing or invalid API key (send Authorization: Bearer <key>)"
+        }
+        for path in ("/health", "/ready", "/metrics"):
+            assert httpx.get(server.url + path).status_code == 200
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="s3cret")
+        answer = client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+        assert answer.choices[0].message.content == "one two "
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=f"{server.url}/v1", api_key="wrong").models.list()
+
+
+def test_full_queue_is_429_with_retry_after_and_a_freed_slot_admits_again(loop_thread: LoopThread) -> None:
+    gate = threading.Semaphore(0)
+    host = scripted_host(ScriptedModel(gate=gate), max_queue=1)
+    with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        body = {**CHAT, "stream": True, "max_tokens": 3}
+        with client.stream("POST", "/v1/chat/completions", json=body) as running:
+            wait_until(lambda: host.running == 1)
+            with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body) as queued:
+                wait_until(lambda: host.waiting == 1)
+                refused = client.post("/v1/chat/completions", json=CHAT)
+                assert refused.status_code == 429
+                assert int(refused.headers["retry-after"]) >= 1
+                assert refused.json()["error"]["code"] == "queue_full"
+                assert refused.json()["error"]["type"] == "rate_limit_error"
+                ollama = client.post("/api/chat", json={"model": "m", **CHAT})
+                assert ollama.status_code == 429 and "queue full" in ollama.json()["error"]
+                for _ in range(8):
+                    gate.release()
+                assert running.read().endswith(b"data: [DONE]\n\n")
+                assert queued.read().endswith(b"data: [DONE]\n\n")
+        for _ in range(4):
+            gate.release()
+        assert client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 1}).status_code == 200
+        assert sample(server.url, "modelhost_request_rejected_total", code="queue_full") == 2
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_client_that_hangs_up_cancels_its_request(loop_thread: LoopThread, stream: bool) -> None:
+    gate = threading.Semaphore(0)
+    host = scripted_host(ScriptedModel(gate=gate))
+    with serving(loop_thread, host) as server:
+        body = {**CHAT, "stream": stream, "max_tokens": 1000, "min_tokens": 1000}
+        if stream:
+            with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30) as response:
+                gate.release()
+                next(response.iter_bytes())  # the role chunk or a token: the answer is under way
+        else:
+            # A non-streaming answer sends nothing until it is complete, so hang up on a raw socket mid-request.
+            payload = json.dumps(body).encode()
+            with socket.create_connection(urlsplit(server.url).netloc.split(":"), timeout=10) as raw:  # type: ignore[arg-type]
+                raw.sendall(
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                    + payload
+                )
+                wait_until(lambda: host.running == 1)
+                gate.release()
+
+        # The client is gone. Keep the model ticking (one token per poll) until it reaches a cancellation check:
+        # the server notices the hang-up asynchronously, so a fixed number of tokens could all be spent before it.
+        def cancelled() -> bool:
+            gate.release()
+            return sample(server.url, "modelhost_request_success_total", finished_reason="cancelled") == 1
+
+        wait_until(cancelled)
+        wait_until(lambda: host.running == 0)
+        route = "/v1/chat/completions"
+        wait_until(lambda: sample(server.url, "modelhost_http_client_disconnects_total", route=route) == 1)
+        # The model serves the next request at once.
+        for _ in range(4):
+            gate.release()
+        answer = httpx.post(f"{server.url}/v1/chat/completions", json={**CHAT, "max_tokens": 2}, timeout=30)
+        assert answer.json()["choices"][0]["message"]["content"] == "one two "
+
+
+def test_refusals_are_openai_shaped_and_cost_nothing(loop_thread: LoopThread) -> None:
+    model = ScriptedModel()
+    with serving(loop_thread, scripted_host(model)) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="none")
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], n=2)
+        assert info.value.body["param"] == "n"  # type: ignore[index]
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], max_tokens=-1)
+        assert info.value.body["param"] == "max_tokens" and info.value.body["code"] == "invalid_option"  # type: ignore[index]
+        bad_json = httpx.post(f"{server.url}/v1/chat/completions", content=b"{nope")
+        assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == "invalid_json"
+        assert model.prompts == []
+
+
+def test_ollama_generate_without_prompt_reports_loaded_and_tags_list_the_model(loop_thread: LoopThread) -> None:
+    host: Host = scripted_host()
+    with serving(loop_thread, host, model_name="smol") as server:
+        loaded = httpx.post(f"{server.url}/api/generate", json={"model": "smol"}).json()
+        assert loaded["done"] and loaded["done_reason"] == "load"
+        tags = httpx.get(f"{server.url}/api/tags").json()
+        assert tags["models"][0]["name"] == "smol" and tags["models"][0]["details"]["family"] == "scripted"
+        whole = httpx.post(
+            f"{server.url}/api/generate", json={"prompt": "x", "stream": False, "options": {"num_predict": 3}}
+        )
+        assert whole.json()["response"] == "one two three " and whole.json()["done_reason"] == "length"
