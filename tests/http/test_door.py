@@ -74,6 +74,8 @@ def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -
         assert httpx.get(f"{server.url}/api/tags").json() == {
             "error": "missing or invalid API key (send Authorization: Bearer <key>)"
         }
+        models = httpx.get(f"{server.url}/v1/models", headers={"Authorization": "Bearer s3cret"}).json()
+        assert [m["id"] for m in models["data"]] == ["scripted"]
         for path in ("/health", "/ready", "/metrics"):
             assert httpx.get(server.url + path).status_code == 200
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="s3cret")

@@ -365,16 +365,14 @@ class _Door:
         return schema.from_host_error("host_closed", f"model {self.model_name!r} is not serving (state {state})")
 
     def _retry_after(self) -> int:
-        """Seconds until a queue slot is likely free: the mean request time so far times the requests ahead."""
+        """Seconds until a queue slot is likely free: one mean request time so far (the queue drains one request
+        at a time, so a slot frees when the running request ends; retrying sooner would only be refused again)."""
         registry = self.host.metrics.registry
         labels = {"model_name": self.host.name}
         total = registry.get_sample_value("modelhost_e2e_request_latency_seconds_sum", labels) or 0.0
         count = registry.get_sample_value("modelhost_e2e_request_latency_seconds_count", labels) or 0.0
         mean = total / count if count else 1.0
-        # Ahead of the client: everything waiting and the one running; a slot frees when the first of them ends,
-        # but a client that retries at once would just be refused again, so advertise one request's time.
-        estimate = mean * max(1, self.host.running)
-        return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(estimate)))
+        return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(mean)))
 
     async def _collect(self, request: Request, stream: RequestStream) -> tuple[str, Done, float]:
         """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready."""
@@ -444,9 +442,7 @@ def build_app(host: Host, *, api_key: str | None = None, model_name: str | None 
     middleware = [Middleware(_CountRequests, metrics=metrics, routes=frozenset(r.path for r in routes))]
     if api_key:
         middleware.append(Middleware(_RequireApiKey, api_key=api_key))
-    app = Starlette(routes=routes, middleware=middleware)
-    app.state.metrics = metrics
-    return app
+    return Starlette(routes=routes, middleware=middleware)
 
 
 __all__ = ["HttpMetrics", "build_app"]
