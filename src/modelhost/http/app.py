@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from modelhost.errors import HostClosedError, ModelHostError, QueueFullError
+from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, QueueFullError
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.scheduler import HostState
 from modelhost.http import openai_schema as schema
@@ -352,7 +352,7 @@ class _Door:
             err = schema.from_host_exception(exc, parsed.wire_names)
             err.headers["retry-after"] = str(self._retry_after())
             raise err from None
-        except HostClosedError:
+        except (ModelLoadingError, HostClosedError):
             raise self._not_ready() from None
         except ModelHostError as exc:
             raise schema.from_host_exception(exc, parsed.wire_names) from None

@@ -16,6 +16,7 @@ from modelhost.errors import (
     InvalidInputError,
     InvalidOptionError,
     ModelHostError,
+    ModelLoadingError,
     QueueFullError,
     UnsupportedAttachmentError,
 )
@@ -45,6 +46,7 @@ _STOP_REASONS: Final = {
 _FAILURE_CODES: Final = {
     QueueFullError.code: ErrorCode.QUEUE_FULL,
     HostClosedError.code: ErrorCode.BACKEND_UNAVAILABLE,
+    ModelLoadingError.code: ErrorCode.BACKEND_UNAVAILABLE,
     "backend_unavailable": ErrorCode.BACKEND_UNAVAILABLE,
     "model_closed": ErrorCode.BACKEND_UNAVAILABLE,
     InvalidOptionError.code: ErrorCode.INVALID_REQUEST,

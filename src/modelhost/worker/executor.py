@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from modelhost.errors import HostClosedError, QueueFullError
+from modelhost.errors import HostClosedError, ModelLoadingError, QueueFullError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
 from modelhost.inference.options import DEFAULT_MAX_TOKENS
 from modelhost.inference.types import Message
@@ -243,6 +243,9 @@ async def _submit(ctx: JobContext, request: GenerationRequest) -> Any:
             return ctx.host.submit(request)
         except QueueFullError:
             ctx.progress(protocol.STAGE_INITIALIZING)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+        except ModelLoadingError:
+            ctx.progress(protocol.STAGE_LOADING_MODEL)
             await asyncio.sleep(HOST_RETRY_SECONDS)
         except HostClosedError as exc:
             raise failed(protocol.WORKER_FAILED, str(exc)) from exc
