@@ -36,6 +36,7 @@ def test_optional_values_and_hostports() -> None:
         ":9",
     ]
     assert expand_optional_values(["serve", "--http", "0.0.0.0:1"]) == ["serve", "--http", "0.0.0.0:1"]
+    assert expand_optional_values(["chat", "hi", "--socket"])[-1].endswith("inferd.sock")
     assert parse_hostport(":0") == ("127.0.0.1", 0)
     assert parse_hostport("[::1]:80") == ("::1", 80)
     assert parse_hostport("8080") == ("127.0.0.1", 8080)
@@ -60,13 +61,13 @@ class Served:
         raise AssertionError(f"no {door} line in {self.lines}")
 
 
-def start_serving(args: list[str], timeout: float = 120) -> Served:
+def start_serving(args: list[str], timeout: float = 120, env: dict[str, str] | None = None) -> Served:
     proc = subprocess.Popen(
         [sys.executable, "-m", "modelhost.cli", "serve", *args],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "GIZ_WORKER_AUTHORIZATION": ""},
+        env={**os.environ, "GIZ_WORKER_AUTHORIZATION": "", **(env or {})},
     )
     assert proc.stderr is not None
     lines: list[str] = []
@@ -159,3 +160,23 @@ def test_a_second_stop_signal_cancels_what_is_still_running(tmp_path: Path) -> N
         if serving.proc.poll() is None:
             serving.proc.kill()
             serving.proc.wait()
+
+
+def test_the_readme_flow_serve_and_chat_on_the_default_address(tiny_llama_gguf: Path, tmp_path: Path) -> None:
+    env = {"XDG_RUNTIME_DIR": str(tmp_path)}
+    serving = start_serving(["--model", str(tiny_llama_gguf), "--socket"], env=env)
+    try:
+        expected = tmp_path / "inferd" / "inferd.sock"
+        assert any(f"unix:{expected}" in line for line in serving.lines), serving.lines
+        chat = subprocess.run(
+            [sys.executable, "-m", "modelhost.cli", "chat", "Hello", "-n", "4", "--socket"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, **env},
+        )
+        assert chat.returncode == 0, chat.stderr
+        assert "[4 tokens" in chat.stderr and "max_tokens]" in chat.stderr, chat.stderr
+    finally:
+        serving.proc.send_signal(signal.SIGTERM)
+        assert serving.proc.wait(timeout=60) == 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 import typer
@@ -109,7 +109,9 @@ def chat(
     max_tokens: MaxTokensOpt = 512,
     temperature: TemperatureOpt = None,
     seed: SeedOpt = None,
-    socket: Annotated[str | None, typer.Option("--socket", help="Talk to a running `modelhost serve`.")] = None,
+    socket: Annotated[
+        str | None, typer.Option("--socket", help="Talk to a running `modelhost serve` (alone: the default address).")
+    ] = None,
 ) -> None:
     """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
     history: list[Message] = [Message("system", system)] if system else []
@@ -213,7 +215,17 @@ def backends() -> None:
 
 
 #: Options that may be given without a value, and the value they then take (click cannot express this itself).
-OPTIONAL_VALUES: dict[str, str] = {"--http": "127.0.0.1:8000", "--worker": "127.0.0.1:8001"}
+OPTIONAL_VALUES: dict[str, Callable[[], str]] = {
+    "--http": lambda: "127.0.0.1:8000",
+    "--worker": lambda: "127.0.0.1:8001",
+    "--socket": lambda: _default_socket(),
+}
+
+
+def _default_socket() -> str:
+    from modelhost.wire.address import default_address
+
+    return default_address()
 
 
 @app.command()
@@ -244,11 +256,7 @@ def serve(
 
     socket_path: str | None = None
     if not no_socket:
-        if socket is None:
-            from modelhost.wire.address import default_address
-
-            socket = default_address()
-        socket_path = socket
+        socket_path = socket if socket is not None else _default_socket()
     try:
         config = serving.ServeConfig(
             model=model,
@@ -269,12 +277,12 @@ def serve(
 
 
 def expand_optional_values(argv: list[str]) -> list[str]:
-    """Give `--http`/`--worker` their default value when they stand alone (last, or before another option)."""
+    """Give `--http`, `--worker` and `--socket` their default when they stand alone (last, or before an option)."""
     out: list[str] = []
     for i, arg in enumerate(argv):
         out.append(arg)
         if arg in OPTIONAL_VALUES and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
-            out.append(OPTIONAL_VALUES[arg])
+            out.append(OPTIONAL_VALUES[arg]())
     return out
 
 
