@@ -36,9 +36,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from modelhost.host import Host
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
-from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import GenerateMetrics, Message, ModelInfo, Token
+from modelhost.inference.types import Message
+from modelhost.testing.standins import ScriptedModel
 from modelhost.wire import codec
 from modelhost.wire import server as wire_server
 from modelhost.wire.client import Client, Local
@@ -64,42 +63,6 @@ class LoopThread:
         self.thread.join(10)
 
 
-class OneTokenModel:
-    """A vision stand-in that answers "ok" at once without touching the pixels: only the door's cost remains."""
-
-    model_type = "one-token"
-
-    def __init__(self) -> None:
-        self._metrics = GenerateMetrics()
-
-    def accepts_images(self) -> bool:
-        return True
-
-    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": 1})
-        clock, outcome = MetricsClock(), LoopOutcome()
-        clock.prefill_done(1)
-        try:
-            yield from decode_loop(iter([1]), lambda i: b"ok", o, eos_ids=(), clock=clock, outcome=outcome)
-        finally:
-            self._metrics = clock.finish(outcome.finish_reason)
-
-    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
-        return self.chat([Message("user", prompt)], **opts)
-
-    def info(self) -> ModelInfo:
-        return ModelInfo("one-token")
-
-    def metrics(self) -> GenerateMetrics:
-        return self._metrics
-
-    def err(self) -> BaseException | None:
-        return None
-
-    def close(self) -> None:
-        pass
-
-
 def send_all(sock: socket.socket, buffers: Sequence[codec.Buffer]) -> None:
     for buffer in buffers:
         sock.sendall(buffer)
@@ -117,7 +80,8 @@ def bench_pages(rounds: int, folder: Path) -> dict[str, float]:
     total = sum(len(b) for b in buffers)
 
     loops = LoopThread()
-    host = Host.from_model(OneTokenModel(), name="one-token")  # type: ignore[arg-type]
+    # A vision stand-in that answers "ok" at once without touching the pixels: only the door's cost remains.
+    host = Host.from_model(ScriptedModel(["ok"], name="one-token", vision=True), name="one-token")
     server = WireServer(host, folder / "wire.sock")
 
     async def start() -> None:

@@ -1,6 +1,7 @@
 """Scheduler semantics: admission, bounded queue, cancellation wherever a request is, shutdown.
 
-The model here is a stand-in that produces tokens at a pace the test controls: these tests pin the scheduler's
+The model here is a stand-in (`ScriptedModel`: the letters a, b, c, ... one a token, each waiting for the test's
+gate when it has one) that produces tokens at a pace the test controls: these tests pin the scheduler's
 own logic (ordering, bounds, cancellation points), which a real model's speed would only blur. The end-to-end
 behaviour on real models is tested through the doors.
 """
@@ -9,78 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 
 from modelhost.errors import HostClosedError, InvalidOptionError, QueueFullError, UnsupportedAttachmentError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
-from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import GenerateMetrics, Message, ModelInfo, Token
+from modelhost.inference.types import Message
+from modelhost.testing.standins import ScriptedModel
 
 
-class PacedModel:
-    """Yields token i as the letter chr(97 + i % 26), one per `gate` release (or freely when gate is None)."""
-
-    model_type = "paced"
-
-    def __init__(self, gate: threading.Semaphore | None = None, fail_after: int | None = None) -> None:
-        self.gate = gate
-        self.fail_after = fail_after
-        self.calls: list[str] = []
-        self.closed = False
-        self._metrics = GenerateMetrics()
-        self._err: BaseException | None = None
-
-    def _ids(self) -> Iterator[int]:
-        i = 0
-        while True:
-            if self.gate is not None:
-                self.gate.acquire()
-            if self.fail_after is not None and i >= self.fail_after:
-                raise RuntimeError("engine exploded")
-            yield i
-            i += 1
-
-    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": 16})
-        self.calls.append(prompt)
-        clock = MetricsClock()
-        clock.prefill_done(len(prompt))
-        outcome = LoopOutcome()
-        self._err = None
-        try:
-            yield from decode_loop(
-                self._ids(), lambda i: chr(97 + i % 26).encode(), o, eos_ids=(), clock=clock, outcome=outcome
-            )
-        except RuntimeError as exc:
-            # The contract: the error raises from the iterator after the tokens so far, and err() keeps it.
-            self._err = exc
-            outcome.finish_reason = "error"
-            raise
-        finally:
-            self._metrics = clock.finish(outcome.finish_reason)
-
-    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
-        return self.generate(messages[-1].content, **opts)
-
-    def info(self) -> ModelInfo:
-        return ModelInfo("paced")
-
-    def metrics(self) -> GenerateMetrics:
-        return self._metrics
-
-    def err(self) -> BaseException | None:
-        return self._err
-
-    def close(self) -> None:
-        self.closed = True
-
-
-async def started_host(model: PacedModel, max_queue: int = 4) -> Host:
-    host = Host.from_model(model, name="paced", max_queue=max_queue)  # type: ignore[arg-type]
+async def started_host(model: ScriptedModel, max_queue: int = 4) -> Host:
+    host = Host.from_model(model, name="paced", max_queue=max_queue)
     await host.start()
     return host
 
@@ -91,7 +32,7 @@ async def collect(host: Host, prompt: str, **options: Any) -> list[Any]:
 
 def test_stream_has_started_deltas_and_done() -> None:
     async def main() -> None:
-        host = await started_host(PacedModel())
+        host = await started_host(ScriptedModel())
         events = await collect(host, "p", max_tokens=3)
         assert isinstance(events[0], Started)
         assert [e.text for e in events if isinstance(e, Delta)] == ["a", "b", "c"]
@@ -104,14 +45,14 @@ def test_stream_has_started_deltas_and_done() -> None:
 
 def test_invalid_option_and_image_refused_before_queueing() -> None:
     async def main() -> None:
-        model = PacedModel()
+        model = ScriptedModel()
         host = await started_host(model)
         with pytest.raises(InvalidOptionError, match="max_tokens"):
             host.submit(GenerationRequest(prompt="p", options={"max_tokens": -1}))
         with pytest.raises(UnsupportedAttachmentError) as info:
             host.submit(GenerationRequest(messages=[Message("user", "see", images=(b"png",))]))
         assert info.value.code == "attachment_unsupported"
-        assert model.calls == [] and host.waiting == 0
+        assert model.prompts == [] and host.waiting == 0
         await host.aclose()
 
     asyncio.run(main())
@@ -120,7 +61,7 @@ def test_invalid_option_and_image_refused_before_queueing() -> None:
 def test_queue_is_bounded_and_cancelled_waiters_free_their_slot() -> None:
     async def main() -> None:
         gate = threading.Semaphore(0)
-        model = PacedModel(gate)
+        model = ScriptedModel(gate=gate)
         host = await started_host(model, max_queue=2)
         running = host.submit(GenerationRequest(prompt="running", options={"max_tokens": 2}))
         first = running.__aiter__()
@@ -137,7 +78,7 @@ def test_queue_is_bounded_and_cancelled_waiters_free_their_slot() -> None:
         assert isinstance(rest[-1], Done) and rest[-1].finish_reason == "length"
         assert [e async for e in waiting[1]][-1].finish_reason == "length"  # type: ignore[union-attr]
         assert [e async for e in late][-1].finish_reason == "length"  # type: ignore[union-attr]
-        assert model.calls == ["running", "w1", "late"], "the cancelled waiter must never reach the model"
+        assert model.prompts == ["running", "w1", "late"], "the cancelled waiter must never reach the model"
         await host.aclose()
 
     asyncio.run(main())
@@ -146,7 +87,7 @@ def test_queue_is_bounded_and_cancelled_waiters_free_their_slot() -> None:
 def test_closing_a_running_stream_stops_the_model_and_serves_the_next() -> None:
     async def main() -> None:
         gate = threading.Semaphore(0)
-        model = PacedModel(gate)
+        model = ScriptedModel(gate=gate)
         host = await started_host(model)
         stream = host.submit(GenerationRequest(prompt="long", options={"max_tokens": 1000}))
         gate.release()
@@ -161,7 +102,7 @@ def test_closing_a_running_stream_stops_the_model_and_serves_the_next() -> None:
         events = [e async for e in nxt]
         assert isinstance(events[-1], Done) and events[-1].completion_tokens == 1
         assert model.metrics().generated_tokens == 1
-        assert model.calls == ["long", "next"]
+        assert model.prompts == ["long", "next"]
         await host.aclose()
 
     asyncio.run(main())
@@ -169,7 +110,7 @@ def test_closing_a_running_stream_stops_the_model_and_serves_the_next() -> None:
 
 def test_engine_error_becomes_failed_after_the_text_so_far() -> None:
     async def main() -> None:
-        host = await started_host(PacedModel(fail_after=2))
+        host = await started_host(ScriptedModel(fail_after=2))
         events = await collect(host, "p", max_tokens=10)
         assert [e.text for e in events if isinstance(e, Delta)] == ["a", "b"]
         failed = events[-1]
@@ -183,7 +124,7 @@ def test_engine_error_becomes_failed_after_the_text_so_far() -> None:
 
 def test_shutdown_finishes_inflight_then_refuses_and_closes_model() -> None:
     async def main() -> None:
-        model = PacedModel()
+        model = ScriptedModel()
         host = await started_host(model)
         stream = host.submit(GenerationRequest(prompt="p", options={"max_tokens": 5}))
         await host.aclose(grace=5)
@@ -213,7 +154,7 @@ def test_submit_while_loading_says_loading_and_the_metrics_never_show_a_request_
     from modelhost.errors import ModelLoadingError
 
     release = threading.Event()
-    model = PacedModel()
+    model = ScriptedModel()
 
     def slow_loader() -> Any:
         release.wait(10)

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from modelhost.host import Host
 from modelhost.http import HttpServer
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
-from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import GenerateMetrics, Message, ModelInfo, Token
+from modelhost.testing.standins import ScriptedModel
 
 T = TypeVar("T")
 
@@ -61,77 +59,20 @@ def serving(lt: LoopThread, host: Host, *, wait_ready: bool = True, **server_kw:
         lt.run(host.aclose(grace=1))
 
 
-class ScriptedModel:
-    """A stand-in model that yields the words of `text` one per token, for tests of the door's own logic.
+#: What the door tests' model says: one word a token, then end of sequence.
+WORDS = "one two three four five six seven eight"
+
+
+def scripted_model(gate: threading.Semaphore | None = None) -> ScriptedModel:
+    """A stand-in model that yields the words of WORDS one per token, for tests of the door's own logic.
 
     With a `gate`, each token waits for a release, so a test can hold a request in decode as long as it likes.
     It honours the contract's options (max_tokens, stop, cancel) through the shared decode loop.
     """
-
-    model_type = "scripted"
-
-    def __init__(self, text: str = "one two three four five six seven eight", gate: threading.Semaphore | None = None):
-        self.words = [w + " " for w in text.split()]
-        self.gate = gate
-        self.prompts: list[str] = []
-        self._metrics = GenerateMetrics()
-
-    def _ids(self) -> Iterator[int]:
-        i = 0
-        while True:
-            if self.gate is not None:
-                self.gate.acquire()
-            yield i
-            i += 1
-
-    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": len(self.words)})
-        self.prompts.append(prompt)
-        clock = MetricsClock()
-        clock.prefill_done(len(prompt.split()))
-        outcome = LoopOutcome()
-        eos = len(self.words)
-        try:
-            yield from decode_loop(
-                self._ids(),
-                lambda i: self.words[i].encode() if i < eos else b"",
-                o,
-                eos_ids=(eos,),
-                clock=clock,
-                outcome=outcome,
-            )
-        finally:
-            self._metrics = clock.finish(outcome.finish_reason)
-
-    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
-        return self.generate(" ".join(m.content for m in messages), **opts)
-
-    def classify(self, prompts: Sequence[str], **opts: Any) -> list[Any]:
-        raise NotImplementedError
-
-    def batch_generate(self, prompts: Sequence[str], **opts: Any) -> list[Any]:
-        raise NotImplementedError
-
-    def info(self) -> ModelInfo:
-        return ModelInfo("scripted")
-
-    def metrics(self) -> GenerateMetrics:
-        return self._metrics
-
-    def err(self) -> BaseException | None:
-        return None
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> ScriptedModel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
+    return ScriptedModel([w + " " for w in WORDS.split()], gate=gate)
 
 
 def scripted_host(model: ScriptedModel | None = None, *, loader: Callable[[], Any] | None = None, **kw: Any) -> Host:
-    """A host over a ScriptedModel (or over what `loader` returns)."""
-    chosen = model or ScriptedModel()
+    """A host over a scripted_model() (or over what `loader` returns)."""
+    chosen = model or scripted_model()
     return Host(loader or (lambda: chosen), name=kw.pop("name", "scripted"), **kw)

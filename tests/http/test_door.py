@@ -16,10 +16,11 @@ from urllib.parse import urlsplit
 import httpx
 import openai
 import pytest
-from http_support import LoopThread, ScriptedModel, scripted_host, serving
+from http_support import LoopThread, scripted_host, scripted_model, serving
 from prometheus_client.parser import text_string_to_metric_families
 
 from modelhost.host import Host
+from modelhost.testing.standins import ScriptedModel
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}
 
@@ -47,7 +48,7 @@ def test_health_answers_and_ready_is_503_while_the_model_loads(loop_thread: Loop
 
     def slow_loader() -> ScriptedModel:
         release.wait(30)
-        return ScriptedModel()
+        return scripted_model()
 
     host = scripted_host(loader=slow_loader)
     with serving(loop_thread, host, wait_ready=False) as server:
@@ -87,7 +88,7 @@ def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -
 
 def test_full_queue_is_429_with_retry_after_and_a_freed_slot_admits_again(loop_thread: LoopThread) -> None:
     gate = threading.Semaphore(0)
-    host = scripted_host(ScriptedModel(gate=gate), max_queue=1)
+    host = scripted_host(scripted_model(gate=gate), max_queue=1)
     with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         body = {**CHAT, "stream": True, "max_tokens": 3}
         with client.stream("POST", "/v1/chat/completions", json=body) as running:
@@ -114,7 +115,7 @@ def test_full_queue_is_429_with_retry_after_and_a_freed_slot_admits_again(loop_t
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_client_that_hangs_up_cancels_its_request(loop_thread: LoopThread, stream: bool) -> None:
     gate = threading.Semaphore(0)
-    host = scripted_host(ScriptedModel(gate=gate))
+    host = scripted_host(scripted_model(gate=gate))
     with serving(loop_thread, host) as server:
         body = {**CHAT, "stream": stream, "max_tokens": 1000, "min_tokens": 1000}
         if stream:
@@ -151,7 +152,7 @@ def test_a_client_that_hangs_up_cancels_its_request(loop_thread: LoopThread, str
 
 
 def test_refusals_are_openai_shaped_and_cost_nothing(loop_thread: LoopThread) -> None:
-    model = ScriptedModel()
+    model = scripted_model()
     with serving(loop_thread, scripted_host(model)) as server:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="none")
         with pytest.raises(openai.BadRequestError) as info:

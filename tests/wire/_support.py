@@ -21,15 +21,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from modelhost.host import Host
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
-from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import GenerateMetrics, Message, ModelInfo, Token
+from modelhost.inference.types import Message, Token
+from modelhost.testing.standins import EOS, ScriptedModel
 from modelhost.wire import codec
 from modelhost.wire.server import WireServer
 
 T = TypeVar("T")
 
-EOS = 0
 #: Every test's wait is bounded by this: nothing in these tests may hang, a failure must be a failure.
 TIMEOUT = 10.0
 
@@ -40,28 +38,21 @@ def image_reply(image: Any) -> str:
     return f"{array.shape[1]}x{array.shape[0]} crc={zlib.crc32(np.ascontiguousarray(array).data):08x}"
 
 
-class EchoModel:
+class EchoModel(ScriptedModel):
     """A model whose answer is "echo: <last text>" (or one image_reply per image), `token_chars` characters a token.
 
-    `delay` seconds per token paces it; `started` is set when a generation begins (prefill is over).
+    `delay` seconds per token paces it; `started` is set when a generation begins (prefill is over); `calls` holds
+    the messages of every chat.
     """
-
-    model_type = "echo"
 
     def __init__(
         self, *, vision: bool = False, delay: float = 0.0, repeat: int = 1, silent: bool = False, token_chars: int = 1
     ) -> None:
-        self.vision = vision
+        super().__init__(name="echo", max_tokens=512, delay=delay, vision=vision)
         self.token_chars = token_chars
         self.silent = silent  # every token's text is empty: nothing is written until done (a long "thinking")
-        self.delay = delay
         self.repeat = repeat
-        self.started = threading.Event()
         self.calls: list[Sequence[Message]] = []
-        self._metrics = GenerateMetrics()
-
-    def accepts_images(self) -> bool:
-        return self.vision
 
     def _reply(self, messages: Sequence[Message]) -> str:
         last = messages[-1]
@@ -69,49 +60,16 @@ class EchoModel:
             return " ".join(image_reply(image) for image in last.images)
         return "echo: " + last.content * self.repeat
 
+    def _pieces(self, reply: str) -> list[bytes | None]:
+        k = self.token_chars
+        return [b"" if self.silent else reply[i : i + k].encode() for i in range(0, len(reply), k)] + [EOS]
+
+    def script(self, prompt: str) -> list[bytes | None]:
+        return self._pieces("echo: " + prompt)
+
     def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
         self.calls.append(messages)
-        return self._run(self._reply(messages), sum(len(m.content) for m in messages), opts)
-
-    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
-        return self._run("echo: " + prompt, len(prompt), opts)
-
-    def _run(self, reply: str, prompt_tokens: int, opts: dict[str, Any]) -> Iterator[Token]:
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": 512})
-        clock = MetricsClock()
-        clock.prefill_done(prompt_tokens)
-        outcome = LoopOutcome()
-        self.started.set()
-
-        k = self.token_chars
-        pieces = [reply[i : i + k].encode() for i in range(0, len(reply), k)]
-
-        def ids() -> Iterator[int]:
-            for i in range(1, len(pieces) + 1):
-                if self.delay:
-                    time.sleep(self.delay)
-                yield i
-            yield EOS
-
-        def piece(i: int) -> bytes:
-            return b"" if self.silent else pieces[i - 1]
-
-        try:
-            yield from decode_loop(ids(), piece, o, eos_ids=(EOS,), clock=clock, outcome=outcome)
-        finally:
-            self._metrics = clock.finish(outcome.finish_reason)
-
-    def info(self) -> ModelInfo:
-        return ModelInfo("echo")
-
-    def metrics(self) -> GenerateMetrics:
-        return self._metrics
-
-    def err(self) -> BaseException | None:
-        return None
-
-    def close(self) -> None:
-        pass
+        return self.run(self._pieces(self._reply(messages)), sum(len(m.content) for m in messages), opts)
 
 
 class LoopThread:

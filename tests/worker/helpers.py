@@ -8,62 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from modelhost.host import Host
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
-from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import GenerateMetrics, Message, ModelInfo, Token
+from modelhost.testing.standins import ScriptedModel
 from modelhost.worker import JobContext, WorkerServer, default_operations
 from modelhost.worker.protocol import failed, invalid
-
-
-class PacedModel:
-    """Yields letters; each token waits for `gate` (when given), so a test decides when a generation moves on."""
-
-    model_type = "paced"
-
-    def __init__(self, gate: threading.Semaphore | None = None) -> None:
-        self.gate = gate
-        self._metrics = GenerateMetrics()
-
-    def _ids(self) -> Iterator[int]:
-        i = 0
-        while True:
-            if self.gate is not None:
-                while not self.gate.acquire(timeout=0.01):
-                    pass
-            yield i
-            i += 1
-
-    def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": 16})
-        clock = MetricsClock()
-        clock.prefill_done(len(prompt))
-        outcome = LoopOutcome()
-        try:
-            yield from decode_loop(
-                self._ids(), lambda i: chr(97 + i % 26).encode(), o, eos_ids=(), clock=clock, outcome=outcome
-            )
-        finally:
-            self._metrics = clock.finish(outcome.finish_reason)
-
-    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
-        return self.generate(messages[-1].content, **opts)
-
-    def info(self) -> ModelInfo:
-        return ModelInfo("paced")
-
-    def metrics(self) -> GenerateMetrics:
-        return self._metrics
-
-    def err(self) -> BaseException | None:
-        return None
-
-    def close(self) -> None:
-        pass
 
 
 async def echo(ctx: JobContext) -> list[str]:
@@ -102,7 +53,8 @@ async def _fail(ctx: JobContext) -> list[str]:
 
 
 async def paced_host(gate: threading.Semaphore | None = None, name: str = "paced") -> Host:
-    host = Host.from_model(PacedModel(gate), name=name)  # type: ignore[arg-type]
+    """A host over a stand-in that writes the letters a, b, c, ...; each token waits for `gate` when given."""
+    host = Host.from_model(ScriptedModel(name="paced", gate=gate), name=name)
     await host.start()
     return host
 
