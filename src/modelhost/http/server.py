@@ -1,33 +1,23 @@
 """HttpServer: the HTTP door as an object the CLI (or a test) starts and stops on its own event loop.
 
-We bind the listening socket ourselves, before uvicorn runs, for two reasons: `start()` can return the real URL
-even for port 0 (tests use ephemeral ports), and the port answers at once, while the model may still be loading,
-so /health and /ready tell the truth from the first second.
+We bind the listening socket ourselves, before uvicorn runs (modelhost._serving), for two reasons: `start()` can
+return the real URL even for port 0 (tests use ephemeral ports), and the port answers at once, while the model may
+still be loading, so /health and /ready tell the truth from the first second.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-from collections.abc import Generator
 
 import uvicorn
 
+from modelhost import _serving
 from modelhost.host import Host
 from modelhost.http.app import build_app
 
 #: Seconds to let open responses finish on shutdown before their tasks are cancelled (which cancels their host
 #: requests). Streams of a closing host end by themselves; this bounds a client that reads slowly.
 SHUTDOWN_GRACE_SECONDS = 5
-
-
-class _EmbeddedUvicorn(uvicorn.Server):
-    # uvicorn installs SIGINT/SIGTERM handlers and re-raises the signal after shutdown; the process that embeds us
-    # (the CLI, with several doors) owns signals, so we take none.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
 
 
 class HttpServer:
@@ -49,7 +39,7 @@ class HttpServer:
         self.bind_host = bind_host
         self.port = port
         self.app = build_app(host, api_key=api_key, model_name=model_name)
-        self._server: _EmbeddedUvicorn | None = None
+        self._server: _serving.EmbeddedUvicorn | None = None
         self._task: asyncio.Task[None] | None = None
         self._url: str | None = None
 
@@ -64,10 +54,8 @@ class HttpServer:
         """Bind the socket and start serving; returns once uvicorn accepts connections."""
         if self._task is not None:
             raise RuntimeError("HttpServer already started")
-        sock = _bind(self.bind_host, self.port)
-        bound_host, bound_port = sock.getsockname()[:2]
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        self._url = f"http://{shown}:{bound_port}"
+        sock = _serving.bind(self.bind_host, self.port)
+        self._url = _serving.url_of(sock)
         config = uvicorn.Config(
             self.app,
             lifespan="off",
@@ -75,14 +63,8 @@ class HttpServer:
             access_log=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
-        self._server = _EmbeddedUvicorn(config)
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name=f"modelhost-http {self._url}")
-        while not self._server.started:
-            if self._task.done():
-                sock.close()
-                self._task.result()  # raises uvicorn's startup error
-                raise RuntimeError("the HTTP server stopped during startup")
-            await asyncio.sleep(0.005)
+        self._server = _serving.EmbeddedUvicorn(config)
+        self._task = await _serving.serve(self._server, sock, name=f"modelhost-http {self._url}")
 
     async def aclose(self) -> None:
         """Stop serving. Idempotent."""
@@ -100,18 +82,3 @@ class HttpServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        # A restarted server must rebind a port whose old connections sit in TIME_WAIT.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import uvicorn
 
+from modelhost import _serving
 from modelhost.host import Host
 from modelhost.worker import protocol
 from modelhost.worker.app import build_app
@@ -38,13 +38,6 @@ INTERRUPT_GRACE_SECONDS = 5.0
 HTTP_GRACE_SECONDS = 5
 #: Sweeps for expired jobs at most this often: retention is hours, so a minute of lateness is noise.
 MAX_SWEEP_INTERVAL = 60.0
-
-
-class _Server(uvicorn.Server):
-    # The process that composes the worker (the CLI) owns the signals; uvicorn must not take SIGINT/SIGTERM over.
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
 
 
 class WorkerServer:
@@ -89,7 +82,7 @@ class WorkerServer:
         )
         self.url = ""
         self.restored = 0
-        self._server: _Server | None = None
+        self._server: _serving.EmbeddedUvicorn | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._runner_task: asyncio.Task[None] | None = None
         self._closing = False
@@ -108,10 +101,8 @@ class WorkerServer:
         self.restored = len(records)
         self.board.load(records)
         self.store.start()
-        sock = _bind(self.bind_host, self.port)
-        address = sock.getsockname()
-        shown = f"[{address[0]}]" if sock.family == socket.AF_INET6 else address[0]
-        self.url = f"http://{shown}:{address[1]}"
+        sock = _serving.bind(self.bind_host, self.port)
+        self.url = _serving.url_of(sock)
         config = uvicorn.Config(
             self.app,
             lifespan="off",
@@ -125,14 +116,9 @@ class WorkerServer:
             proxy_headers=False,
             server_header=False,
         )
-        self._server = _Server(config)
-        serve = asyncio.create_task(self._server.serve(sockets=[sock]), name="worker-http")
-        self._tasks.append(serve)
-        while not self._server.started:
-            if serve.done():
-                serve.result()  # raises the startup error
-                raise RuntimeError("the worker's HTTP server stopped while starting")
-            await asyncio.sleep(0.005)
+        server = _serving.EmbeddedUvicorn(config)
+        self._tasks.append(await _serving.serve(server, sock, name="worker-http"))
+        self._server = server
         if self.execute:
             self._runner_task = asyncio.create_task(Runner(self.board, self.host, self.operations).run())
         self._tasks.append(asyncio.create_task(self._sweep(), name="worker-retention"))
@@ -179,13 +165,3 @@ class WorkerServer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(address)
-    sock.set_inheritable(True)
-    return sock
