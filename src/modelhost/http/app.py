@@ -285,23 +285,13 @@ class _Door:
     async def chat_completions(self, request: Request) -> Response:
         """POST /v1/chat/completions."""
         parsed = schema.parse_chat_completion(await _read_json(request), _request_id())
-        stream = self._submit(parsed)
-        if parsed.stream:
-            writer = schema.OpenAIChatStream(self.model_name, parsed.include_usage)
-            return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
-        text, done, _ = await self._collect(request, stream)
-        return Response(schema.chat_completion(self.model_name, text, done), media_type="application/json")
+        return await self._openai(request, parsed, schema.OpenAIChatStream, schema.chat_completion)
 
     @_answers_errors("openai")
     async def completions(self, request: Request) -> Response:
         """POST /v1/completions."""
         parsed = schema.parse_completion(await _read_json(request), _request_id())
-        stream = self._submit(parsed)
-        if parsed.stream:
-            writer = schema.OpenAICompletionStream(self.model_name, parsed.include_usage)
-            return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
-        text, done, _ = await self._collect(request, stream)
-        return Response(schema.completion(self.model_name, text, done), media_type="application/json")
+        return await self._openai(request, parsed, schema.OpenAICompletionStream, schema.completion)
 
     # -- Ollama ----------------------------------------------------------------------------------------------------
     @_answers_errors("ollama")
@@ -336,6 +326,21 @@ class _Door:
         except importlib.metadata.PackageNotFoundError:
             version = "0.0.0"
         return JSONResponse({"version": version})
+
+    async def _openai(
+        self,
+        request: Request,
+        parsed: ParsedRequest,
+        streamed: Callable[[str, bool], _Writer],
+        whole: Callable[[str, str, Done], bytes],
+    ) -> Response:
+        """Submit; answer as SSE from `streamed(model, include_usage)`, or as one `whole(model, text, done)` body."""
+        stream = self._submit(parsed)
+        if parsed.stream:
+            writer = streamed(self.model_name, parsed.include_usage)
+            return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
+        text, done, _ = await self._collect(request, stream)
+        return Response(whole(self.model_name, text, done), media_type="application/json")
 
     async def _ollama(self, request: Request, parsed: ParsedRequest, writer: schema.OllamaStream) -> Response:
         stream = self._submit(parsed)
