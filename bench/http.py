@@ -109,6 +109,9 @@ def start_servers(threads: int) -> tuple[dict[str, str], list[subprocess.Popen[b
             sys.executable, "-m", "llama_cpp.server", "--model", gguf_path(), "--host", "127.0.0.1", "--port",
             str(port), "--n_ctx", str(N_CTX), "--n_batch", str(N_BATCH), "--n_threads", str(threads),
             "--n_threads_batch", str(threads), "--verbose", "False",
+            # Its default interrupts a running stream when a new request arrives (it serves one at a time and
+            # drops the older client); queue instead, as modelhost does, or 4 concurrent streams cannot finish.
+            "--interrupt_requests", "False",
         ]  # fmt: skip
         procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         urls["llama_cpp.server"] = f"http://127.0.0.1:{port}"
