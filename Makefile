@@ -48,4 +48,4 @@ bench: $(STAMP)
 	$(PY) bench/batching.py --threads 1
 	$(PY) bench/wire.py
 	$(PY) bench/worker.py
-	$(PY) bench/http.py
+	$(PY) bench/http_door.py

@@ -12,7 +12,7 @@ Every request's prompt starts with a different word, so neither server answers f
 the longest common prefix of the KV cache: the chat template's preamble is shared alike). Rounds alternate which
 server goes first, so a burst of load from a neighbour hits both alike; reports are medians.
 
-    .venv/bin/python bench/http.py [--rounds 5] [--max-tokens 64] [--concurrency 4] [--threads N]
+    .venv/bin/python bench/http_door.py [--rounds 5] [--max-tokens 64] [--concurrency 4] [--threads N]
 
 llama_cpp.server needs llama-cpp-python's `server` extras (fastapi, sse-starlette, pydantic-settings,
 starlette-context); without them only our side is measured and the missing packages are named.
@@ -20,22 +20,16 @@ starlette-context); without them only our side is measured and the missing packa
 
 from __future__ import annotations
 
-import os
-import sys
-
-# Run as a script, this file's folder is sys.path[0], and a file named http.py there would shadow the standard
-# library's `http` package (which httpx imports). Drop the folder: nothing here imports a sibling.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
 import argparse
 import asyncio
 import importlib.util
 import json
+import os
 import signal
 import socket
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
