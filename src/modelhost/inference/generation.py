@@ -139,7 +139,12 @@ def decode_loop(
 
     `token_ids` is the engine's sampler: it yields one id per decode step and does its model work lazily, so
     stopping here stops the engine within one token. `outcome` records why the loop ended; if the consumer closes
-    the iterator early, it stays "cancelled". `opts` must be resolved (max_tokens set).
+    the iterator early, it stays "cancelled"; `outcome.finish_reason` is final before the last token is yielded, so
+    a batching engine can drop a finished row without asking for another id. `opts` must be resolved.
+
+    `min_tokens` is the engine's job first: its sampler must ban the stop ids until that many tokens are out (both
+    backends do). A stop id that arrives early anyway is passed through as an ordinary token rather than ending the
+    answer too soon.
     """
     max_tokens = opts.max_tokens if opts.max_tokens is not None else 0
     stops = set(opts.stop_tokens) | set(eos_ids)
