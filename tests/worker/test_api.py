@@ -375,3 +375,21 @@ def test_graceful_close_interrupts_the_running_job_and_keeps_the_queue(tmp_path:
         assert lines == [f"{blocking} test.block failed {lines[0].split()[3]} WORKER_INTERRUPTED"]
 
     run(main)
+
+
+def test_an_escaped_input_file_key_is_refused_too(tmp_path: Path) -> None:
+    """`$inputFile` spelled with JSON escapes decodes to the same key in the executor: it must be refused as well,
+    or a JSON job could name any file on the machine as its input."""
+
+    async def main() -> None:
+        server, c = await serving(tmp_path)
+        for key in ("\\u0024inputFile", "$inputFil\\u0065", "\\u0024file"):
+            ref = '{"name": "p", "contentType": "image/png", "path": "/etc/passwd"}'
+            body = '{"operation": "test.echo", "model": "paced", "input": {"pic": {"' + key + '": ' + ref + "}}}"
+            r = await c.post("/v1/jobs", content=body.encode(), headers={"content-type": "application/json"})
+            assert r.status_code == 400, (key, r.text)
+            assert r.json()["code"] == "WORKER_INVALID_INPUT"
+        assert job_folders(tmp_path / "state") == []
+        await stop(server, c)
+
+    run(main)

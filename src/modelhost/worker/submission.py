@@ -116,7 +116,9 @@ async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
     """A JSON submission: the record and whether it is new (202) or a replay (200)."""
     submission = _decode(body)
     raw = bytes(submission.input)
-    if b'"$file"' in raw or b'"$inputFile"' in raw:  # cheap test first: almost no JSON job has either
+    # Cheap test first: almost no JSON job has either key. A `\u` escape can spell either one (`"\u0024inputFile"`
+    # decodes to `$inputFile` in the executor), so any escape sends the input through the full check too.
+    if b'"$file"' in raw or b'"$inputFile"' in raw or b"\\u" in raw:
         check_references(msgspec.json.decode(raw), None)
     admitted = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
     if isinstance(admitted, Record):
