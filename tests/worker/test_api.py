@@ -393,3 +393,28 @@ def test_an_escaped_input_file_key_is_refused_too(tmp_path: Path) -> None:
         await stop(server, c)
 
     run(main)
+
+
+def test_deeply_nested_json_is_400_not_500(tmp_path: Path) -> None:
+    async def main() -> None:
+        server, c = await serving(tmp_path)
+        deep = b"[" * 100_000 + b"]" * 100_000
+        body = b'{"operation": "test.echo", "model": "paced", "input": ' + deep + b"}"
+        r = await c.post("/v1/jobs", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 400, r.text
+        assert r.json()["code"] == "WORKER_INVALID_INPUT"
+        # Shallow enough for the decoder, too deep for the check of file references (a recursive walk).
+        for depth in (600, 900, 990):
+            nested = b"[" * depth + b'{"$file": "photo"}' + b"]" * depth
+            body_ = b'{"operation": "test.echo", "model": "paced", "input": ' + nested + b"}"
+            r = await c.post("/v1/jobs", content=body_, headers={"content-type": "application/json"})
+            assert r.status_code == 400, r.text
+        files = [("request", (None, body.decode())), ("photo", ("a.png", b"png", "image/png"))]
+        r = await c.post("/v1/jobs", files=files)
+        assert r.status_code == 400, r.text
+        assert r.json()["code"] == "WORKER_INVALID_INPUT"
+        assert job_folders(tmp_path / "state") == []
+        assert (await c.get("/v1/health")).json()["queued"] == 0
+        await stop(server, c)
+
+    run(main)

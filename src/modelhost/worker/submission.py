@@ -89,6 +89,18 @@ def _decode(body: bytes) -> protocol.Submission:
         return protocol.decode_submission(body)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise bad_request(f"the request is not a valid job submission: {_error_text(exc)}") from exc
+    except RecursionError:
+        # msgspec refuses JSON nested deeper than the interpreter's recursion limit with RecursionError, not
+        # DecodeError: uncaught it was a bare 500 for what is the request's own fault.
+        raise bad_request("the request is not a valid job submission: JSON nested too deeply") from None
+
+
+def _resolve(value: Any, parts: dict[str, dict[str, Any]] | None) -> Any:
+    """check_references, with input nested too deeply for its recursion answered 400 rather than 500."""
+    try:
+        return check_references(value, parts)
+    except RecursionError:
+        raise bad_request("the input is nested too deeply") from None
 
 
 async def read_json_body(receive: Receive, headers: list[tuple[bytes, bytes]], max_upload_bytes: int) -> bytes:
@@ -119,7 +131,7 @@ async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
     # Cheap test first: almost no JSON job has either key. A `\u` escape can spell either one (`"\u0024inputFile"`
     # decodes to `$inputFile` in the executor), so any escape sends the input through the full check too.
     if b'"$file"' in raw or b'"$inputFile"' in raw or b"\\u" in raw:
-        check_references(msgspec.json.decode(raw), None)
+        _resolve(msgspec.json.decode(raw), None)
     admitted = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
     if isinstance(admitted, Record):
         return admitted, False
@@ -284,7 +296,7 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             value = msgspec.json.decode(bytes(submission.input))
         except msgspec.DecodeError as exc:
             raise bad_request(f"the input is not JSON: {exc}") from exc
-        resolved = check_references(value, parts)
+        resolved = _resolve(value, parts)
         used = _used_paths(resolved)
         files = []
         for part in upload.files.values():
