@@ -6,6 +6,7 @@ real embedded model are in test_e2e.py.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -248,3 +249,50 @@ def test_a_long_lived_client_survives_a_host_restart(tmp_path: Path) -> None:
             assert "".join(client.chat(user("two"))) == "echo: two"  # the closed connection is replaced
         finally:
             second.close()
+
+
+def test_a_fatal_error_frame_closes_the_connection_even_if_the_host_has_not_yet(tmp_path: Path) -> None:
+    # The host closes its end after a fatal error (spec §6), but its FIN may trail the error frame: a client that
+    # kept the socket would send its next request into a connection nobody reads any more. This stand-in host
+    # answers every request with a fatal backend_unavailable and never closes, so only the client's own close helps.
+    path = str(tmp_path / "fatal.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    accepted: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            decoder = codec.FrameDecoder(expect=codec.FrameType.JSON)
+            frames: list[codec.Frame] = []
+            while not frames:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                frames = decoder.feed(chunk)
+            if frames:
+                request = codec.decode_request_json(frames[0].payload)
+                error = codec.Error(request.id, codec.ErrorCode.BACKEND_UNAVAILABLE, "host is closing")
+                conn.sendall(codec.encode_response(error))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with Client(path, timeout=2.0) as client:
+            for _ in range(2):
+                with pytest.raises(RemoteError) as info:
+                    list(client.chat(user("hi")))
+                assert info.value.code == "backend_unavailable"
+        assert len(accepted) == 2, "the second request must go over a fresh connection"
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        listener.close()
+        thread.join(TIMEOUT)
+        for conn in accepted:
+            conn.close()

@@ -321,10 +321,13 @@ class Client(_Session):
             while True:
                 event = self._read_event()
                 finished = codec.is_terminal(event)
+                if finished and isinstance(event, codec.Error) and not self._keeps_connection(event):
+                    # Close before yielding: _events stops at the terminal event and never resumes this generator,
+                    # so code after the yield would not run, and the next request would go into a connection the
+                    # host is closing (its FIN may trail the error frame).
+                    self.close()
                 yield event
                 if finished:
-                    if isinstance(event, codec.Error) and not self._keeps_connection(event):
-                        self.close()
                     return
         finally:
             if not finished:
