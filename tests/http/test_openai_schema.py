@@ -167,3 +167,9 @@ def test_stream_serialisers() -> None:
     assert line["total_duration"] == 2_000_000_000 and line["prompt_eval_duration"] == 500_000_000
     gen = json.loads(s.OllamaStream("m", "generate").delta("x"))
     assert gen["response"] == "x" and gen["done"] is False and gen["created_at"].endswith("Z")
+
+
+def test_json_nested_past_the_recursion_limit_is_a_400() -> None:
+    with pytest.raises(s.ApiError) as info:
+        s.decode_json(b"[" * 100_000 + b"]" * 100_000)
+    assert info.value.status == 400 and info.value.code == "invalid_json"

@@ -150,6 +150,10 @@ def decode_json(body: bytes) -> Any:
         return msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise ApiError(400, f"invalid JSON body: {exc}", code="invalid_json") from None
+    except RecursionError:
+        # msgspec refuses nesting past the interpreter's recursion limit with RecursionError, not DecodeError;
+        # uncaught it became a 500 "internal" (and a logged traceback) for a malformed request.
+        raise ApiError(400, "invalid JSON body: nested too deeply", code="invalid_json") from None
 
 
 # msgspec says where a value failed as "... - at `$.messages[0].role`"; the param is that path without "$.".
