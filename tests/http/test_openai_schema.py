@@ -173,3 +173,14 @@ def test_json_nested_past_the_recursion_limit_is_a_400() -> None:
     with pytest.raises(s.ApiError) as info:
         s.decode_json(b"[" * 100_000 + b"]" * 100_000)
     assert info.value.status == 400 and info.value.code == "invalid_json"
+
+
+def test_ollama_images_are_bounded_per_request_not_per_message() -> None:
+    image = base64.b64encode(PNG).decode()
+    messages = [{"role": "user", "content": "hi", "images": [image] * 4} for _ in range(s.MAX_IMAGES // 4 + 1)]
+    with pytest.raises(s.ApiError) as info:
+        s.parse_ollama_chat({"messages": messages})
+    assert info.value.status == 400 and info.value.code == "too_many_images"
+    # At the limit, spread over several messages: accepted.
+    parsed = s.parse_ollama_chat({"messages": messages[:-1]})
+    assert sum(len(m.images) for m in parsed.generation.messages) == s.MAX_IMAGES

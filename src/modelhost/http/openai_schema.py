@@ -695,10 +695,12 @@ def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]
     return options, names
 
 
-def _ollama_images(images: Sequence[str] | None, param: str) -> tuple[bytes, ...]:
+def _ollama_images(images: Sequence[str] | None, param: str, images_so_far: int = 0) -> tuple[bytes, ...]:
     if not images:
         return ()
-    if len(images) > MAX_IMAGES:
+    # Counted over the whole request (as the OpenAI path does): per message, many messages would carry any number
+    # of images, each a vision encoder pass.
+    if images_so_far + len(images) > MAX_IMAGES:
         raise ApiError(400, f"at most {MAX_IMAGES} images per request", param=param, code="too_many_images")
     # Ollama sends bare base64; some clients send a data URI there too.
     return tuple(
@@ -714,10 +716,12 @@ def parse_ollama_chat(data: Any, request_id: str = "") -> ParsedRequest:
     if not req.messages:
         raise ApiError(400, "messages must be a non-empty list", param="messages", code="invalid_value")
     messages = []
+    images = 0
     for i, msg in enumerate(req.messages):
         if msg.tool_calls:
             raise _unsupported(f"messages[{i}].tool_calls", "tool calling is not supported")
-        messages.append(Message(msg.role, msg.content, _ollama_images(msg.images, f"messages[{i}].images")))
+        messages.append(Message(msg.role, msg.content, _ollama_images(msg.images, f"messages[{i}].images", images)))
+        images += len(messages[-1].images)
     return ParsedRequest(GenerationRequest(messages=messages, options=options, request_id=request_id), req.stream,
                          wire_names=names)  # fmt: skip
 
