@@ -180,3 +180,39 @@ def test_the_readme_flow_serve_and_chat_on_the_default_address(tiny_llama_gguf: 
     finally:
         serving.proc.send_signal(signal.SIGTERM)
         assert serving.proc.wait(timeout=60) == 0
+
+
+def test_a_stop_signal_while_the_model_loads_opens_no_door(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A load cannot be interrupted, so the stop waits for it; but binding the socket afterwards would tell inferd
+    # clients "ready" (a bound socket is the readiness signal) from a host that is already on its way out.
+    import asyncio
+    import threading
+
+    from modelhost import serve as serving
+    from modelhost.testing.standins import ScriptedModel
+
+    loading, release = threading.Event(), threading.Event()
+
+    def load(path: str, backend: str | None) -> ScriptedModel:
+        loading.set()
+        release.wait(10)
+        return ScriptedModel()
+
+    monkeypatch.setattr(serving.catalogue, "resolve", lambda model: model)
+    monkeypatch.setattr(serving.registry, "load_model", load)
+    lines: list[str] = []
+    sock = tmp_path / "m.sock"
+
+    async def main() -> None:
+        config = serving.ServeConfig(model="x", socket=str(sock), grace_seconds=1.0)
+        task = asyncio.create_task(serving.serve(config, say=lines.append))
+        assert await asyncio.get_running_loop().run_in_executor(None, loading.wait, 10)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(0.1)
+        release.set()
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(main())
+    assert not any("ready" in line for line in lines), lines
+    assert lines[-1] == "modelhost: stopped"
+    assert not sock.exists()

@@ -105,6 +105,10 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
         say(f"modelhost: loading {name} from {path}")
         await host.start()
+        if stop.is_set():
+            # A stop signal came while the model loaded (a load cannot be interrupted, so it was waited for). Open
+            # no door now: a bound socket would tell inferd clients "ready" from a host already on its way out.
+            return
         if config.worker is not None:
             from modelhost.worker import WorkerServer
 
