@@ -93,3 +93,35 @@ def test_a_state_folder_serves_one_worker(tmp_path: Path) -> None:
     second.open()
     second.close_files()
     shutil.rmtree(tmp_path / "state")
+
+
+def test_a_key_resubmitted_while_its_job_is_being_acked_makes_a_new_job(tmp_path: Path) -> None:
+    """Ack, then the same idempotency key again before the ack's removal is done: the new job must be created (not
+    refused because the old folder is still there) and must stay on the board (not popped by the finishing ack)."""
+    from modelhost.worker.jobs import JobBoard, Reservation
+    from modelhost.worker.metrics import WorkerMetrics
+
+    async def main() -> None:
+        store = JobStore(tmp_path)
+        store.open()
+        store.restore(protocol.now_ms())
+        store.start()
+        board = JobBoard(store, capacity=4, models=[("paced", "test.echo")], metrics=WorkerMetrics(), journal=print)
+        first = await board.reserve("test.echo", "paced", "k")
+        assert isinstance(first, Reservation)
+        old = await board.commit(first, '{"n": 1}')
+        job = await board.next_job()
+        assert job is not None and job.id == old.id
+        await board.finish(job, outputs=[])
+        ack = asyncio.create_task(board.ack(old.id))
+        await asyncio.sleep(0)  # the ack has begun: the job is being removed
+        again = await board.reserve("test.echo", "paced", "k")
+        assert isinstance(again, Reservation)
+        new = await board.commit(again, '{"n": 2}')
+        await ack
+        assert new.id == old.id and board.get(new.id).input == '{"n": 2}'
+        assert (tmp_path / new.id / "job.json").is_file() and board.queued == 1
+        assert (await board.next_job()) is board.get(new.id)
+        await store.aclose()
+
+    asyncio.run(main())

@@ -80,7 +80,8 @@ class JobBoard:
         self._queue: collections.deque[str] = collections.deque()
         self._reserved = 0
         self._pending: dict[str, asyncio.Future[Record | None]] = {}
-        self._removing: set[str] = set()
+        # Jobs being removed (ack, retention) -> set once the removal is over; a key resubmitted meanwhile waits.
+        self._removing: dict[str, asyncio.Event] = {}
         self._cancel_hooks: dict[str, list[Callable[[str], None]]] = {}
         self._wake = asyncio.Event()
         self._stopped = False
@@ -138,6 +139,12 @@ class JobBoard:
             if existing is not None and job_id not in self._removing:
                 self.metrics.jobs_replayed.inc()
                 return existing
+            removing = self._removing.get(job_id)
+            if removing is not None:
+                # The key's previous job is being acked away: its folder still exists, so creating the new job now
+                # would fail (507), or succeed and then be dropped from the board by the ack finishing after it.
+                await removing.wait()
+                continue
             pending = self._pending.get(job_id)
             if pending is None:
                 break
@@ -246,14 +253,17 @@ class JobBoard:
         return record
 
     async def _remove(self, record: Record) -> None:
-        self._removing.add(record.id)
+        removed = self._removing[record.id] = asyncio.Event()
         try:
             await self.store.remove(record.id)
         except StorageError as exc:
-            self._removing.discard(record.id)
             raise protocol.storage_error(f"job {record.id} could not be removed: {exc}") from exc
-        self.records.pop(record.id, None)
-        self._removing.discard(record.id)
+        else:
+            if self.records.get(record.id) is record:
+                del self.records[record.id]
+        finally:
+            del self._removing[record.id]
+            removed.set()
         self.metrics.jobs_stored.set(len(self.records))
 
     async def sweep(self, older_than_ms: int) -> int:
