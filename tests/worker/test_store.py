@@ -125,3 +125,64 @@ def test_a_key_resubmitted_while_its_job_is_being_acked_makes_a_new_job(tmp_path
         await store.aclose()
 
     asyncio.run(main())
+
+
+def test_a_multipart_request_cancelled_while_its_job_commits_keeps_the_job_whole(tmp_path: Path) -> None:
+    """The request's task cancelled (server shutdown) during the shielded commit: the commit still makes the job
+    durable, so the request must neither give its slot back a second time nor delete the staging folder under it."""
+    from starlette.requests import Request
+
+    from modelhost.worker.jobs import JobBoard
+    from modelhost.worker.metrics import WorkerMetrics
+    from modelhost.worker.submission import submit_multipart
+
+    async def main() -> None:
+        store = JobStore(tmp_path)
+        store.open()
+        store.restore(protocol.now_ms())
+        store.start()
+        board = JobBoard(store, capacity=4, models=[("paced", "test.echo")], metrics=WorkerMetrics(), journal=print)
+        gate = asyncio.Event()
+        writing = asyncio.Event()
+        create = store.create
+
+        async def slow_create(*args: object, **kwargs: object) -> None:
+            writing.set()
+            await gate.wait()
+            await create(*args, **kwargs)  # type: ignore[arg-type]
+
+        store.create = slow_create  # type: ignore[method-assign]
+        request_json = b'{"operation": "test.echo", "model": "paced", "input": {"pic": {"$file": "photo"}}}'
+        body = (
+            b'--B\r\nContent-Disposition: form-data; name="request"\r\n\r\n' + request_json + b"\r\n"
+            b'--B\r\nContent-Disposition: form-data; name="photo"; filename="a.png"\r\n\r\nPNGDATA\r\n--B--\r\n'
+        )
+        sent = False
+
+        async def receive() -> dict[str, object]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+            raise AssertionError
+
+        headers = [(b"content-type", b"multipart/form-data; boundary=B"), (b"content-length", b"%d" % len(body))]
+        scope = {"type": "http", "method": "POST", "path": "/v1/jobs", "headers": headers}
+        task = asyncio.create_task(submit_multipart(Request(scope, receive), board, 1 << 20))
+        await writing.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gate.set()
+        for _ in range(500):
+            if board.queued:
+                break
+            await asyncio.sleep(0.01)
+        assert board.queued == 1 and board.held == 1
+        [job_id] = [p.name for p in tmp_path.iterdir() if protocol.is_job_id(p.name)]
+        assert [p.name for p in (tmp_path / job_id / "inputs").iterdir()] == ["1.png"]
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".incoming-")]
+        await store.aclose()
+
+    asyncio.run(main())

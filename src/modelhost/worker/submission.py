@@ -265,6 +265,7 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
     admitted: Reservation | None = None
     submission: protocol.Submission | None = None
     kept = False
+    committing = False
     try:
         async for chunk in _limited(request, max_upload_bytes):
             try:
@@ -305,17 +306,25 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             else:
                 # A part no `$file` names is not an input of the job: dropped, not kept where nothing reads it.
                 await asyncio.to_thread(os.unlink, upload.inputs / part.stored)
-        record = await board.commit(admitted, msgspec.json.encode(resolved).decode(), staging, files)
+        input_json = msgspec.json.encode(resolved).decode()
+        committing = True
+        record = await board.commit(admitted, input_json, staging, files)
         admitted = None
         kept = True
         return record, True
+    except ApiError:
+        committing = False  # the commit failed and gave the slot back: clean up below
+        raise
     except OSError as exc:
         raise protocol.storage_error(f"the upload could not be stored: {exc}") from exc
     finally:
         upload.close_files()
-        if admitted is not None:
+        # Cancelled (server shutdown) during the shielded commit: the commit goes on and owns the slot and the
+        # staging folder (it renames it into the job's folder); releasing or deleting them here would count the
+        # slot back twice and delete the inputs of a job that is being made durable.
+        if admitted is not None and not committing:
             board.release(admitted)
-        if not kept:
+        if not kept and not committing:
             await asyncio.to_thread(shutil.rmtree, staging, True)
 
 
