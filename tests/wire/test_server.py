@@ -504,3 +504,36 @@ def test_arbitrary_streams_are_answered_or_closed_and_never_hang(
     assert decoder.at_boundary, "the server never leaves a frame half-written"
     # Preallocating a declared payload is bounded by the cap: never more than one frame's worth at a time.
     assert peak < MAX_FRAME + (8 << 20)
+
+
+def test_a_client_that_connects_as_the_server_closes_is_closed_not_left_waiting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The close cancels the accept loop in the same loop turn that finds the listener readable: asyncio 3.11's
+    # sock_accept then accepts the connection into a future that is already cancelled and drops the socket, which
+    # stays open (nobody reading it) until the garbage collector finds it.
+    import asyncio
+
+    path = str(tmp_path / "x.sock")
+
+    async def main() -> bytes:
+        host = Host.from_model(EchoModel(), name="echo")
+        await host.start()
+        wire = WireServer(host, path)
+        await wire.start()
+        await asyncio.sleep(0.05)  # the accept loop is waiting for a connection
+        closing = asyncio.create_task(wire.aclose(grace=1.0))
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(path)  # into the backlog, before the close's first step and the listener's readiness run
+        await closing
+        await host.aclose()
+        client.settimeout(2.0)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, client.recv, 1)
+        except ConnectionResetError:
+            return b""
+        finally:
+            client.close()
+
+    assert asyncio.run(main()) == b""
+    assert "InvalidStateError" not in caplog.text

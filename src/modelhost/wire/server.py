@@ -379,16 +379,25 @@ class WireServer:
         # Our own accept loop rather than loop.create_unix_server: asyncio 3.11's Server drops (without closing) a
         # connection it accepted a moment before close(), leaving that client waiting forever; here every accepted
         # socket is either served or closed.
+        #
+        # Not loop.sock_accept either: on 3.11 a cancel that lands in the loop turn where the listener became
+        # readable lets sock_accept's callback accept a connection into an already cancelled future, which drops
+        # the socket unclosed (InvalidStateError in the log). So wait for readiness only, and accept here, in this
+        # task's own step, where a cancel cannot come between accept() and the hand-off below.
         loop = asyncio.get_running_loop()
         while True:
+            await _readable(loop, listener)
             try:
-                conn, _ = await loop.sock_accept(listener)
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                continue  # another wake-up took it, or the peer gave up before we accepted
             except OSError as exc:
                 # EMFILE and the like: this client is lost, the listener is not; pause so a persistent error
                 # does not spin the loop.
                 log.warning("wire: accept failed: %s", exc)
                 await asyncio.sleep(0.1)
                 continue
+            conn.setblocking(False)
             try:
                 await loop.connect_accepted_socket(functools.partial(_Connection, self, conn), conn)
             except BaseException as exc:
@@ -435,6 +444,22 @@ class WireServer:
             st = os.lstat(self.path)
             if (st.st_dev, st.st_ino) == self._identity:
                 os.unlink(self.path)
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """Wait until ``sock`` is readable (for a listener: a connection waits to be accepted). Accepts nothing."""
+    ready = loop.create_future()
+    fd = sock.fileno()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
 
 
 def _prepare_directory(directory: str) -> None:
