@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -173,6 +174,25 @@ def test_submit_while_loading_says_loading_and_the_metrics_never_show_a_request_
         m = host.metrics
         assert m.requests_running.labels("slow")._value.get() == 0
         assert m.requests_finished.labels("slow", "length")._value.get() == 1
+        await host.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_dead_model_thread_fails_its_requests_and_stops_admitting() -> None:
+    class Interrupted(ScriptedModel):
+        def script(self, prompt: str) -> Iterator[bytes | None]:
+            yield b"a"
+            raise KeyboardInterrupt  # not an Exception: _serve lets it through, as it must
+
+    async def main() -> None:
+        host = await started_host(Interrupted())
+        events = await collect(host, "p", max_tokens=5)
+        failed = events[-1]
+        assert isinstance(failed, Failed) and failed.code == "internal" and "model thread stopped" in failed.message
+        assert host.state == "failed" and not host.ready
+        with pytest.raises(HostClosedError):
+            host.submit(GenerationRequest(prompt="p"))
         await host.aclose()
 
     asyncio.run(main())

@@ -287,12 +287,32 @@ class Host:
                 if stream is None:
                     break
                 self._serve(stream)
+        except BaseException as exc:
+            # Only this thread can run the model. If it dies (an engine raising SystemExit or KeyboardInterrupt,
+            # which _serve deliberately does not swallow), say so: admitting requests nobody will ever take would
+            # leave every caller waiting forever behind a host that still claims to be ready.
+            # Re-raising would only end this thread, which ends here anyway; the log line carries the cause.
+            log.critical("the model thread of %r stopped: %r", self.name, exc, exc_info=True)
+            self._fail_all(f"the model thread stopped: {exc!r}")
         finally:
             model, self._model = self._model, None
             try:
                 model.close()
             except Exception:
                 log.exception("closing model %r failed", self.name)
+
+    def _fail_all(self, message: str) -> None:
+        with self._cond:
+            self.state = "failed"
+            doomed = ([self._running] if self._running is not None else []) + list(self._waiting)
+            self._waiting.clear()
+            self._running = None
+            self.metrics.requests_waiting.labels(self.name).set(0)
+            self.metrics.requests_running.labels(self.name).set(0)
+            self._idle.set()
+        for stream in doomed:
+            self.metrics.requests_finished.labels(self.name, "error").inc()
+            stream._emit(Failed("internal", message))
 
     def _next(self) -> RequestStream | None:
         with self._cond:
