@@ -71,6 +71,10 @@ def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -
             wrong = httpx.get(server.url + path, headers={"Authorization": "Bearer nope"})
             assert wrong.status_code == 401
             assert httpx.get(server.url + path, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+            # The scheme is case-insensitive; a different scheme, or the key alone, is not a bearer token.
+            assert httpx.get(server.url + path, headers={"Authorization": "bearer s3cret"}).status_code == 200
+            for bad in ("Basic s3cret", "s3cret", "Bearer s3cret2", "Bearers3cret"):
+                assert httpx.get(server.url + path, headers={"Authorization": bad}).status_code == 401, bad
         assert httpx.get(f"{server.url}/v1/models").json()["error"]["code"] == "invalid_api_key"
         assert httpx.get(f"{server.url}/api/tags").json() == {
             "error": "missing or invalid API key (send Authorization: Bearer <key>)"

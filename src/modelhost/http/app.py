@@ -137,13 +137,14 @@ class _CountRequests:
 class _RequireApiKey:
     def __init__(self, app: ASGIApp, api_key: str) -> None:
         self.app = app
-        self.expected = f"Bearer {api_key}".encode()
+        self.expected = api_key.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith(_PROTECTED_PREFIXES):
-            given = dict(scope["headers"]).get(b"authorization", b"")
+            scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
+            # The scheme is case-insensitive (RFC 9110 §11.1): "bearer" from some clients is as good as "Bearer".
             # compare_digest: the comparison time must not tell an attacker how much of the key they have right.
-            if not hmac.compare_digest(given, self.expected):
+            if not (hmac.compare_digest(given.strip(), self.expected) and scheme.lower() == b"bearer"):
                 err = ApiError(
                     401, "missing or invalid API key (send Authorization: Bearer <key>)",
                     type="authentication_error", code="invalid_api_key",
