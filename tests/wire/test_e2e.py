@@ -210,16 +210,16 @@ def test_bind_is_readiness_and_sigterm_finishes_in_flight(tmp_path: Path) -> Non
                 else:
                     break  # bound a moment before the ready line is printed
             time.sleep(0.02)
-        assert refused > 0
+        assert refused > 0, f"the socket answered before the model was loaded: {process.lines}"
         with client(process) as c:  # a client that connects while the host loads just waits
             stream = c.chat(user("Write three sentences about the sea."), max_tokens=24, temperature=0)
             first = next(stream)
             process.terminate()
             rest = list(stream)
             done = c.last_done
-        assert first and done is not None and done.output_tokens >= 1, "the request in flight was finished"
-        assert done.stop_reason in ("end_turn", "max_tokens")
-        assert process.stop() == 0
+        assert first and done is not None and done.output_tokens >= 1, f"in flight not finished: {done} {process.lines}"
+        assert done.stop_reason in ("end_turn", "max_tokens"), f"{done} {process.lines}"
+        assert process.stop() == 0, process.lines
         assert not path.exists(), "the socket is removed on stop"
         assert any("stopped" in line for line in process.lines)
         assert "".join([first, *rest]).strip()
