@@ -181,3 +181,26 @@ def test_ollama_generate_without_prompt_reports_loaded_and_tags_list_the_model(l
             f"{server.url}/api/generate", json={"prompt": "x", "stream": False, "options": {"num_predict": 3}}
         )
         assert whole.json()["response"] == "one two three " and whole.json()["done_reason"] == "length"
+
+
+def test_a_client_that_hangs_up_mid_body_is_counted_499_not_a_server_error(loop_thread: LoopThread) -> None:
+    with serving(loop_thread, scripted_host()) as server:
+        address = urlsplit(server.url)
+        with socket.create_connection((address.hostname, address.port)) as raw:
+            raw.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000\r\n\r\n" + b'{"messages": ['
+            )
+        deadline = time.monotonic() + 10
+        counts: dict[str, float] = {}
+        while time.monotonic() < deadline:
+            counts = {
+                sample.labels["status"]: sample.value
+                for family in text_string_to_metric_families(httpx.get(f"{server.url}/metrics").text)
+                for sample in family.samples
+                if sample.name == "modelhost_http_requests_total" and sample.labels["route"] == "/v1/chat/completions"
+            }
+            if counts:
+                break
+            time.sleep(0.05)
+        assert counts == {"499": 1.0}, counts

@@ -29,7 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -413,10 +413,14 @@ async def _read_json(request: Request) -> Any:
     if declared is not None and declared.isdigit() and int(declared) > schema.MAX_BODY_BYTES:
         raise _too_large()
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > schema.MAX_BODY_BYTES:
-            raise _too_large()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > schema.MAX_BODY_BYTES:
+                raise _too_large()
+    except ClientDisconnect:
+        # A client that hangs up mid-body is not a server fault: count it as 499, log no traceback.
+        raise ApiError(499, "client closed the request", code="cancelled") from None
     return schema.decode_json(bytes(body))
 
 
