@@ -418,3 +418,38 @@ def test_deeply_nested_json_is_400_not_500(tmp_path: Path) -> None:
         await stop(server, c)
 
     run(main)
+
+
+def test_a_stalled_upload_is_refused_and_frees_its_capacity_slot(tmp_path: Path, monkeypatch: Any) -> None:
+    from urllib.parse import urlsplit
+
+    from modelhost.worker import submission
+
+    monkeypatch.setattr(submission, "BODY_IDLE_SECONDS", 0.3)
+
+    async def main() -> None:
+        server, c = await serving(tmp_path, capacity=1)
+        request = json.dumps({"operation": "test.echo", "model": "paced", "input": {"n": 1}})
+        head = (
+            f'--b\r\nContent-Disposition: form-data; name="request"\r\n\r\n{request}\r\n'
+            '--b\r\nContent-Disposition: form-data; name="photo"; filename="p.jpg"\r\n\r\nsome bytes'
+        ).encode()
+        address = urlsplit(server.url)
+        reader, writer = await asyncio.open_connection(address.hostname, address.port)
+        writer.write(
+            b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+            + f"Content-Length: {len(head) + 10_000}\r\n\r\n".encode()
+            + head
+        )
+        await writer.drain()  # the request field is in: the job holds the only slot, then the peer goes quiet
+        answer = await asyncio.wait_for(reader.read(4096), 10)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 400"), answer
+        assert b"WORKER_INVALID_INPUT" in answer and b"stalled" in answer
+        r = await c.post("/v1/jobs", json={"operation": "test.echo", "model": "paced", "input": {"n": 1}})
+        assert r.status_code == 202, r.text  # the slot came back
+        await wait_for(c, r.json()["id"], {"completed"})
+        assert [p.name for p in (tmp_path / "state").iterdir() if not p.name.startswith(".")] == [r.json()["id"]]
+        await stop(server, c)
+
+    run(main)
