@@ -73,3 +73,22 @@ def test_bad_input_fails_clearly(args: list[str], expected: str) -> None:
     result = modelhost(*args)
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert expected in result.stderr
+
+
+def test_chat_with_an_image_on_a_vision_model_and_a_clear_refusal_on_a_text_model(
+    tiny_idefics3_dir: Path, tiny_llama_gguf: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    picture = tmp_path / "page.png"
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(picture)
+    args = ["chat", "What is this?", "--model", str(tiny_idefics3_dir), "-n", "3", "-t", "0"]
+    with_image = modelhost(*args, "--image", str(picture))
+    without = modelhost(*args)
+    assert with_image.returncode == 0 and without.returncode == 0, (with_image.stderr, without.stderr)
+    prompt_with = int(SUMMARY.search(with_image.stderr).group(2))  # type: ignore[union-attr]
+    prompt_without = int(SUMMARY.search(without.stderr).group(2))  # type: ignore[union-attr]
+    assert prompt_with > prompt_without, "the image's tokens are part of the prompt"
+
+    refused = modelhost("chat", "What is this?", "--model", str(tiny_llama_gguf), "--image", str(picture))
+    assert refused.returncode == 2 and "attachment_unsupported" in refused.stderr, refused.stderr

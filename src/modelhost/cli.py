@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -112,11 +113,19 @@ def chat(
     socket: Annotated[
         str | None, typer.Option("--socket", help="Talk to a running `modelhost serve` (alone: the default address).")
     ] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--image", "-i", help="A PNG or JPEG for a vision model, attached to the first message.", exists=True
+        ),
+    ] = None,
 ) -> None:
     """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
     history: list[Message] = [Message("system", system)] if system else []
+    # Encoded bytes, as the contract allows: the backend that accepts images decodes (and bounds) them itself.
+    images = tuple(path.read_bytes() for path in image or ())
     if socket is not None:
-        _chat_over_socket(socket, history, message, max_tokens, temperature)
+        _chat_over_socket(socket, history, message, max_tokens, temperature, images)
         return
     with _load(model, backend) as m:
 
@@ -128,12 +137,12 @@ def chat(
             _summary(m.metrics(), ttft)
             return text
 
-        _converse(answer, history, message)
+        _converse(answer, history, message, images)
 
 
-def _converse(answer: Any, history: list[Message], message: str | None) -> None:
+def _converse(answer: Any, history: list[Message], message: str | None, images: tuple[bytes, ...] = ()) -> None:
     if message is not None:
-        answer([*history, Message("user", message)])
+        answer([*history, Message("user", message, images)])
         return
     interactive = sys.stdin.isatty()
     while True:
@@ -144,12 +153,18 @@ def _converse(answer: Any, history: list[Message], message: str | None) -> None:
             break
         if not line.strip():
             continue
-        history.append(Message("user", line.rstrip("\n")))
+        first = not any(m.role == "user" for m in history)
+        history.append(Message("user", line.rstrip("\n"), images if first else ()))
         history.append(Message("assistant", answer(history)))
 
 
 def _chat_over_socket(
-    socket: str, history: list[Message], message: str | None, max_tokens: int, temperature: float | None
+    socket: str,
+    history: list[Message],
+    message: str | None,
+    max_tokens: int,
+    temperature: float | None,
+    images: tuple[bytes, ...] = (),
 ) -> None:
     from modelhost.wire.client import Client  # the socket door is optional at import time
 
@@ -174,7 +189,7 @@ def _chat_over_socket(
             )
         return "".join(parts)
 
-    _converse(answer, history, message)
+    _converse(answer, history, message, images)
 
 
 @app.command()
@@ -250,8 +265,6 @@ def serve(
     max_queue: Annotated[int, typer.Option("--max-queue", help="Requests that may wait for the model.")] = 64,
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
-    from pathlib import Path
-
     from modelhost import serve as serving
 
     socket_path: str | None = None
