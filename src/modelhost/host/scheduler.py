@@ -185,9 +185,9 @@ class Host:
         with self._cond:
             previous, self.state = self.state, "closing"
         if previous == "ready":
-            drained = await loop.run_in_executor(None, self._wait_drained, grace)
+            drained = await loop.run_in_executor(None, self._idle.wait, grace)
             if not drained:
-                self._cancel_all()
+                self.cancel_all()
         with self._cond:
             self._cond.notify_all()
         if self._thread is not None:
@@ -252,9 +252,6 @@ class Host:
 
     def cancel_all(self) -> None:
         """Cancel every queued and running request now (a second stop signal: do not wait for the grace period)."""
-        self._cancel_all()
-
-    def _cancel_all(self) -> None:
         with self._cond:
             pending = list(self._waiting)
             running = self._running
@@ -263,18 +260,12 @@ class Host:
         if running is not None:
             running.cancel_event.set()
 
-    def _wait_drained(self, grace: float) -> bool:
-        return self._idle.wait(grace)
-
     # -- the model thread ------------------------------------------------------------------------------------------
     def _main(self) -> None:
         try:
             self._model = self._loader()
             self._accepts_images = accepts_images(self._model)
-            with self._cond:
-                # aclose() may have begun while we loaded: it wins, and the loop below exits at once.
-                if self.state == "loading":
-                    self.state = "ready"
+            self.state = "ready"  # aclose() waits for the load to end, so nothing else can have moved the state
         except BaseException as exc:
             self.load_error = exc
             self.state = "failed"
