@@ -1,4 +1,5 @@
-"""uvicorn embedded in a process that owns its signals, on a socket bound before it runs: shared by the HTTP doors.
+"""uvicorn embedded in a process that owns its signals, on a socket bound before it runs, guarded against slow and
+excess clients: shared by the HTTP doors.
 
 Both HTTP-speaking doors (the OpenAI/Ollama door and the job worker) bind their listening socket themselves, before
 uvicorn starts, so that `start()` can report the real URL even for port 0 (tests use ephemeral ports), and so the
@@ -9,10 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http
+import math
 import socket
-from collections.abc import Generator
+import typing
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 import uvicorn
+from prometheus_client import CollectorRegistry, Counter
+from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 #: Connections the kernel queues before uvicorn accepts them (uvicorn re-listens with its own backlog once serving).
 LISTEN_BACKLOG = 128
@@ -68,3 +77,244 @@ async def serve(server: uvicorn.Server, sock: socket.socket, *, name: str) -> as
             raise RuntimeError(f"{name} stopped during startup")
         await asyncio.sleep(0.005)
     return task
+
+
+# -- slow and excess clients ----------------------------------------------------------------------------------------
+#
+# uvicorn bounds only the idle time *between* requests (timeout_keep_alive); a connection that never finishes its
+# headers, or trickles a body a byte at a time, holds its socket and its request's memory for as long as the client
+# likes, and uvicorn's own connection bound (limit_concurrency) is checked only once headers are complete, so it
+# cannot stop the trickle. The protocol below adds what nginx has (client_header_timeout, client_body_timeout, and a
+# connection bound like limit_conn), shared by both HTTP doors; each door supplies its own error body and counter.
+
+#: nginx's client_header_timeout: a request line and headers must be complete this long after the connection opens
+#: (or after the first byte of a later request). A whole-header deadline, not an idle one: a client sending a byte
+#: a second never goes idle. 60 s is generous for any real client (headers are a few hundred bytes).
+DEFAULT_HEADER_TIMEOUT = 60.0
+#: nginx's client_body_timeout: the longest silence between two reads of a body. 60 s lets a busy client or network
+#: pause; a client that stopped sending is refused with 408 and its request's resources (a worker's capacity slot,
+#: a half-written upload) are given back.
+DEFAULT_BODY_TIMEOUT = 60.0
+#: Apache mod_reqtimeout's MinRate (500 bytes/s): a body must also arrive on average at least this fast after a
+#: first body_timeout of grace, so a byte-every-minute trickle cannot keep a request open for days. 500 B/s is 4
+#: kbit/s: any real link, even a poor phone connection, does far better.
+DEFAULT_BODY_MIN_RATE = 500.0
+#: Open connections one door holds at once; the next ones get 503 with Retry-After and are closed. Each costs a file
+#: descriptor: two doors at 256 stay well under the common soft limit of 1024 descriptors, with room for the model,
+#: the wire socket's clients and the worker's job files. Real load is far lower: the model serves one request at a
+#: time and the queue behind it is bounded anyway.
+DEFAULT_MAX_CONNECTIONS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ClientLimits:
+    """How long a door waits for a client's request, and how many clients it holds (see the defaults above)."""
+
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    body_min_rate: float = DEFAULT_BODY_MIN_RATE
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+    def __post_init__(self) -> None:
+        if not (self.header_timeout > 0 and self.body_timeout > 0 and self.body_min_rate > 0):
+            raise ValueError("client timeouts and the minimum body rate must be positive")
+        if self.max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+
+
+#: The reasons a door refuses a client, the label values of its `..._client_refusals_total` counter.
+Refusal = Literal["header_timeout", "body_timeout", "connection_limit", "malformed"]
+REFUSALS: tuple[Refusal, ...] = typing.get_args(Refusal)
+
+
+def refusal_counter(registry: CollectorRegistry, prefix: str) -> Counter:
+    """The door's `{prefix}_client_refusals_total{reason}` counter, every reason present from the start (at 0)."""
+    counter = Counter(
+        f"{prefix}_client_refusals",
+        "Clients refused by the HTTP layer: headers or body too slow, too many connections, malformed HTTP.",
+        ["reason"],
+        registry=registry,
+    )
+    for reason in REFUSALS:
+        counter.labels(reason)
+    return counter
+
+
+@dataclass(frozen=True, slots=True)
+class ClientGuard:
+    """One door's limits, its error body (`error_body(status, message)` -> the door's JSON) and its counter."""
+
+    limits: ClientLimits
+    error_body: Callable[[int, str], bytes]
+    refusals: Counter
+
+    def protocol_class(self) -> type[GuardedHttpProtocol]:
+        """The uvicorn protocol class (`uvicorn.Config(http=...)`) that enforces this guard."""
+        return type("GuardedHttpProtocol", (GuardedHttpProtocol,), {"guard": self})
+
+    def answer(self, status: int, message: str, *, retry_after: int | None = None) -> bytes:
+        """A whole HTTP/1.1 answer that closes the connection, for the HTTP layer itself (no ASGI app involved)."""
+        body = self.error_body(status, message)
+        head = [
+            f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}",
+            "content-type: application/json",
+            f"content-length: {len(body)}",
+            "connection: close",
+        ]
+        if retry_after is not None:
+            head.append(f"retry-after: {retry_after}")
+        return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
+
+
+class GuardedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header deadline, a body idle timeout and minimum rate, a connection
+    bound, and a JSON 400 for malformed HTTP (uvicorn's own is text/plain). One timer per connection, re-armed only
+    when it fires or a phase starts, so the hot path pays a clock read per parser callback and nothing more."""
+
+    guard: ClassVar[ClientGuard]
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        now = self.loop.time()
+        # A fresh connection waits for its first request's headers, as nginx's client_header_timeout does: uvicorn
+        # arms its keep-alive timer only after a first answer, so a silent connection would otherwise stay forever.
+        self._header_since: float | None = now
+        self._body_since = self._last_read = now
+        self._body_bytes = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+        #: The message of a malformed request that arrived while the one before it is still being answered.
+        self._malformed: str | None = None
+        if len(self.connections) > self.guard.limits.max_connections:
+            # Refused once its headers are in (so the client reads a clean 503, not a reset). Decided here, at
+            # accept time, unlike uvicorn's limit_concurrency, which also counts running tasks and answers text.
+            self.guard.refusals.labels("connection_limit").inc()
+            self.app = self._too_many_connections
+        self._arm(now + self.guard.limits.header_timeout)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._malformed is not None:
+            return  # the parser is broken; the rest is answered with 400 once the request before it is
+        super().data_received(data)
+
+    # -- httptools callbacks: the phases of a request --------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._header_since is None:
+            self._header_since = self.loop.time()
+            self._arm(self._header_since + self.guard.limits.header_timeout)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        now = self.loop.time()
+        self._header_since = None
+        self._body_since = self._last_read = now
+        self._body_bytes = 0
+        self._arm(now + self.guard.limits.body_timeout)
+
+    def on_body(self, body: bytes) -> None:
+        super().on_body(body)
+        self._body_bytes += len(body)
+        self._last_read = self.loop.time()
+
+    # -- the watchdog ------------------------------------------------------------------------------------------------
+    def _arm(self, when: float) -> None:
+        if when >= self._timer_at:
+            return  # the timer fires earlier anyway and re-arms itself to the real deadline
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = self.loop.call_at(when, self._check)
+
+    def _deadline(self) -> tuple[float, Refusal] | None:
+        limits = self.guard.limits
+        if self._header_since is not None:
+            return self._header_since + limits.header_timeout, "header_timeout"
+        cycle = self.cycle
+        if cycle is not None and cycle.more_body:
+            idle = self._last_read + limits.body_timeout
+            slow = self._body_since + limits.body_timeout + self._body_bytes / limits.body_min_rate
+            return min(idle, slow), "body_timeout"
+        return None  # answering, or idle between requests (uvicorn's keep-alive timeout bounds that)
+
+    def _check(self) -> None:
+        self._timer, self._timer_at = None, math.inf
+        if self.transport.is_closing():
+            return
+        now = self.loop.time()
+        if self._header_since is None and self.flow.read_paused:
+            # The app is not reading the body it was sent (uvicorn paused the socket): the wait is ours, not the
+            # client's, so its clocks restart when the app catches up.
+            self._body_since = self._last_read = now
+            self._body_bytes = 0
+        due = self._deadline()
+        if due is None:
+            return
+        deadline, reason = due
+        if now < deadline:
+            self._arm(deadline)
+            return
+        self.guard.refusals.labels(reason).inc()
+        if reason == "header_timeout":
+            self._refuse(408, f"the request headers did not arrive within {self.guard.limits.header_timeout:g} s")
+        else:
+            limits = self.guard.limits
+            self._refuse(
+                408,
+                f"the request body was too slow: no bytes for {limits.body_timeout:g} s, or under "
+                f"{limits.body_min_rate:g} bytes/s on average",
+            )
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer `status` and close, unless an answer is already on the wire (then only close: bytes of ours in
+        the middle of it would corrupt it). The app's request, if any, sees a disconnect and writes nothing."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            if cycle.response_started:
+                self.transport.close()
+                return
+            cycle.disconnected = True
+            cycle.message_event.set()
+        self.transport.write(self.guard.answer(status, message))
+        self.transport.close()
+
+    # -- malformed HTTP ------------------------------------------------------------------------------------------------
+    def send_400_response(self, msg: str) -> None:
+        """httptools could not parse the bytes. If they follow a complete request still being answered, they are
+        the next request (RFC 9112 §6.3: bytes past Content-Length start a new message, so a "body longer than its
+        Content-Length" is a malformed second request): the first is answered, then this one gets its 400. Bytes
+        that broke inside a request's own body make that request the malformed one: it is dropped, never run."""
+        self.guard.refusals.labels("malformed").inc()
+        message = "malformed HTTP request (bytes past the declared Content-Length are read as a next request)"
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and not cycle.more_body:
+            self._malformed = message
+            self.flow.pause_reading()
+            return
+        self._refuse(400, message)
+
+    def on_response_complete(self) -> None:
+        if self._malformed is None or self.pipeline:
+            super().on_response_complete()
+            return
+        self.server_state.total_requests += 1
+        if not self.transport.is_closing():
+            self.transport.write(self.guard.answer(400, self._malformed))
+            self.transport.close()
+
+    async def _too_many_connections(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        body = self.guard.error_body(503, f"too many open connections (at most {self.guard.limits.max_connections})")
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"retry-after", b"1"),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -43,9 +43,22 @@ async def lying(ctx: JobContext) -> list[str]:
     return ["missing.txt"]
 
 
+async def big(ctx: JobContext) -> list[str]:
+    """test.big: writes an output of `input.bytes` bytes (one that a small disk cannot take)."""
+    (ctx.dir / "big.bin").write_bytes(bytes(int(ctx.work.input["bytes"])))
+    return ["big.bin"]
+
+
 def operations() -> dict[str, Any]:
     """The real operations plus the test-only ones."""
-    return {**default_operations(), "test.echo": echo, "test.block": block, "test.lying": lying, "test.fail": _fail}
+    return {
+        **default_operations(),
+        "test.echo": echo,
+        "test.block": block,
+        "test.lying": lying,
+        "test.fail": _fail,
+        "test.big": big,
+    }
 
 
 async def _fail(ctx: JobContext) -> list[str]:

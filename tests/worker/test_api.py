@@ -250,15 +250,18 @@ def test_executor_failures_are_recorded_and_the_worker_carries_on(tmp_path: Path
             ({"operation": "test.echo", "input": {"fail": "crash"}}, "WORKER_FAILED", 500),
             ({"operation": "test.lying", "input": {}}, "WORKER_FAILED", 500),
             ({"operation": "test.fail", "input": {}}, "WORKER_FAILED", 500),
-            ({"operation": "text.generate", "input": {"prompt": 3}}, "WORKER_INVALID_INPUT", 400),
-            ({"operation": "text.generate", "input": {"prompt": "p", "max_tokens": -1}}, "WORKER_INVALID_INPUT", 400),
-            ({"operation": "text.chat", "input": {"messages": []}}, "WORKER_INVALID_INPUT", 400),
         ]
         for job, code, status in cases:
             job_id = (await c.post("/v1/jobs", json={"model": "paced", **job})).json()["id"]
             record = await wait_for(c, job_id, {"failed", "completed"})
             assert (record["status"], record["code"], record["errorStatus"]) == ("failed", code, status), record
             assert record["error"]
+        # The text operations check their input at submission: refused there (400), nothing is queued.
+        for bad in ({"prompt": 3}, {"prompt": "p", "max_tokens": -1}):
+            r = await c.post("/v1/jobs", json={"model": "paced", "operation": "text.generate", "input": bad})
+            assert r.status_code == 400 and r.json()["code"] == "WORKER_INVALID_INPUT", r.text
+        r = await c.post("/v1/jobs", json={"model": "paced", "operation": "text.chat", "input": {"messages": []}})
+        assert r.status_code == 400 and r.json()["code"] == "WORKER_INVALID_INPUT", r.text
         assert (await wait_for(c, (await c.post("/v1/jobs", json=ECHO)).json()["id"], {"completed"}))["output"]
         assert (await c.post(f"/v1/jobs/{job_id}/ack")).status_code == 200
         await stop(server, c)
@@ -284,7 +287,10 @@ def test_describing_routes(tmp_path: Path) -> None:
         await wait_for(c, blocking, {"processing"})
         queued = (await c.post("/v1/jobs", json=ECHO)).json()["id"]
         health = (await c.get("/v1/health")).json()
-        assert health == {"status": "ok", "protocol": 1, "intake": "open", "capacity": 5, "queued": 1, "processing": 1}
+        assert health == {
+            "status": "ok", "protocol": 1, "intake": "open", "capacity": 5, "queued": 1, "processing": 1,
+            "storage": "ok", "storageError": "",
+        }  # fmt: skip
         q = (await c.get("/v1/queue")).json()
         assert [j["id"] for j in q["jobs"]] == [blocking, queued] and q["capacity"] == 5 and q["queued"] == 1
         models = (await c.get("/v1/models")).json()["models"]

@@ -28,12 +28,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from modelhost import _serving
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, QueueFullError
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.scheduler import HostState
@@ -102,10 +104,40 @@ class HttpMetrics:
             ["route"],
             registry=self.registry,
         )
+        #: Refused by the HTTP layer before any route ran (slow headers or body, too many connections, bad HTTP).
+        self.refusals = _serving.refusal_counter(self.registry, "modelhost_http")
         self.registry.register(_HostStateCollector(host))
 
 
 # -- middleware (pure ASGI: BaseHTTPMiddleware would buffer streams and hide disconnects) -------------------------
+
+
+class _AnswerServerErrors:
+    """The last word on any exception a route or middleware let through: the route family's JSON 500 (Starlette's
+    own would be text/plain), logged once here. Outermost of our middleware, so it also covers the others; if the
+    answer had already started (a stream), the connection is closed mid-answer by the server, as it must be."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching_send)
+        except Exception:
+            if started:
+                raise
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            await _error_response(_internal_error(), _flavour_of(scope["path"]))(scope, receive, send)
 
 
 class _CountRequests:
@@ -218,6 +250,10 @@ class _StreamedAnswer(Response):
         return self.writer.done(event, time.perf_counter() - self.stream.submitted_at)
 
 
+def _internal_error() -> ApiError:
+    return ApiError(500, "internal server error (see the server log)", type="server_error", code="internal")
+
+
 def _cancelled_by_host() -> ApiError:
     return schema.from_host_error("cancelled", "the request was cancelled: the host is shutting down")
 
@@ -237,10 +273,7 @@ def _answers_errors(flavour: Flavour) -> Callable[[Callable[[_Door, Request], Aw
                 return _error_response(err, flavour)
             except Exception:
                 log.exception("%s %s failed", request.method, request.url.path)
-                internal = ApiError(
-                    500, "internal server error (see the server log)", type="server_error", code="internal"
-                )
-                return _error_response(internal, flavour)
+                return _error_response(_internal_error(), flavour)
 
         return run
 
@@ -407,8 +440,20 @@ class _Door:
         return "".join(parts), end, seconds
 
 
+#: Media types a JSON route refuses (415). Any other Content-Type, or none, is read as JSON: Ollama's own examples
+#: (`curl -d '{...}'`) send application/x-www-form-urlencoded, and scripts often send text/plain, so insisting on
+#: application/json would break real clients for no safety gain (a non-JSON body fails to parse with a 400 that says
+#: where). A multipart body can never be JSON and means the client meant an upload: say so rather than "invalid JSON".
+_NOT_JSON_TYPES = ("multipart/",)
+
+
 async def _read_json(request: Request) -> Any:
     """The body, bounded by MAX_BODY_BYTES before it is all in memory, parsed as JSON."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type.startswith(_NOT_JSON_TYPES):
+        raise ApiError(
+            415, f"this route takes a JSON body, not {media_type}", param="Content-Type", code="unsupported_media_type"
+        )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > schema.MAX_BODY_BYTES:
         raise _too_large()
@@ -432,10 +477,31 @@ def _request_id() -> str:
     return uuid.uuid4().hex
 
 
-def build_app(host: Host, *, api_key: str | None = None, model_name: str | None = None) -> Starlette:
+#: Codes of the answers the HTTP layer gives before any route runs (modelhost._serving), by status.
+_LAYER_CODES = {400: "malformed_http", 408: "request_timeout", 503: "too_many_connections"}
+
+
+def layer_error_body(status: int, message: str) -> bytes:
+    """The door's JSON body for an answer of the HTTP layer itself (a slow client, too many connections, bytes that
+    are not HTTP). The path may not be known yet, so it is OpenAI's shape, which Ollama clients also read."""
+    kind: schema.ErrorType = "server_error" if status >= 500 else "invalid_request_error"
+    return schema.openai_error_body(ApiError(status, message, type=kind, code=_LAYER_CODES.get(status)))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 (no such route) and 405 (wrong method), in the route family's JSON."""
+    assert isinstance(exc, HTTPException)
+    err = ApiError(exc.status_code, str(exc.detail), type="not_found_error" if exc.status_code == 404 else
+                   "invalid_request_error", headers=exc.headers)  # fmt: skip
+    return _error_response(err, _flavour_of(request.url.path))
+
+
+def build_app(
+    host: Host, *, api_key: str | None = None, model_name: str | None = None, metrics: HttpMetrics | None = None
+) -> Starlette:
     """The Starlette app of the HTTP door over `host`. `api_key` guards /v1/* and /api/*; `model_name` is the name
     clients see (default: the host's name). The host may still be loading: /health answers, /ready says 503."""
-    metrics = HttpMetrics(host)
+    metrics = metrics or HttpMetrics(host)
     door = _Door(host, model_name or host.name, metrics)
     routes = [
         Route("/health", door.health, methods=["GET"]),
@@ -449,10 +515,13 @@ def build_app(host: Host, *, api_key: str | None = None, model_name: str | None 
         Route("/api/tags", door.ollama_tags, methods=["GET"]),
         Route("/api/version", door.ollama_version, methods=["GET"]),
     ]
-    middleware = [Middleware(_CountRequests, metrics=metrics, routes=frozenset(r.path for r in routes))]
+    middleware = [
+        Middleware(_AnswerServerErrors),
+        Middleware(_CountRequests, metrics=metrics, routes=frozenset(r.path for r in routes)),
+    ]
     if api_key:
         middleware.append(Middleware(_RequireApiKey, api_key=api_key))
-    return Starlette(routes=routes, middleware=middleware)
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
 
 
-__all__ = ["HttpMetrics", "build_app"]
+__all__ = ["HttpMetrics", "build_app", "layer_error_body"]

@@ -144,6 +144,18 @@ class ParsedRequest:
     wire_names: Mapping[str, str] = field(default_factory=dict)
 
 
+#: Longest piece of client text (a parameter name) an error message repeats: enough to recognise it, while a
+#: 20 KB name sent to probe us is not echoed back whole (twice: in `message` and `param`).
+MAX_ECHOED_CHARS = 100
+
+
+def shown(text: str) -> str:
+    """`text` for an error message: as is when short, else its start and how long it was."""
+    if len(text) <= MAX_ECHOED_CHARS:
+        return text
+    return f"{text[:MAX_ECHOED_CHARS]}... ({len(text)} characters)"
+
+
 def decode_json(body: bytes) -> Any:
     """Parse a body as JSON; a syntax error is a 400 that says where."""
     try:
@@ -172,7 +184,7 @@ def _convert(data: Any, kind: type[Any]) -> Any:
         at = _AT_PATH.search(text)
         path = at.group(1) if at else ""
         if unknown:
-            name = f"{path}.{unknown.group(1)}" if path else unknown.group(1)
+            name = shown(f"{path}.{unknown.group(1)}" if path else unknown.group(1))
             raise ApiError(
                 400,
                 f"unrecognized request argument supplied: {name} (modelhost refuses parameters it does not implement)",
@@ -684,7 +696,7 @@ def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]
             continue
         target = _OLLAMA_SAMPLING.get(key)
         if target is None:
-            raise _unsupported(f"options.{key}", "is not a supported option")
+            raise _unsupported(f"options.{shown(key)}", "is not a supported option")
         if key == "num_predict" and isinstance(value, int) and value < 0:
             continue  # Ollama's -1 ("no limit") and -2 ("fill the context"): the checkpoint's own bound applies
         options[target] = value

@@ -13,7 +13,7 @@ import uvicorn
 
 from modelhost import _serving
 from modelhost.host import Host
-from modelhost.http.app import build_app
+from modelhost.http.app import HttpMetrics, build_app, layer_error_body
 
 #: Seconds to let open responses finish on shutdown before their tasks are cancelled (which cancels their host
 #: requests). Streams of a closing host end by themselves; this bounds a client that reads slowly.
@@ -34,11 +34,15 @@ class HttpServer:
         port: int = 8000,
         api_key: str | None = None,
         model_name: str | None = None,
+        limits: _serving.ClientLimits | None = None,
     ) -> None:
+        """`limits` bounds slow and excess clients (modelhost._serving; default: nginx-like timeouts)."""
         self.host = host
         self.bind_host = bind_host
         self.port = port
-        self.app = build_app(host, api_key=api_key, model_name=model_name)
+        self.metrics = HttpMetrics(host)
+        self.app = build_app(host, api_key=api_key, model_name=model_name, metrics=self.metrics)
+        self.guard = _serving.ClientGuard(limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals)
         self._server: _serving.EmbeddedUvicorn | None = None
         self._task: asyncio.Task[None] | None = None
         self._url: str | None = None
@@ -58,6 +62,7 @@ class HttpServer:
         self._url = _serving.url_of(sock)
         config = uvicorn.Config(
             self.app,
+            http=self.guard.protocol_class(),
             lifespan="off",
             log_config=None,  # leave the embedding process's logging alone
             access_log=False,

@@ -7,21 +7,25 @@ no route touches a model or a file of the store directly, except `/files/`, whic
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelhost.worker import protocol
 from modelhost.worker.jobs import JobBoard
 from modelhost.worker.protocol import ApiError
 from modelhost.worker.submission import read_json_body, submit_json, submit_multipart
+
+log = logging.getLogger(__name__)
 
 JSON = "application/json"
 #: Routes the Authorization header guards when the variable is set (the seed: every /v1/ request; the spec adds
@@ -70,6 +74,50 @@ class Authorization:
         await self.app(scope, receive, send)
 
 
+def layer_error_body(status: int, message: str) -> bytes:
+    """The protocol's error body for an answer of the HTTP layer itself (modelhost._serving): a slow or malformed
+    request is the client's (WORKER_INVALID_INPUT, 400/408); too many connections is WORKER_BUSY (503)."""
+    code = protocol.WORKER_BUSY if status == 503 else protocol.WORKER_INVALID_INPUT
+    return protocol.error_body(code, message, status)
+
+
+class ServerErrors:
+    """Pure ASGI: an exception no route answered becomes the protocol's JSON 500 WORKER_FAILED, logged once here,
+    instead of Starlette's or uvicorn's text/plain "Internal Server Error". If the answer had already started (a
+    file being streamed), the exception goes on to the server, which closes the connection mid-answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching_send)
+        except Exception:
+            if started:
+                raise
+            log.exception("%s %s failed", scope["method"], scope["path"])
+            error = ApiError(500, protocol.WORKER_FAILED, "internal error of the worker (see its log)")
+            await error_response(error)(scope, receive, send)
+
+
+#: `POST /v1/jobs` reads any Content-Type other than these as JSON (decision: a JSON body sent as text/plain, or with
+#: none, is what it is; insisting on application/json would refuse working clients for no safety gain, and a body
+#: that is not JSON fails to parse with a 400 that says so). multipart/form-data is an upload; any other multipart
+#: type can never be either and is refused with 415 rather than a confusing JSON syntax error.
+FORM_DATA = b"multipart/form-data"
+NOT_JSON = b"multipart/"
+
+
 def _created(record: protocol.Record, new: bool) -> Response:
     body = protocol.encode_record(record)
     if new:
@@ -93,9 +141,16 @@ class JsonSubmissions:
             return
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         for name, value in headers:
-            if name == b"content-type" and value.startswith(b"multipart/form-data"):
-                await self.app(scope, receive, send)
-                return
+            if name == b"content-type":
+                media_type = value.partition(b";")[0].strip().lower()
+                if media_type == FORM_DATA:
+                    await self.app(scope, receive, send)
+                    return
+                if media_type.startswith(NOT_JSON):
+                    shown = media_type.decode("latin-1")[:100]
+                    await error_response(ApiError(415, protocol.WORKER_INVALID_INPUT, f"{shown} is neither JSON nor "
+                                                  "multipart/form-data"))(scope, receive, send)  # fmt: skip
+                    return
         try:
             body = await read_json_body(receive, headers, self.max_upload_bytes)
             record, new = await submit_json(body, self.board)
@@ -133,7 +188,7 @@ def build_app(
         job_id, name = request.path_params["id"], request.path_params["name"]
         record = board.get(job_id)
         if not protocol.safe_file_name(name) or name not in record.output:
-            raise protocol.not_found(f"output {name!r} of job {job_id}")
+            raise protocol.not_found(f"output {protocol.shown(name)} of job {protocol.shown(job_id)}")
         path: Path = board.store.outputs_dir(job_id) / name
         return FileResponse(path, media_type=protocol.content_type(name))
 
@@ -145,7 +200,12 @@ def build_app(
 
     async def healthz(request: Request) -> Response:
         body = protocol.health_body(
-            health(), board.intake_open, board.capacity, board.queued, int(board.processing is not None)
+            health(),
+            board.intake_open,
+            board.capacity,
+            board.queued,
+            int(board.processing is not None),
+            board.storage_error,
         )
         return json_response(protocol.encode(body))
 
@@ -185,7 +245,12 @@ def build_app(
         Route("/v1/intake/close", intake_close, methods=["POST"]),
         Route("/v1/intake/open", intake_open, methods=["POST"]),
     ]
-    starlette = Starlette(routes=routes, exception_handlers={ApiError: api_error, HTTPException: http_error})
+    starlette = Starlette(
+        routes=routes,
+        # Inside Starlette too: its own outermost layer would otherwise answer a route's exception in text/plain.
+        middleware=[Middleware(ServerErrors)],
+        exception_handlers={ApiError: api_error, HTTPException: http_error},
+    )
     # No 307 to a slash-suffixed path: `/files/x/` would match the files route with an empty name; a client gets
     # a plain 404 for a path that names nothing.
     starlette.router.redirect_slashes = False
@@ -193,4 +258,4 @@ def build_app(
     app = JsonSubmissions(app, board, max_upload_bytes)
     if authorization:
         app = Authorization(app, authorization)
-    return app
+    return ServerErrors(app)

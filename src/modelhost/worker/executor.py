@@ -13,20 +13,23 @@ is how DELETE stops a processing job within one token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
 import logging
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from modelhost.errors import HostClosedError, ModelLoadingError, QueueFullError
+from modelhost.errors import HostClosedError, InvalidOptionError, ModelLoadingError, QueueFullError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
-from modelhost.inference.options import DEFAULT_MAX_TOKENS
+from modelhost.inference.options import DEFAULT_MAX_TOKENS, GenerateOptions
 from modelhost.inference.types import Message
 from modelhost.worker import protocol
-from modelhost.worker.jobs import JobBoard
+from modelhost.worker.jobs import InputCheck, JobBoard
 from modelhost.worker.pictures import uploaded_images
 from modelhost.worker.protocol import Failure, Record, failed, invalid
 
@@ -58,6 +61,9 @@ TEXT_OPTIONS = frozenset(
 
 #: Input error codes of the host (modelhost.errors) that are the job's own fault, hence WORKER_INVALID_INPUT (400).
 INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsupported"})
+#: Errors of writing an operation's outputs that are the disk's fault, not the job's: the job is run again once the
+#: store takes writes, instead of ending failed for a result it did compute.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,35 +144,57 @@ class Runner:
             await self.run_one(record)
 
     async def run_one(self, record: Record) -> None:
-        """Run one processing job to its end, whatever happens (the board always learns how it ended)."""
+        """Run one processing job to its end, whatever happens (the board always learns how it ended).
+
+        A job whose outputs cannot be written for want of disk is not ended by it: its partial outputs are removed,
+        and it runs again, still processing, once the store takes writes."""
         out = self.board.store.outputs_dir(record.id)
-        ctx: JobContext | None = None
         try:
-            try:
-                value = json.loads(record.input)
-            except ValueError as exc:
-                raise invalid(f"the input is not JSON: {exc}") from exc
-            ctx = JobContext(self.board, record, Work(record.id, record.operation, record.model, value, out), self.host)
-            if ctx.cancelled:
-                raise ctx.stopped()
-            operation = self.operations.get(record.operation)
-            if operation is None:
-                raise invalid(f"no operation {record.operation!r}; known: {', '.join(sorted(self.operations))}")
-            await asyncio.to_thread(out.mkdir, exist_ok=True)
-            names = await operation(ctx)
-            files = _check_outputs(out, names)
+            while True:
+                try:
+                    names, files = await self._attempt(record, out)
+                except OSError as exc:
+                    if exc.errno not in STORAGE_ERRNOS:
+                        raise
+                    log.error(
+                        "job %s: its outputs could not be written (%s); it runs again when they can", record.id, exc
+                    )
+                    await asyncio.to_thread(shutil.rmtree, out, True)
+                    self.board.storage_failed(exc)
+                    await self.board.writable()
+                    continue
+                break
         except Failure as failure:
             await self.board.finish(record, failure=failure)
         except asyncio.CancelledError:
-            await asyncio.shield(
-                self.board.finish(record, failure=failed(protocol.WORKER_INTERRUPTED, "the worker stopped"))
-            )
+            # One try only: the worker is stopping, and a job whose end is not written restores as interrupted.
+            with contextlib.suppress(OSError):
+                await asyncio.shield(
+                    self.board.finish(
+                        record, failure=failed(protocol.WORKER_INTERRUPTED, "the worker stopped"), retry=False
+                    )
+                )
             raise
         except Exception as exc:
             log.exception("job %s (%s) failed", record.id, record.operation)
             await self.board.finish(record, failure=failed(protocol.WORKER_FAILED, f"{type(exc).__name__}: {exc}"))
         else:
             await self.board.finish(record, outputs=names, files=files)
+
+    async def _attempt(self, record: Record, out: Path) -> tuple[list[str], list[Path]]:
+        try:
+            value = json.loads(record.input)
+        except ValueError as exc:
+            raise invalid(f"the input is not JSON: {exc}") from exc
+        ctx = JobContext(self.board, record, Work(record.id, record.operation, record.model, value, out), self.host)
+        if ctx.cancelled:
+            raise ctx.stopped()
+        operation = self.operations.get(record.operation)
+        if operation is None:
+            raise invalid(f"no operation {record.operation!r}; known: {', '.join(sorted(self.operations))}")
+        await asyncio.to_thread(out.mkdir, exist_ok=True)
+        names = await operation(ctx)
+        return names, _check_outputs(out, names)
 
 
 def _check_outputs(out: Path, names: list[str]) -> list[Path]:
@@ -182,6 +210,7 @@ def _check_outputs(out: Path, names: list[str]) -> list[Path]:
 
 
 def _options(value: dict[str, Any]) -> dict[str, Any]:
+    """The generation options of a text job's input, checked (a value out of range is the job's fault: 400)."""
     options = {k: v for k, v in value.items() if k in TEXT_OPTIONS}
     seed = options.get("seed")
     # The seed's `seed()`: a negative seed means "any": the engine then draws one.
@@ -189,43 +218,77 @@ def _options(value: dict[str, Any]) -> dict[str, Any]:
         del options["seed"]
     # The worker always pins max_tokens so `total` in the progress is the real bound, not a guess.
     options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+    try:
+        GenerateOptions.parse(options)
+    except InvalidOptionError as exc:
+        raise invalid(str(exc)) from exc
     return options
 
 
-def _messages(value: dict[str, Any]) -> list[Message]:
+def _chat_items(value: Any) -> list[dict[str, Any]]:
+    """The `messages` of a text.chat input, each checked for shape (no picture is read here)."""
+    if not isinstance(value, dict):
+        raise invalid("text.chat input must be a JSON object")
     raw = value.get("messages")
     if not isinstance(raw, list) or not raw:
         raise invalid("text.chat needs `messages`: a non-empty list of {role, content, images?}")
-    messages = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or not isinstance(item.get("role"), str):
             raise invalid(f"messages[{i}] must be an object with a string `role`")
-        content = item.get("content", "")
-        if not isinstance(content, str):
+        if not isinstance(item.get("content", ""), str):
             raise invalid(f"messages[{i}].content must be a string")
-        images = uploaded_images(item, "images") if item.get("images") is not None else []
-        messages.append(Message(item["role"], content, images=tuple(images)))
-    return messages
+    return raw
+
+
+def _refuse_images(items: list[dict[str, Any]], host: Host) -> None:
+    # Before a byte of any picture is decoded (an 8192x8192 PNG is ~200 MB of RGB): a text-only model refuses it
+    # anyway. A host still loading does not know yet; the executor asks again before decoding.
+    if host.ready and not host.accepts_images and any(item.get("images") is not None for item in items):
+        raise invalid(f"model {host.name!r} does not accept image input")
+
+
+def _messages(items: list[dict[str, Any]]) -> list[Message]:
+    return [
+        Message(
+            item["role"],
+            item.get("content", ""),
+            images=tuple(uploaded_images(item, "images")) if item.get("images") is not None else (),
+        )
+        for item in items
+    ]
+
+
+def check_text_chat(value: Any, host: Host) -> None:
+    """The submission-time check of a text.chat input: its shape, its options, and no picture for a text model."""
+    _refuse_images(_chat_items(value), host)
+    _options(value)
+
+
+def check_text_generate(value: Any, host: Host) -> None:
+    """The submission-time check of a text.generate input: a string prompt and valid options."""
+    if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
+        raise invalid("text.generate needs `prompt`: a string")
+    _options(value)
 
 
 async def text_chat(ctx: JobContext) -> list[str]:
     """`text.chat`: input `{"messages": [{"role", "content", "images"?}], max_tokens?, temperature?, seed?, ...}`;
     `images` is one uploaded picture or a list (decoded at PICTURE_SIDE). Outputs output.txt and result.json."""
     value = ctx.work.input
-    if not isinstance(value, dict):
-        raise invalid("text.chat input must be a JSON object")
+    items = _chat_items(value)
+    options = _options(value)
     ctx.progress(protocol.STAGE_INITIALIZING)
+    _refuse_images(items, ctx.host)
     # Decoding pictures is CPU work: off the event loop.
-    messages = await asyncio.to_thread(_messages, value)
-    return await _generate(ctx, GenerationRequest(messages=messages, options=_options(value), request_id=ctx.work.id))
+    messages = await asyncio.to_thread(_messages, items)
+    return await _generate(ctx, GenerationRequest(messages=messages, options=options, request_id=ctx.work.id))
 
 
 async def text_generate(ctx: JobContext) -> list[str]:
     """`text.generate`: input `{"prompt": str, max_tokens?, temperature?, seed?, ...}` (no chat template).
     Outputs output.txt and result.json."""
     value = ctx.work.input
-    if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
-        raise invalid("text.generate needs `prompt`: a string")
+    check_text_generate(value, ctx.host)
     request = GenerationRequest(prompt=value["prompt"], options=_options(value), request_id=ctx.work.id)
     return await _generate(ctx, request)
 
@@ -326,3 +389,11 @@ def _write_outputs(out: Path, text: str, result: dict[str, Any]) -> None:
 def default_operations() -> dict[str, Operation]:
     """The operations every worker serves: text.chat and text.generate."""
     return {"text.chat": text_chat, "text.generate": text_generate}
+
+
+def default_input_checks(host: Host) -> dict[str, InputCheck]:
+    """The submission-time checks of the default operations' inputs, on `host`'s model."""
+    return {
+        "text.chat": lambda value: check_text_chat(value, host),
+        "text.generate": lambda value: check_text_generate(value, host),
+    }

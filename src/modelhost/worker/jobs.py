@@ -1,22 +1,29 @@
 """The job board: every job's state, the run queue, capacity and intake, and the only code that changes a record.
 
-All of it runs on the event loop, so a change is atomic between awaits. A record changes in memory first and is then
-saved as a snapshot; the store writes snapshots in the order they were taken, so the disk always converges on the
-newest state. A new job enters the board only once it is durable, so a job a caller has an id for survives a crash.
-Progress (stage, step, total, remaining) is kept in memory only: a restart fails a processing job anyway, so its
-progress would be stale the moment it was read back, and writing it per token would cost a disk flush per token.
+All of it runs on the event loop, so a change is atomic between awaits. A change of status is written first and
+applied to the record in memory only once it is durable, so what GET shows is what a restart would read back; a write
+that fails changes nothing (the store undoes its partial files). A new job enters the board only once it is durable,
+so a job a caller has an id for survives a crash. Progress (stage, step, total, remaining) is kept in memory only: a
+restart fails a processing job anyway, so its progress would be stale the moment it was read back, and writing it per
+token would cost a disk flush per token.
+
+A storage fault (disk full, I/O error) never ends a job. While the store refuses writes, no job starts, intake
+answers 507, and health says why; a job whose end cannot be written waits, still processing, until it can. The board
+probes the store with backoff and resumes by itself once a write succeeds again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import logging
 import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -33,8 +40,14 @@ RETRY_AFTER_CLOSED = 30
 #: Bounds of the Retry-After given at capacity (the mean job duration, clamped): at least one second so a client
 #: does not spin, at most a minute so a long job does not park callers that could have come back sooner.
 RETRY_AFTER_MIN, RETRY_AFTER_MAX = 1, 60
+#: After a failed write the store is probed again after this long, doubling per failure up to the maximum. The first
+#: retry is quick because a transient error often clears at once; a full disk waits for an operator, and polling it
+#: more often than every few seconds only fills the log. The maximum is also the 507's Retry-After.
+STORAGE_RETRY_MIN_SECONDS, STORAGE_RETRY_MAX_SECONDS = 0.1, 5.0
 
 Journal = Callable[[str], None]
+#: Checks a submitted input the way its operation will read it; raises protocol.Failure for one it would refuse.
+InputCheck = Callable[[Any], None]
 
 
 def print_journal(line: str) -> None:
@@ -64,7 +77,9 @@ class JobBoard:
         models: Sequence[tuple[str, str]],
         metrics: WorkerMetrics,
         journal: Journal = print_journal,
+        input_checks: dict[str, InputCheck] | None = None,
     ) -> None:
+        """`input_checks` maps an operation to the check of its input made at submission (400 for a bad one)."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.store = store
@@ -73,6 +88,7 @@ class JobBoard:
         self._served = frozenset(self.models)
         self.metrics = metrics
         self.journal = journal
+        self.input_checks = dict(input_checks or {})
         self.records: dict[str, Record] = {}
         self.intake_open = True
         self.draining = False
@@ -87,8 +103,16 @@ class JobBoard:
         self._stopped = False
         self._last_created = 0
         self._mean_seconds = 0.0
+        # Why the store refuses writes ("" while it takes them), and the event the executor waits on meanwhile.
+        self.storage_error = ""
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._recovery: asyncio.Task[None] | None = None
+        # Jobs whose end is being written: a DELETE meanwhile must not write `cancel` over the end.
+        self._ending: set[str] = set()
         metrics.capacity.set(capacity)
         metrics.intake_open.set(1)
+        metrics.storage_writable.set(1)
 
     # -- restore --------------------------------------------------------------------------------------------------
     def load(self, records: Iterable[Record]) -> None:
@@ -117,7 +141,7 @@ class JobBoard:
         """A job's record; 404 when there is none (or it is being acknowledged away)."""
         record = self.records.get(job_id)
         if record is None or job_id in self._removing:
-            raise protocol.not_found(f"job {job_id!r}")
+            raise protocol.not_found(f"job {protocol.shown(job_id)}")
         return record
 
     def run_order(self) -> list[Record]:
@@ -162,6 +186,8 @@ class JobBoard:
                 raise protocol.busy("the worker is stopping", RETRY_AFTER_CLOSED)
             if not self.intake_open:
                 raise protocol.busy("intake is closed", RETRY_AFTER_CLOSED)
+            if self.storage_error:
+                raise protocol.storage_error(self.storage_error, retry_after=int(STORAGE_RETRY_MAX_SECONDS))
             if self.held >= self.capacity:
                 raise protocol.busy(f"the worker holds {self.held} of {self.capacity} jobs", self.retry_after())
         except ApiError as exc:
@@ -202,9 +228,11 @@ class JobBoard:
             await self.store.create(record, staging, files)
         except StorageError as exc:
             self.release(reservation)
+            self.storage_failed(exc)
             self.metrics.jobs_rejected.labels(protocol.WORKER_STORAGE).inc()
             raise protocol.storage_error(f"the job could not be stored: {exc}") from exc
         self.metrics.store_commit.observe(loop.time() - began)
+        self._storage_ok()
         reservation.done = True
         self._reserved -= 1
         self.records[record.id] = record
@@ -235,13 +263,29 @@ class JobBoard:
         a finished one is returned unchanged."""
         record = self.get(job_id)
         if record.status == protocol.QUEUED:
+            # Out of the queue before the write, so the executor cannot start it meanwhile; back in if it fails.
             self._queue.remove(job_id)
-            await self._end(record, failure=protocol.failed(protocol.WORKER_CANCELLED, "cancelled before it ran"))
-        elif record.status == protocol.PROCESSING and not record.cancel:
+            try:
+                await self._end(record, failure=protocol.failed(protocol.WORKER_CANCELLED, "cancelled before it ran"))
+            except StorageError as exc:
+                self._requeue(record)
+                raise protocol.storage_error(f"job {job_id} could not be cancelled: {exc}") from exc
+        elif record.status == protocol.PROCESSING and not record.cancel and job_id not in self._ending:
             record.cancel = True
             self._fire_cancel(job_id, protocol.WORKER_CANCELLED)
-            await self._save(record)
+            try:
+                await self._save(record)
+            except StorageError as exc:
+                # The job stops all the same, and its end (cancelled) is written with retries like any end.
+                log.warning("job %s: its cancel flag is not durable (%s); its end will be", job_id, exc)
         return record
+
+    def _requeue(self, record: Record) -> None:
+        # Creation order is run order (see _next_created), so a job put back goes where it was.
+        index = next((i for i, j in enumerate(self._queue) if self.records[j].created > record.created), None)
+        self._queue.insert(len(self._queue) if index is None else index, record.id)
+        self._gauges()
+        self._wake.set()
 
     async def ack(self, job_id: str) -> Record:
         """Free a finished job: its folder is removed; a second ack is 404. 409 for a job not finished yet."""
@@ -281,21 +325,25 @@ class JobBoard:
     async def next_job(self) -> Record | None:
         """The next queued job, now processing (durably); waits for one. None once the board stops."""
         while not self._stopped:
-            if self._queue:
-                job_id = self._queue.popleft()
+            if self._queue and self._writable.is_set():
+                job_id = self._queue[0]
                 record = self.records[job_id]
-                record.status = protocol.PROCESSING
-                record.stage = protocol.STAGE_INITIALIZING
-                record.started = protocol.now_ms()
+                started = msgspec.structs.replace(
+                    record, status=protocol.PROCESSING, stage=protocol.STAGE_INITIALIZING, started=protocol.now_ms()
+                )
+                try:
+                    await self._save(started)
+                except StorageError:
+                    continue  # still queued, first in line, as on disk; the loop waits for the store
+                if job_id not in self._queue:
+                    continue  # cancelled while the write was under way: its cancel was written after it
+                self._queue.remove(job_id)
+                _apply(record, started)
                 self.processing = record
                 self._gauges()
                 self.metrics.queue_wait.observe(max(0, record.started - record.created) / 1000)
-                try:
-                    await self._save(record)
-                except StorageError as exc:
-                    await self.finish(record, failure=protocol.failed(protocol.WORKER_STORAGE, str(exc)))
-                    continue
                 return record
+            # Woken by a new job, by the store taking writes again, or by stop().
             self._wake.clear()
             await self._wake.wait()
         return None
@@ -331,43 +379,61 @@ class JobBoard:
         return not record.cancel
 
     async def finish(
-        self, record: Record, *, outputs: Sequence[str] = (), failure: Failure | None = None, files: Sequence[Path] = ()
+        self,
+        record: Record,
+        *,
+        outputs: Sequence[str] = (),
+        failure: Failure | None = None,
+        files: Sequence[Path] = (),
+        retry: bool = True,
     ) -> None:
-        """Keep how the processing job ended: its outputs (durable before the record says completed), or why not."""
+        """Keep how the processing job ended: its outputs (durable before the record says completed), or why not.
+
+        A storage fault does not end the job differently: the end is written again each time the store takes writes
+        once more, and until then the job stays processing (as on disk) and no other job starts. `retry=False` (the
+        worker is stopping) tries once; a job whose end was not written restores as WORKER_INTERRUPTED.
+        """
         self._cancel_hooks.pop(record.id, None)
-        # The slot frees as the status changes (not after the write), so a caller who sees the job finished also
-        # sees its capacity back; the runner starts the next job only after this returns, so one runs at a time.
-        if self.processing is record:
-            self.processing = None
-        await self._end(record, outputs=outputs, failure=failure, files=files)
+        self._ending.add(record.id)
+        try:
+            await self._end(record, outputs=outputs, failure=failure, files=files, retry=retry)
+        finally:
+            self._ending.discard(record.id)
 
     async def _end(
-        self, record: Record, *, outputs: Sequence[str] = (), failure: Failure | None = None, files: Sequence[Path] = ()
+        self,
+        record: Record,
+        *,
+        outputs: Sequence[str] = (),
+        failure: Failure | None = None,
+        files: Sequence[Path] = (),
+        retry: bool = False,
     ) -> None:
         now = protocol.now_ms()
         if failure is None:
-            record.status = protocol.COMPLETED
-            record.output = list(outputs)
+            ended = msgspec.structs.replace(record, status=protocol.COMPLETED, output=list(outputs))
         else:
-            record.status = protocol.CANCELLED if failure.code == protocol.WORKER_CANCELLED else protocol.FAILED
-            record.output = []
-            record.code = failure.code
-            record.error = failure.message
-            record.error_status = failure.status
-        record.completed = now
-        record.stage = ""
-        record.remaining = 0.0
-        try:
-            await self._save(record, files)
-        except StorageError as exc:
-            # The outputs could not be made durable: say so, and try once more to record that much.
-            log.error("job %s: could not store its end: %s", record.id, exc)
-            record.status, record.output = protocol.FAILED, []
-            record.code, record.error, record.error_status = protocol.WORKER_STORAGE, str(exc), 500
+            status = protocol.CANCELLED if failure.code == protocol.WORKER_CANCELLED else protocol.FAILED
+            ended = msgspec.structs.replace(
+                record, status=status, output=[], code=failure.code, error=failure.message, error_status=failure.status
+            )
+        ended.completed = now
+        ended.stage = ""
+        ended.remaining = 0.0
+        while True:
             try:
-                await self._save(record)
-            except StorageError:
-                log.error("job %s: the store is failing; its end is kept in memory only", record.id)
+                await self._save(ended, files)
+                break
+            except StorageError as exc:
+                if not retry or exc.errno == errno.ESHUTDOWN:
+                    raise
+                log.error("job %s: its end (%s) waits for the store: %s", record.id, ended.status, exc)
+                await self._writable.wait()
+        # The slot frees as the status changes, so a caller who sees the job finished also sees its capacity back;
+        # the runner starts the next job only after this returns, so one runs at a time.
+        _apply(record, ended)
+        if self.processing is record:
+            self.processing = None
         seconds = (now - (record.started or record.created)) / 1000
         if record.started:
             self.metrics.job_duration.observe(seconds)
@@ -384,10 +450,68 @@ class JobBoard:
     async def _save(self, record: Record, files: Sequence[Path] = ()) -> None:
         loop = asyncio.get_running_loop()
         began = loop.time()
-        await self.store.save(record, files)
+        try:
+            await self.store.save(record, files)
+        except StorageError as exc:
+            self.storage_failed(exc)
+            raise
         self.metrics.store_commit.observe(loop.time() - began)
+        self._storage_ok()
+
+    # -- storage faults -------------------------------------------------------------------------------------------
+    def storage_failed(self, exc: OSError) -> None:
+        """The store refused a write (or an operation could not write its outputs): stop starting jobs, refuse
+        intake (507), and probe the store with backoff until it takes writes again."""
+        if isinstance(exc, StorageError) and exc.errno == errno.ESHUTDOWN:
+            return  # the store is closing, not failing
+        self.metrics.storage_errors.inc()
+        self.storage_error = f"the state folder cannot be written: {exc.strerror or exc}"
+        if self._writable.is_set():
+            log.error("%s; no job starts and intake answers 507 until it can", self.storage_error)
+            self._writable.clear()
+            self.metrics.storage_writable.set(0)
+        if self._recovery is None or self._recovery.done():
+            self._recovery = asyncio.get_running_loop().create_task(self._recover(), name="worker-storage-probe")
+
+    async def writable(self) -> None:
+        """Wait until the store takes writes (at once when it does)."""
+        await self._writable.wait()
+
+    def _storage_ok(self) -> None:
+        if self._writable.is_set():
+            return
+        log.warning("the state folder takes writes again; jobs resume")
+        self.storage_error = ""
+        self._writable.set()
+        self.metrics.storage_writable.set(1)
+        self._wake.set()
+
+    async def _recover(self) -> None:
+        delay = STORAGE_RETRY_MIN_SECONDS
+        while not self._writable.is_set():
+            await asyncio.sleep(delay)
+            try:
+                await self.store.probe()
+            except StorageError as exc:
+                if exc.errno == errno.ESHUTDOWN:
+                    return
+                self.storage_error = f"the state folder cannot be written: {exc.strerror or exc}"
+                delay = min(delay * 2, STORAGE_RETRY_MAX_SECONDS)
+            else:
+                self._storage_ok()
+
+    def close(self) -> None:
+        """Stop probing the store (the worker has stopped)."""
+        if self._recovery is not None:
+            self._recovery.cancel()
 
     def _gauges(self) -> None:
         self.metrics.jobs_queued.set(len(self._queue))
         self.metrics.jobs_processing.set(0 if self.processing is None else 1)
         self.metrics.jobs_stored.set(len(self.records))
+
+
+def _apply(record: Record, new: Record) -> None:
+    """Make `record` (the object every view holds) carry the state of `new`, a durable snapshot of it."""
+    for name in record.__struct_fields__:
+        setattr(record, name, getattr(new, name))

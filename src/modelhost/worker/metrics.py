@@ -36,6 +36,14 @@ class WorkerMetrics:
         self.jobs_stored = Gauge("modelhost_worker_jobs_stored", "Jobs in the state folder (any status).", registry=r)
         self.capacity = Gauge("modelhost_worker_capacity", "Jobs the worker holds at once.", registry=r)
         self.intake_open = Gauge("modelhost_worker_intake_open", "1 while new jobs are accepted.", registry=r)
+        self.storage_writable = Gauge(
+            "modelhost_worker_storage_writable",
+            "1 while the state folder takes writes; 0 while it fails (jobs wait, intake answers 507).",
+            registry=r,
+        )
+        self.storage_errors = Counter(
+            "modelhost_worker_storage_errors", "Writes of the state folder that failed (disk full, I/O).", registry=r
+        )
         self.job_duration = Histogram(
             "modelhost_worker_job_duration_seconds",
             "From a job's start to its end.",

@@ -218,8 +218,14 @@ def input_path(value: Any) -> str | None:
     return None
 
 
-def health_body(status: str, intake_open: bool, capacity: int, queued: int, processing: int) -> dict[str, Any]:
-    """`GET /v1/health`. status: "ok", "loading" (the model is still loading) or "draining" (stopping)."""
+def health_body(
+    status: str, intake_open: bool, capacity: int, queued: int, processing: int, storage_error: str = ""
+) -> dict[str, Any]:
+    """`GET /v1/health`. status: "ok", "loading" (the model is still loading) or "draining" (stopping).
+
+    Decision (the seed is silent): `storage` is "ok", or "failing" while the state folder refuses writes (disk full,
+    I/O error), with the reason in `storageError`; meanwhile no job starts and intake answers 507. They are fields of
+    their own, not a new `status`, so a caller that knows only the seed's statuses still reads this body."""
     return {
         "status": status,
         "protocol": PROTOCOL_VERSION,
@@ -227,6 +233,8 @@ def health_body(status: str, intake_open: bool, capacity: int, queued: int, proc
         "capacity": capacity,
         "queued": queued,
         "processing": processing,
+        "storage": "failing" if storage_error else "ok",
+        "storageError": storage_error,
     }
 
 
@@ -290,8 +298,20 @@ class ApiError(Exception):
         self.retry_after = retry_after
 
 
+#: Most characters of a caller's own value (an id, a file name) echoed back in an error message: enough to recognise
+#: it, while a 20 KB path segment does not come back as a 20 KB answer (nor into a log line).
+MAX_ECHOED = 80
+
+
+def shown(value: str) -> str:
+    """`value` quoted for an error message, cut to MAX_ECHOED characters."""
+    if len(value) <= MAX_ECHOED:
+        return repr(value)
+    return f"{value[:MAX_ECHOED]!r}... ({len(value)} characters)"
+
+
 def not_found(what: str) -> ApiError:
-    """404 WORKER_NOT_FOUND."""
+    """404 WORKER_NOT_FOUND. `what` names the thing (values in it quoted with `shown`)."""
     return ApiError(404, WORKER_NOT_FOUND, f"{what} not found")
 
 
@@ -310,6 +330,6 @@ def busy(message: str, retry_after: int) -> ApiError:
     return ApiError(429, WORKER_BUSY, message, retry_after=retry_after)
 
 
-def storage_error(message: str) -> ApiError:
+def storage_error(message: str, *, retry_after: int | None = None) -> ApiError:
     """507 WORKER_STORAGE: the job could not be made durable (disk full, I/O error); nothing was kept."""
-    return ApiError(507, WORKER_STORAGE, message)
+    return ApiError(507, WORKER_STORAGE, message, retry_after=retry_after)

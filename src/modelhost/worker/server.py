@@ -18,12 +18,12 @@ import uvicorn
 from modelhost import _serving
 from modelhost.host import Host
 from modelhost.worker import protocol
-from modelhost.worker.app import build_app
-from modelhost.worker.executor import Operation, Runner, default_operations
+from modelhost.worker.app import build_app, layer_error_body
+from modelhost.worker.executor import Operation, Runner, default_input_checks, default_operations
 from modelhost.worker.jobs import JobBoard, Journal, print_journal
 from modelhost.worker.metrics import WorkerMetrics
 from modelhost.worker.store import JobStore, SyncMode
-from modelhost.worker.submission import DEFAULT_MAX_UPLOAD_BYTES
+from modelhost.worker.submission import BODY_IDLE_SECONDS, DEFAULT_MAX_UPLOAD_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,12 @@ class WorkerServer:
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         execute: bool = True,
         sync: SyncMode | None = None,
+        limits: _serving.ClientLimits | None = None,
     ) -> None:
         """`operations` defaults to text.chat and text.generate. `execute=False` stores jobs but runs none
-        (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py)."""
+        (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py). `limits` bounds slow
+        and excess clients (modelhost._serving); its default body timeout is the upload's idle timeout
+        (submission.BODY_IDLE_SECONDS), so a stalled JSON body and a stalled multipart upload wait as long."""
         self.host = host
         self.bind_host = bind_host
         self.port = port
@@ -72,7 +75,17 @@ class WorkerServer:
         self.metrics = WorkerMetrics()
         self.store = JobStore(Path(state_dir), sync=sync)
         served = [(host.name, op) for op in sorted(self.operations)]
-        self.board = JobBoard(self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal)
+        # Inputs are checked at submission where the operation is one of ours: a custom operation under the same name
+        # reads its input its own way.
+        defaults = default_operations()
+        checks = {
+            name: check
+            for name, check in default_input_checks(host).items()
+            if self.operations.get(name) is defaults[name]
+        }
+        self.board = JobBoard(
+            self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal, input_checks=checks
+        )
         self.app = build_app(
             self.board,
             health=self._health,
@@ -80,6 +93,9 @@ class WorkerServer:
             authorization=authorization or None,
             max_upload_bytes=max_upload_bytes,
         )
+        limits = limits or _serving.ClientLimits(body_timeout=BODY_IDLE_SECONDS)
+        refusals = _serving.refusal_counter(self.metrics.registry, "modelhost_worker")
+        self.guard = _serving.ClientGuard(limits, layer_error_body, refusals)
         self.url = ""
         self.restored = 0
         self._server: _serving.EmbeddedUvicorn | None = None
@@ -108,7 +124,8 @@ class WorkerServer:
             lifespan="off",
             log_level="warning",
             access_log=False,
-            http="auto",  # httptools where installed (several times faster than h11), else h11
+            # httptools (several times faster than h11), with slow and excess clients bounded.
+            http=self.guard.protocol_class(),
             loop="asyncio",
             timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
             # Not behind a proxy: X-Forwarded-* must not be trusted, and skipping that middleware and the
@@ -148,6 +165,7 @@ class WorkerServer:
                 runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
+        self.board.close()
         sweeper = self._tasks[-1] if len(self._tasks) > 1 else None
         if sweeper is not None:
             sweeper.cancel()

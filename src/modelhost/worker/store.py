@@ -61,6 +61,11 @@ OUTPUTS = "outputs"
 INCOMING_PREFIX = ".incoming-"
 TRASH_PREFIX = ".trash-"
 LOCK_FILE = ".lock"
+#: Written and removed again to learn whether the state folder takes writes once more after a failure.
+PROBE_FILE = ".probe"
+#: Size of the probe: a page, about what one job.json needs, so a probe that fits says a record write fits too (a
+#: smaller one could succeed in the last few bytes while every real write still fails).
+PROBE_BYTES = 4096
 
 #: The most writes one commit takes. A batch costs one flush whatever its size, but its callers all wait for the
 #: slowest write in it; past a few hundred the flush is no longer the cost and latency only grows.
@@ -96,7 +101,7 @@ def default_sync_mode() -> SyncMode:
 
 @dataclass(slots=True, eq=False)
 class _Op:
-    kind: Literal["create", "save", "remove"]
+    kind: Literal["create", "save", "remove", "probe"]
     job_id: str
     data: bytes = b""
     staging: Path | None = None  # create: the .incoming- folder that becomes <id>/
@@ -229,6 +234,11 @@ class JobStore:
         if op.trash is not None:
             await asyncio.to_thread(shutil.rmtree, op.trash, True)
 
+    async def probe(self) -> None:
+        """Write, sync and remove a page-sized file: raises StorageError while the state folder cannot take writes.
+        Goes through the committer, so it is ordered with (and never races) the writes of jobs."""
+        await self._submit(_Op("probe", ""))
+
     async def _submit(self, op: _Op) -> None:
         loop = asyncio.get_running_loop()
         op.loop = loop
@@ -269,6 +279,9 @@ class JobStore:
                 self._commit(batch)
             except BaseException as exc:  # the sync itself failed: nothing in the batch is known durable
                 for op in batch:
+                    if op.error is None and op.kind == "create":
+                        # Its caller hears the job was refused, so no folder of it may restore as a job later.
+                        shutil.rmtree(self.root / op.job_id, ignore_errors=True)
                     op.error = op.error or exc
             self._resolve(batch)
 
@@ -283,7 +296,8 @@ class JobStore:
             error = op.error
             if error is not None and not isinstance(error, StorageError):
                 code = error.errno if isinstance(error, OSError) and error.errno else errno.EIO
-                error = StorageError(code, str(error))
+                reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+                error = StorageError(code, reason)
             by_loop.setdefault(op.loop, []).append((op.future, error))
         for loop, settled in by_loop.items():
             # RuntimeError: the caller's loop is gone (shutdown), so nobody waits for the answer.
@@ -332,7 +346,18 @@ class JobStore:
         self.committed_ops += len(batch)
 
     def _prepare(self, op: _Op, fsync: bool, dirty_dirs: set[Path], late: list[_Op]) -> None:
+        # Every failure below undoes what it wrote before raising: a refused write must leave nothing on disk (a
+        # half-made job folder would refuse the same key with EEXIST until a restart; a half-written temporary file
+        # would hold the very space the disk is short of).
         final = self.root / op.job_id
+        if op.kind == "probe":
+            probe = self.root / PROBE_FILE
+            try:
+                _write(probe, bytes(PROBE_BYTES), fsync)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(probe)
+            return
         if op.kind == "remove":
             trash = self.root / f"{TRASH_PREFIX}{op.job_id}-{secrets.token_hex(4)}"
             os.rename(final, trash)
@@ -345,19 +370,23 @@ class JobStore:
                 dirty_dirs.add(path.parent)
         if op.kind == "create" and op.staging is None:
             final.mkdir()
-            tmp = final / (JOB_FILE + TMP_SUFFIX)
-            _write(tmp, op.data, fsync)
-            os.rename(tmp, final / JOB_FILE)
+            try:
+                tmp = final / (JOB_FILE + TMP_SUFFIX)
+                _write(tmp, op.data, fsync)
+                os.rename(tmp, final / JOB_FILE)
+            except OSError:
+                shutil.rmtree(final, ignore_errors=True)
+                raise
             dirty_dirs.update((final, self.root))
         elif op.kind == "create":
             assert op.staging is not None
-            _write(op.staging / JOB_FILE, op.data, fsync)
+            _write_or_remove(op.staging / JOB_FILE, op.data, fsync)
             dirty_dirs.update((op.staging, op.staging / INPUTS))
             op.after.append((op.staging, final))
             late.append(op)
         else:
             tmp = final / (JOB_FILE + TMP_SUFFIX)
-            _write(tmp, op.data, fsync)
+            _write_or_remove(tmp, op.data, fsync)
             outputs = final / OUTPUTS
             if op.files and fsync:
                 dirty_dirs.add(outputs)
@@ -395,6 +424,15 @@ def _write(path: Path, data: bytes, fsync: bool) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _write_or_remove(path: Path, data: bytes, fsync: bool) -> None:
+    try:
+        _write(path, data, fsync)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 def _fsync_path(path: Path) -> None:

@@ -110,6 +110,31 @@ def _decode(body: bytes) -> protocol.Submission:
         raise bad_request("the request is not a valid job submission: JSON nested too deeply") from None
 
 
+def _parse_input(raw: bytes) -> Any:
+    """A submission's `input` as a value: 400 for bytes that are not JSON (invalid UTF-8 included) or that nest
+    deeper than the decoder's recursion allows."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise bad_request(f"the input is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise bad_request("the input is nested too deeply") from None
+
+
+def _check_input(board: JobBoard, operation: str, value: Any) -> None:
+    """The operation's own check of the input (options in range, no picture for a text model): refused with 400
+    before anything is reserved, rather than accepted and failed when it runs."""
+    check = board.input_checks.get(operation)
+    if check is None:
+        return
+    try:
+        check(value)
+    except protocol.Failure as failure:
+        raise bad_request(failure.message) from None
+    except RecursionError:
+        raise bad_request("the input is nested too deeply") from None
+
+
 def _resolve(value: Any, parts: dict[str, dict[str, Any]] | None) -> Any:
     """check_references, with input nested too deeply for its recursion answered 400 rather than 500."""
     try:
@@ -143,14 +168,28 @@ async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
     """A JSON submission: the record and whether it is new (202) or a replay (200)."""
     submission = _decode(body)
     raw = bytes(submission.input)
+    # msgspec.Raw keeps the input's bytes unchecked, and they are stored as text: bytes that are not UTF-8 are the
+    # request's fault (400), found before a slot is reserved.
+    try:
+        input_json = raw.decode()
+    except UnicodeDecodeError as exc:
+        raise bad_request(f"the input is not valid UTF-8 (byte {exc.start})") from None
     # Cheap test first: almost no JSON job has either key. A `\u` escape can spell either one (`"\u0024inputFile"`
     # decodes to `$inputFile` in the executor), so any escape sends the input through the full check too.
-    if b'"$file"' in raw or b'"$inputFile"' in raw or b"\\u" in raw:
-        _resolve(msgspec.json.decode(raw), None)
+    checked = submission.operation in board.input_checks
+    if checked or b'"$file"' in raw or b'"$inputFile"' in raw or b"\\u" in raw:
+        value = _parse_input(raw)
+        _resolve(value, None)
+        _check_input(board, submission.operation, value)
     admitted = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
     if isinstance(admitted, Record):
         return admitted, False
-    return await board.commit(admitted, raw.decode()), True
+    # The one owner of the reservation: whatever ends this call (a refusal, a cancelled task, a bug) gives the slot
+    # back unless the commit took it (release is a no-op then).
+    try:
+        return await board.commit(admitted, input_json), True
+    finally:
+        board.release(admitted)
 
 
 @dataclass(slots=True)
@@ -292,6 +331,8 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             if submission is None and upload.request is not None:
                 # Admit as soon as the request is known: a replay or a refusal stops here, files unread.
                 submission = _decode(upload.request)
+                if submission.operation in board.input_checks:
+                    _check_input(board, submission.operation, _parse_input(bytes(submission.input)))
                 result = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
                 if isinstance(result, Record):
                     return result, False
@@ -308,11 +349,7 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             name: protocol.input_file(part.filename or name, part.content_type, str(final_inputs / part.stored))
             for name, part in upload.files.items()
         }
-        try:
-            value = msgspec.json.decode(bytes(submission.input))
-        except msgspec.DecodeError as exc:
-            raise bad_request(f"the input is not JSON: {exc}") from exc
-        resolved = _resolve(value, parts)
+        resolved = _resolve(_parse_input(bytes(submission.input)), parts)
         used = _used_paths(resolved)
         files = []
         for part in upload.files.values():
