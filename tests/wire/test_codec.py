@@ -1370,6 +1370,9 @@ def test_semantic_failures_are_not_fatal(request_: Request, code: ErrorCode, fra
     assert not info.value.fatal
     assert info.value.request_id == "v"
     assert fragment in info.value.message
+    # The words the message opens with name the same failure as the code (attachment_unsupported said "invalid
+    # request:" once).
+    assert info.value.message.startswith(f"{code.value.replace('_', ' ')}: ")
 
 
 def test_supported_kinds_are_host_policy() -> None:

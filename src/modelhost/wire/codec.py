@@ -1240,7 +1240,9 @@ def validate_request(request: Request, *, supported_kinds: Iterable[str] = (Atta
     rid = request.id
 
     def refuse(message: str, code: ErrorCode = ErrorCode.INVALID_REQUEST) -> WireError:
-        return WireError(code, f"invalid request: {message}", fatal=False, request_id=rid)
+        # The message opens with its code in words ("invalid request: ...", "attachment unsupported: ..."), so a
+        # person reading only the message is not told the opposite of what a program branching on the code sees.
+        return WireError(code, f"{code.value.replace('_', ' ')}: {message}", fatal=False, request_id=rid)
 
     if not request.messages:
         raise refuse("messages is empty")
