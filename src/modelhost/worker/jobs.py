@@ -108,6 +108,9 @@ class JobBoard:
         self._writable = asyncio.Event()
         self._writable.set()
         self._recovery: asyncio.Task[None] | None = None
+        # The first wait of the next probe round: it keeps doubling across rounds until a job's own write succeeds,
+        # because a probe can pass while a bigger write (a job's outputs) still fails, and each round reruns that job.
+        self._retry_delay = STORAGE_RETRY_MIN_SECONDS
         # Jobs whose end is being written: a DELETE meanwhile must not write `cancel` over the end.
         self._ending: set[str] = set()
         metrics.capacity.set(capacity)
@@ -456,6 +459,7 @@ class JobBoard:
             self.storage_failed(exc)
             raise
         self.metrics.store_commit.observe(loop.time() - began)
+        self._retry_delay = STORAGE_RETRY_MIN_SECONDS
         self._storage_ok()
 
     # -- storage faults -------------------------------------------------------------------------------------------
@@ -487,16 +491,15 @@ class JobBoard:
         self._wake.set()
 
     async def _recover(self) -> None:
-        delay = STORAGE_RETRY_MIN_SECONDS
         while not self._writable.is_set():
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self._retry_delay)
+            self._retry_delay = min(self._retry_delay * 2, STORAGE_RETRY_MAX_SECONDS)
             try:
                 await self.store.probe()
             except StorageError as exc:
                 if exc.errno == errno.ESHUTDOWN:
                     return
                 self.storage_error = f"the state folder cannot be written: {exc.strerror or exc}"
-                delay = min(delay * 2, STORAGE_RETRY_MAX_SECONDS)
             else:
                 self._storage_ok()
 
