@@ -216,3 +216,45 @@ def test_a_stop_signal_while_the_model_loads_opens_no_door(tmp_path: Path, monke
     assert not any("ready" in line for line in lines), lines
     assert lines[-1] == "modelhost: stopped"
     assert not sock.exists()
+
+
+def test_client_limits_reach_both_http_doors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A silent connection is refused after --header-timeout by the OpenAI door and the worker alike.
+    import asyncio
+
+    from typer.testing import CliRunner
+
+    from modelhost import serve as serving
+    from modelhost._serving import ClientLimits
+    from modelhost.cli import app
+    from modelhost.testing.rawhttp import Connection, parse_answers
+    from modelhost.testing.standins import ScriptedModel
+
+    refused = CliRunner().invoke(app, ["serve", "--no-socket", "--header-timeout", "0"])
+    assert refused.exit_code == 2 and "positive" in refused.output, refused.output
+
+    monkeypatch.setattr(serving.catalogue, "resolve", lambda model: model)
+    monkeypatch.setattr(serving.registry, "load_model", lambda path, backend: ScriptedModel())
+    lines: list[str] = []
+
+    async def main() -> None:
+        config = serving.ServeConfig(
+            model="x", http=("127.0.0.1", 0), worker=("127.0.0.1", 0), state_dir=tmp_path / "state",
+            client_limits=ClientLimits(header_timeout=0.3), grace_seconds=1.0,
+        )  # fmt: skip
+        task = asyncio.create_task(serving.serve(config, say=lines.append))
+        for _ in range(500):
+            urls = [m.group(1) for line in lines if (m := re.search(r" on (http://\S+)", line))]
+            if len(urls) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert len(urls) == 2, lines
+        for url in urls:
+            conn = await Connection.open(url)
+            (answer,) = parse_answers(await conn.read_all(timeout=5))
+            await conn.close()
+            assert answer.status == 408, (url, answer)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(main())

@@ -16,13 +16,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from modelhost import errors
 from modelhost.inference import registry
 from modelhost.inference.types import GenerateMetrics, Message, Token
+
+if TYPE_CHECKING:
+    from modelhost._serving import ClientLimits
 
 app = typer.Typer(
     name="modelhost",
@@ -263,6 +266,15 @@ def serve(
     state: Annotated[str | None, typer.Option("--state", help="The job worker's state folder.")] = None,
     capacity: Annotated[int, typer.Option("--capacity", help="Jobs the worker holds at once.")] = 8,
     max_queue: Annotated[int, typer.Option("--max-queue", help="Requests that may wait for the model.")] = 64,
+    header_timeout: Annotated[
+        float | None, typer.Option("--header-timeout", help="HTTP doors: seconds a request's headers may take [60].")
+    ] = None,
+    body_timeout: Annotated[
+        float | None, typer.Option("--body-timeout", help="HTTP doors: seconds a request body may pause [60].")
+    ] = None,
+    max_connections: Annotated[
+        int | None, typer.Option("--max-connections", help="HTTP doors: open connections each holds [256].")
+    ] = None,
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
     from modelhost import serve as serving
@@ -281,12 +293,29 @@ def serve(
             state_dir=Path(state) if state else None,
             capacity=capacity,
             max_queue=max_queue,
+            client_limits=_client_limits(header_timeout, body_timeout, max_connections),
         )
         serving.run(config)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     except errors.ModelHostError as exc:
         raise _fail(exc) from exc
+
+
+def _client_limits(
+    header_timeout: float | None, body_timeout: float | None, max_connections: int | None
+) -> ClientLimits | None:
+    """The doors' ClientLimits from the flags given (None: the doors' defaults); ValueError for a bad value."""
+    if header_timeout is None and body_timeout is None and max_connections is None:
+        return None
+    from modelhost import _serving
+
+    default = _serving.ClientLimits()
+    return _serving.ClientLimits(
+        header_timeout=default.header_timeout if header_timeout is None else header_timeout,
+        body_timeout=default.body_timeout if body_timeout is None else body_timeout,
+        max_connections=default.max_connections if max_connections is None else max_connections,
+    )
 
 
 def expand_optional_values(argv: list[str]) -> list[str]:

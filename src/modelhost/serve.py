@@ -18,10 +18,13 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from modelhost.host import DEFAULT_MAX_QUEUE, Host
 from modelhost.inference import catalogue, registry
+
+if TYPE_CHECKING:
+    from modelhost._serving import ClientLimits
 
 #: How long a stop signal waits for in-flight requests before cancelling them. Long enough for a typical answer
 #: on a small model, short enough that a service manager's own kill timeout (systemd: 90 s) never fires first.
@@ -50,6 +53,8 @@ class ServeConfig:
     capacity: int = 8
     max_queue: int = DEFAULT_MAX_QUEUE
     grace_seconds: float = DEFAULT_GRACE_SECONDS
+    #: Slow and excess clients of the HTTP doors (header/body timeouts, connections); None: each door's default.
+    client_limits: ClientLimits | None = None
 
 
 def model_name(model: str) -> str:
@@ -99,7 +104,9 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         if config.http is not None:
             from modelhost.http import HttpServer
 
-            http_server = HttpServer(host, bind_host=config.http[0], port=config.http[1], api_key=config.api_key)
+            http_server = HttpServer(
+                host, bind_host=config.http[0], port=config.http[1], api_key=config.api_key, limits=config.client_limits
+            )
             await http_server.start()
             http = http_server
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
@@ -121,6 +128,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 port=config.worker[1],
                 authorization=os.environ.get("GIZ_WORKER_AUTHORIZATION") or None,
                 drain_seconds=config.grace_seconds,
+                limits=config.client_limits,
             )
             await worker.start()
             closers.append(worker.aclose)
