@@ -23,7 +23,7 @@ from modelhost.worker.executor import Operation, Runner, default_input_checks, d
 from modelhost.worker.jobs import JobBoard, Journal, print_journal
 from modelhost.worker.metrics import WorkerMetrics
 from modelhost.worker.store import JobStore, SyncMode
-from modelhost.worker.submission import BODY_IDLE_SECONDS, DEFAULT_MAX_UPLOAD_BYTES
+from modelhost.worker.submission import DEFAULT_MAX_UPLOAD_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,7 @@ class WorkerServer:
     ) -> None:
         """`operations` defaults to text.chat and text.generate. `execute=False` stores jobs but runs none
         (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py). `limits` bounds slow
-        and excess clients (modelhost._serving); its default body timeout is the upload's idle timeout
-        (submission.BODY_IDLE_SECONDS), so a stalled JSON body and a stalled multipart upload wait as long."""
+        and excess clients (modelhost._serving): a stalled JSON body and a stalled multipart upload are cut alike."""
         self.host = host
         self.bind_host = bind_host
         self.port = port
@@ -93,7 +92,7 @@ class WorkerServer:
             authorization=authorization or None,
             max_upload_bytes=max_upload_bytes,
         )
-        limits = limits or _serving.ClientLimits(body_timeout=BODY_IDLE_SECONDS)
+        limits = limits or _serving.ClientLimits()
         refusals = _serving.refusal_counter(self.metrics.registry, "modelhost_worker")
         self.guard = _serving.ClientGuard(limits, layer_error_body, refusals)
         self.url = ""

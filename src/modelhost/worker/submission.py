@@ -40,9 +40,6 @@ MAX_JSON_BYTES = 8 << 20
 MAX_PARTS = 256
 #: Default limit of a whole upload (413 beyond it): a phone video or a few dozen full-size photos.
 DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
-#: How long an upload may send nothing before it is refused. A phone on a bad network pauses for seconds, not a
-#: minute; a peer silent for longer is holding a capacity slot it will not use.
-BODY_IDLE_SECONDS = 60.0
 
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 
@@ -54,23 +51,15 @@ def _error_text(exc: Exception) -> str:
 async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
     """The body in chunks, 413 as soon as it passes `limit` (a declared Content-Length over it: before reading).
 
-    A body that stops arriving for BODY_IDLE_SECONDS is refused: once its `request` field is read, an upload holds
-    a capacity slot (and same-key replays wait on it), so a stalled peer must not hold it forever.
+    A stalled or trickling body is cut by the door's client guard (_serving.ClientGuard: 408, then the connection
+    closes), which ends this iteration with a disconnect, so the slot and the staging folder are given back below.
     """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise protocol.too_large(limit)
     seen = 0
-    chunks = request.stream().__aiter__()
     try:
-        while True:
-            try:
-                async with asyncio.timeout(BODY_IDLE_SECONDS):  # no task per chunk, unlike wait_for
-                    chunk = await chunks.__anext__()
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                raise bad_request(f"the upload stalled: no bytes for {BODY_IDLE_SECONDS:g} s") from None
+        async for chunk in request.stream():
             seen += len(chunk)
             if seen > limit:
                 raise protocol.too_large(limit)
