@@ -21,6 +21,7 @@ from modelhost.backends.transformers.device import memory_usage, reset_peak_memo
 from modelhost.backends.transformers.loading import Checkpoint
 from modelhost.backends.transformers.pieces import token_bytes
 from modelhost.backends.transformers.sampling import RowState, Sampler, ThoughtTokens, make_sampler
+from modelhost.backends.transformers.training import TrainingMixin
 from modelhost.backends.transformers.vision import to_rgb_image
 from modelhost.errors import (
     GenerationError,
@@ -92,8 +93,9 @@ class _BatchRow:
     error: BaseException | None = None
 
 
-class TransformersModel:
-    """A checkpoint loaded with transformers. TextModel, VisionModel and AttentionInspector.
+class TransformersModel(TrainingMixin):
+    """A checkpoint loaded with transformers. TextModel, VisionModel, AttentionInspector, and (through
+    TrainingMixin, see training.py) TrainableModel and TrainerModel for LoRA fine-tuning.
 
     Not thread-safe: the host drives each model from one long-lived thread.
     """

@@ -1,0 +1,161 @@
+"""Training data: JSONL records, their token form, and padding-aware batches. No torch, no backend.
+
+A record is one JSON object per line, in one of three shapes (the shapes TRL and most fine-tuning tools read):
+
+- `{"messages": [{"role", "content"}, ...]}`: a conversation, rendered through the model's own chat template; the
+  loss covers the assistant turns only (the model learns to answer, not to predict the user).
+- `{"prompt": str, "completion": str}`: raw text, no template; the loss covers the completion (and the end token).
+- `{"text": str}`: raw text; the loss covers all of it.
+
+Tokenising is the backend's job (`ExampleEncoder.encode_example`): it knows the tokenizer and the template. What
+comes back is an `Example`: token ids and, for each, whether it is trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from modelhost.errors import InvalidInputError
+from modelhost.inference.types import ROLES
+
+#: Label value of a token the loss ignores (the prompt, padding). -100 is what torch's cross-entropy and every
+#: Hugging Face model use, so a batch can go to them unchanged.
+IGNORE = -100
+
+#: How many batches' worth of shuffled examples are sorted by length together before they are cut into batches.
+#: Sorting the whole set would put every long example in the last batches (and make every epoch alike); sorting
+#: a window this size keeps the padding small and the order still random.
+SORT_WINDOW_BATCHES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One tokenised record: `ids`, and `labels` (the id where the loss counts that position, else IGNORE)."""
+
+    ids: tuple[int, ...]
+    labels: tuple[int, ...]
+
+    @property
+    def trained_tokens(self) -> int:
+        """Positions the loss counts."""
+        return sum(1 for label in self.labels if label != IGNORE)
+
+
+@runtime_checkable
+class ExampleEncoder(Protocol):
+    """A trainable model that turns a record into an Example with its own tokenizer and chat template."""
+
+    def encode_example(self, record: Mapping[str, Any], *, max_length: int | None = None) -> Example:
+        """Tokenise one record (messages, prompt/completion or text); `max_length` truncates it."""
+        ...
+
+
+def record_kind(record: Any) -> str:
+    """ "messages", "prompt" or "text" for a well-formed record; InvalidInputError saying what is wrong otherwise."""
+    if not isinstance(record, dict):
+        raise InvalidInputError(f"a training record must be a JSON object, got {type(record).__name__}")
+    if "messages" in record:
+        messages = record["messages"]
+        if not isinstance(messages, list) or not messages:
+            raise InvalidInputError("`messages` must be a non-empty list")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+                raise InvalidInputError(f"messages[{i}] must be an object with string `role` and `content`")
+            if m["role"] not in ROLES:
+                raise InvalidInputError(f"messages[{i}]: unknown role {m['role']!r}")
+        if not any(m["role"] == "assistant" for m in messages):
+            raise InvalidInputError("`messages` has no assistant turn: there is nothing to learn")
+        return "messages"
+    if "prompt" in record or "completion" in record:
+        if not isinstance(record.get("prompt"), str) or not isinstance(record.get("completion"), str):
+            raise InvalidInputError("`prompt` and `completion` must both be strings")
+        if not record["completion"]:
+            raise InvalidInputError("`completion` is empty: there is nothing to learn")
+        return "prompt"
+    if "text" in record:
+        if not isinstance(record["text"], str) or not record["text"]:
+            raise InvalidInputError("`text` must be a non-empty string")
+        return "text"
+    raise InvalidInputError("a training record needs `messages`, `prompt` and `completion`, or `text`")
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file, each checked; errors name the line. Blank lines are skipped."""
+    records: list[dict[str, Any]] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path}: not UTF-8 text: {exc}") from exc
+    except OSError as exc:
+        raise InvalidInputError(f"{path}: cannot read it: {exc}") from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInputError(f"{path}:{number}: not JSON: {exc}") from exc
+        try:
+            record_kind(record)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{path}:{number}: {exc}") from exc
+        records.append(record)
+    if not records:
+        raise InvalidInputError(f"{path}: no training records")
+    return records
+
+
+def split_eval(records: Sequence[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
+    """(train, eval): a seeded random `fraction` of the records held out (at least one, never all)."""
+    if fraction <= 0 or len(records) < 2:
+        return list(records), []
+    order = list(range(len(records)))
+    random.Random(seed).shuffle(order)
+    held = min(len(records) - 1, max(1, round(len(records) * fraction)))
+    chosen = set(order[:held])
+    return [r for i, r in enumerate(records) if i not in chosen], [r for i, r in enumerate(records) if i in chosen]
+
+
+def batches_per_epoch(examples: int, batch_size: int) -> int:
+    """Batches one pass over `examples` makes (the last may be short)."""
+    return math.ceil(examples / batch_size)
+
+
+def epoch_batches(examples: Sequence[Example], batch_size: int, rng: random.Random) -> list[list[Example]]:
+    """One epoch of batches: shuffled, then sorted by length within windows so each batch pads little.
+
+    Every example appears exactly once. The batch order is shuffled again after sorting, so long batches are not
+    all together (a steady memory and time per step).
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    window = batch_size * SORT_WINDOW_BATCHES
+    result: list[list[Example]] = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start : start + window], key=lambda i: len(examples[i].ids))
+        result.extend([examples[i] for i in chunk[j : j + batch_size]] for j in range(0, len(chunk), batch_size))
+    rng.shuffle(result)
+    return result
+
+
+def stream_batches(examples: Sequence[Example], batch_size: int, seed: int) -> Iterator[list[Example]]:
+    """Epoch after epoch of `epoch_batches`, forever; the same seed gives the same order."""
+    if not examples:
+        raise InvalidInputError("no training examples")
+    rng = random.Random(seed)
+    while True:
+        yield from epoch_batches(examples, batch_size, rng)
+
+
+def fixed_batches(examples: Sequence[Example], batch_size: int) -> list[list[Example]]:
+    """Batches in a fixed, length-sorted order (evaluation: no randomness, little padding)."""
+    ordered = sorted(examples, key=lambda e: len(e.ids))
+    return [list(ordered[i : i + batch_size]) for i in range(0, len(ordered), batch_size)]
