@@ -5,6 +5,7 @@
     modelhost info [MODEL]           what a model is (architecture, sizes, quantisation)
     modelhost backends               which engines exist and can run here
     modelhost serve                  hold a model and serve it through the doors (socket, HTTP, jobs)
+    modelhost train                  fine-tune a LoRA adapter from a JSONL file
 
 Tokens go to stdout as they stream; the summary line (tokens, tokens/s, time to first token) goes to stderr, so
 `modelhost generate ... > out.txt` captures just the text.
@@ -23,6 +24,7 @@ import typer
 from modelhost import errors
 from modelhost.inference import registry
 from modelhost.inference.types import GenerateMetrics, Message, Token
+from modelhost.training.cli import train as train_command
 
 if TYPE_CHECKING:
     from modelhost._serving import ClientLimits
@@ -48,9 +50,9 @@ def _fail(exc: BaseException) -> typer.Exit:
     return typer.Exit(2 if isinstance(exc, errors.ModelHostError) else 1)
 
 
-def _load(model: str, backend: str | None) -> Any:
+def _load(model: str, backend: str | None, adapter: str | None = None) -> Any:
     try:
-        return registry.load_model(model, backend)
+        return registry.load_model(model, backend, adapter=adapter)
     except errors.ModelHostError as exc:
         raise _fail(exc) from exc
 
@@ -122,15 +124,20 @@ def chat(
             "--image", "-i", help="A PNG or JPEG for a vision model, attached to the first message.", exists=True
         ),
     ] = None,
+    adapter: Annotated[
+        str | None, typer.Option("--adapter", help="A LoRA adapter folder (`modelhost train` output) to apply.")
+    ] = None,
 ) -> None:
     """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
     history: list[Message] = [Message("system", system)] if system else []
     # Encoded bytes, as the contract allows: the backend that accepts images decodes (and bounds) them itself.
     images = tuple(path.read_bytes() for path in image or ())
     if socket is not None:
+        if adapter is not None:
+            raise typer.BadParameter("--adapter applies to a model loaded here; a served model has its own")
         _chat_over_socket(socket, history, message, max_tokens, temperature, images)
         return
-    with _load(model, backend) as m:
+    with _load(model, backend, adapter) as m:
 
         def answer(turns: list[Message]) -> str:
             try:
@@ -316,6 +323,9 @@ def _client_limits(
         body_timeout=default.body_timeout if body_timeout is None else body_timeout,
         max_connections=default.max_connections if max_connections is None else max_connections,
     )
+
+
+app.command(name="train")(train_command)
 
 
 def expand_optional_values(argv: list[str]) -> list[str]:
