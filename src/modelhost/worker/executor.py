@@ -387,8 +387,10 @@ def _write_outputs(out: Path, text: str, result: dict[str, Any]) -> None:
 
 
 def default_operations() -> dict[str, Operation]:
-    """The operations every worker serves: text.chat and text.generate."""
-    return {"text.chat": text_chat, "text.generate": text_generate}
+    """The operations every worker serves: text.chat, text.generate and lora.train (modelhost.worker.training)."""
+    from modelhost.worker.training import lora_train  # that module imports this one
+
+    return {"text.chat": text_chat, "text.generate": text_generate, "lora.train": lora_train}
 
 
 def default_input_checks(host: Host) -> dict[str, InputCheck]:
@@ -396,4 +398,11 @@ def default_input_checks(host: Host) -> dict[str, InputCheck]:
     return {
         "text.chat": lambda value: check_text_chat(value, host),
         "text.generate": lambda value: check_text_generate(value, host),
+        "lora.train": _check_lora_train,
     }
+
+
+def _check_lora_train(value: Any) -> None:
+    from modelhost.worker.training import check_lora_train
+
+    check_lora_train(value)

@@ -48,6 +48,8 @@ STAGE_ENCODING_PROMPT: Final = "encoding_prompt"
 STAGE_GENERATING: Final = "generating"
 STAGE_ENCODING_VIDEO: Final = "encoding_video"
 STAGES: Final = (STAGE_INITIALIZING, STAGE_LOADING_MODEL, STAGE_ENCODING_PROMPT, STAGE_GENERATING, STAGE_ENCODING_VIDEO)
+#: Ours, not giz's (so not in STAGES): an optimiser loop (`lora.train`), step of total optimiser steps.
+STAGE_TRAINING: Final = "training"
 
 #: The longer side a job's picture is decoded to at least: a model reads at most ~4 megapixels, which 2048 covers,
 #: and decoding a JPEG at 1/2, 1/4 or 1/8 keeps a phone photo of any size within the decoder's memory bounds.
