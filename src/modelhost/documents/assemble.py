@@ -1,0 +1,88 @@
+"""Per-page DocTags into one DoclingDocument, and that document into Markdown, JSON, HTML or DocTags.
+
+docling-core reads the DocTags (`DocTagsDocument.from_doctags_and_image_pairs` then
+`DoclingDocument.load_from_doctags`); the page images must be passed, or every page is 1x1. They are dropped from
+the document afterwards: a JSON that carries each page as a base64 PNG is megabytes per page for nothing the text
+needs (the page sizes stay).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+#: Output formats `convert` writes, by name.
+FORMATS: Final = ("md", "json", "doctags", "html")
+
+_TAG = re.compile(r"<(/?)([a-z_0-9]+)>")
+#: Tokens that are not containers: locations, table cells, markers; they never need closing.
+_VOID = re.compile(r"^(loc_\d+|fcel|ecel|lcel|ucel|xcel|nl|ched|rhed|srow|page_break|_.*_)$")
+
+
+def repair(doctags: str) -> str:
+    """A page's DocTags made whole: a cut tag dropped, open elements closed, wrapped in one `<doctag>`.
+
+    A generation stopped by its token bound ends mid-element, or mid-tag; what it wrote before is kept (pdf-spec's
+    rule), and docling then reads it instead of dropping the page.
+    """
+    text = doctags.strip()
+    cut = text.rfind("<")
+    if cut >= 0 and text.find(">", cut) < 0:
+        text = text[:cut]
+    body = text.removeprefix("<doctag>")
+    body = body[: -len("</doctag>")] if body.endswith("</doctag>") else body
+    stack: list[str] = []
+    for m in _TAG.finditer(body):
+        closing, name = m.group(1), m.group(2)
+        if _VOID.match(name) or name == "doctag":
+            continue
+        if not closing:
+            stack.append(name)
+        elif name in stack:
+            while stack and stack.pop() != name:
+                pass
+    return "<doctag>" + body + "".join(f"</{name}>" for name in reversed(stack)) + "</doctag>"
+
+
+def build(name: str, pages: Sequence[str], images: Sequence[Any]) -> Any:
+    """One DoclingDocument from each page's DocTags and image (same order)."""
+    from docling_core.types.doc.document import DoclingDocument, DocTagsDocument  # type: ignore[attr-defined]
+
+    pairs = DocTagsDocument.from_doctags_and_image_pairs([repair(p) for p in pages], list(images))
+    doc = DoclingDocument.load_from_doctags(pairs, document_name=name)
+    for page in doc.pages.values():
+        page.image = None
+    _unescape(doc)
+    return doc
+
+
+def _unescape(doc: Any) -> None:
+    # The ocr model writes `<` and `>` as entities (docling strips anything tag-shaped); docling keeps them as they
+    # are, so they are turned back here, in the text and in every table cell.
+    for item in doc.texts:
+        item.text = unescape(item.text)
+        item.orig = unescape(item.orig)
+    for table in doc.tables:
+        for cell in table.data.table_cells:
+            cell.text = unescape(cell.text)
+
+
+def unescape(text: str) -> str:
+    """`&lt;` and `&gt;` back to `<` and `>` (the ocr model's escapes of recognised text)."""
+    return text.replace("&lt;", "<").replace("&gt;", ">")
+
+
+def render(doc: Any, fmt: str, pages: Sequence[str] = ()) -> str:
+    """The document in `fmt` (see FORMATS). `doctags` is the pages' own DocTags, joined with `<page_break>`."""
+    if fmt == "md":
+        return str(doc.export_to_markdown()) + "\n"
+    if fmt == "json":
+        return json.dumps(doc.export_to_dict(), ensure_ascii=False, indent=1) + "\n"
+    if fmt == "html":
+        return str(doc.export_to_html())
+    if fmt == "doctags":
+        inner = [repair(p).removeprefix("<doctag>").removesuffix("</doctag>") for p in pages]
+        return "<doctag>" + "<page_break>".join(inner) + "</doctag>\n"
+    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -1,0 +1,93 @@
+"""Who reads a page: the host in this process, or a running `modelhost serve` over the inferd socket.
+
+Both send what pdf-spec sends (one page image and "Convert this page to docling.") and return the page's DocTags
+with how generation ended. A page that hits its token bound or fails keeps the text generated so far (pdf-spec's
+rule: a partial page is worth more than none); the pipeline marks it partial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from modelhost.errors import ModelHostError
+from modelhost.host import Delta, Done, Failed, GenerationRequest, Host
+from modelhost.inference.types import Message
+
+#: What pdf-spec's CLI asks a model for each page.
+PROMPT = "Convert this page to docling."
+#: Tokens a page may take: a dense page of DocTags from a VLM is ~3-6k tokens; the ocr model counts elements.
+DEFAULT_PAGE_TOKENS = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class PageAnswer:
+    """A model's answer for one page: its text, why it ended ("stop", "length", "error"), and the error if any."""
+
+    text: str
+    finish_reason: str
+    error: str = ""
+
+    @property
+    def partial(self) -> bool:
+        return self.finish_reason != "stop"
+
+
+class PageReader(Protocol):
+    """Reads one page image; cancelling the awaiting task stops the model's work on it."""
+
+    name: str
+
+    async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer: ...
+
+
+class HostReader:
+    """Pages through a Host's scheduler, like every other door (the host queues, cancels and measures)."""
+
+    def __init__(self, host: Host, *, prompt: str = PROMPT) -> None:
+        self.host = host
+        self.name = host.name
+        self.prompt = prompt
+
+    async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
+        request = GenerationRequest(
+            messages=[Message("user", self.prompt, (image,))], options={"max_tokens": max_tokens, "temperature": 0.0}
+        )
+        parts: list[str] = []
+        async with self.host.submit(request) as stream:
+            async for event in stream:
+                if isinstance(event, Delta):
+                    parts.append(event.text)
+                elif isinstance(event, Done):
+                    return PageAnswer("".join(parts), event.finish_reason)
+                elif isinstance(event, Failed):
+                    return PageAnswer("".join(parts), "error", f"{event.code}: {event.message}")
+        return PageAnswer("".join(parts), "cancelled")
+
+
+class WireReader:
+    """Pages over the inferd socket to a running `modelhost serve` (or any inferd-wire host), one connection."""
+
+    def __init__(self, path: str, *, prompt: str = PROMPT) -> None:
+        from modelhost.wire.client import Client
+
+        self.name = f"unix:{path}"
+        self.prompt = prompt
+        self._client = Client(path)
+
+    async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
+        from modelhost.wire.errors import TruncatedError
+
+        # The client is blocking: it runs on a worker thread. A cancelled task leaves that thread to finish its page;
+        # closing the reader then hangs up, which is how the wire cancels (there is no cancel frame).
+        text, error = await asyncio.to_thread(self._client.recognize, image, self.prompt, max_tokens)
+        if error is None:
+            return PageAnswer(text, "stop")
+        if isinstance(error, TruncatedError):
+            return PageAnswer(text, "length", str(error))
+        code = error.code if isinstance(error, ModelHostError) else "error"
+        return PageAnswer(text, "error", f"{code}: {error}")
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,101 @@
+"""The pipeline and `modelhost convert` on real files: an image-only PDF, a PNG, a broken and an empty PDF."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from modelhost.backends.ocr.model import OcrModel
+from modelhost.cli import app
+from modelhost.documents import DocumentError, HostReader, convert, parse_pages
+from modelhost.errors import InvalidInputError
+from modelhost.host import Host
+from modelhost.testing.pages import Page, cer
+
+
+def test_page_ranges() -> None:
+    assert parse_pages(None, 3) == [1, 2, 3]
+    assert parse_pages("2-,1", 3) == [2, 3, 1]
+    assert parse_pages("1-2,2,9", 3) == [1, 2]
+    for bad in ("x", "3-1", "0", "7-9"):
+        with pytest.raises(InvalidInputError):
+            parse_pages(bad, 3)
+
+
+def test_pipeline_through_the_host(ocr_model: OcrModel, pages: list[Page], pdf_path: Path, md_words: Any) -> None:
+    done: list[tuple[int, int]] = []
+
+    async def run() -> Any:
+        host = Host.from_model(_Unclosable(ocr_model), name="ocr")
+        await host.start()
+        try:
+            return await convert(pdf_path, HostReader(host), dpi=150, on_page=lambda d, t, _: done.append((d, t)))
+        finally:
+            await host.aclose()
+
+    conversion = asyncio.run(run())
+    assert done == [(1, 2), (2, 2)]
+    assert conversion.partial_pages == []
+    for result, page in zip(conversion.pages, pages, strict=True):  # pdfium rounds the page size to a pixel
+        assert abs(result.size[0] - page.image.width) <= 1 and abs(result.size[1] - page.image.height) <= 1
+    markdown = conversion.render("md")
+    known = " ".join(page.known_text for page in pages)
+    assert cer(known, md_words(markdown)) <= 0.02, markdown
+    assert markdown.count("## Quarterly Report") == 2
+    doctags = conversion.render("doctags")
+    assert doctags.count("<page_break>") == 1 and doctags.startswith("<doctag>")
+
+
+def test_convert_cli(docs: dict[str, Any], tmp_path: Path, md_words: Any, pages: list[Page]) -> None:
+    out = tmp_path / "out.md"
+    result = CliRunner().invoke(app, ["convert", str(docs["pdf"]), "-o", str(out), "--pages", "2"])
+    assert result.exit_code == 0, result.output
+    assert cer(pages[1].known_text, md_words(out.read_text())) <= 0.02
+    assert "1 pages" in result.output and "pages/s" in result.output
+    # several files: one bad file is named and does not stop the others; the exit code says something failed
+    folder = tmp_path / "many"
+    result = CliRunner().invoke(
+        app, ["convert", str(docs["broken"]), str(docs["empty"]), str(docs["png"]), "-o", str(folder), "--to", "json"]
+    )
+    assert result.exit_code == 1
+    assert "broken.pdf: not a readable PDF" in result.output
+    assert "empty.pdf: the file is empty" in result.output
+    from docling_core.types.doc.document import DoclingDocument
+
+    doc = DoclingDocument.model_validate_json((folder / "page.json").read_text())
+    assert doc.tables and doc.tables[0].data.grid[0][0].text == "Region"
+
+
+def test_document_errors_name_the_file(docs: dict[str, Any], tmp_path: Path) -> None:
+    from modelhost.documents import Source
+
+    for key, message in (("broken", "not a readable PDF"), ("empty", "the file is empty"), ("no_pages", "PDF")):
+        with pytest.raises(DocumentError, match=f"{Path(docs[key]).name}: .*{message}"):
+            Source(docs[key])
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    with pytest.raises(DocumentError, match=r"notes\.txt: neither a PDF nor"):
+        Source(text)
+    with pytest.raises(DocumentError, match=r"missing\.pdf: cannot read it"):
+        Source(tmp_path / "missing.pdf")
+
+
+class _Unclosable:
+    """The session's model inside a host that would close it when it stops."""
+
+    def __init__(self, model: OcrModel) -> None:
+        self._model = model
+        self.model_type = model.model_type
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def unwrap(self) -> OcrModel:
+        return self._model
+
+    def close(self) -> None:
+        pass
