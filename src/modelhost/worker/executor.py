@@ -387,10 +387,17 @@ def _write_outputs(out: Path, text: str, result: dict[str, Any]) -> None:
 
 
 def default_operations() -> dict[str, Operation]:
-    """The operations every worker serves: text.chat, text.generate and lora.train (modelhost.worker.training)."""
-    from modelhost.worker.training import lora_train  # that module imports this one
+    """The operations every worker serves: text.chat, text.generate, lora.train (modelhost.worker.training) and
+    document.convert (modelhost.worker.documents)."""
+    from modelhost.worker.documents import document_convert  # these modules import this one
+    from modelhost.worker.training import lora_train
 
-    return {"text.chat": text_chat, "text.generate": text_generate, "lora.train": lora_train}
+    return {
+        "text.chat": text_chat,
+        "text.generate": text_generate,
+        "lora.train": lora_train,
+        "document.convert": document_convert,
+    }
 
 
 def default_input_checks(host: Host) -> dict[str, InputCheck]:

@@ -1,0 +1,100 @@
+"""`document.convert`: a PDF or image uploaded as a `$file`, converted page by page through the host's model.
+
+Input: `{"document": {"$file": field}, "dpi"?: int, "pages"?: "1-3,5", "max_tokens"?: int}` (tokens per page).
+Outputs: `document.md`, `document.json` (a DoclingDocument) and `page-N.doctags` for each page converted.
+Progress: stage `generating`, step = pages done of `total` pages, `remaining` from the pages' own pace.
+Cancel stops between pages and within one: the page's host request is closed, which stops the model.
+A page that hits its token bound or fails keeps what was generated; `document.json` still loads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
+from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
+from modelhost.errors import InvalidInputError, ModelHostError
+from modelhost.worker import protocol
+from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
+from modelhost.worker.protocol import failed, input_path, invalid
+
+OPERATION = "document.convert"
+
+
+def _int(value: dict[str, Any], key: str, default: int) -> int:
+    got = value.get(key, default)
+    if isinstance(got, bool) or not isinstance(got, int) or got < 1:
+        raise invalid(f"{OPERATION}: `{key}` must be a positive integer, got {got!r}")
+    return got
+
+
+def check_document_convert(value: Any) -> tuple[Path, int, str | None, int]:
+    """The job's input checked: (document path, dpi, pages, max_tokens); the seed's invalid-input Failure else."""
+    if not isinstance(value, dict):
+        raise invalid(f"{OPERATION} input must be a JSON object")
+    path = input_path(value.get("document"))
+    if path is None:
+        raise invalid(f"{OPERATION} needs `document`: an uploaded PDF or image ({{'$file': field}})")
+    pages = value.get("pages")
+    if pages is not None and not isinstance(pages, str):
+        raise invalid(f"{OPERATION}: `pages` must be a string such as '1-3,5'")
+    return Path(path), _int(value, "dpi", DEFAULT_DPI), pages, _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
+
+
+async def document_convert(ctx: JobContext) -> list[str]:
+    """Run the documents pipeline on the uploaded file through the host; write the outputs."""
+    path, dpi, pages, max_tokens = check_document_convert(ctx.work.input)
+    ctx.progress(protocol.STAGE_INITIALIZING)
+    while ctx.host.state in ("new", "loading"):
+        if ctx.cancelled:
+            raise ctx.stopped()
+        ctx.progress(protocol.STAGE_LOADING_MODEL)
+        await asyncio.sleep(HOST_RETRY_SECONDS)
+    if ctx.host.ready and not ctx.host.accepts_images:
+        raise invalid(f"model {ctx.host.name!r} does not read page images; serve `--model ocr` or a DocTags VLM")
+    pace: list[float] = []
+
+    def on_start(total: int) -> None:
+        ctx.progress(protocol.STAGE_GENERATING, 0, total)
+
+    def on_page(done: int, total: int, result: PageResult) -> None:
+        pace.append(result.seconds)
+        remaining = round(sum(pace) / len(pace) * (total - done), 3)
+        ctx.progress(protocol.STAGE_GENERATING, done, total, remaining)
+
+    task = asyncio.ensure_future(
+        convert(
+            path,
+            HostReader(ctx.host),
+            dpi=dpi,
+            pages=pages,
+            max_tokens=max_tokens,
+            on_start=on_start,
+            on_page=on_page,
+        )
+    )
+    ctx.on_cancel(lambda: task.cancel() and None)
+    try:
+        conversion = await task
+    except asyncio.CancelledError:
+        if ctx.cancelled:
+            raise ctx.stopped() from None
+        raise
+    except InvalidInputError as exc:
+        raise invalid(str(exc)) from exc
+    except ModelHostError as exc:
+        raise failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}") from exc
+    return await asyncio.to_thread(_write, ctx.dir, conversion)
+
+
+def _write(out: Path, conversion: Conversion) -> list[str]:
+    names = ["document.md", "document.json"]
+    (out / "document.md").write_text(conversion.render("md"), encoding="utf-8")
+    (out / "document.json").write_text(conversion.render("json"), encoding="utf-8")
+    for page in conversion.pages:
+        name = f"page-{page.number}.doctags"
+        (out / name).write_text(page.doctags, encoding="utf-8")
+        names.append(name)
+    return names
