@@ -75,7 +75,11 @@ async def document_convert(ctx: JobContext) -> list[str]:
             on_page=on_page,
         )
     )
-    ctx.on_cancel(lambda: task.cancel() and None)
+
+    def stop() -> None:
+        task.cancel()
+
+    ctx.on_cancel(stop)
     try:
         conversion = await task
     except asyncio.CancelledError:
