@@ -49,3 +49,4 @@ bench: $(STAMP)
 	$(PY) bench/wire.py
 	$(PY) bench/worker.py
 	$(PY) bench/http_door.py
+	$(PY) bench/documents.py
