@@ -112,3 +112,48 @@ def _render(model: LlamaCppModel) -> str:
     from modelhost.backends.llama_cpp import chat
 
     return chat.render(model._template, QUESTION, bos_token=model._bos_text, eos_token=model._eos_text)
+
+
+#: Distinct questions for the batching test: different lengths, so prompts join and leave at different steps.
+BATCH_QUESTIONS = [
+    "Write a short story about a lighthouse keeper.",
+    "Explain photosynthesis.",
+    "List five fruits and describe each one.",
+    "What is the capital of France? Tell me about its history.",
+    "Describe how a car engine works.",
+    "Write a poem about rain.",
+]
+
+
+def test_batched_greedy_output_through_the_host_equals_one_at_a_time() -> None:
+    """Six chat requests at once through the host's continuous scheduler (4 slots): each gets exactly the tokens
+    it gets alone. Two of them join mid-stream as slots free up, with their prompts' prefill beside running
+    decodes, and later ones reuse a slot's cached chat-template prefix."""
+    import asyncio
+
+    from modelhost.host import Delta, Done, GenerationRequest, Host
+
+    own = load_model("default", threads=THREADS)  # the host closes its model; the module's fixture must live on
+    assert isinstance(own, LlamaCppModel) and own.batch_slots() == 4  # the llama_cpp default
+    options = {"max_tokens": 48, "temperature": 0}
+    expected = [text(own, [Message("user", q)], **options) for q in BATCH_QUESTIONS]
+
+    async def main() -> list[str]:
+        host = Host.from_model(own, name="smollm2")
+        await host.start()
+        try:
+            streams = [
+                host.submit(GenerationRequest(messages=[Message("user", q)], options=options)) for q in BATCH_QUESTIONS
+            ]
+            answers = []
+            for stream in streams:
+                events = [e async for e in stream]
+                assert isinstance(events[-1], Done)
+                answers.append("".join(e.text for e in events if isinstance(e, Delta)))
+            assert host.metrics.batch_sequences.labels("smollm2")._sum.get() > 48 * 2  # steps carried several
+            assert host.metrics.prompt_tokens_cached.labels("smollm2")._value.get() > 0
+            return answers
+        finally:
+            await host.aclose()
+
+    assert asyncio.run(main()) == expected

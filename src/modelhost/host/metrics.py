@@ -15,6 +15,10 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 _ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
 
 
+# Batch sizes: from one sequence to a full prefill chunk on top of many decoding slots.
+_BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512)
+
+
 class HostMetrics:
     """Counters, gauges and histograms of one host, labelled with its model name."""
 
@@ -29,6 +33,35 @@ class HostMetrics:
             "modelhost_num_requests_waiting", "Requests queued for the model.", labels, registry=r
         )
         self.prompt_tokens = Counter("modelhost_prompt_tokens", "Prompt tokens processed.", labels, registry=r)
+        self.prompt_tokens_cached = Counter(
+            "modelhost_prompt_tokens_cached",
+            "Prompt tokens reused from the KV cache (a shared prefix).",
+            labels,
+            registry=r,
+        )
+        self.prompt_tokens_evaluated = Counter(
+            "modelhost_prompt_tokens_evaluated", "Prompt tokens the model evaluated (not cached).", labels, registry=r
+        )
+        self.batch_slots = Gauge(
+            "modelhost_batch_slots", "Requests the model decodes at once (1: one at a time).", labels, registry=r
+        )
+        self.batch_slots_used = Gauge(
+            "modelhost_batch_slots_used", "Batch slots holding a request after the last admission.", labels, registry=r
+        )
+        self.batch_tokens = Histogram(
+            "modelhost_batch_tokens",
+            "Tokens evaluated per batch step (one per decoding request plus prompt chunks).",
+            labels,
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.batch_sequences = Histogram(
+            "modelhost_batch_sequences",
+            "Requests that drew a token per batch step (the batch size of decoding).",
+            labels,
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
         self.generation_tokens = Counter("modelhost_generation_tokens", "Tokens generated.", labels, registry=r)
         self.requests_finished = Counter(
             "modelhost_request_success",
@@ -68,5 +101,6 @@ class HostMetrics:
             registry=r,
         )
         self.model_name = model_name
-        for metric in (self.requests_running, self.requests_waiting):
+        for metric in (self.requests_running, self.requests_waiting, self.batch_slots_used):
             metric.labels(model_name).set(0)
+        self.batch_slots.labels(model_name).set(1)

@@ -8,6 +8,13 @@ Admission: the waiting queue is bounded (`max_queue`); beyond it `submit` raises
 answers 429/queue_full instead of letting latency grow without bound. A request is cancelled, wherever it is, when
 its consumer calls `cancel()` or closes its stream: a queued request leaves the queue and frees its slot; a running
 one stops within one token (the contract's `cancel=` token), and the model takes the next request.
+
+Continuous batching: when the model offers the BatchingModel capability with more than one slot (`batch_slots()`,
+the `parallel` load option), the model thread drives its BatchEngine instead of one request at a time. Between two
+steps it admits waiting requests into free slots and releases the slots of cancelled ones, so a request joins the
+running batch without waiting for the others to finish, and a cancelled one frees its slot within one step. Every
+door submits here, so requests from the socket, HTTP and the job worker share the same slots. A model without the
+capability (or loaded with parallel=1) keeps the one-at-a-time path.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from modelhost.errors import (
@@ -31,9 +39,10 @@ from modelhost.errors import (
 from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
+from modelhost.inference.capabilities import BatchEngine, BatchingModel, as_capability, batch_slots
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import ROLES, GenerateMetrics, has_images
+from modelhost.inference.types import ROLES, GenerateMetrics, Token, has_images
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +110,14 @@ class RequestStream:
         await self.aclose()
 
 
+@dataclass(eq=False, slots=True)
+class _Progress:
+    """Tokens streamed so far for one running request, for its Delta counts and latency metrics."""
+
+    tokens: int = 0
+    last: float = 0.0
+
+
 class Host:
     """One loaded model, its thread and its queue. Build with a loader; `await start()` loads on the model thread."""
 
@@ -123,7 +140,8 @@ class Host:
         self._model: TextModel | None = None
         self._accepts_images = False
         self._waiting: collections.deque[RequestStream] = collections.deque()
-        self._running: RequestStream | None = None
+        self._running: list[RequestStream] = []  # what the model works on now: one, or one per busy batch slot
+        self.slots = 1  # requests decoded at once; set at load from the model's BatchingModel capability
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -171,8 +189,8 @@ class Host:
 
     @property
     def running(self) -> int:
-        """Requests the model is working on (0 or 1 until batching lands)."""
-        return 1 if self._running is not None else 0
+        """Requests the model is working on (up to `slots` when the model batches)."""
+        return len(self._running)
 
     async def aclose(self, grace: float = 10.0) -> None:
         """Stop admitting, let queued and running requests finish for up to `grace` seconds, cancel the rest, and
@@ -246,7 +264,7 @@ class Host:
             except ValueError:
                 return  # already running or finished: the cancel token does the rest
             self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
-            if not self._waiting and self._running is None:
+            if not self._waiting and not self._running:
                 self._idle.set()
         self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")), started=False)
 
@@ -254,17 +272,19 @@ class Host:
         """Cancel every queued and running request now (a second stop signal: do not wait for the grace period)."""
         with self._cond:
             pending = list(self._waiting)
-            running = self._running
+            running = list(self._running)
         for stream in pending:
             stream.cancel()
-        if running is not None:
-            running.cancel_event.set()
+        for stream in running:
+            stream.cancel_event.set()
 
     # -- the model thread ------------------------------------------------------------------------------------------
     def _main(self) -> None:
         try:
             self._model = self._loader()
             self._accepts_images = accepts_images(self._model)
+            self.slots = batch_slots(self._model)
+            engine = self._open_engine(self._model) if self.slots > 1 else None
             self.state = "ready"  # aclose() waits for the load to end, so nothing else can have moved the state
         except BaseException as exc:
             self.load_error = exc
@@ -273,11 +293,14 @@ class Host:
             return
         self._ready.set()
         try:
-            while True:
-                stream = self._next()
-                if stream is None:
-                    break
-                self._serve(stream)
+            if engine is not None:
+                self._run_batched(engine)
+            else:
+                while True:
+                    stream = self._next()
+                    if stream is None:
+                        break
+                    self._serve(stream)
         except BaseException as exc:
             # Only this thread can run the model. If it dies (an engine raising SystemExit or KeyboardInterrupt,
             # which _serve deliberately does not swallow), say so: admitting requests nobody will ever take would
@@ -286,6 +309,11 @@ class Host:
             log.critical("the model thread of %r stopped: %r", self.name, exc, exc_info=True)
             self._fail_all(f"the model thread stopped: {exc!r}")
         finally:
+            if engine is not None:
+                try:
+                    engine.close()
+                except Exception:
+                    log.exception("closing the batch engine of %r failed", self.name)
             model, self._model = self._model, None
             try:
                 model.close()
@@ -295,9 +323,9 @@ class Host:
     def _fail_all(self, message: str) -> None:
         with self._cond:
             self.state = "failed"
-            doomed = ([self._running] if self._running is not None else []) + list(self._waiting)
+            doomed = self._running + list(self._waiting)
             self._waiting.clear()
-            self._running = None
+            self._running = []
             self.metrics.requests_waiting.labels(self.name).set(0)
             self.metrics.requests_running.labels(self.name).set(0)
             self._idle.set()
@@ -313,7 +341,7 @@ class Host:
                 self._idle.set()
                 self._cond.wait()
             stream = self._waiting.popleft()
-            self._running = stream
+            self._running = [stream]
             self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
             self.metrics.requests_running.labels(self.name).set(1)
             return stream
@@ -325,8 +353,7 @@ class Host:
         queued = time.perf_counter() - stream.submitted_at
         self.metrics.queue_time.labels(name).observe(queued)
         stream._emit(Started(queued))
-        tokens = 0
-        last = 0.0
+        progress = _Progress()
         try:
             opts = {**stream.options, "cancel": stream.cancel_event}
             if request.messages:
@@ -335,15 +362,7 @@ class Host:
                 tokens_iter = model.generate(request.prompt or "", **opts)
             try:
                 for token in tokens_iter:
-                    now = time.perf_counter()
-                    if tokens == 0:
-                        self.metrics.time_to_first_token.labels(name).observe(now - stream.submitted_at)
-                    else:
-                        self.metrics.inter_token_latency.labels(name).observe(now - last)
-                    last = now
-                    tokens += 1
-                    if token.text:
-                        stream._emit(Delta(token.text, tokens))
+                    self._stream_token(stream, progress, token)
             finally:
                 close = getattr(tokens_iter, "close", None)
                 if close is not None:
@@ -351,16 +370,130 @@ class Host:
             error = model.err()
             if error is not None:
                 raise error
-            m = model.metrics()
-            reason = "cancelled" if stream.cancel_event.is_set() else (m.finish_reason or "stop")
-            self.metrics.prompt_tokens.labels(name).inc(m.prompt_tokens)
-            self.metrics.generation_tokens.labels(name).inc(m.generated_tokens)
-            self._finish(stream, Done(reason, m.prompt_tokens, m.generated_tokens, m))
+            self._done(stream, model.metrics())
         except ModelHostError as exc:
-            self._finish(stream, Failed(exc.code, str(exc), tokens))
+            self._finish(stream, Failed(exc.code, str(exc), progress.tokens))
         except Exception as exc:
             log.exception("request %r failed in model %r", request.request_id, name)
-            self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", tokens))
+            self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", progress.tokens))
+
+    def _stream_token(self, stream: RequestStream, progress: _Progress, token: Token) -> None:
+        now = time.perf_counter()
+        if progress.tokens == 0:
+            self.metrics.time_to_first_token.labels(self.name).observe(now - stream.submitted_at)
+        else:
+            self.metrics.inter_token_latency.labels(self.name).observe(now - progress.last)
+        progress.last = now
+        progress.tokens += 1
+        if token.text:
+            stream._emit(Delta(token.text, progress.tokens))
+
+    def _done(self, stream: RequestStream, m: GenerateMetrics) -> None:
+        name = self.name
+        reason = "cancelled" if stream.cancel_event.is_set() else (m.finish_reason or "stop")
+        self.metrics.prompt_tokens.labels(name).inc(m.prompt_tokens)
+        self.metrics.prompt_tokens_cached.labels(name).inc(m.cached_prompt_tokens)
+        self.metrics.prompt_tokens_evaluated.labels(name).inc(max(0, m.prompt_tokens - m.cached_prompt_tokens))
+        self.metrics.generation_tokens.labels(name).inc(m.generated_tokens)
+        self._finish(stream, Done(reason, m.prompt_tokens, m.generated_tokens, m))
+
+    # -- continuous batching (the model thread) --------------------------------------------------------------------
+    def _open_engine(self, model: TextModel) -> BatchEngine:
+        batching = as_capability(model, BatchingModel)
+        assert batching is not None  # batch_slots() said it has the capability
+        engine = batching.open_batch()
+        self.slots = engine.slots
+        self.metrics.batch_slots.labels(self.name).set(engine.slots)
+        return engine
+
+    def _run_batched(self, engine: BatchEngine) -> None:
+        """Admit, step, hand out tokens, release: until the host closes and nothing is left to do."""
+        live: dict[int, tuple[RequestStream, _Progress]] = {}
+        name = self.name
+        while True:
+            # Cancelled requests leave first, so their slots are free for the waiting ones in this same round.
+            for slot, (stream, _) in list(live.items()):
+                if stream.cancel_event.is_set():
+                    del live[slot]
+                    m = engine.release(slot)
+                    self._done(stream, m or GenerateMetrics(finish_reason="cancelled"))
+            taken = self._take(engine, live)
+            if taken is None:
+                return
+            for stream in taken:
+                self._admit(engine, stream, live)
+            self.metrics.batch_slots_used.labels(name).set(len(live))
+            if not live:
+                continue
+            try:
+                report = engine.step()
+            except Exception as exc:
+                # An engine that raises (rather than failing its slots) has lost track of them: fail them all.
+                log.exception("a batch step of model %r failed", name)
+                for slot, (stream, progress) in list(live.items()):
+                    del live[slot]
+                    engine.release(slot)
+                    self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", progress.tokens))
+                continue
+            if report.batch_tokens:
+                self.metrics.batch_tokens.labels(name).observe(report.batch_tokens)
+                self.metrics.batch_sequences.labels(name).observe(report.sampled)
+            for out in report.outputs:
+                entry = live.get(out.slot)
+                if entry is None:
+                    continue
+                stream, progress = entry
+                if out.token is not None:
+                    self._stream_token(stream, progress, out.token)
+                if out.finish_reason is None:
+                    continue
+                del live[out.slot]
+                if out.error is not None:
+                    code = out.error.code if isinstance(out.error, ModelHostError) else "internal"
+                    self._finish(stream, Failed(code, str(out.error), progress.tokens))
+                else:
+                    self._done(stream, out.metrics or GenerateMetrics(finish_reason=out.finish_reason))
+
+    def _take(self, engine: BatchEngine, live: dict[int, Any]) -> list[RequestStream] | None:
+        """Waiting requests for the free slots; blocks while there is nothing at all to do; None once closed."""
+        with self._cond:
+            while not self._waiting and not live:
+                if self.state in ("closing", "closed"):
+                    return None
+                self._idle.set()
+                self._cond.wait()
+            taken: list[RequestStream] = []
+            free = engine.free_slots()
+            while self._waiting and len(taken) < free:
+                taken.append(self._waiting.popleft())
+            self._running.extend(taken)
+            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
+            self.metrics.requests_running.labels(self.name).set(len(self._running))
+        return taken
+
+    def _admit(
+        self, engine: BatchEngine, stream: RequestStream, live: dict[int, tuple[RequestStream, _Progress]]
+    ) -> None:
+        queued = time.perf_counter() - stream.submitted_at
+        self.metrics.queue_time.labels(self.name).observe(queued)
+        stream._emit(Started(queued))
+        if stream.cancel_event.is_set():
+            self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")))
+            return
+        request = stream.request
+        try:
+            if request.messages:
+                admission = engine.admit(messages=request.messages, **stream.options)
+            else:
+                admission = engine.admit(request.prompt or "", **stream.options)
+        except ModelHostError as exc:
+            self._finish(stream, Failed(exc.code, str(exc)))
+            return
+        except Exception as exc:
+            log.exception("request %r could not join the batch of model %r", request.request_id, self.name)
+            self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}"))
+            return
+        live[admission.slot] = (stream, _Progress())
 
     def _finish(self, stream: RequestStream, event: Done | Failed, *, started: bool = True) -> None:
         name = self.name
@@ -368,9 +501,10 @@ class Host:
         if started:
             # Leave "running" before counting the request finished, so no scrape ever sees it in both.
             with self._cond:
-                self._running = None
-                self.metrics.requests_running.labels(name).set(0)
-                if not self._waiting:
+                if stream in self._running:
+                    self._running.remove(stream)
+                self.metrics.requests_running.labels(name).set(len(self._running))
+                if not self._waiting and not self._running:
                     self._idle.set()
             self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
         self.metrics.requests_finished.labels(name, reason).inc()

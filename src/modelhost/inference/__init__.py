@@ -7,6 +7,8 @@ and the doors use it, and it knows none of them.
 from modelhost.inference.capabilities import (
     Adapter,
     AttentionInspector,
+    BatchEngine,
+    BatchingModel,
     DeviceInfoProvider,
     TrainableModel,
     Trainer,
@@ -14,6 +16,7 @@ from modelhost.inference.capabilities import (
     VisionModel,
     accepts_images,
     as_capability,
+    batch_slots,
 )
 from modelhost.inference.model import Backend, FormatProbe, TextModel
 from modelhost.inference.options import GenerateOptions, LoadOptions
@@ -29,6 +32,7 @@ from modelhost.inference.registry import (
     register,
 )
 from modelhost.inference.types import (
+    Admission,
     AttentionSnapshot,
     BatchResult,
     ClassifyResult,
@@ -38,16 +42,21 @@ from modelhost.inference.types import (
     LoRAConfig,
     Message,
     ModelInfo,
+    SlotOutput,
+    StepReport,
     Token,
     TrainingConfig,
 )
 
 __all__ = [
     "Adapter",
+    "Admission",
     "AttentionInspector",
     "AttentionSnapshot",
     "Backend",
+    "BatchEngine",
     "BatchResult",
+    "BatchingModel",
     "ClassifyResult",
     "DeviceInfo",
     "DeviceInfoProvider",
@@ -60,6 +69,8 @@ __all__ = [
     "Message",
     "ModelInfo",
     "Registry",
+    "SlotOutput",
+    "StepReport",
     "TextModel",
     "Token",
     "TrainableModel",
@@ -70,6 +81,7 @@ __all__ = [
     "accepts_images",
     "as_capability",
     "backend_device_info",
+    "batch_slots",
     "default",
     "default_registry",
     "get",

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from modelhost.inference.types import AttentionSnapshot, DeviceInfo, LoRAConfig, TrainingConfig
+from modelhost.inference.types import (
+    Admission,
+    AttentionSnapshot,
+    DeviceInfo,
+    GenerateMetrics,
+    LoRAConfig,
+    Message,
+    StepReport,
+    TrainingConfig,
+)
 
 C = TypeVar("C")
 
@@ -111,6 +120,61 @@ class DeviceInfoProvider(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchEngine(Protocol):
+    """A step-level engine over a fixed number of slots, one request per slot: the host drives it from one thread.
+
+    The host's loop is: `admit` waiting requests into free slots, `step()` (one token for every decoding slot plus
+    a bounded chunk of the prompts still in prefill), hand each SlotOutput to its request, `release` the slots of
+    cancelled requests, repeat. A request joins or leaves between two steps, so a cancelled one stops costing
+    compute within one step. Stop strings and tokens, `max_tokens`, `min_tokens`, the thinking budget and UTF-8 are
+    handled per slot exactly as in `TextModel.generate`, and greedy output equals the one-at-a-time output wherever
+    the engine's arithmetic allows (each backend's tests say where it does).
+    """
+
+    #: How many requests the engine decodes at once.
+    slots: int
+
+    def free_slots(self) -> int:
+        """Slots that can take a request now."""
+        ...
+
+    def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
+        """Take one request (a raw prompt, or chat messages) into a free slot; compute starts at the next step.
+
+        Options are the contract's generation options, checked now: a bad option or prompt raises the model's own
+        error and takes no slot. Raises RuntimeError when no slot is free (the caller's bookkeeping is wrong).
+        """
+        ...
+
+    def step(self) -> StepReport:
+        """Run one step for every occupied slot. An engine failure finishes the affected slots with "error"."""
+        ...
+
+    def release(self, slot: int) -> GenerateMetrics | None:
+        """Free a slot now (its request was cancelled) and return that request's metrics; None when the slot was
+        already free. What the slot's cache holds stays there for prefix reuse."""
+        ...
+
+    def close(self) -> None:
+        """Free the engine's own memory (its context and batch); the model stays loaded."""
+        ...
+
+
+@runtime_checkable
+class BatchingModel(Protocol):
+    """A model that can decode several requests together (continuous batching)."""
+
+    def batch_slots(self) -> int:
+        """How many requests the loaded model was set up to decode at once (the `parallel` load option); 1 means
+        no batching, and the host keeps its one-at-a-time path."""
+        ...
+
+    def open_batch(self) -> BatchEngine:
+        """The model's step-level engine with `batch_slots()` slots. Drive it from one thread; close it when done."""
+        ...
+
+
 def as_capability(obj: object, capability: type[C]) -> C | None:
     """Return `obj`, or the first object reached through `unwrap()`, that implements `capability`; else None."""
     current: object | None = obj
@@ -122,6 +186,12 @@ def as_capability(obj: object, capability: type[C]) -> C | None:
         unwrap = getattr(current, "unwrap", None)
         current = unwrap() if callable(unwrap) else None
     return None
+
+
+def batch_slots(model: object) -> int:
+    """Requests the model (or what it wraps) decodes at once: its BatchingModel's `batch_slots()`, else 1."""
+    batching = as_capability(model, BatchingModel)
+    return max(1, batching.batch_slots()) if batching is not None else 1
 
 
 def accepts_images(model: object) -> bool:

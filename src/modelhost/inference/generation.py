@@ -81,13 +81,15 @@ class MetricsClock:
     prefill_done_at: float = 0.0
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    cached_prompt_tokens: int = 0
 
     def __post_init__(self) -> None:
         self.started = time.perf_counter()
 
-    def prefill_done(self, prompt_tokens: int) -> None:
-        """Mark the end of prefill (the first sampled token is ready)."""
+    def prefill_done(self, prompt_tokens: int, cached: int = 0) -> None:
+        """Mark the end of prefill (the first sampled token is ready); `cached` of the prompt came from the cache."""
         self.prompt_tokens = prompt_tokens
+        self.cached_prompt_tokens = cached
         self.prefill_done_at = time.perf_counter()
 
     def finish(
@@ -115,6 +117,7 @@ class MetricsClock:
             active_memory_bytes=active_memory_bytes,
             thinking_budget_forced=thinking_budget_forced,
             finish_reason=reason,
+            cached_prompt_tokens=self.cached_prompt_tokens,
         )
 
 

@@ -83,6 +83,8 @@ class GenerateMetrics:
     active_memory_bytes: int = 0
     thinking_budget_forced: bool = False
     finish_reason: FinishReason | None = None
+    #: Of `prompt_tokens`, how many were reused from the KV cache (a shared prefix) rather than evaluated.
+    cached_prompt_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,3 +158,41 @@ class AttentionSnapshot:
     keys: tuple[Any, ...] = ()
     queries: tuple[Any, ...] = ()
     token_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A request a BatchEngine took: its slot, and how much of its prompt the slot's cache already held."""
+
+    slot: int
+    prompt_tokens: int
+    cached_prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlotOutput:
+    """What one slot produced in one step of a BatchEngine.
+
+    `token` is the token made visible this step (its `text` may be empty, as in a stream), or None. When
+    `finish_reason` is set the request ended this step (with `metrics`, and `error` when it is "error") and its slot
+    is free again.
+    """
+
+    slot: int
+    token: Token | None = None
+    finish_reason: FinishReason | None = None
+    metrics: GenerateMetrics | None = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepReport:
+    """One step of a BatchEngine: what each slot produced, and how big the step was (for the host's metrics)."""
+
+    outputs: tuple[SlotOutput, ...] = ()
+    #: Tokens evaluated in this step: one per decoding slot plus the prompt chunks of slots still in prefill.
+    batch_tokens: int = 0
+    #: Slots that drew a token in this step.
+    sampled: int = 0
+    #: Prompt tokens evaluated in this step (bounded per step, so decoding slots keep flowing during a long prefill).
+    prompt_tokens: int = 0

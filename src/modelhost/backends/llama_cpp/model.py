@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from modelhost.inference.types import (
     has_images,
 )
 
+if TYPE_CHECKING:
+    from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
+
 #: Markers of a thought channel; a model whose vocabulary has both as single tokens can honour `thinking_budget`.
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -62,10 +65,70 @@ class _ThoughtState:
     forced: bool = False
 
 
+class TokenChooser:
+    """Picks each next token of one generation: its sampler chain, the `min_tokens` ban, the thinking budget.
+
+    One per generation, in the one-at-a-time path and in each batch slot alike, so both draw tokens the same way.
+    Until `min_tokens` are out, the stops are banned outright by a second chain kept in step with the main one, so
+    the model says something else instead of emitting an end it is not allowed to have.
+    """
+
+    def __init__(
+        self,
+        opts: GenerateOptions,
+        *,
+        n_vocab: int,
+        stops: Collection[int],
+        history: Sequence[int],
+        think: tuple[int | None, int | None],
+        thought: _ThoughtState,
+    ) -> None:
+        self.produced = 0
+        self.thought = thought
+        self._min_tokens = opts.min_tokens
+        self._open, self._close = think
+        self._budget = opts.thinking_budget if self._open is not None and self._close is not None else 0
+        if self._budget:
+            thought.inside = _last_index(history, self._open) > _last_index(history, self._close)
+        self._sampler = build_sampler(opts, n_vocab=n_vocab, history=history)
+        self._early = build_sampler(opts, n_vocab=n_vocab, ban=stops, history=history) if opts.min_tokens else None
+
+    def choose(self, ctx: Any, index: int) -> int:
+        """The next token, from the logits at batch position `index` of `ctx` (a llama_cpp LlamaContext)."""
+        thought = self.thought
+        if self._budget and thought.inside and thought.spent >= self._budget:
+            token = int(self._close)  # type: ignore[arg-type]
+            thought.forced = True
+            self._sampler.accept(token)
+        elif self._early is not None and self.produced < self._min_tokens:
+            token = int(self._early.sample(ctx, index))
+            self._sampler.accept(token)
+        else:
+            token = int(self._sampler.sample(ctx, index))
+        self.produced += 1
+        if self._budget:
+            _track_thought(thought, token, self._open, self._close)
+        return token
+
+    def close(self) -> None:
+        """Free the native sampler chains now rather than when the garbage collector gets to them."""
+        self._sampler.close()
+        if self._early is not None:
+            self._early.close()
+
+
 class LlamaCppModel:
     """A loaded GGUF model. Satisfies TextModel; a context manager; `close()` frees the weights and the KV cache."""
 
-    def __init__(self, llm: Any, *, path: str, adapter: str | None = None, context_length: int | None = None) -> None:
+    def __init__(
+        self,
+        llm: Any,
+        *,
+        path: str,
+        adapter: str | None = None,
+        context_length: int | None = None,
+        parallel: int = 1,
+    ) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
@@ -81,6 +144,7 @@ class LlamaCppModel:
         # llama.cpp pads its context to a multiple of 256; the caller's number is the limit we enforce, so a
         # context_length=1000 behaves the same on every build.
         self._n_ctx: int = min(llm.n_ctx(), context_length or llm.n_ctx())
+        self._parallel = parallel
         self._recurrent = bool(getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False))
         # Every end-of-generation token the vocabulary declares (EOS, EOT, <|im_end|>, <|eom_id|> ...): a model
         # stops on whichever its template makes it emit, not only on `tokenizer.ggml.eos_token_id`.
@@ -126,20 +190,8 @@ class LlamaCppModel:
     def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
         """Stream the assistant's reply, rendered with the GGUF's own chat template. Text only: images are refused."""
         self._check_open()
-        if has_images(messages):
-            raise UnsupportedAttachmentError(
-                f"the llama_cpp backend is text-only; model {self.model_type!r} cannot take images "
-                "(load a vision model with the transformers backend)"
-            )
         options = self._options(opts)
-        text = chat_template.render(
-            self._template,
-            messages,
-            bos_token=self._bos_text,
-            eos_token=self._eos_text,
-            enable_thinking=options.enable_thinking,
-        )
-        return self._start(self._encode(text, chat=True), options)
+        return self._start(self._chat_tokens(messages, options), options)
 
     def classify(self, prompts: Sequence[str], **opts: Any) -> list[ClassifyResult]:
         """One forward pass per prompt, one token drawn at its last position (argmax when greedy)."""
@@ -200,6 +252,17 @@ class LlamaCppModel:
         self._metrics = totals or GenerateMetrics(finish_reason="length")
         self._err = None  # per-prompt errors live in their results; the batch itself succeeded
         return results
+
+    def batch_slots(self) -> int:
+        """Requests decoded at once by `open_batch()`: the `parallel` load option (1: one at a time)."""
+        return self._parallel
+
+    def open_batch(self) -> LlamaBatchEngine:
+        """A continuous-batching engine with `batch_slots()` slots, on a context of its own (see batch.py)."""
+        self._check_open()
+        from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
+
+        return LlamaBatchEngine(self, self._parallel)
 
     def info(self) -> ModelInfo:
         """Architecture, sizes, quantisation and trained context length, from the GGUF metadata."""
@@ -288,43 +351,32 @@ class LlamaCppModel:
         never pays for decoding token N, and the KV cache stays consistent with `input_ids` for prefix reuse.
         """
         llm = self._llm
-        stops = self._eog | set(opts.stop_tokens)
-        sampler = build_sampler(opts, n_vocab=self._n_vocab, history=prompt)
-        # Until min_tokens are out, the stops are banned outright, so the model says something else instead of
-        # emitting an end it is not allowed to have (a second chain, kept in step with the main one).
-        early = build_sampler(opts, n_vocab=self._n_vocab, ban=stops, history=prompt) if opts.min_tokens else None
-        budget = opts.thinking_budget if self._think_open is not None and self._think_close is not None else 0
-        if budget:
-            thought.inside = _last_index(prompt, self._think_open) > _last_index(prompt, self._think_close)
+        chooser = self._chooser(opts, prompt, thought)
         try:
-            self._prefill(prompt)
-            produced = 0
+            cached = self._prefill(prompt)
             while True:
-                if budget and thought.inside and thought.spent >= budget:
-                    token = int(self._think_close)  # type: ignore[arg-type]
-                    thought.forced = True
-                    sampler.accept(token)
-                elif early is not None and produced < opts.min_tokens:
-                    token = int(early.sample(llm._ctx, -1))
-                    sampler.accept(token)
-                else:
-                    token = int(sampler.sample(llm._ctx, -1))
-                if produced == 0:
-                    clock.prefill_done(len(prompt))
-                produced += 1
-                if budget:
-                    _track_thought(thought, token, self._think_open, self._think_close)
+                token = chooser.choose(llm._ctx, -1)
+                if chooser.produced == 1:
+                    clock.prefill_done(len(prompt), cached)
                 yield token
                 if llm.n_tokens >= self._n_ctx:
                     return  # the context is full: decode_loop reports the end as "length"
                 llm.eval([token])
         finally:
-            sampler.close()
-            if early is not None:
-                early.close()
+            chooser.close()
 
-    def _prefill(self, tokens: list[int]) -> None:
-        """Evaluate `tokens`, reusing the longest prefix the KV cache already holds."""
+    def _chooser(self, opts: GenerateOptions, prompt: Sequence[int], thought: _ThoughtState) -> TokenChooser:
+        return TokenChooser(
+            opts,
+            n_vocab=self._n_vocab,
+            stops=self._eog | set(opts.stop_tokens),
+            history=prompt,
+            think=(self._think_open, self._think_close),
+            thought=thought,
+        )
+
+    def _prefill(self, tokens: list[int]) -> int:
+        """Evaluate `tokens`, reusing the longest prefix the KV cache already holds; return how many were reused."""
         llm = self._llm
         keep = 0
         if llm.n_tokens and not self._recurrent:
@@ -336,6 +388,7 @@ class LlamaCppModel:
             llm.reset()
         llm.n_tokens = keep  # Llama.eval drops the KV cache from n_tokens on before evaluating
         llm.eval(tokens[keep:])
+        return keep
 
     # --- helpers ------------------------------------------------------------------------------------------------
 
@@ -343,6 +396,21 @@ class LlamaCppModel:
         parsed = GenerateOptions.parse(opts)
         check_supported(parsed)
         return parsed.resolved(self._defaults)
+
+    def _chat_tokens(self, messages: Sequence[Message], options: GenerateOptions) -> list[int]:
+        if has_images(messages):
+            raise UnsupportedAttachmentError(
+                f"the llama_cpp backend is text-only; model {self.model_type!r} cannot take images "
+                "(load a vision model with the transformers backend)"
+            )
+        text = chat_template.render(
+            self._template,
+            messages,
+            bos_token=self._bos_text,
+            eos_token=self._eos_text,
+            enable_thinking=options.enable_thinking,
+        )
+        return self._encode(text, chat=True)
 
     def _encode_prompt(self, prompt: str) -> list[int]:
         if not isinstance(prompt, str):

@@ -1,0 +1,186 @@
+"""The continuous scheduler: requests join between steps, cancelled ones leave within one step, all doors share it.
+
+The scheduler's own logic is pinned with a stand-in engine whose steps the test paces (a gate per step); the real
+thing, the llama_cpp engine on the tiny GGUF, then shows concurrent requests through the host getting exactly the
+tokens they get one at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
+from modelhost.testing.standins import ScriptedModel
+
+
+class PacedEngine:
+    """A BatchEngine whose slots say a, b, c ... (one letter a step) up to max_tokens; each step takes the gate."""
+
+    def __init__(self, slots: int, gate: threading.Semaphore | None) -> None:
+        self.slots = slots
+        self.gate = gate
+        self.steps = 0
+        self.busy: dict[int, list[int]] = {}  # slot -> [produced, max_tokens]
+        self.log: list[tuple[int, str, int]] = []  # (step, "admit"/"release", slot)
+        self.closed = False
+
+    def free_slots(self) -> int:
+        return self.slots - len(self.busy)
+
+    def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
+        options = GenerateOptions.parse(opts)
+        if prompt == "refuse":
+            from modelhost.errors import InvalidInputError
+
+            raise InvalidInputError("refused at admission")
+        slot = min(set(range(self.slots)) - set(self.busy))
+        self.busy[slot] = [0, options.max_tokens if options.max_tokens is not None else 16]
+        self.log.append((self.steps, "admit", slot))
+        return Admission(slot, 3, 1)
+
+    def step(self) -> StepReport:
+        if self.gate is not None:
+            assert self.gate.acquire(timeout=10)
+        self.steps += 1
+        outputs = []
+        for slot, state in list(self.busy.items()):
+            state[0] += 1
+            token = Token(state[0], chr(96 + state[0]))
+            if state[0] >= state[1]:
+                del self.busy[slot]
+                m = GenerateMetrics(prompt_tokens=3, generated_tokens=state[0], finish_reason="length")
+                outputs.append(SlotOutput(slot, token, "length", m, None))
+            else:
+                outputs.append(SlotOutput(slot, token))
+        return StepReport(tuple(outputs), len(outputs), len(outputs), 0)
+
+    def release(self, slot: int) -> GenerateMetrics | None:
+        state = self.busy.pop(slot, None)
+        self.log.append((self.steps, "release", slot))
+        return None if state is None else GenerateMetrics(generated_tokens=state[0], finish_reason="cancelled")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class BatchingScripted(ScriptedModel):
+    def __init__(self, slots: int = 2, gate: threading.Semaphore | None = None) -> None:
+        super().__init__()
+        self.engine = PacedEngine(slots, gate)
+
+    def batch_slots(self) -> int:
+        return self.engine.slots
+
+    def open_batch(self) -> PacedEngine:
+        return self.engine
+
+
+async def text_of(stream: Any) -> tuple[str, Any]:
+    events = [e async for e in stream]
+    return "".join(e.text for e in events if isinstance(e, Delta)), events[-1]
+
+
+def test_requests_run_together_and_a_third_joins_when_a_slot_frees() -> None:
+    async def main() -> None:
+        model = BatchingScripted(slots=2)
+        host = Host.from_model(model, name="batched")
+        await host.start()
+        assert host.slots == 2 and host.metrics.batch_slots.labels("batched")._value.get() == 2
+        streams = [
+            host.submit(GenerationRequest(prompt=f"p{i}", options={"max_tokens": n})) for i, n in enumerate((2, 4, 3))
+        ]
+        results = [await text_of(s) for s in streams]
+        assert [r[0] for r in results] == ["ab", "abcd", "abc"]
+        assert all(isinstance(r[1], Done) and r[1].finish_reason == "length" for r in results)
+        admits = [(step, slot) for step, kind, slot in model.engine.log if kind == "admit"]
+        # The first two start together; the third joins the running batch in the slot the 2-token one freed,
+        # after step 2 and while the 4-token one is still decoding.
+        assert admits == [(0, 0), (0, 1), (2, 0)]
+        m = host.metrics
+        assert m.batch_sequences.labels("batched")._sum.get() == 2 + 2 + 2 + 2 + 1  # sequences per step
+        assert m.prompt_tokens_cached.labels("batched")._value.get() == 0  # the stand-in's metrics say none
+        assert m.requests_running.labels("batched")._value.get() == 0
+        await host.aclose()
+        assert model.engine.closed and model.closed
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_request_frees_its_slot_before_the_next_step() -> None:
+    async def main() -> None:
+        gate = threading.Semaphore(0)
+        model = BatchingScripted(slots=2, gate=gate)
+        host = Host.from_model(model, name="batched")
+        await host.start()
+        long = host.submit(GenerationRequest(prompt="long", options={"max_tokens": 100}))
+        other = host.submit(GenerationRequest(prompt="other", options={"max_tokens": 100}))
+        waiting = host.submit(GenerationRequest(prompt="waiting", options={"max_tokens": 1}))
+        for stream in (long, other):
+            assert isinstance(await stream.__anext__(), Started)
+        gate.release()
+        assert isinstance(await long.__anext__(), Delta)
+        assert host.running == 2 and host.waiting == 1
+        await long.aclose()
+        step_at_cancel = model.engine.steps
+        gate.release()  # the step in flight when the cancel landed may finish; the next one runs without it
+        gate.release()
+        text, done = await text_of(waiting)
+        assert text == "a" and isinstance(done, Done)
+        release = [(step, slot) for step, kind, slot in model.engine.log if kind == "release"]
+        assert release and release[0][0] <= step_at_cancel + 1
+        await other.aclose()
+        await host.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_request_refused_at_admission_fails_alone() -> None:
+    async def main() -> None:
+        host = Host.from_model(BatchingScripted(slots=2), name="batched")
+        await host.start()
+        bad = host.submit(GenerationRequest(prompt="refuse"))
+        good = host.submit(GenerationRequest(prompt="fine", options={"max_tokens": 2}))
+        _, failed = await text_of(bad)
+        assert isinstance(failed, Failed) and failed.code == "invalid_input"
+        text, done = await text_of(good)
+        assert text == "ab" and isinstance(done, Done)
+        await host.aclose()
+
+    asyncio.run(main())
+
+
+def test_concurrent_requests_through_the_host_get_their_one_at_a_time_tokens(tiny_llama_gguf: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    from modelhost.backends.llama_cpp import LlamaCppBackend
+
+    prompts = ["The quick brown fox", "Once upon a time", "hello", "A long time ago", "Lorem ipsum"]
+    opts = {"max_tokens": 16, "min_tokens": 16, "temperature": 0}
+    model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, parallel=4)
+    expected = ["".join(t.text for t in model.generate(p, **opts)) for p in prompts]
+    chat = [Message("user", "hi")]
+    expected_chat = "".join(t.text for t in model.chat(chat, **opts))
+
+    async def main() -> None:
+        host = Host.from_model(model, name="tiny")
+        await host.start()
+        assert host.slots == 4
+        streams = [host.submit(GenerationRequest(prompt=p, options=opts)) for p in prompts]
+        streams.append(host.submit(GenerationRequest(messages=chat, options=opts)))
+        results = await asyncio.gather(*(text_of(s) for s in streams))
+        assert [r[0] for r in results] == [*expected, expected_chat]
+        m = host.metrics
+        assert m.batch_sequences.labels("tiny")._sum.get() > 16 * 4  # steps carried several sequences
+        evaluated = m.prompt_tokens_evaluated.labels("tiny")._value.get()
+        cached = m.prompt_tokens_cached.labels("tiny")._value.get()
+        assert evaluated + cached == m.prompt_tokens.labels("tiny")._value.get() and evaluated > 0
+        await host.aclose()
+
+    asyncio.run(main())
