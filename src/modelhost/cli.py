@@ -391,6 +391,14 @@ def serve(
     state: Annotated[str | None, typer.Option("--state", help="The job worker's state folder.")] = None,
     capacity: Annotated[int, typer.Option("--capacity", help="Jobs the worker holds at once.")] = 8,
     max_queue: Annotated[int, typer.Option("--max-queue", help="Requests that may wait for the model.")] = 64,
+    parallel: Annotated[
+        int | None,
+        typer.Option(
+            "--parallel",
+            min=1,
+            help="Requests decoded at once (continuous batching; llama_cpp default 4; 1: one at a time).",
+        ),
+    ] = None,
     header_timeout: Annotated[
         float | None, typer.Option("--header-timeout", help="HTTP doors: seconds a request's headers may take [60].")
     ] = None,
@@ -418,6 +426,7 @@ def serve(
             state_dir=Path(state) if state else None,
             capacity=capacity,
             max_queue=max_queue,
+            parallel=parallel,
             client_limits=_client_limits(header_timeout, body_timeout, max_connections),
         )
         serving.run(config)

@@ -52,6 +52,8 @@ class ServeConfig:
     state_dir: Path | None = None
     capacity: int = 8
     max_queue: int = DEFAULT_MAX_QUEUE
+    #: Requests the model decodes at once (continuous batching); None: the backend's default (llama_cpp: 4).
+    parallel: int | None = None
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     #: Slow and excess clients of the HTTP doors (header/body timeouts, connections); None: each door's default.
     client_limits: ClientLimits | None = None
@@ -85,7 +87,8 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     path = catalogue.resolve(config.model)  # fail fast, before binding anything, on a model that is not there
     name = model_name(config.model)
-    host = Host(lambda: registry.load_model(path, config.backend), name=name, max_queue=config.max_queue)
+    load_opts = {"parallel": config.parallel} if config.parallel is not None else {}
+    host = Host(lambda: registry.load_model(path, config.backend, **load_opts), name=name, max_queue=config.max_queue)
     closers: list[Callable[[], Awaitable[None]]] = []  # socket and job doors: closed before the host drains
     http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
     stop = asyncio.Event()

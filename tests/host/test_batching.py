@@ -184,3 +184,37 @@ def test_concurrent_requests_through_the_host_get_their_one_at_a_time_tokens(tin
         await host.aclose()
 
     asyncio.run(main())
+
+
+def test_serve_passes_parallel_to_the_load_and_the_cli_refuses_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    from typer.testing import CliRunner
+
+    from modelhost import serve as serving
+    from modelhost.cli import app
+
+    refused = CliRunner().invoke(app, ["serve", "--no-socket", "--parallel", "0"])
+    assert refused.exit_code == 2, refused.output
+    seen: dict[str, Any] = {}
+
+    def load(path: str, backend: str | None, **opts: Any) -> BatchingScripted:
+        seen.update(opts)
+        return BatchingScripted(slots=opts["parallel"])
+
+    monkeypatch.setattr(serving.catalogue, "resolve", lambda model: model)
+    monkeypatch.setattr(serving.registry, "load_model", load)
+    lines: list[str] = []
+
+    async def main() -> None:
+        task = asyncio.create_task(serving.serve(serving.ServeConfig(model="x", parallel=3), say=lines.append))
+        for _ in range(500):
+            if any("ready" in line for line in lines):
+                break
+            await asyncio.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(main())
+    assert seen == {"parallel": 3}
