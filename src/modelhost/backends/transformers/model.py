@@ -12,7 +12,7 @@ import gc
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -44,6 +44,13 @@ from modelhost.inference.types import (
     Token,
     has_images,
 )
+
+if TYPE_CHECKING:
+    from modelhost.backends.transformers.batch import TransformersBatchEngine
+
+#: Requests decoded together when the load sets no `parallel` (as llama_cpp): batched decode steps cost little more
+#: than one on a CPU (bench/batching.py: ~1.8x the aggregate of one at a time for 4 rows).
+DEFAULT_PARALLEL = 4
 
 #: Submodule names under which vision-language models in transformers keep their image encoder.
 _VISION_TOWERS = frozenset({"vision_model", "vision_tower", "visual", "vision_encoder"})
@@ -120,6 +127,7 @@ class TransformersModel(TrainingMixin):
         self._metrics = GenerateMetrics()
         self._err: BaseException | None = None
         self._closed = False
+        self._splicable: bool | None = None
 
     # ---------------------------------------------------------------------------------------------------- contract
 
@@ -228,6 +236,22 @@ class TransformersModel(TrainingMixin):
         self.close()
 
     # ------------------------------------------------------------------------------------------------ capabilities
+
+    def batch_slots(self) -> int:
+        """Requests `open_batch()` decodes together: the `parallel` load option (default DEFAULT_PARALLEL); 1 when
+        this model's cache cannot be spliced (see batch.py)."""
+        if self._splicable is None:
+            from modelhost.backends.transformers.batch import splicable
+
+            self._splicable = splicable(self._model)
+        return (self._ckpt.parallel or DEFAULT_PARALLEL) if self._splicable else 1
+
+    def open_batch(self) -> TransformersBatchEngine:
+        """A continuous-batching engine with `batch_slots()` slots over this model (see batch.py)."""
+        self._check_open()
+        from modelhost.backends.transformers.batch import TransformersBatchEngine
+
+        return TransformersBatchEngine(self, self.batch_slots())
 
     def accepts_images(self) -> bool:
         """A live probe: a processor with an image processor, and a vision tower in the loaded weights."""
