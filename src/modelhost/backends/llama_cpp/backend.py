@@ -29,7 +29,9 @@ BATCH_SIZE = 512
 #: order, skipping masked ones, so a sequence's output does not depend on how many cells other sequences in the
 #: same batch use; without it, llama.cpp's attention sums over a span padded to the longest sequence of the batch,
 #: in an order that changes with that span, and batched greedy output drifts from the one-at-a-time output
-#: (measured on the tiny GGUF: a request diverged when a longer one decoded beside it).
+#: (measured on the tiny GGUF: a request diverged when a longer one decoded beside it). It is also faster here:
+#: SmolLM2-135M on one thread, 48 tokens, 3 alternating rounds, 40.5 vs 35.9 tokens/s one at a time and 65 vs 33
+#: aggregate for 4 batched streams.
 FLASH_ATTENTION = True
 
 #: Requests decoded together when the caller sets no `parallel` (llama-server's `-np` default is 4 as well). It
