@@ -21,9 +21,10 @@ def test_page_ranges() -> None:
     assert parse_pages(None, 3) == [1, 2, 3]
     assert parse_pages("2-,1", 3) == [2, 3, 1]
     assert parse_pages("1-2,2,9", 3) == [1, 2]
-    for bad in ("x", "3-1", "0", "7-9"):
+    for bad in ("x", "3-1", "0", "7-9", "1" * 5000, "1-" + "9" * 10):
         with pytest.raises(InvalidInputError):
             parse_pages(bad, 3)
+    assert parse_pages("1-999999999", 2) == [1, 2]  # a range past the end is cut to the document, not enumerated
 
 
 def test_pipeline_through_the_host(ocr_model: OcrModel, pages: list[Page], pdf_path: Path, md_words: Any) -> None:
@@ -82,6 +83,23 @@ def test_document_errors_name_the_file(docs: dict[str, Any], tmp_path: Path) -> 
         Source(text)
     with pytest.raises(DocumentError, match=r"missing\.pdf: cannot read it"):
         Source(tmp_path / "missing.pdf")
+
+
+def test_a_huge_declared_page_is_rendered_within_the_pixel_bound(tmp_path: Path, monkeypatch: Any) -> None:
+    import pypdfium2 as pdfium
+
+    from modelhost.documents import Source, sources
+
+    # A 200 x 200 inch page (PDF's largest): at 300 DPI, 3.6 gigapixels if rendered as asked.
+    pdf = pdfium.PdfDocument.new()
+    pdf.new_page(14_400, 14_400)
+    path = tmp_path / "poster.pdf"
+    pdf.save(path)
+    pdf.close()
+    monkeypatch.setattr(sources, "MAX_PAGE_PIXELS", 1_000_000)
+    with Source(path) as source:
+        image = source.render(1, 300).image
+    assert 0 < image.width * image.height <= 1_000_000 and image.width == image.height
 
 
 class _Unclosable:

@@ -208,3 +208,25 @@ def test_traversal_names_stay_inside_the_job_folder(tmp_path: Path) -> None:
         await stop(server, c)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"dpi": 100_000}, "dpi must be an integer from 36"),
+        ({"pages": "1" * 5000}, "expected numbers like"),
+        ({"max_tokens": 0}, "must be a positive integer"),
+        ({}, "does not read page images"),  # the paced stand-in is a text model
+    ],
+)
+def test_a_document_job_is_checked_at_submission(tmp_path: Path, extra: dict[str, Any], message: str) -> None:
+    async def main() -> None:
+        server, c = await serving(tmp_path)
+        request = {"operation": "document.convert", "model": "paced", "input": {"document": {"$file": "d"}, **extra}}
+        files = [("request", (None, json.dumps(request))), ("d", ("d.pdf", b"%PDF-1.7 not really"))]
+        body = assert_error_body(await c.post("/v1/jobs", files=files), 400, "WORKER_INVALID_INPUT")
+        assert message in body["message"], body
+        assert server.board.held == 0 and leftovers(tmp_path / "state") == []
+        await stop(server, c)
+
+    asyncio.run(main())

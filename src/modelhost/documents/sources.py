@@ -6,6 +6,7 @@ document on one worker thread (the next page while the model reads this one).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,21 +42,33 @@ def parse_pages(spec: str | None, count: int) -> list[int]:
     """Page numbers (1-based, in order, no repeats) from `1-3,5,8-`; None or "" means every page."""
     if not spec:
         return list(range(1, count + 1))
-    chosen: list[int] = []
-    for part in spec.split(","):
-        m = re.fullmatch(r"\s*(\d*)\s*(-?)\s*(\d*)\s*", part)
-        if not m or not (m.group(1) or m.group(3)):
-            raise InvalidInputError(f"page range {spec!r}: expected numbers like 1-3,5,8-")
-        first = int(m.group(1)) if m.group(1) else 1
-        last = (int(m.group(3)) if m.group(3) else count) if m.group(2) else first
-        if first < 1 or last < first:
-            raise InvalidInputError(f"page range {spec!r}: {part.strip()!r} is not a range of pages from 1")
-        for n in range(first, min(last, count) + 1):
-            if n not in chosen:
-                chosen.append(n)
+    chosen: dict[int, None] = {}  # ordered, and a membership test in O(1) for ranges of many pages
+    for first, last in check_pages(spec):
+        chosen.update(dict.fromkeys(range(first, min(count if last is None else last, count) + 1)))
     if not chosen:
         raise InvalidInputError(f"page range {spec!r} selects no page of {count}")
-    return chosen
+    return list(chosen)
+
+
+#: One part of a page range: `5`, `1-3`, `8-` or `-4`. Nine digits at most: no document has a billion pages, and
+#: int() of a longer digit string is slow (past 4,300 digits it raises ValueError, not our error).
+_PAGE_PART = re.compile(r"\s*(\d{0,9})\s*(-?)\s*(\d{0,9})\s*")
+
+
+def check_pages(spec: str) -> list[tuple[int, int | None]]:
+    """The ranges of a page spec, (first, last or None for "to the end"), checked for syntax without a document:
+    InvalidInputError for anything else."""
+    ranges: list[tuple[int, int | None]] = []
+    for part in spec.split(","):
+        m = _PAGE_PART.fullmatch(part)
+        if not m or not (m.group(1) or m.group(3)):
+            raise InvalidInputError(f"page range {spec[:80]!r}: expected numbers like 1-3,5,8-")
+        first = int(m.group(1)) if m.group(1) else 1
+        last = (int(m.group(3)) if m.group(3) else None) if m.group(2) else first
+        if first < 1 or (last is not None and last < first):
+            raise InvalidInputError(f"page range {spec[:80]!r}: {part.strip()!r} is not a range of pages from 1")
+        ranges.append((first, last))
+    return ranges
 
 
 class Source:
@@ -115,7 +128,9 @@ class Source:
             try:
                 page = self._pdf[number - 1]
                 try:
-                    image = page.render(scale=dpi / 72.0).to_pil().convert("RGB")
+                    width, height = page.get_size()
+                    scale = _bounded_scale(self.name, number, width, height, dpi)
+                    image = page.render(scale=scale).to_pil().convert("RGB")
                 finally:
                     page.close()
             except pdfium.PdfiumError as exc:
@@ -140,6 +155,20 @@ class Source:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _bounded_scale(name: str, number: int, width: float, height: float, dpi: int) -> float:
+    """pdfium's render scale for `dpi`, lowered so the page stays within MAX_PAGE_PIXELS.
+
+    A PDF declares its page size, and a hostile or odd one (a 200-inch poster, a huge UserUnit) at 300 DPI would be
+    tens of gigabytes of pixels: bounded before pdfium allocates anything. Such a page is still read, at the largest
+    resolution the bound allows, rather than refused."""
+    if not (math.isfinite(width) and math.isfinite(height) and width > 0 and height > 0):
+        raise DocumentError(f"{name}: page {number} declares no usable size ({width} x {height} points)")
+    scale = dpi / 72.0
+    if width * height * scale * scale > MAX_PAGE_PIXELS:
+        scale = math.sqrt(MAX_PAGE_PIXELS / (width * height)) * 0.999  # rounding up must not cross the bound
+    return scale
 
 
 def check_dpi(dpi: int) -> int:

@@ -15,7 +15,9 @@ from typing import Any
 
 from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
+from modelhost.documents.sources import check_dpi, check_pages
 from modelhost.errors import InvalidInputError, ModelHostError
+from modelhost.host import Host
 from modelhost.worker import protocol
 from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
 from modelhost.worker.protocol import failed, input_path, invalid
@@ -37,10 +39,37 @@ def check_document_convert(value: Any) -> tuple[Path, int, str | None, int]:
     path = input_path(value.get("document"))
     if path is None:
         raise invalid(f"{OPERATION} needs `document`: an uploaded PDF or image ({{'$file': field}})")
+    return (Path(path), *_settings(value))
+
+
+def _settings(value: dict[str, Any]) -> tuple[int, str | None, int]:
     pages = value.get("pages")
-    if pages is not None and not isinstance(pages, str):
-        raise invalid(f"{OPERATION}: `pages` must be a string such as '1-3,5'")
-    return Path(path), _int(value, "dpi", DEFAULT_DPI), pages, _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
+    if pages is not None:
+        if not isinstance(pages, str):
+            raise invalid(f"{OPERATION}: `pages` must be a string such as '1-3,5'")
+        try:
+            check_pages(pages)
+        except InvalidInputError as exc:
+            raise invalid(f"{OPERATION}: {exc}") from exc
+    dpi = _int(value, "dpi", DEFAULT_DPI)
+    try:
+        check_dpi(dpi)
+    except InvalidInputError as exc:
+        raise invalid(f"{OPERATION}: {exc}") from exc
+    return dpi, pages, _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
+
+
+def check_submission(value: Any, host: Host) -> None:
+    """The submission-time check (the upload is still `{"$file": field}`): settings in range, and a model that
+    reads page images, so a bad job is a 400 before its document is even stored."""
+    if not isinstance(value, dict):
+        raise invalid(f"{OPERATION} input must be a JSON object")
+    document = value.get("document")
+    if not (isinstance(document, dict) and isinstance(document.get(protocol.FILE_REF), str)):
+        raise invalid(f"{OPERATION} needs `document`: an uploaded PDF or image ({{'$file': field}})")
+    _settings(value)
+    if host.ready and not host.accepts_images:
+        raise invalid(f"model {host.name!r} does not read page images; serve `--model ocr` or a DocTags VLM")
 
 
 async def document_convert(ctx: JobContext) -> list[str]:

@@ -406,7 +406,14 @@ def default_input_checks(host: Host) -> dict[str, InputCheck]:
         "text.chat": lambda value: check_text_chat(value, host),
         "text.generate": lambda value: check_text_generate(value, host),
         "lora.train": _check_lora_train,
+        "document.convert": lambda value: _check_document_convert(value, host),
     }
+
+
+def _check_document_convert(value: Any, host: Host) -> None:
+    from modelhost.worker.documents import check_submission
+
+    check_submission(value, host)
 
 
 def _check_lora_train(value: Any) -> None:
