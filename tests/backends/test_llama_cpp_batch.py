@@ -188,3 +188,16 @@ def test_chat_messages_are_admitted_with_the_template(model: LlamaCppModel) -> N
     with model.open_batch() as engine:
         got = drive(engine, [(0, {"messages": messages, "max_tokens": 6, "temperature": 0})])
     assert got[0] == expected
+
+
+def test_prompts_arriving_together_start_one_step_apart(model: LlamaCppModel) -> None:
+    # A step's outputs leave together: one prompt per step lets the first stream start after its own prefill.
+    with model.open_batch() as engine:
+        slots = [engine.admit(p, max_tokens=8, temperature=0).slot for p in PROMPTS[:4]]
+        started: list[int] = []
+        for _ in range(4):
+            report = engine.step()
+            assert report.prompt_tokens > 0
+            started += [o.slot for o in report.outputs if o.slot not in started]
+            assert started == slots[: len(started)]
+        assert started == slots

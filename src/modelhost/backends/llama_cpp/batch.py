@@ -7,8 +7,8 @@ opens the engine, not at load). A step is one `llama_decode` of one batch that c
 
 - one token for every decoding slot (the token it sampled in the previous step: as on the one-at-a-time path, a
   sampled token is evaluated only when the next one is needed, so a finished request never pays for its last);
-- then chunks of the prompts still in prefill, oldest admission first, at most `PREFILL_CHUNK` tokens in all, so
-  a long prompt that arrives mid-stream delays the running streams by one bounded step, not by its whole prefill.
+- then one chunk (at most `PREFILL_CHUNK` tokens) of the oldest prompt still in prefill, so a long prompt that
+  arrives mid-stream delays the running streams by one bounded step at a time, not by its whole prefill.
 
 Each slot has its own sampler chain (TokenChooser, the same one the one-at-a-time path uses) and its own
 `decode_loop`, so stops, `max_tokens`, `min_tokens`, the thinking budget and UTF-8 behave exactly as there.
@@ -33,9 +33,9 @@ from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotO
 if TYPE_CHECKING:
     from modelhost.backends.llama_cpp.model import LlamaCppModel, TokenChooser, _ThoughtState
 
-#: Prompt tokens evaluated per step, across every slot still in prefill. A step's cost grows with its tokens, and
-#: every decoding slot waits for the whole step: 256 tokens of SmolLM2-135M on 2 cores is ~0.15 s, one stall of a
-#: few tokens' time for the running streams, while four chat prompts of ~40 tokens each still start in one step.
+#: Prompt tokens evaluated per step (one prompt's chunk). A step's cost grows with its tokens, and every decoding
+#: slot waits for the whole step: 256 tokens of SmolLM2-135M on 2 cores is ~0.15 s, one stall of a few tokens' time
+#: for the running streams, while a chat prompt of a few dozen tokens is still prefilled in one step.
 PREFILL_CHUNK = 256
 
 #: Whether the slots share one KV buffer (`kv_unified`): no, each slot gets its own. Measured on SmolLM2-135M Q4_1,
@@ -170,7 +170,7 @@ class LlamaBatchEngine:
         return Admission(slot.index, len(tokens), keep)
 
     def step(self) -> StepReport:
-        """A token for each decoding slot (one llama_decode), then prompt chunks up to PREFILL_CHUNK tokens."""
+        """A token for each decoding slot (one llama_decode), then one prompt chunk of up to PREFILL_CHUNK tokens."""
         self._check_open()
         outputs: list[SlotOutput] = []
         decoding: list[_Slot] = []
@@ -195,20 +195,19 @@ class LlamaBatchEngine:
                 return StepReport(tuple(outputs), len(decoding))
             outputs.extend(self._advance(slot, i) for i, slot in enumerate(decoding))
             batch_tokens = sampled = len(decoding)
-        budget = self._chunk
-        for slot in sorted((s for s in self._slots if s.busy and s.pending), key=lambda s: s.admitted):
-            if budget <= 0:
-                break
-            take = _chunk_size(len(slot.pending), budget)
-            if take == 0:
-                continue  # two tokens left and room for one: they go together in the next step
+        # One prompt chunk per step, the oldest admission's: a step's outputs reach the host only when it ends, so
+        # prefilling four new prompts in one step would hold the first one's first token back until the fourth
+        # was evaluated. One at a time, the first prompt starts streaming after its own prefill, the next joins
+        # one step later (4 clients arriving together: mean time to first token ~2.5 prefills instead of 4).
+        pending = sorted((s for s in self._slots if s.busy and s.pending), key=lambda s: s.admitted)
+        for slot in pending[:1]:
+            take = _chunk_size(len(slot.pending), self._chunk)
             for i in range(take):
                 self._put(i, slot.pending[i], len(slot.cached), slot.index, False)
                 slot.cached.append(slot.pending[i])
             del slot.pending[:take]
             last = not slot.pending
             self._batch.logits[take - 1] = last
-            budget -= take
             prompt_tokens += take
             batch_tokens += take
             if not self._decode(take, outputs):
