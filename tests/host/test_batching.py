@@ -218,3 +218,62 @@ def test_serve_passes_parallel_to_the_load_and_the_cli_refuses_zero(monkeypatch:
 
     asyncio.run(main())
     assert seen == {"parallel": 3}
+
+
+def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf: Path, tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    import json
+
+    import httpx
+
+    from modelhost.backends.llama_cpp import LlamaCppBackend
+    from modelhost.http import HttpServer
+    from modelhost.wire.client import Client
+    from modelhost.wire.server import WireServer
+
+    questions = ["hi", "hello there", "what is this", "tell me more"]
+    opts = {"max_tokens": 24, "temperature": 0}
+    model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, parallel=4)
+    expected = ["".join(t.text for t in model.chat([Message("user", q)], **opts)) for q in questions]
+
+    def over_socket(path: str, question: str) -> str:
+        with Client(path, timeout=60) as client:
+            return "".join(client.chat([Message("user", question)], **opts))
+
+    async def over_http(url: str, question: str) -> str:
+        body = {"model": "tiny", "messages": [{"role": "user", "content": question}], "stream": True, **opts}
+        text = ""
+        async with httpx.AsyncClient(timeout=60) as client, client.stream("POST", url, json=body) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data: {"):
+                    choices = json.loads(line[6:]).get("choices") or []
+                    text += (choices[0].get("delta", {}).get("content") or "") if choices else ""
+        return text
+
+    async def main() -> list[str]:
+        host = Host.from_model(model, name="tiny")
+        await host.start()
+        wire = WireServer(host, tmp_path / "m.sock")
+        http = HttpServer(host, port=0)
+        await wire.start()
+        await http.start()
+        try:
+            loop = asyncio.get_running_loop()
+            url = f"{http.url}/v1/chat/completions"
+            return list(
+                await asyncio.gather(
+                    loop.run_in_executor(None, over_socket, wire.path, questions[0]),
+                    over_http(url, questions[1]),
+                    loop.run_in_executor(None, over_socket, wire.path, questions[2]),
+                    over_http(url, questions[3]),
+                )
+            )
+        finally:
+            await wire.aclose()
+            await http.aclose()
+            steps = host.metrics.batch_sequences.labels("tiny")
+            await host.aclose()
+            # Some step drew tokens for three or more requests at once: the doors' requests ran together.
+            assert sum(b.get() for b in steps._buckets[2:]) > 0  # the buckets above 1 and 2 sequences
+
+    assert asyncio.run(main()) == expected
