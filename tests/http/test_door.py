@@ -61,7 +61,8 @@ def test_health_answers_and_ready_is_503_while_the_model_loads(loop_thread: Loop
         assert sample(server.url, "modelhost_model_state", state="loading") == 1
         release.set()
         wait_until(lambda: httpx.get(f"{server.url}/ready").status_code == 200)
-        assert httpx.get(f"{server.url}/ready").json() == {"status": "ready", "model": "scripted"}
+        ready_body = httpx.get(f"{server.url}/ready").json()
+        assert ready_body == {"status": "ready", "model": "scripted", "models": {"scripted": "ready"}}
 
 
 def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -> None:

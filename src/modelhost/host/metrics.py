@@ -101,6 +101,11 @@ class HostMetrics:
             registry=r,
         )
         self.model_name = model_name
+        self.include(model_name)
+
+    def include(self, model_name: str) -> None:
+        """Show `model_name`'s gauges from the start (at their idle values): one HostMetrics serves a model set,
+        each model's host labelling its own series."""
         for metric in (self.requests_running, self.requests_waiting, self.batch_slots_used):
             metric.labels(model_name).set(0)
         self.batch_slots.labels(model_name).set(1)

@@ -36,9 +36,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelhost import _serving
-from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, QueueFullError
+from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError, QueueFullError
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
-from modelhost.host.scheduler import HostState
+from modelhost.host.models import Models, ModelState, ServedModel, as_models
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
 
@@ -71,17 +71,20 @@ class _Writer(Protocol):
 
 
 class _HostStateCollector(Collector):
-    """`modelhost_model_state{state=...}` = 1 for the host's current state, so a dashboard shows loading/failed."""
+    """`modelhost_model_state{model_name=...,state=...}` = 1 for each model's current state, so a dashboard shows
+    loading/unloaded/failed."""
 
-    def __init__(self, host: Host) -> None:
-        self._host = host
+    def __init__(self, models: Models) -> None:
+        self._models = models
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         family = GaugeMetricFamily(
-            "modelhost_model_state", "1 for the host's current state, 0 for the others.", labels=["model_name", "state"]
+            "modelhost_model_state", "1 for a model's current state, 0 for the others.", labels=["model_name", "state"]
         )
-        for state in typing.get_args(HostState):
-            family.add_metric([self._host.name, state], 1.0 if self._host.state == state else 0.0)
+        for model in self._models:
+            current = model.state
+            for state in typing.get_args(ModelState):
+                family.add_metric([model.name, state], 1.0 if current == state else 0.0)
         yield family
 
 
@@ -92,7 +95,7 @@ class HttpMetrics:
     register the same names twice in one registry.
     """
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host | Models) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "modelhost_http_requests", "HTTP requests answered, by route and status.", ["route", "method", "status"],
@@ -106,7 +109,7 @@ class HttpMetrics:
         )
         #: Refused by the HTTP layer before any route ran (slow headers or body, too many connections, bad HTTP).
         self.refusals = _serving.refusal_counter(self.registry, "modelhost_http")
-        self.registry.register(_HostStateCollector(host))
+        self.registry.register(_HostStateCollector(as_models(host)))
 
 
 # -- middleware (pure ASGI: BaseHTTPMiddleware would buffer streams and hide disconnects) -------------------------
@@ -281,76 +284,95 @@ def _answers_errors(flavour: Flavour) -> Callable[[Callable[[_Door, Request], Aw
 
 
 class _Door:
-    """The route handlers, bound to one host."""
+    """The route handlers, bound to a model set (one model, or several routed by the request's `model`)."""
 
-    def __init__(self, host: Host, model_name: str, metrics: HttpMetrics) -> None:
-        self.host = host
-        self.model_name = model_name
+    def __init__(self, models: Models, metrics: HttpMetrics) -> None:
+        self.model_set = models
         self.metrics = metrics
         self.created = time.time()
 
+    def _route(self, body: Any) -> ServedModel:
+        """The model a request body names (`model`); 404 model_not_found for a name not served here."""
+        name = body.get("model") if isinstance(body, dict) else None
+        try:
+            return self.model_set.route(name if isinstance(name, str) else None)
+        except ModelNotFoundError as exc:
+            raise ApiError(404, str(exc), type="not_found_error", param="model", code="model_not_found") from None
+
     # -- operations ------------------------------------------------------------------------------------------------
     async def health(self, request: Request) -> Response:
-        """Liveness: answers from the event loop, never waits on the model. 503 only when the host can never serve
+        """Liveness: answers from the event loop, never waits on a model. 503 only when a model can never serve
         again (its load failed, or it closed): restarting the process is then the fix."""
-        state = self.host.state
-        status = 503 if state in ("failed", "closed") else 200
-        return JSONResponse({"status": "ok" if status == 200 else "error", "state": state}, status_code=status)
+        states = self.model_set.states()
+        status = 503 if any(s in ("failed", "closed") for s in states.values()) else 200
+        body = {"status": "ok" if status == 200 else "error", "state": states[self.model_set.default], "models": states}
+        return JSONResponse(body, status_code=status)
 
     async def ready(self, request: Request) -> Response:
-        """Readiness: 200 with the model name when requests are admitted, else 503 with the state."""
-        if self.host.ready:
-            return JSONResponse({"status": "ready", "model": self.model_name})
-        headers = {"retry-after": "1"} if self.host.state in ("new", "loading") else None
-        return JSONResponse({"status": self.host.state, "model": self.model_name}, status_code=503, headers=headers)
+        """Readiness: 200 when requests are admitted: every model loaded at start is ready (a lazy one may be
+        unloaded: its first request loads it). Else 503 with the first state in the way. Each model's state too."""
+        states = self.model_set.states()
+        blocking = next((m.state for m in self.model_set if _blocks_readiness(m, self.model_set)), None)
+        body: dict[str, Any] = {"status": blocking or "ready", "model": self.model_set.default, "models": states}
+        if blocking is None:
+            return JSONResponse(body)
+        headers = {"retry-after": "1"} if blocking in ("new", "loading", "unloaded") else None
+        return JSONResponse(body, status_code=503, headers=headers)
 
     async def prometheus(self, request: Request) -> Response:
-        """The host's metrics (latencies, queue, tokens, finish reasons) and the door's own."""
-        body = generate_latest(self.host.metrics.registry) + generate_latest(self.metrics.registry)
+        """The models' metrics (latencies, queue, tokens, finish reasons, by model) and the door's own."""
+        body = generate_latest(self.model_set.metrics.registry) + generate_latest(self.metrics.registry)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     # -- OpenAI ----------------------------------------------------------------------------------------------------
     @_answers_errors("openai")
     async def models(self, request: Request) -> Response:
         """GET /v1/models."""
-        return Response(schema.models_list(self.model_name, int(self.created)), media_type="application/json")
+        return Response(schema.models_list(self.model_set.names, int(self.created)), media_type="application/json")
 
     @_answers_errors("openai")
     async def chat_completions(self, request: Request) -> Response:
         """POST /v1/chat/completions."""
-        parsed = schema.parse_chat_completion(await _read_json(request), _request_id())
-        return await self._openai(request, parsed, schema.OpenAIChatStream, schema.chat_completion)
+        body = await _read_json(request)
+        parsed = schema.parse_chat_completion(body, _request_id())
+        return await self._openai(request, self._route(body), parsed, schema.OpenAIChatStream, schema.chat_completion)
 
     @_answers_errors("openai")
     async def completions(self, request: Request) -> Response:
         """POST /v1/completions."""
-        parsed = schema.parse_completion(await _read_json(request), _request_id())
-        return await self._openai(request, parsed, schema.OpenAICompletionStream, schema.completion)
+        body = await _read_json(request)
+        parsed = schema.parse_completion(body, _request_id())
+        return await self._openai(request, self._route(body), parsed, schema.OpenAICompletionStream, schema.completion)
 
     # -- Ollama ----------------------------------------------------------------------------------------------------
     @_answers_errors("ollama")
     async def ollama_chat(self, request: Request) -> Response:
         """POST /api/chat."""
-        parsed = schema.parse_ollama_chat(await _read_json(request), _request_id())
-        return await self._ollama(request, parsed, schema.OllamaStream(self.model_name, "chat"))
+        body = await _read_json(request)
+        parsed = schema.parse_ollama_chat(body, _request_id())
+        served = self._route(body)
+        return await self._ollama(request, served, parsed, schema.OllamaStream(served.name, "chat"))
 
     @_answers_errors("ollama")
     async def ollama_generate(self, request: Request) -> Response:
         """POST /api/generate."""
-        parsed = schema.parse_ollama_generate(await _read_json(request), _request_id())
-        writer = schema.OllamaStream(self.model_name, "generate")
+        body = await _read_json(request)
+        parsed = schema.parse_ollama_generate(body, _request_id())
+        served = self._route(body)
+        writer = schema.OllamaStream(served.name, "generate")
         if parsed is None:
-            if not self.host.ready:
-                raise self._not_ready()
+            # Ollama's "load the model" request: a lazy model starts loading; answered once it is loaded.
+            served.load()
+            if not served.ready:
+                raise self._not_ready(served)
             return Response(writer.loaded(), media_type="application/json")
-        return await self._ollama(request, parsed, writer)
+        return await self._ollama(request, served, parsed, writer)
 
     @_answers_errors("ollama")
     async def ollama_tags(self, request: Request) -> Response:
         """GET /api/tags."""
-        family = self.host.model.model_type if self.host.ready else ""
-        body = schema.ollama_tags(self.model_name, family, 0, self.created)
-        return Response(body, media_type="application/json")
+        listed = [(m.name, m.model.model_type if m.ready else "", m.size) for m in self.model_set]
+        return Response(schema.ollama_tags(listed, self.created), media_type="application/json")
 
     @_answers_errors("ollama")
     async def ollama_version(self, request: Request) -> Response:
@@ -364,50 +386,55 @@ class _Door:
     async def _openai(
         self,
         request: Request,
+        served: ServedModel,
         parsed: ParsedRequest,
         streamed: Callable[[str, bool], _Writer],
         whole: Callable[[str, str, Done], bytes],
     ) -> Response:
         """Submit; answer as SSE from `streamed(model, include_usage)`, or as one `whole(model, text, done)` body."""
-        stream = self._submit(parsed)
+        stream = self._submit(served, parsed)
         if parsed.stream:
-            writer = streamed(self.model_name, parsed.include_usage)
+            writer = streamed(served.name, parsed.include_usage)
             return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
         text, done, _ = await self._collect(request, stream)
-        return Response(whole(self.model_name, text, done), media_type="application/json")
+        return Response(whole(served.name, text, done), media_type="application/json")
 
-    async def _ollama(self, request: Request, parsed: ParsedRequest, writer: schema.OllamaStream) -> Response:
-        stream = self._submit(parsed)
+    async def _ollama(
+        self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
+    ) -> Response:
+        stream = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, stream, writer, "application/x-ndjson")
         text, done, seconds = await self._collect(request, stream)
         return Response(writer.done(done, seconds, text), media_type="application/json")
 
     # -- the shared path -------------------------------------------------------------------------------------------
-    def _submit(self, parsed: ParsedRequest) -> RequestStream:
+    def _submit(self, served: ServedModel, parsed: ParsedRequest) -> RequestStream:
         try:
-            return self.host.submit(parsed.generation)
+            return served.submit(parsed.generation)
         except QueueFullError as exc:
             err = schema.from_host_exception(exc, parsed.wire_names)
-            err.headers["retry-after"] = str(self._retry_after())
+            err.headers["retry-after"] = str(self._retry_after(served))
             raise err from None
-        except (ModelLoadingError, HostClosedError):
-            raise self._not_ready() from None
+        except ModelLoadingError as exc:
+            raise self._not_ready(served, str(exc)) from None
+        except HostClosedError:
+            raise self._not_ready(served) from None
         except ModelHostError as exc:
             raise schema.from_host_exception(exc, parsed.wire_names) from None
 
-    def _not_ready(self) -> ApiError:
-        state = self.host.state
-        if state in ("new", "loading"):
-            return ApiError(503, f"model {self.model_name!r} is loading; retry shortly", type="server_error",
+    def _not_ready(self, served: ServedModel, message: str | None = None) -> ApiError:
+        state = served.state
+        if state in ("new", "loading", "unloaded"):
+            return ApiError(503, message or f"model {served.name!r} is loading; retry shortly", type="server_error",
                             code="model_loading", headers={"retry-after": "1"})  # fmt: skip
-        return schema.from_host_error("host_closed", f"model {self.model_name!r} is not serving (state {state})")
+        return schema.from_host_error("host_closed", f"model {served.name!r} is not serving (state {state})")
 
-    def _retry_after(self) -> int:
+    def _retry_after(self, served: ServedModel) -> int:
         """Seconds until a queue slot is likely free: one mean request time so far (the queue drains one request
         at a time, so a slot frees when the running request ends; retrying sooner would only be refused again)."""
-        registry = self.host.metrics.registry
-        labels = {"model_name": self.host.name}
+        registry = served.metrics.registry
+        labels = {"model_name": served.host.name if served.host is not None else served.name}
         total = registry.get_sample_value("modelhost_e2e_request_latency_seconds_sum", labels) or 0.0
         count = registry.get_sample_value("modelhost_e2e_request_latency_seconds_count", labels) or 0.0
         mean = total / count if count else 1.0
@@ -496,13 +523,29 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _error_response(err, _flavour_of(request.url.path))
 
 
+def _blocks_readiness(model: ServedModel, models: Models) -> bool:
+    """A model loaded at start that is not ready, or any model that failed or closed."""
+    if model.state in ("failed", "closing", "closed"):
+        return True
+    if model.pinned:
+        return not model.ready
+    # Once started, a model unloaded by keep-alive or for room is fine: its next request loads it again.
+    return not models.started and not models.lazy and not model.ready
+
+
 def build_app(
-    host: Host, *, api_key: str | None = None, model_name: str | None = None, metrics: HttpMetrics | None = None
+    host: Host | Models,
+    *,
+    api_key: str | None = None,
+    model_name: str | None = None,
+    metrics: HttpMetrics | None = None,
 ) -> Starlette:
-    """The Starlette app of the HTTP door over `host`. `api_key` guards /v1/* and /api/*; `model_name` is the name
-    clients see (default: the host's name). The host may still be loading: /health answers, /ready says 503."""
-    metrics = metrics or HttpMetrics(host)
-    door = _Door(host, model_name or host.name, metrics)
+    """The Starlette app of the HTTP door over a host, or a model set (requests routed by their `model`). `api_key`
+    guards /v1/* and /api/*; `model_name` is the name clients see of a lone host (default: the host's name). A model
+    may still be loading: /health answers, /ready says 503."""
+    models = as_models(host, name=model_name)
+    metrics = metrics or HttpMetrics(models)
+    door = _Door(models, metrics)
     routes = [
         Route("/health", door.health, methods=["GET"]),
         Route("/ready", door.ready, methods=["GET"]),

@@ -590,11 +590,10 @@ def completion(model: str, text: str, done: Done) -> bytes:
     return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, [choice], usage_of(done)))
 
 
-def models_list(model: str, created: int) -> bytes:
-    """GET /v1/models: the one model this host serves."""
-    return msgspec.json.encode(
-        {"object": "list", "data": [{"id": model, "object": "model", "created": created, "owned_by": "modelhost"}]}
-    )
+def models_list(models: Sequence[str], created: int) -> bytes:
+    """GET /v1/models: every model this host serves."""
+    data = [{"id": model, "object": "model", "created": created, "owned_by": "modelhost"} for model in models]
+    return msgspec.json.encode({"object": "list", "data": data})
 
 
 def sse(payload: bytes) -> bytes:
@@ -832,15 +831,19 @@ class OllamaStream:
         return self._line("", True, {"done_reason": "load"})
 
 
-def ollama_tags(model: str, family: str, size: int, modified: float) -> bytes:
-    """GET /api/tags: the one model this host serves, in Ollama's listing shape."""
-    entry = {
-        "name": model,
-        "model": model,
-        "modified_at": ollama_timestamp(modified),
-        "size": size,
-        "digest": "",
-        "details": {"format": "", "family": family, "families": [family], "parameter_size": "",
-                    "quantization_level": ""},
-    }  # fmt: skip
-    return msgspec.json.encode({"models": [entry]})
+def ollama_tags(models: Sequence[tuple[str, str, int]], modified: float) -> bytes:
+    """GET /api/tags: every model this host serves, (name, family, size in bytes), in Ollama's listing shape."""
+    entries = []
+    for model, family, size in models:
+        details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
+        entries.append(
+            {
+                "name": model,
+                "model": model,
+                "modified_at": ollama_timestamp(modified),
+                "size": size,
+                "digest": "",
+                "details": details,
+            }
+        )
+    return msgspec.json.encode({"models": entries})

@@ -13,6 +13,7 @@ import uvicorn
 
 from modelhost import _serving
 from modelhost.host import Host
+from modelhost.host.models import Models, as_models
 from modelhost.http.app import HttpMetrics, build_app, layer_error_body
 
 #: Seconds to let open responses finish on shutdown before their tasks are cancelled (which cancels their host
@@ -21,7 +22,7 @@ SHUTDOWN_GRACE_SECONDS = 5
 
 
 class HttpServer:
-    """The OpenAI/Ollama-compatible HTTP door over one host.
+    """The OpenAI/Ollama-compatible HTTP door over one host, or a model set (requests routed by their `model`).
 
     `await start()` binds and returns at once (the host may still be loading); `url` is then the real address.
     `await aclose()` stops accepting, lets open responses finish briefly, and returns. It does not close the host.
@@ -29,7 +30,7 @@ class HttpServer:
 
     def __init__(
         self,
-        host: Host,
+        host: Host | Models,
         bind_host: str = "127.0.0.1",
         port: int = 8000,
         api_key: str | None = None,
@@ -37,11 +38,11 @@ class HttpServer:
         limits: _serving.ClientLimits | None = None,
     ) -> None:
         """`limits` bounds slow and excess clients (modelhost._serving; default: nginx-like timeouts)."""
-        self.host = host
+        self.models = as_models(host, name=model_name)
         self.bind_host = bind_host
         self.port = port
-        self.metrics = HttpMetrics(host)
-        self.app = build_app(host, api_key=api_key, model_name=model_name, metrics=self.metrics)
+        self.metrics = HttpMetrics(self.models)
+        self.app = build_app(self.models, api_key=api_key, metrics=self.metrics)
         self.guard = _serving.ClientGuard(limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals)
         self._server: _serving.EmbeddedUvicorn | None = None
         self._task: asyncio.Task[None] | None = None
