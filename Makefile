@@ -50,3 +50,5 @@ bench: $(STAMP)
 	$(PY) bench/worker.py
 	$(PY) bench/http_door.py
 	$(PY) bench/documents.py
+	$(PY) bench/concurrency.py
+	$(PY) bench/training.py

@@ -193,9 +193,7 @@ def build_app(
         return FileResponse(path, media_type=protocol.content_type(name))
 
     async def queue(request: Request) -> Response:
-        body = protocol.queue_body(
-            board.intake_open, board.capacity, board.queued, int(board.processing is not None), board.run_order()
-        )
+        body = protocol.queue_body(board.intake_open, board.capacity, board.queued, board.processing, board.run_order())
         return json_response(protocol.encode(body))
 
     async def healthz(request: Request) -> Response:
@@ -204,7 +202,7 @@ def build_app(
             board.intake_open,
             board.capacity,
             board.queued,
-            int(board.processing is not None),
+            board.processing,
             board.storage_error,
         )
         return json_response(protocol.encode(body))

@@ -1,4 +1,5 @@
-"""The executor: runs each job, one at a time, through a registry of operations (name -> coroutine).
+"""The executor: runs jobs through a registry of operations (name -> coroutine), as many at once as the model
+decodes at once (the host's batch slots), so worker jobs share the batch with each other and with the other doors.
 
 An operation gets a JobContext (the seed's Work, plus `progress` and the host) and returns the names of the
 output files it wrote in `ctx.dir`, or raises a protocol.Failure: `invalid(...)` for the job's own input (400),
@@ -131,17 +132,45 @@ Operation = Callable[[JobContext], Awaitable[list[str]]]
 
 
 class Runner:
-    """Takes jobs from the board one at a time and runs each through its operation."""
+    """Takes jobs from the board in run order and runs each through its operation, up to `concurrency` at once
+    (None: the host's batch slots, read each time a job could start, since they are known only once it loaded)."""
 
-    def __init__(self, board: JobBoard, host: Host, operations: Mapping[str, Operation]) -> None:
+    def __init__(
+        self, board: JobBoard, host: Host, operations: Mapping[str, Operation], concurrency: int | None = None
+    ) -> None:
+        if concurrency is not None and concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
         self.board = board
         self.host = host
         self.operations = dict(operations)
+        self.concurrency = concurrency
+
+    def _limit(self) -> int:
+        return self.concurrency if self.concurrency is not None else max(1, self.host.slots)
 
     async def run(self) -> None:
-        """Run jobs until the board stops."""
-        while (record := await self.board.next_job()) is not None:
-            await self.run_one(record)
+        """Run jobs until the board stops; then let the running ones end. Cancelled (the worker stops for good),
+        it cancels them, and each ends WORKER_INTERRUPTED."""
+        tasks: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                # A job is taken from the queue only when it can start: one taken early would show processing
+                # while it waits, and could not be cancelled as a queued one.
+                while len(tasks) >= self._limit():
+                    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                record = await self.board.next_job()
+                if record is None:
+                    break
+                task = asyncio.create_task(self.run_one(record), name=f"worker-job-{record.id}")
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.wait(tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks)
 
     async def run_one(self, record: Record) -> None:
         """Run one processing job to its end, whatever happens (the board always learns how it ended).

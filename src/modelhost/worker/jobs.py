@@ -92,7 +92,8 @@ class JobBoard:
         self.records: dict[str, Record] = {}
         self.intake_open = True
         self.draining = False
-        self.processing: Record | None = None
+        # The jobs running now, in the order they started (several at once where the model decodes several).
+        self.running: dict[str, Record] = {}
         self._queue: collections.deque[str] = collections.deque()
         self._reserved = 0
         self._pending: dict[str, asyncio.Future[Record | None]] = {}
@@ -138,7 +139,7 @@ class JobBoard:
     @property
     def held(self) -> int:
         """Jobs counted against capacity: queued, processing, and submissions being made durable."""
-        return len(self._queue) + (self.processing is not None) + self._reserved
+        return len(self._queue) + len(self.running) + self._reserved
 
     def get(self, job_id: str) -> Record:
         """A job's record; 404 when there is none (or it is being acknowledged away)."""
@@ -147,10 +148,14 @@ class JobBoard:
             raise protocol.not_found(f"job {protocol.shown(job_id)}")
         return record
 
+    @property
+    def processing(self) -> int:
+        """Jobs running now."""
+        return len(self.running)
+
     def run_order(self) -> list[Record]:
-        """The processing job, then the queued ones in the order they will run."""
-        jobs = [self.processing] if self.processing is not None else []
-        return jobs + [self.records[i] for i in self._queue]
+        """The processing jobs (oldest start first), then the queued ones in the order they will run."""
+        return [*self.running.values(), *(self.records[i] for i in self._queue)]
 
     def retry_after(self) -> int:
         """Seconds a refused caller should wait: about one job's duration."""
@@ -342,7 +347,7 @@ class JobBoard:
                     continue  # cancelled while the write was under way: its cancel was written after it
                 self._queue.remove(job_id)
                 _apply(record, started)
-                self.processing = record
+                self.running[job_id] = record
                 self._gauges()
                 self.metrics.queue_wait.observe(max(0, record.started - record.created) / 1000)
                 return record
@@ -362,9 +367,9 @@ class JobBoard:
         self._cancel_hooks.setdefault(job_id, []).append(hook)
 
     def interrupt(self) -> None:
-        """Stop the processing job because the worker stops (it ends WORKER_INTERRUPTED)."""
-        if self.processing is not None:
-            self._fire_cancel(self.processing.id, protocol.WORKER_INTERRUPTED)
+        """Stop the processing jobs because the worker stops (they end WORKER_INTERRUPTED)."""
+        for job_id in list(self.running):
+            self._fire_cancel(job_id, protocol.WORKER_INTERRUPTED)
 
     def _fire_cancel(self, job_id: str, code: str) -> None:
         for hook in self._cancel_hooks.get(job_id, ()):
@@ -393,7 +398,7 @@ class JobBoard:
         """Keep how the processing job ended: its outputs (durable before the record says completed), or why not.
 
         A storage fault does not end the job differently: the end is written again each time the store takes writes
-        once more, and until then the job stays processing (as on disk) and no other job starts. `retry=False` (the
+        once more, and until then the job stays processing (as on disk) and no new job starts. `retry=False` (the
         worker is stopping) tries once; a job whose end was not written restores as WORKER_INTERRUPTED.
         """
         self._cancel_hooks.pop(record.id, None)
@@ -432,11 +437,10 @@ class JobBoard:
                     raise
                 log.error("job %s: its end (%s) waits for the store: %s", record.id, ended.status, exc)
                 await self._writable.wait()
-        # The slot frees as the status changes, so a caller who sees the job finished also sees its capacity back;
-        # the runner starts the next job only after this returns, so one runs at a time.
+        # The slot frees as the status changes, so a caller who sees the job finished also sees its capacity back.
         _apply(record, ended)
-        if self.processing is record:
-            self.processing = None
+        if self.running.get(record.id) is record:
+            del self.running[record.id]
         seconds = (now - (record.started or record.created)) / 1000
         if record.started:
             self.metrics.job_duration.observe(seconds)
@@ -510,7 +514,7 @@ class JobBoard:
 
     def _gauges(self) -> None:
         self.metrics.jobs_queued.set(len(self._queue))
-        self.metrics.jobs_processing.set(0 if self.processing is None else 1)
+        self.metrics.jobs_processing.set(len(self.running))
         self.metrics.jobs_stored.set(len(self.records))
 
 

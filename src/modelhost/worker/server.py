@@ -59,17 +59,21 @@ class WorkerServer:
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         execute: bool = True,
         sync: SyncMode | None = None,
+        concurrency: int | None = None,
         limits: _serving.ClientLimits | None = None,
     ) -> None:
-        """`operations` defaults to text.chat and text.generate. `execute=False` stores jobs but runs none
-        (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py). `limits` bounds slow
-        and excess clients (modelhost._serving): a stalled JSON body and a stalled multipart upload are cut alike."""
+        """`operations` defaults to text.chat, text.generate, lora.train and document.convert. `execute=False` stores
+        jobs but runs none (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py).
+        `limits` bounds slow and excess clients (modelhost._serving): a stalled JSON body and a stalled multipart
+        upload are cut alike. `concurrency` is how many jobs run at once (None: as many as the model decodes at once,
+        its batch slots, so jobs share the batch)."""
         self.host = host
         self.bind_host = bind_host
         self.port = port
         self.retention_seconds = retention_seconds
         self.drain_seconds = drain_seconds
         self.execute = execute
+        self.concurrency = concurrency
         self.operations = dict(operations if operations is not None else default_operations())
         self.metrics = WorkerMetrics()
         self.store = JobStore(Path(state_dir), sync=sync)
@@ -136,7 +140,9 @@ class WorkerServer:
         self._tasks.append(await _serving.serve(server, sock, name="worker-http"))
         self._server = server
         if self.execute:
-            self._runner_task = asyncio.create_task(Runner(self.board, self.host, self.operations).run())
+            self._runner_task = asyncio.create_task(
+                Runner(self.board, self.host, self.operations, self.concurrency).run()
+            )
         self._tasks.append(asyncio.create_task(self._sweep(), name="worker-retention"))
 
     async def _sweep(self) -> None:
