@@ -178,6 +178,7 @@ class LoadOptions:
     adapter: str | None = None
     threads: int | None = None
     dtype: str | None = None
+    mmproj: str | None = None  # llama_cpp: the vision projector GGUF of a vision model (else one found beside it)
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any] | None = None, /, **kwargs: Any) -> LoadOptions:

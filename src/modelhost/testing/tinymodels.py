@@ -164,6 +164,7 @@ def build_tokenizer(
     thinking: bool = False,
     extra_special_tokens: Sequence[str] = (),
     chat_template: str | None = None,
+    extra_tokens: Sequence[str] = (),
 ) -> PreTrainedTokenizerFast:
     """Build (and optionally save) a tiny byte-level BPE chat tokenizer.
 
@@ -175,6 +176,8 @@ def build_tokenizer(
             `THINKING_CHATML_TEMPLATE`.
         extra_special_tokens: further special tokens appended after training (e.g. `IDEFICS3_SPECIAL_TOKENS`).
         chat_template: overrides the default template (ChatML, or the thinking ChatML when `thinking`).
+        extra_tokens: further non-special added tokens, appended after the special ones (e.g. `"\\n\\n"`, which
+            llama.cpp's Idefics3 image template needs as one token).
 
     Returns:
         A `PreTrainedTokenizerFast` with bos `<|im_start|>`, eos `<|im_end|>` (end of a chat turn), unk and pad
@@ -190,6 +193,8 @@ def build_tokenizer(
         tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in (THINK_OPEN, THINK_CLOSE)])
     if extra_special_tokens:
         tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in extra_special_tokens])
+    if extra_tokens:
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in extra_tokens])
     if chat_template is None:
         chat_template = THINKING_CHATML_TEMPLATE if thinking else CHATML_TEMPLATE
     hf_tok = PreTrainedTokenizerFast(
@@ -509,6 +514,7 @@ def build_tiny_idefics3(
     scale_factor: int = 2,
     longest_edge: int = 64,
     do_image_splitting: bool = True,
+    extra_tokens: Sequence[str] = (),
 ) -> Path:
     """Build a tiny random `Idefics3ForConditionalGeneration` folder with its `Idefics3Processor`.
 
@@ -517,7 +523,8 @@ def build_tiny_idefics3(
     model. Each `image_size` tile becomes `(image_size // patch_size) ** 2 // scale_factor ** 2` `<image>` tokens
     (1 by default). The processor resizes an image's longest edge to `longest_edge` and, with `do_image_splitting`,
     cuts it into `image_size` tiles (row/col tags) plus a global view, exactly as the real processor does, only
-    smaller. The PIL image processor is saved, so loading needs no torchvision:
+    smaller. `extra_tokens` go to the tokenizer as non-special added tokens (see `build_tokenizer`). The PIL image
+    processor is saved, so loading needs no torchvision:
     `AutoProcessor.from_pretrained(dir)` and `AutoModelForImageTextToText.from_pretrained(dir)` work offline.
 
     Returns:
@@ -531,7 +538,7 @@ def build_tiny_idefics3(
         raise ValueError("image_size // patch_size must be divisible by scale_factor (pixel shuffle)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer(extra_special_tokens=IDEFICS3_SPECIAL_TOKENS)
+    tokenizer = build_tokenizer(extra_special_tokens=IDEFICS3_SPECIAL_TOKENS, extra_tokens=extra_tokens)
     image_seq_len = (image_size // patch_size) ** 2 // scale_factor**2
 
     config = Idefics3Config(

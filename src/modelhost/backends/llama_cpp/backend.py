@@ -80,9 +80,10 @@ class LlamaCppBackend:
         """Load a GGUF file (or a catalogue name such as "default") as a LlamaCppModel.
 
         Honours context_length (per request, and per slot when batching), threads, gpu_layers (on a build with GPU
-        offload), adapter (a llama.cpp LoRA GGUF) and parallel (slots of the continuous-batching engine, default
-        DEFAULT_PARALLEL; 1 keeps the host one request at a time); refuses dtype and GPU layers on a CPU-only build
-        with InvalidOptionError.
+        offload), adapter (a llama.cpp LoRA GGUF), mmproj (a vision model's projector GGUF; without it, an
+        `mmproj-<name>.gguf` beside the model is loaded; a vision model serves one request at a time) and parallel
+        (slots of the continuous-batching engine, default DEFAULT_PARALLEL; 1 keeps the host one request at a time);
+        refuses dtype and GPU layers on a CPU-only build with InvalidOptionError.
         """
         opts = LoadOptions.parse(load_opts)
         if opts.backend not in (None, self.name):
@@ -112,15 +113,37 @@ class LlamaCppBackend:
                 llm = _open(resolved, context, threads, opts, adapter)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(f"backend {self.name!r} failed to load {resolved!r}: {exc}") from exc
+        from modelhost.backends.llama_cpp import vision as _vision
         from modelhost.backends.llama_cpp.model import LlamaCppModel
 
         try:
+            mmproj = _vision.resolve_mmproj(opts.mmproj, resolved)
+            if mmproj is not None:
+                return _load_vision(llm, mmproj, resolved, adapter, context, threads, opts)
             return LlamaCppModel(
                 llm, path=resolved, adapter=adapter, context_length=context, parallel=opts.parallel or DEFAULT_PARALLEL
             )
         except Exception:
             llm.close()
             raise
+
+
+def _load_vision(
+    llm: Any, mmproj: str, path: str, adapter: str | None, context: int, threads: int, opts: LoadOptions
+) -> Any:
+    """A LlamaCppVisionModel: the mmproj through mtmd (checked first so that mtmd never asserts), one slot."""
+    from modelhost.backends.llama_cpp import vision as _vision
+
+    if opts.parallel is not None and opts.parallel > 1:
+        raise InvalidOptionError("parallel", "a vision model (one with an mmproj) serves one request at a time")
+    projector = _vision.Projector(mmproj, llm, threads=threads)
+    try:
+        return _vision.LlamaCppVisionModel(
+            llm, projector=projector, path=path, adapter=adapter, context_length=context, parallel=1
+        )
+    except Exception:
+        projector.close()
+        raise
 
 
 def _open(path: str, n_ctx: int, threads: int, opts: LoadOptions, adapter: str | None) -> Any:
