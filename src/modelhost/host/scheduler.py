@@ -39,7 +39,7 @@ from modelhost.errors import (
 from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
-from modelhost.inference.capabilities import BatchEngine, BatchingModel, as_capability, batch_slots
+from modelhost.inference.capabilities import BatchEngine, BatchingModel, OptionChecker, as_capability, batch_slots
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, GenerateMetrics, Token, has_images
@@ -248,6 +248,9 @@ class Host:
     def _validate(self, request: GenerationRequest) -> dict[str, Any]:
         options = dict(request.options)
         GenerateOptions.parse(options)  # raises InvalidOptionError naming the option, before anything is queued
+        checker = as_capability(self._model, OptionChecker) if self._model is not None else None
+        if checker is not None:
+            checker.check_options(**options)  # what only the model knows it cannot honour (a JSON Schema ...)
         if "cancel" in options:
             raise InvalidInputError("the host owns cancellation; cancel a request by closing its stream")
         for message in request.messages:

@@ -27,6 +27,7 @@ import msgspec
 
 from modelhost.errors import InvalidOptionError, ModelHostError
 from modelhost.host.events import Done, GenerationRequest
+from modelhost.inference.options import ANY_JSON_OBJECT
 from modelhost.inference.types import Message
 
 # -- limits -------------------------------------------------------------------------------------------------------
@@ -287,6 +288,37 @@ class _Sampling(msgspec.Struct, forbid_unknown_fields=True):
     logit_bias: dict[str, float] | None = None
 
 
+class _JsonSchemaSpec(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    schema: dict[str, Any] | None = None  # absent: any JSON object
+    description: str | None = None
+    strict: bool | None = None  # the schema is always enforced (constrained decoding), strict or not
+
+
+class _TextFormat(msgspec.Struct, tag_field="type", tag="text", forbid_unknown_fields=True):
+    pass
+
+
+class _JsonObjectFormat(msgspec.Struct, tag_field="type", tag="json_object", forbid_unknown_fields=True):
+    pass
+
+
+class _JsonSchemaFormat(msgspec.Struct, tag_field="type", tag="json_schema", forbid_unknown_fields=True):
+    json_schema: _JsonSchemaSpec
+
+
+ResponseFormat = _TextFormat | _JsonObjectFormat | _JsonSchemaFormat
+
+
+def _response_schema(fmt: ResponseFormat | None) -> dict[str, Any] | None:
+    """The contract's `json_schema` option for a response_format (None for plain text)."""
+    if isinstance(fmt, _JsonObjectFormat):
+        return dict(ANY_JSON_OBJECT)
+    if isinstance(fmt, _JsonSchemaFormat):
+        return fmt.json_schema.schema if fmt.json_schema.schema is not None else dict(ANY_JSON_OBJECT)
+    return None
+
+
 class ChatCompletionRequest(_Sampling, forbid_unknown_fields=True):
     """POST /v1/chat/completions."""
 
@@ -299,7 +331,7 @@ class ChatCompletionRequest(_Sampling, forbid_unknown_fields=True):
     parallel_tool_calls: bool | None = None
     functions: list[Any] | None = None
     function_call: str | dict[str, Any] | None = None
-    response_format: dict[str, Any] | None = None
+    response_format: ResponseFormat | None = None
 
 
 class CompletionRequest(_Sampling, forbid_unknown_fields=True):
@@ -369,8 +401,6 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         raise _unsupported("tool_choice", "tool calling is not supported")
     if req.function_call not in (None, "none", "auto"):
         raise _unsupported("function_call", "tool calling is not supported")
-    if req.response_format not in (None, {"type": "text"}):
-        raise _unsupported("response_format", "only {'type': 'text'} is supported (no JSON mode)")
     if not req.messages:
         raise ApiError(400, "messages must be a non-empty list", param="messages", code="invalid_value")
     messages: list[Message] = []
@@ -383,6 +413,10 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     options, names = _sampling_options(req, limit)
     if req.max_completion_tokens is not None:
         names["max_tokens"] = "max_completion_tokens"
+    schema = _response_schema(req.response_format)
+    if schema is not None:
+        options["json_schema"] = schema
+        names["json_schema"] = "response_format"
     return ParsedRequest(
         GenerationRequest(messages=messages, options=options, request_id=request_id),
         stream=req.stream,
@@ -679,9 +713,19 @@ class OllamaGenerateRequest(_OllamaCommon, forbid_unknown_fields=True):
     suffix: str | None = None
 
 
+def _ollama_format(fmt: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    """Ollama's `format`: "json" (any JSON object, as Ollama's own JSON mode) or a JSON Schema."""
+    if fmt is None or fmt == "":
+        return None
+    if fmt == "json":
+        return dict(ANY_JSON_OBJECT)
+    if isinstance(fmt, dict):
+        return fmt
+    raise ApiError(400, f'format must be "json" or a JSON Schema object, got {shown(fmt)!r}', param="format",
+                   code="invalid_value")  # fmt: skip
+
+
 def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]:
-    if req.format:
-        raise _unsupported("format", "structured output (JSON mode) is not supported")
     if req.tools:
         raise _unsupported("tools", "tool calling is not supported")
     options: dict[str, Any] = {}
@@ -703,6 +747,10 @@ def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]
     if req.think is not None:
         options["enable_thinking"] = req.think
         names["enable_thinking"] = "think"
+    schema = _ollama_format(req.format)
+    if schema is not None:
+        options["json_schema"] = schema
+        names["json_schema"] = "format"
     return options, names
 
 

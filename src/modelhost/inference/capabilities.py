@@ -175,6 +175,17 @@ class BatchingModel(Protocol):
         ...
 
 
+@runtime_checkable
+class OptionChecker(Protocol):
+    """A model that checks generation options without computing. The host calls it when a request is submitted, so
+    an option the model would refuse later (a JSON Schema its grammar engine cannot follow) is a clear error naming
+    the option before anything is queued, not a failure after a stream began. Safe to call beside a generation."""
+
+    def check_options(self, **opts: Any) -> None:
+        """Raise InvalidOptionError naming the first option this model cannot honour."""
+        ...
+
+
 def as_capability(obj: object, capability: type[C]) -> C | None:
     """Return `obj`, or the first object reached through `unwrap()`, that implements `capability`; else None."""
     current: object | None = obj

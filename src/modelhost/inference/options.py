@@ -8,6 +8,7 @@ once per call and `resolved(checkpoint_defaults)` to get concrete values.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
@@ -29,6 +30,13 @@ DEFAULT_MAX_TOKENS = 512
 #: Largest `max_tokens` accepted: a wire field is u32, and anything past this is a typo, not a plan.
 MAX_TOKENS_LIMIT = 1 << 20
 
+#: Largest `json_schema` accepted, as compact JSON text. Real extraction schemas are a few KB; a schema becomes a
+#: grammar whose size (and per-token cost) grows with it, so an unbounded one is a way to stall the model thread.
+MAX_JSON_SCHEMA_CHARS = 64 * 1024
+
+#: The schema of JSON mode (OpenAI's `json_object`, Ollama's `format: "json"`): any JSON object.
+ANY_JSON_OBJECT: dict[str, Any] = {"type": "object"}
+
 
 @dataclass(frozen=True, slots=True)
 class GenerateOptions:
@@ -48,6 +56,9 @@ class GenerateOptions:
     logits: bool = False
     enable_thinking: bool | None = None
     thinking_budget: int = 0
+    #: A JSON Schema the output must match, enforced by constrained decoding (never by hoping); held as compact
+    #: JSON text so it is hashable and a backend can cache what it compiles from it. `ANY_JSON_OBJECT` is JSON mode.
+    json_schema: str | None = None
     cancel: CancelToken | None = None
 
     @classmethod
@@ -82,6 +93,14 @@ class GenerateOptions:
     def cancelled(self) -> bool:
         """True once the caller's cancel token is set."""
         return self.cancel is not None and self.cancel.is_set()
+
+    def refuse(self, backend: str, names: Iterable[str], why: str = "") -> None:
+        """Raise InvalidOptionError for the first of `names` that is set: a backend that cannot honour an option
+        says so rather than ignoring it (a JSON schema ignored would hand the caller text that does not parse)."""
+        for name in names:
+            value = getattr(self, name)
+            if value is not None and value != () and value is not False and value != 0:
+                raise InvalidOptionError(name, f"the {backend} backend does not support it{why and ': ' + why}")
 
 
 #: Engine fallbacks, used when neither the request nor the checkpoint says. 0/1.0 values disable a sampler step.
@@ -142,6 +161,24 @@ def _ids(name: str, value: Any) -> tuple[int, ...]:
     return result
 
 
+def _json_schema(name: str, value: Any) -> str:
+    # A mapping (the usual case) or JSON text; either way held as compact JSON text of an object.
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise InvalidOptionError(name, f"is not valid JSON: {exc}") from None
+    if not isinstance(value, Mapping):
+        raise InvalidOptionError(name, f"must be a JSON Schema object, got {type(value).__name__}")
+    try:
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)  # key order kept: it orders the output
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidOptionError(name, f"is not JSON-serialisable: {exc}") from None
+    if len(text) > MAX_JSON_SCHEMA_CHARS:
+        raise InvalidOptionError(name, f"is {len(text)} characters as JSON; the limit is {MAX_JSON_SCHEMA_CHARS}")
+    return text
+
+
 def _cancel(name: str, value: Any) -> CancelToken:
     if not callable(getattr(value, "is_set", None)):
         raise InvalidOptionError(name, "must have an is_set() method, such as threading.Event")
@@ -163,6 +200,7 @@ _VALIDATORS: dict[str, Any] = {
     "logits": _bool,
     "enable_thinking": _bool,
     "thinking_budget": lambda n, v: _int(n, v, 0, MAX_TOKENS_LIMIT),
+    "json_schema": _json_schema,
     "cancel": _cancel,
 }
 

@@ -93,7 +93,9 @@ class ScriptedModel:
 
     def run(self, script: Iterable[bytes | None], prompt_tokens: int, opts: dict[str, Any]) -> Iterator[Token]:
         """Play `script` through the shared decode loop, as a backend drives its engine."""
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": self.max_tokens})
+        o = GenerateOptions.parse(opts)
+        o.refuse("scripted", ["json_schema"], "its script is fixed")
+        o = o.resolved({"max_tokens": self.max_tokens})
         clock = MetricsClock()
         clock.prefill_done(prompt_tokens)
         outcome = LoopOutcome()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
+from modelhost.backends.llama_cpp import grammar as constrained
 from modelhost.backends.llama_cpp import metadata
 from modelhost.backends.llama_cpp.sampling import build_sampler, check_supported
 from modelhost.errors import (
@@ -82,6 +83,7 @@ class TokenChooser:
         history: Sequence[int],
         think: tuple[int | None, int | None],
         thought: _ThoughtState,
+        grammar: tuple[Any, str] | None = None,
     ) -> None:
         self.produced = 0
         self.thought = thought
@@ -90,8 +92,12 @@ class TokenChooser:
         self._budget = opts.thinking_budget if self._open is not None and self._close is not None else 0
         if self._budget:
             thought.inside = _last_index(history, self._open) > _last_index(history, self._close)
-        self._sampler = build_sampler(opts, n_vocab=n_vocab, history=history)
-        self._early = build_sampler(opts, n_vocab=n_vocab, ban=stops, history=history) if opts.min_tokens else None
+        self._sampler = build_sampler(opts, n_vocab=n_vocab, history=history, grammar=grammar)
+        self._early = (
+            build_sampler(opts, n_vocab=n_vocab, ban=stops, history=history, grammar=grammar)
+            if opts.min_tokens
+            else None
+        )
 
     def choose(self, ctx: Any, index: int) -> int:
         """The next token, from the logits at batch position `index` of `ctx` (a llama_cpp LlamaContext)."""
@@ -208,7 +214,7 @@ class LlamaCppModel:
                 if options.logits:
                     row = self._lib.llama_get_logits_ith(self._llm.ctx, -1)
                     logits = np.ctypeslib.as_array(row, shape=(self._n_vocab,)).copy()
-                sampler = build_sampler(options, n_vocab=self._n_vocab, history=tokens)
+                sampler = build_sampler(options, n_vocab=self._n_vocab, history=tokens, grammar=self._grammar(options))
                 try:
                     token = int(sampler.sample(self._llm._ctx, -1))
                 finally:
@@ -252,6 +258,12 @@ class LlamaCppModel:
         self._metrics = totals or GenerateMetrics(finish_reason="length")
         self._err = None  # per-prompt errors live in their results; the batch itself succeeded
         return results
+
+    def check_options(self, **opts: Any) -> None:
+        """Refuse options this model cannot honour, without computing (the OptionChecker capability: the host calls
+        it at submit). Reads only the vocabulary, so it is safe beside a running generation."""
+        self._check_open()
+        self._options(opts)
 
     def batch_slots(self) -> int:
         """Requests decoded at once by `open_batch()`: the `parallel` load option (1: one at a time)."""
@@ -373,7 +385,12 @@ class LlamaCppModel:
             history=prompt,
             think=(self._think_open, self._think_close),
             thought=thought,
+            grammar=self._grammar(opts),
         )
+
+    def _grammar(self, opts: GenerateOptions) -> tuple[Any, str] | None:
+        gbnf = constrained.check(opts, self._vocab)
+        return None if gbnf is None else (self._vocab, gbnf)
 
     def _prefill(self, tokens: list[int]) -> int:
         """Evaluate `tokens`, reusing the longest prefix the KV cache already holds; return how many were reused."""
@@ -395,6 +412,7 @@ class LlamaCppModel:
     def _options(self, opts: Mapping[str, Any]) -> GenerateOptions:
         parsed = GenerateOptions.parse(opts)
         check_supported(parsed)
+        constrained.check(parsed, self._vocab)  # a schema llama.cpp cannot follow is refused before any compute
         return parsed.resolved(self._defaults)
 
     def _chat_tokens(self, messages: Sequence[Message], options: GenerateOptions) -> list[int]:

@@ -42,14 +42,18 @@ def build_sampler(
     n_vocab: int,
     ban: Collection[int] = (),
     history: Sequence[int] = (),
+    grammar: tuple[Any, str] | None = None,
 ) -> Any:
     """A `llama_cpp._internals.LlamaSampler` for resolved `opts`; the caller closes it.
 
     `ban` adds token ids that may not be drawn (on top of `suppress_tokens`): the model's stops while `min_tokens`
     is not yet reached. `history` are the tokens already in context (the prompt's tail) that the repeat penalty
-    should see, as transformers' repetition_penalty does.
+    should see, as transformers' repetition_penalty does. `grammar` is (vocab, GBNF text): the chain is then
+    wrapped in a GrammarSampler, which checks the drawn token against the grammar (grammar.py says why).
     """
     from llama_cpp import _internals
+
+    from modelhost.backends.llama_cpp import grammar as constrained
 
     sampler = _internals.LlamaSampler()
     banned = {int(t): float("-inf") for t in (*opts.suppress_tokens, *ban) if 0 <= t < n_vocab}
@@ -72,4 +76,6 @@ def build_sampler(
     if penalty != 1.0:
         for token in history[-PENALTY_WINDOW:]:
             sampler.accept(int(token))
+    if grammar is not None:
+        return constrained.GrammarSampler(sampler, *grammar, n_vocab=n_vocab)
     return sampler

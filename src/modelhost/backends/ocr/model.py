@@ -120,7 +120,9 @@ class OcrModel:
         images = user[-1].images if user else ()
         if len(images) != 1:
             raise InvalidInputError(NO_IMAGE if not images else f"one page image per request, got {len(images)}")
-        o = GenerateOptions.parse(opts).resolved({"max_tokens": DEFAULT_MAX_ELEMENTS})
+        o = GenerateOptions.parse(opts)
+        o.refuse("ocr", ["json_schema"], "it answers DocTags")
+        o = o.resolved({"max_tokens": DEFAULT_MAX_ELEMENTS})
         return self._run(images[0], o)
 
     def _run(self, image: Any, opts: GenerateOptions) -> Iterator[Token]:

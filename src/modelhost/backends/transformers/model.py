@@ -450,7 +450,11 @@ class TransformersModel(TrainingMixin):
 
     def _options(self, opts: dict[str, Any]) -> GenerateOptions:
         self._check_open()
-        return GenerateOptions.parse(opts).resolved(self._ckpt.generation_defaults)
+        parsed = GenerateOptions.parse(opts)
+        # Structured output needs a token-mask library here (xgrammar, llguidance, outlines-core); until one is
+        # chosen by measurement, a schema is refused rather than ignored (ignored, the answer would not parse).
+        parsed.refuse("transformers", ["json_schema"], "structured output runs on the llama_cpp backend for now")
+        return parsed.resolved(self._ckpt.generation_defaults)
 
     def _encode(self, text: str, *, special: bool) -> list[int]:
         """Token ids of `text`; `special` adds the tokenizer's own BOS/EOS policy (raw prompts, not templates)."""
