@@ -373,7 +373,28 @@ def _default_socket() -> str:
 
 @app.command()
 def serve(
-    model: ModelOpt = "default",
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="A catalogue name, a .gguf file or a model folder; NAME=... to choose its name. Repeat to serve "
+            "several (requests name theirs) [default].",
+        ),
+    ] = None,
+    socket_model: Annotated[
+        str | None, typer.Option("--socket-model", help="The model the inferd socket serves [the first --model].")
+    ] = None,
+    lazy: Annotated[
+        bool, typer.Option("--lazy", help="Load each model at its first request (the socket's model: at start).")
+    ] = False,
+    keep_alive: Annotated[
+        float | None, typer.Option("--keep-alive", min=0, help="Unload a model idle this many seconds [never].")
+    ] = None,
+    max_memory: Annotated[
+        str | None,
+        typer.Option("--max-memory", help="Bound on loaded models' total size, e.g. 8G; the LRU idle one unloads."),
+    ] = None,
     backend: BackendOpt = None,
     socket: Annotated[
         str | None, typer.Option("--socket", help="Unix socket path (default: the inferd address).")
@@ -411,13 +432,18 @@ def serve(
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
     from modelhost import serve as serving
+    from modelhost.host.models import parse_size
 
     socket_path: str | None = None
     if not no_socket:
         socket_path = socket if socket is not None else _default_socket()
     try:
         config = serving.ServeConfig(
-            model=model,
+            models=tuple(model or ("default",)),
+            socket_model=socket_model,
+            lazy=lazy,
+            keep_alive=keep_alive,
+            max_memory=parse_size(max_memory) if max_memory is not None else None,
             backend=backend,
             socket=socket_path,
             http=serving.parse_hostport(http) if http else None,

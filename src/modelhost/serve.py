@@ -1,4 +1,5 @@
-"""`modelhost serve`: one host, one model, and the doors around it, with an orderly start and stop.
+"""`modelhost serve`: the models (one Host each, a model set: modelhost.host.models) and the doors around them,
+with an orderly start and stop.
 
 Start order matters. The HTTP door binds first, so `/health` answers and `/ready` says 503 while the model loads
 (llama.cpp's operations view: health that tells the truth). The socket door binds only after the model is loaded,
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from modelhost.host import DEFAULT_MAX_QUEUE, Host
+from modelhost.host import DEFAULT_MAX_QUEUE
+from modelhost.host.models import Models, ModelSpec, resident_size
 from modelhost.inference import catalogue, registry
 
 if TYPE_CHECKING:
@@ -44,6 +46,16 @@ class ServeConfig:
     """What to serve and through which doors. A door whose setting is None is off."""
 
     model: str = "default"
+    #: Several models (`NAME_OR_PATH` or `name=NAME_OR_PATH`); when given, `model` is not used.
+    models: tuple[str, ...] = ()
+    #: The model the inferd socket serves (its requests name none): None, the first.
+    socket_model: str | None = None
+    #: Load models at their first request (the socket's model excepted: a bound socket means "ready").
+    lazy: bool = False
+    #: Unload a model idle this many seconds (the socket's model excepted); None: never.
+    keep_alive: float | None = None
+    #: Bytes all loaded models may hold, by their file sizes; the least recently used idle one makes room.
+    max_memory: int | None = None
     backend: str | None = None
     socket: str | None = None
     http: tuple[str, int] | None = None
@@ -68,6 +80,41 @@ def model_name(model: str) -> str:
     return name[: -len(".gguf")] if name.endswith(".gguf") else name
 
 
+def split_model(arg: str) -> tuple[str | None, str]:
+    """`name=NAME_OR_PATH` into (name, what); a bare `NAME_OR_PATH` into (None, it)."""
+    name, sep, what = arg.partition("=")
+    if sep and name and "/" not in name and what:
+        return name, what
+    return None, arg
+
+
+def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], str]:
+    """The model set's specs (each resolved now: fail fast, before binding anything, on a model that is not there)
+    and the name of the socket's model. ValueError for a bad --socket-model."""
+    load_opts = {"parallel": config.parallel} if config.parallel is not None else {}
+    chosen = [split_model(arg) for arg in (config.models or (config.model,))]
+    resolved = [(name or model_name(what), what, catalogue.resolve(what)) for name, what in chosen]
+    names = [name for name, _, _ in resolved]
+    socket_name = names[0]
+    if config.socket_model is not None:
+        matches = [n for n, what, _ in resolved if config.socket_model in (n, what)]
+        if not matches:
+            raise ValueError(f"--socket-model {config.socket_model!r} is not served; served: {', '.join(names)}")
+        socket_name = matches[0]
+    specs = [
+        ModelSpec(
+            name,
+            functools.partial(registry.load_model, path, config.backend, **load_opts),
+            path=path,
+            size=resident_size(path),
+            pinned=config.socket is not None and name == socket_name,
+            aliases=(what,) if what in catalogue.ENTRIES and what != name else (),
+        )
+        for name, what, path in resolved
+    ]
+    return specs, socket_name
+
+
 def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
     """`HOST:PORT`, `:PORT` or `PORT` into (host, port); raises ValueError with the bad value."""
     host, sep, port = value.rpartition(":")
@@ -85,10 +132,11 @@ def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, in
 async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None) -> None:
     """Run until SIGTERM or SIGINT, then stop in order. `say` prints the ready and stop lines."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    path = catalogue.resolve(config.model)  # fail fast, before binding anything, on a model that is not there
-    name = model_name(config.model)
-    load_opts = {"parallel": config.parallel} if config.parallel is not None else {}
-    host = Host(lambda: registry.load_model(path, config.backend, **load_opts), name=name, max_queue=config.max_queue)
+    specs, socket_name = model_specs(config)
+    models = Models(
+        specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory
+    )
+    name = ", ".join(models.names)
     closers: list[Callable[[], Awaitable[None]]] = []  # socket and job doors: closed before the host drains
     http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
     stop = asyncio.Event()
@@ -98,7 +146,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         # The first signal starts an orderly stop; a second one means "now": cancel what is still running.
         if stop.is_set():
             say("modelhost: second stop signal: cancelling in-flight requests")
-            host.cancel_all()
+            models.cancel_all()
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -108,13 +156,19 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
             from modelhost.http import HttpServer
 
             http_server = HttpServer(
-                host, bind_host=config.http[0], port=config.http[1], api_key=config.api_key, limits=config.client_limits
+                models,
+                bind_host=config.http[0],
+                port=config.http[1],
+                api_key=config.api_key,
+                limits=config.client_limits,
             )
             await http_server.start()
             http = http_server
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
-        say(f"modelhost: loading {name} from {path}")
-        await host.start()
+        for spec in specs:
+            when = "at its first request" if config.lazy and not spec.pinned else "now"
+            say(f"modelhost: loading {spec.name} from {spec.path} ({when})")
+        await models.start()
         if stop.is_set():
             # A stop signal came while the model loaded (a load cannot be interrupted, so it was waited for). Open
             # no door now: a bound socket would tell inferd clients "ready" from a host already on its way out.
@@ -124,7 +178,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
 
             state = config.state_dir or Path(os.path.expanduser("~/.local/state/modelhost/worker"))
             worker = WorkerServer(
-                host,
+                models,
                 state_dir=state,
                 capacity=config.capacity,
                 bind_host=config.worker[0],
@@ -139,10 +193,10 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         if config.socket is not None:
             from modelhost.wire.server import WireServer
 
-            wire = WireServer(host, config.socket)
+            wire = WireServer(models.get(socket_name), config.socket)
             await wire.start()
             closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
-            say(f"modelhost: ready: serving {name} on unix:{wire.path}")
+            say(f"modelhost: ready: serving {name} ({socket_name} on unix:{wire.path})")
         else:
             say(f"modelhost: ready: serving {name}")
         await stop.wait()
@@ -150,7 +204,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     finally:
         # The doors drain concurrently (each waits for its own in-flight requests), then the host closes the model.
         await asyncio.gather(*(close() for close in reversed(closers)), return_exceptions=True)
-        await host.aclose(grace=config.grace_seconds)
+        await models.aclose(grace=config.grace_seconds)
         if http is not None:
             with contextlib.suppress(Exception):
                 await http.aclose()

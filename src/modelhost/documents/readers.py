@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from modelhost.errors import ModelHostError
-from modelhost.host import Delta, Done, Failed, GenerationRequest, Host
+from modelhost.host import Delta, Done, Failed, GenerationRequest
+from modelhost.host.models import Servable
 from modelhost.inference.types import Message
 
 #: What pdf-spec's CLI asks a model for each page.
@@ -45,7 +46,7 @@ class PageReader(Protocol):
 class HostReader:
     """Pages through a Host's scheduler, like every other door (the host queues, cancels and measures)."""
 
-    def __init__(self, host: Host, *, prompt: str = PROMPT) -> None:
+    def __init__(self, host: Servable, *, prompt: str = PROMPT) -> None:
         self.host = host
         self.name = host.name
         self.prompt = prompt

@@ -61,6 +61,9 @@ class Servable(Protocol):
     @property
     def metrics(self) -> HostMetrics: ...
 
+    @property
+    def slots(self) -> int: ...
+
     def submit(self, request: GenerationRequest) -> RequestStream: ...
 
 
@@ -144,6 +147,16 @@ class ServedModel:
     @property
     def metrics(self) -> HostMetrics:
         return self._models.metrics
+
+    @property
+    def models(self) -> Models:
+        """The set this model belongs to."""
+        return self._models
+
+    @property
+    def slots(self) -> int:
+        """Requests the model decodes at once (1 until it is loaded)."""
+        return self.host.slots if self.host is not None else 1
 
     @property
     def model(self) -> TextModel:

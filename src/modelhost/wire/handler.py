@@ -20,8 +20,9 @@ from modelhost.errors import (
     QueueFullError,
     UnsupportedAttachmentError,
 )
-from modelhost.host import Delta, Event, Failed, GenerationRequest, Host, RequestStream
+from modelhost.host import Delta, Event, Failed, GenerationRequest, RequestStream
 from modelhost.host import Done as HostDone
+from modelhost.host.models import Servable
 from modelhost.inference.options import MAX_TOKENS_LIMIT
 from modelhost.inference.types import Message as ChatMessage
 from modelhost.wire import codec
@@ -55,7 +56,7 @@ _FAILURE_CODES: Final = {
 }
 
 
-def backend_name(host: Host) -> str:
+def backend_name(host: Servable) -> str:
     """The ``done.backend`` string: diagnostic only (consumers must not branch on it), never empty (Rust needs it)."""
     return f"modelhost/{host.name}"
 
@@ -98,7 +99,7 @@ def _wire_error(exc: ModelHostError, request_id: str) -> WireError:
     return WireError(code, str(exc), fatal=fatal, request_id=request_id)
 
 
-async def respond(host: Host, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
+async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
     """Answer one complete request (attachment bytes attached): yield text deltas, then exactly one ``Done``.
 
     Every refusal or failure raises :class:`WireError` instead of yielding, carrying the code, the request id and
@@ -146,7 +147,7 @@ async def _closing_iterator(stream: RequestStream) -> AsyncGenerator[Event, None
             await close()
 
 
-async def events(host: Host, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
+async def events(host: Servable, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
     """:func:`respond`, with a refusal or failure yielded as the terminal ``Error`` event instead of raised."""
     try:
         async with contextlib.aclosing(respond(host, request)) as answers:

@@ -36,7 +36,7 @@ from typing import Final
 
 import numpy as np
 
-from modelhost.host import Host
+from modelhost.host.models import Servable
 from modelhost.wire import codec
 from modelhost.wire.codec import Buffer, FrameHeader, RequestReader, ResponseEvent, WireError
 from modelhost.wire.errors import SocketPathError
@@ -355,7 +355,7 @@ class WireServer:
     a symlink at the path is refused, a stale socket (one nobody answers on) is removed, and a live one is refused.
     """
 
-    def __init__(self, host: Host, path: str | os.PathLike[str]) -> None:
+    def __init__(self, host: Servable, path: str | os.PathLike[str]) -> None:
         self.host = host
         self.path = os.fspath(path)
         self._listener: socket.socket | None = None

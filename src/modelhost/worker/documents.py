@@ -17,7 +17,7 @@ from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult,
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
 from modelhost.documents.sources import check_dpi, check_pages
 from modelhost.errors import InvalidInputError, ModelHostError
-from modelhost.host import Host
+from modelhost.host.models import Servable
 from modelhost.worker import protocol
 from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
 from modelhost.worker.protocol import failed, input_path, invalid
@@ -59,7 +59,7 @@ def _settings(value: dict[str, Any]) -> tuple[int, str | None, int]:
     return dpi, pages, _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
 
 
-def check_submission(value: Any, host: Host) -> None:
+def check_submission(value: Any, host: Servable) -> None:
     """The submission-time check (the upload is still `{"$file": field}`): settings in range, and a model that
     reads page images, so a bad job is a 400 before its document is even stored."""
     if not isinstance(value, dict):
@@ -76,7 +76,7 @@ async def document_convert(ctx: JobContext) -> list[str]:
     """Run the documents pipeline on the uploaded file through the host; write the outputs."""
     path, dpi, pages, max_tokens = check_document_convert(ctx.work.input)
     ctx.progress(protocol.STAGE_INITIALIZING)
-    while ctx.host.state in ("new", "loading"):
+    while ctx.host.state in ("new", "loading", "unloaded"):
         if ctx.cancelled:
             raise ctx.stopped()
         ctx.progress(protocol.STAGE_LOADING_MODEL)

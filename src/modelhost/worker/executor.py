@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.errors import HostClosedError, InvalidOptionError, ModelLoadingError, QueueFullError
-from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
+from modelhost.host import Delta, Done, Failed, GenerationRequest, Started
+from modelhost.host.models import Servable, ServedModel
 from modelhost.inference.options import DEFAULT_MAX_TOKENS, GenerateOptions
 from modelhost.inference.types import Message
 from modelhost.worker import protocol
@@ -81,7 +82,7 @@ class Work:
 class JobContext:
     """What an operation gets: the work, the host, and progress/cancel plumbing to the board."""
 
-    def __init__(self, board: JobBoard, record: Record, work: Work, host: Host) -> None:
+    def __init__(self, board: JobBoard, record: Record, work: Work, host: Servable) -> None:
         self.board = board
         self.record = record
         self.work = work
@@ -136,7 +137,7 @@ class Runner:
     (None: the host's batch slots, read each time a job could start, since they are known only once it loaded)."""
 
     def __init__(
-        self, board: JobBoard, host: Host, operations: Mapping[str, Operation], concurrency: int | None = None
+        self, board: JobBoard, host: Servable, operations: Mapping[str, Operation], concurrency: int | None = None
     ) -> None:
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -210,12 +211,23 @@ class Runner:
         else:
             await self.board.finish(record, outputs=names, files=files)
 
+    def _host_for(self, record: Record) -> Servable:
+        """The model a job names: of the served set (the board admitted only served names), loading it if it is
+        unloaded; or the one host."""
+        if not isinstance(self.host, ServedModel):
+            return self.host
+        served = self.host.models.get(record.model)
+        served.load()
+        return served
+
     async def _attempt(self, record: Record, out: Path) -> tuple[list[str], list[Path]]:
         try:
             value = json.loads(record.input)
         except ValueError as exc:
             raise invalid(f"the input is not JSON: {exc}") from exc
-        ctx = JobContext(self.board, record, Work(record.id, record.operation, record.model, value, out), self.host)
+        ctx = JobContext(
+            self.board, record, Work(record.id, record.operation, record.model, value, out), self._host_for(record)
+        )
         if ctx.cancelled:
             raise ctx.stopped()
         operation = self.operations.get(record.operation)
@@ -269,7 +281,7 @@ def _chat_items(value: Any) -> list[dict[str, Any]]:
     return raw
 
 
-def _refuse_images(items: list[dict[str, Any]], host: Host) -> None:
+def _refuse_images(items: list[dict[str, Any]], host: Servable) -> None:
     # Before a byte of any picture is decoded (an 8192x8192 PNG is ~200 MB of RGB): a text-only model refuses it
     # anyway. A host still loading does not know yet; the executor asks again before decoding.
     if host.ready and not host.accepts_images and any(item.get("images") is not None for item in items):
@@ -287,13 +299,13 @@ def _messages(items: list[dict[str, Any]]) -> list[Message]:
     ]
 
 
-def check_text_chat(value: Any, host: Host) -> None:
+def check_text_chat(value: Any, host: Servable) -> None:
     """The submission-time check of a text.chat input: its shape, its options, and no picture for a text model."""
     _refuse_images(_chat_items(value), host)
     _options(value)
 
 
-def check_text_generate(value: Any, host: Host) -> None:
+def check_text_generate(value: Any, host: Servable) -> None:
     """The submission-time check of a text.generate input: a string prompt and valid options."""
     if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
         raise invalid("text.generate needs `prompt`: a string")
@@ -429,7 +441,7 @@ def default_operations() -> dict[str, Operation]:
     }
 
 
-def default_input_checks(host: Host) -> dict[str, InputCheck]:
+def default_input_checks(host: Servable) -> dict[str, InputCheck]:
     """The submission-time checks of the default operations' inputs, on `host`'s model."""
     return {
         "text.chat": lambda value: check_text_chat(value, host),
@@ -439,7 +451,7 @@ def default_input_checks(host: Host) -> dict[str, InputCheck]:
     }
 
 
-def _check_document_convert(value: Any, host: Host) -> None:
+def _check_document_convert(value: Any, host: Servable) -> None:
     from modelhost.worker.documents import check_submission
 
     check_submission(value, host)

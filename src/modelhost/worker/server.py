@@ -17,6 +17,7 @@ import uvicorn
 
 from modelhost import _serving
 from modelhost.host import Host
+from modelhost.host.models import Models, ServedModel, as_models
 from modelhost.worker import protocol
 from modelhost.worker.app import build_app, layer_error_body
 from modelhost.worker.executor import Operation, Runner, default_input_checks, default_operations
@@ -45,7 +46,7 @@ class WorkerServer:
 
     def __init__(
         self,
-        host: Host,
+        host: Host | Models,
         *,
         state_dir: Path,
         capacity: int,
@@ -67,7 +68,9 @@ class WorkerServer:
         `limits` bounds slow and excess clients (modelhost._serving): a stalled JSON body and a stalled multipart
         upload are cut alike. `concurrency` is how many jobs run at once (None: as many as the model decodes at once,
         its batch slots, so jobs share the batch)."""
-        self.host = host
+        # Several models: each served with every operation, each job run on the model it names.
+        self.models = as_models(host)
+        self.host: Host | ServedModel = host if isinstance(host, Host) else self.models.get(self.models.default)
         self.bind_host = bind_host
         self.port = port
         self.retention_seconds = retention_seconds
@@ -77,13 +80,14 @@ class WorkerServer:
         self.operations = dict(operations if operations is not None else default_operations())
         self.metrics = WorkerMetrics()
         self.store = JobStore(Path(state_dir), sync=sync)
-        served = [(host.name, op) for op in sorted(self.operations)]
+        served = [(m.name, op) for m in self.models for op in sorted(self.operations)]
         # Inputs are checked at submission where the operation is one of ours: a custom operation under the same name
         # reads its input its own way.
         defaults = default_operations()
         checks = {
             name: check
-            for name, check in default_input_checks(host).items()
+            # The checks read the model (does it take images?), so with several models only the run checks.
+            for name, check in (default_input_checks(self.host) if len(self.models) == 1 else {}).items()
             if self.operations.get(name) is defaults[name]
         }
         self.board = JobBoard(
@@ -92,7 +96,7 @@ class WorkerServer:
         self.app = build_app(
             self.board,
             health=self._health,
-            registries=(self.metrics.registry, host.metrics.registry),
+            registries=(self.metrics.registry, self.models.metrics.registry),
             authorization=authorization or None,
             max_upload_bytes=max_upload_bytes,
         )

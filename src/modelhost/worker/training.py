@@ -104,7 +104,8 @@ def lora_train_for(base: str | None = None, *, backend: str | None = "transforme
         eval_data = protocol.input_path(value["eval"]) if value.get("eval") is not None else None
         if value.get("eval") is not None and eval_data is None:
             raise invalid('lora.train: `eval` must be an uploaded JSONL file ({"$file": "<field>"})')
-        model = _resolve(base or ctx.work.model)
+        # The served model's own files when it knows them (a model served from a path is named by its stem).
+        model = _resolve(base or getattr(ctx.host, "path", None) or ctx.work.model)
         ctx.progress(protocol.STAGE_LOADING_MODEL)
         cancel = threading.Event()
         ctx.on_cancel(cancel.set)
