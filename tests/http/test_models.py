@@ -3,6 +3,8 @@ by model, lazy loading, keep-alive unloading and the memory budget. Stand-in mod
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -98,7 +100,7 @@ def test_two_models_answer_by_name_on_openai_and_ollama(loop_thread: LoopThread)
 
 def test_lazy_model_loads_at_its_first_request_and_keep_alive_unloads_it(loop_thread: LoopThread) -> None:
     loads: list[int] = []
-    models = Models([spec("alpha", "a1", pinned=True), spec("beta", "b1", loads=loads)], lazy=True, keep_alive=0.2)
+    models = Models([spec("alpha", "a1", pinned=True), spec("beta", "b1", loads=loads)], lazy=True, keep_alive=0.3)
     with door(loop_thread, models) as url:
         assert httpx.get(f"{url}/ready").json()["models"] == {"alpha": "ready", "beta": "unloaded"}
         assert httpx.get(f"{url}/ready").status_code == 200, "an unloaded lazy model does not make the host unready"
@@ -118,7 +120,7 @@ def test_lazy_model_loads_at_its_first_request_and_keep_alive_unloads_it(loop_th
         }
         assert state["unloaded"] == 1 and state["ready"] == 0
         wait_until(lambda: chat(url, "beta").status_code == 200)
-        assert loads == [1, 1]
+        assert len(loads) >= 2  # loaded again (on a busy machine a gap past keep-alive may unload it once more)
 
 
 def test_memory_budget_unloads_the_least_recently_used_idle_model(loop_thread: LoopThread) -> None:
@@ -142,3 +144,24 @@ def test_a_model_larger_than_the_budget_is_refused_when_the_set_is_built() -> No
     assert parse_size("1.5G") == 1536 * MB and parse_size("512MiB") == 512 * MB and parse_size("1000") == 1000
     with pytest.raises(ValueError, match="lots"):
         parse_size("lots")
+
+
+def test_a_model_that_cannot_fit_beside_busy_ones_is_told_to_retry(loop_thread: LoopThread) -> None:
+    gate = threading.Semaphore(0)
+
+    def held() -> ScriptedModel:
+        return ScriptedModel(["x "] * 3, name="alpha", gate=gate)
+
+    models = Models([ModelSpec("alpha", held, size=80 * MB), spec("beta", "b1", size=80 * MB)], max_memory=100 * MB)
+    with door(loop_thread, models) as url:
+        running = loop_thread.spawn(asyncio.to_thread(chat, url, "alpha"))
+        wait_until(lambda: models.get("alpha").busy)
+        refused = chat(url, "beta")
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        message = refused.json()["error"]["message"]
+        assert "'beta' needs about 80 MB" in message and "busy or pinned" in message, message
+        for _ in range(4):
+            gate.release()
+        assert running.result(10).status_code == 200
+        wait_until(lambda: chat(url, "beta").status_code == 200)  # alpha is idle now: it makes room
+        assert models.states() == {"alpha": "unloaded", "beta": "ready"}
