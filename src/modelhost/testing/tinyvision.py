@@ -23,6 +23,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from modelhost.testing.tinymodels import build_tiny_idefics3, write_llama_gguf
 
@@ -37,15 +38,17 @@ _TEXT_PREFIX = "model.text_model."
 _VISION_PREFIXES = ("model.vision_model.", "model.connector.")
 
 
-def build_tiny_idefics3_gguf(out_dir: PathLike, seed: int = 0) -> tuple[Path, Path, Path]:
+def build_tiny_idefics3_gguf(out_dir: PathLike, seed: int = 0, **idefics3: Any) -> tuple[Path, Path, Path]:
     """Build the tiny Idefics3 (with `"\\n\\n"` as one token) and write it as `vlm.gguf` + `mmproj-vlm.gguf`.
+
+    `idefics3` goes to `build_tiny_idefics3` (e.g. `longest_edge=256` for more tiles per page).
 
     Returns:
         (transformers folder, text GGUF, mmproj GGUF), all under `out_dir`; the two GGUFs hold exactly the
         folder's fp32 weights.
     """
     out = Path(out_dir)
-    folder = build_tiny_idefics3(out / "hf", seed, extra_tokens=(DOUBLE_NEWLINE,))
+    folder = build_tiny_idefics3(out / "hf", seed, extra_tokens=(DOUBLE_NEWLINE,), **idefics3)
     model, mmproj = write_idefics3_gguf(folder, out / "vlm.gguf", out / "mmproj-vlm.gguf")
     return folder, model, mmproj
 
