@@ -27,8 +27,9 @@ $(STAMP): pyproject.toml Makefile
 	touch $@
 
 run: $(STAMP)
-	# Serve the embedded model on the inferd socket and an OpenAI/Ollama API on 127.0.0.1:8000 (Ctrl-C stops).
-	$(VENV)/bin/modelhost serve --http
+	# Serve the embedded chat model and the offline `ocr` document model together: the chat model on the inferd
+	# socket, both on an OpenAI/Ollama API on 127.0.0.1:8000, each request naming its model (Ctrl-C stops).
+	$(VENV)/bin/modelhost serve --model default --model ocr --http
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench

@@ -17,7 +17,7 @@ from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult,
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
 from modelhost.documents.sources import check_dpi, check_pages
 from modelhost.errors import InvalidInputError, ModelHostError
-from modelhost.host.models import Servable
+from modelhost.host.models import Servable, ServedModel
 from modelhost.worker import protocol
 from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
 from modelhost.worker.protocol import failed, input_path, invalid
@@ -77,6 +77,8 @@ async def document_convert(ctx: JobContext) -> list[str]:
     path, dpi, pages, max_tokens = check_document_convert(ctx.work.input)
     ctx.progress(protocol.STAGE_INITIALIZING)
     while ctx.host.state in ("new", "loading", "unloaded"):
+        if isinstance(ctx.host, ServedModel):
+            ctx.host.load()  # unloaded meanwhile (to make room): load again, or wait for room
         if ctx.cancelled:
             raise ctx.stopped()
         ctx.progress(protocol.STAGE_LOADING_MODEL)
