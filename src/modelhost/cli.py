@@ -420,6 +420,12 @@ def serve(
             help="Requests decoded at once (continuous batching; llama_cpp default 4; 1: one at a time).",
         ),
     ] = None,
+    mmproj: Annotated[
+        str | None,
+        typer.Option(
+            "--mmproj", help="A GGUF vision model's projector (llama_cpp) [an mmproj-<name>.gguf beside the model]."
+        ),
+    ] = None,
     header_timeout: Annotated[
         float | None, typer.Option("--header-timeout", help="HTTP doors: seconds a request's headers may take [60].")
     ] = None,
@@ -453,6 +459,7 @@ def serve(
             capacity=capacity,
             max_queue=max_queue,
             parallel=parallel,
+            mmproj=mmproj,
             client_limits=_client_limits(header_timeout, body_timeout, max_connections),
         )
         serving.run(config)

@@ -66,6 +66,8 @@ class ServeConfig:
     max_queue: int = DEFAULT_MAX_QUEUE
     #: Requests the model decodes at once (continuous batching); None: the backend's default (llama_cpp: 4).
     parallel: int | None = None
+    #: A vision model's projector GGUF (llama_cpp; one --model only). None: an `mmproj-<name>.gguf` beside the model.
+    mmproj: str | None = None
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     #: Slow and excess clients of the HTTP doors (header/body timeouts, connections); None: each door's default.
     client_limits: ClientLimits | None = None
@@ -91,8 +93,12 @@ def split_model(arg: str) -> tuple[str | None, str]:
 def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], str]:
     """The model set's specs (each resolved now: fail fast, before binding anything, on a model that is not there)
     and the name of the socket's model. ValueError for a bad --socket-model."""
-    load_opts = {"parallel": config.parallel} if config.parallel is not None else {}
+    load_opts: dict[str, Any] = {"parallel": config.parallel} if config.parallel is not None else {}
     chosen = [split_model(arg) for arg in (config.models or (config.model,))]
+    if config.mmproj is not None:
+        if len(chosen) > 1:
+            raise ValueError("--mmproj goes with one --model; for several, put each mmproj beside its model")
+        load_opts["mmproj"] = config.mmproj
     resolved = [(name or model_name(what), what, catalogue.resolve(what)) for name, what in chosen]
     names = [name for name, _, _ in resolved]
     socket_name = names[0]

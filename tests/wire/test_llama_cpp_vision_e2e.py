@@ -1,4 +1,4 @@
-"""End to end: `modelhost serve --model vlm.gguf` (its mmproj found beside it) reads a raw RGB page on the wire."""
+"""End to end: `modelhost serve --model vlm.gguf --mmproj PATH` reads a raw RGB page on the wire."""
 
 from __future__ import annotations
 
@@ -20,8 +20,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 def test_a_raw_rgb_page_through_llama_cpp_vision(tmp_path: Path) -> None:
     from modelhost.testing.tinyvision import build_tiny_idefics3_gguf
 
-    _, model, _ = build_tiny_idefics3_gguf(tmp_path / "vlm", seed=0)
-    process = ServeProcess(tmp_path / "v.sock", "--model", str(model))
+    _, model, mmproj = build_tiny_idefics3_gguf(tmp_path / "vlm", seed=0)
+    elsewhere = tmp_path / "projectors" / "tiny.gguf"  # not beside the model: only --mmproj can find it
+    elsewhere.parent.mkdir()
+    mmproj.rename(elsewhere)
+    process = ServeProcess(tmp_path / "v.sock", "--model", str(model), "--mmproj", str(elsewhere))
     try:
         process.wait_ready()
         page = np.random.default_rng(0).integers(0, 256, (40, 30, 3), dtype=np.uint8)
@@ -35,3 +38,10 @@ def test_a_raw_rgb_page_through_llama_cpp_vision(tmp_path: Path) -> None:
         assert text and again == text
     finally:
         assert process.stop() == 0
+
+
+def test_mmproj_goes_with_one_model() -> None:
+    from modelhost import serve as serving
+
+    with pytest.raises(ValueError, match="--mmproj"):
+        serving.model_specs(serving.ServeConfig(models=("a.gguf", "b.gguf"), mmproj="m.gguf"))
