@@ -75,6 +75,9 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         unknown = job(worker, "gamma")
         assert unknown.status_code == 400 and unknown.json()["code"] == "WORKER_INVALID_INPUT"
         assert "alpha/text.chat" in unknown.json()["message"] and "beta/text.chat" in unknown.json()["message"]
+        bad = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": -1}
+        refused = worker.post("/v1/jobs", json={"operation": "text.chat", "model": "beta", "input": bad})
+        assert refused.status_code == 400 and "max_tokens" in refused.json()["message"], "checked at submission"
         created = job(worker, "alpha")
         assert created.status_code == 202, created.text
         job_id = created.json()["id"]

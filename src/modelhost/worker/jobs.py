@@ -20,7 +20,7 @@ import errno
 import logging
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,9 +77,10 @@ class JobBoard:
         models: Sequence[tuple[str, str]],
         metrics: WorkerMetrics,
         journal: Journal = print_journal,
-        input_checks: dict[str, InputCheck] | None = None,
+        input_checks: Mapping[str | tuple[str, str], InputCheck] | None = None,
     ) -> None:
-        """`input_checks` maps an operation to the check of its input made at submission (400 for a bad one)."""
+        """`input_checks` maps an operation, or a (model, operation) pair where the check reads the model, to the
+        check of its input made at submission (400 for a bad one)."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.store = store
@@ -140,6 +141,10 @@ class JobBoard:
     def held(self) -> int:
         """Jobs counted against capacity: queued, processing, and submissions being made durable."""
         return len(self._queue) + len(self.running) + self._reserved
+
+    def input_check(self, model: str, operation: str) -> InputCheck | None:
+        """The submission check of `operation` on `model`: the pair's own, else the operation's; None: none."""
+        return self.input_checks.get((model, operation)) or self.input_checks.get(operation)
 
     def get(self, job_id: str) -> Record:
         """A job's record; 404 when there is none (or it is being acknowledged away)."""

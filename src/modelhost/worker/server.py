@@ -21,7 +21,7 @@ from modelhost.host.models import Models, ServedModel, as_models
 from modelhost.worker import protocol
 from modelhost.worker.app import build_app, layer_error_body
 from modelhost.worker.executor import Operation, Runner, default_input_checks, default_operations
-from modelhost.worker.jobs import JobBoard, Journal, print_journal
+from modelhost.worker.jobs import InputCheck, JobBoard, Journal, print_journal
 from modelhost.worker.metrics import WorkerMetrics
 from modelhost.worker.store import JobStore, SyncMode
 from modelhost.worker.submission import DEFAULT_MAX_UPLOAD_BYTES
@@ -84,12 +84,12 @@ class WorkerServer:
         # Inputs are checked at submission where the operation is one of ours: a custom operation under the same name
         # reads its input its own way.
         defaults = default_operations()
-        checks = {
-            name: check
-            # The checks read the model (does it take images?), so with several models only the run checks.
-            for name, check in (default_input_checks(self.host) if len(self.models) == 1 else {}).items()
-            if self.operations.get(name) is defaults[name]
-        }
+        # The checks read the model (does it take images?): one per (model, operation) when several are served.
+        checks: dict[str | tuple[str, str], InputCheck] = {}
+        for served_model in [self.host] if len(self.models) == 1 else list(self.models):
+            for name, check in default_input_checks(served_model).items():
+                if self.operations.get(name) is defaults[name]:
+                    checks[name if len(self.models) == 1 else (served_model.name, name)] = check
         self.board = JobBoard(
             self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal, input_checks=checks
         )

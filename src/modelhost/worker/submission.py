@@ -110,10 +110,10 @@ def _parse_input(raw: bytes) -> Any:
         raise bad_request("the input is nested too deeply") from None
 
 
-def _check_input(board: JobBoard, operation: str, value: Any) -> None:
+def _check_input(board: JobBoard, model: str, operation: str, value: Any) -> None:
     """The operation's own check of the input (options in range, no picture for a text model): refused with 400
     before anything is reserved, rather than accepted and failed when it runs."""
-    check = board.input_checks.get(operation)
+    check = board.input_check(model, operation)
     if check is None:
         return
     try:
@@ -165,11 +165,11 @@ async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
         raise bad_request(f"the input is not valid UTF-8 (byte {exc.start})") from None
     # Cheap test first: almost no JSON job has either key. A `\u` escape can spell either one (`"\u0024inputFile"`
     # decodes to `$inputFile` in the executor), so any escape sends the input through the full check too.
-    checked = submission.operation in board.input_checks
+    checked = board.input_check(submission.model, submission.operation) is not None
     if checked or b'"$file"' in raw or b'"$inputFile"' in raw or b"\\u" in raw:
         value = _parse_input(raw)
         _resolve(value, None)
-        _check_input(board, submission.operation, value)
+        _check_input(board, submission.model, submission.operation, value)
     admitted = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
     if isinstance(admitted, Record):
         return admitted, False
@@ -320,8 +320,9 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             if submission is None and upload.request is not None:
                 # Admit as soon as the request is known: a replay or a refusal stops here, files unread.
                 submission = _decode(upload.request)
-                if submission.operation in board.input_checks:
-                    _check_input(board, submission.operation, _parse_input(bytes(submission.input)))
+                if board.input_check(submission.model, submission.operation) is not None:
+                    value = _parse_input(bytes(submission.input))
+                    _check_input(board, submission.model, submission.operation, value)
                 result = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
                 if isinstance(result, Record):
                     return result, False
