@@ -46,6 +46,9 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
     assert any("loading alpha from" in line and "(at its first request)" in line for line in serving.lines)
     assert any("loading beta from" in line and "(now)" in line for line in serving.lines), "the socket's: at start"
 
+    health = httpx.get(f"{worker_url}/v1/health").json()
+    assert health["status"] == "ok", "the worker's first model is lazy and unloaded: a job would load it"
+
     with Client(str(sock)) as client:  # the socket serves beta, loaded at start though --lazy
         socket_text = "".join(client.chat([Message("user", "Hello")], max_tokens=4, temperature=0))
         assert client.last_done is not None and client.last_done.backend == "modelhost/beta"

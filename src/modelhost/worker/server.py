@@ -113,9 +113,11 @@ class WorkerServer:
     def _health(self) -> str:
         if self._closing:
             return "draining"
-        if self.host.state in ("new", "loading"):
+        # Loading at start (or a pinned model, a lone host): not yet serving. Later, a model of the set loading on
+        # demand, or unloaded (lazy, keep-alive, for room), is fine: a job loads it.
+        if self.host.state in ("new", "loading") and (not self.models.started or getattr(self.host, "pinned", True)):
             return "loading"
-        return "ok" if self.host.state == "ready" else "draining"
+        return "ok" if self.host.state in ("ready", "unloaded", "new", "loading") else "draining"
 
     async def start(self) -> None:
         """Restore the store, bind, serve, start the executor. `self.url` is the real address afterwards."""
