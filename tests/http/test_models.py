@@ -100,7 +100,7 @@ def test_two_models_answer_by_name_on_openai_and_ollama(loop_thread: LoopThread)
 
 def test_lazy_model_loads_at_its_first_request_and_keep_alive_unloads_it(loop_thread: LoopThread) -> None:
     loads: list[int] = []
-    models = Models([spec("alpha", "a1", pinned=True), spec("beta", "b1", loads=loads)], lazy=True, keep_alive=0.3)
+    models = Models([spec("alpha", "a1", pinned=True), spec("beta", "b1", loads=loads)], lazy=True, keep_alive=0.5)
     with door(loop_thread, models) as url:
         assert httpx.get(f"{url}/ready").json()["models"] == {"alpha": "ready", "beta": "unloaded"}
         assert httpx.get(f"{url}/ready").status_code == 200, "an unloaded lazy model does not make the host unready"
@@ -108,7 +108,7 @@ def test_lazy_model_loads_at_its_first_request_and_keep_alive_unloads_it(loop_th
         assert first.status_code == 503 and first.json()["error"]["code"] == "model_loading"
         assert first.headers["retry-after"] == "1"
         wait_until(lambda: chat(url, "beta").status_code == 200)
-        assert loads == [1]
+        loaded = len(loads)  # 1, unless a busy machine left a gap past keep-alive between the polls
         # Idle past keep-alive: unloaded (the pinned one stays), and the next request loads it again.
         wait_until(lambda: httpx.get(f"{url}/ready").json()["models"]["beta"] == "unloaded")
         assert models.get("alpha").ready
@@ -120,7 +120,7 @@ def test_lazy_model_loads_at_its_first_request_and_keep_alive_unloads_it(loop_th
         }
         assert state["unloaded"] == 1 and state["ready"] == 0
         wait_until(lambda: chat(url, "beta").status_code == 200)
-        assert len(loads) >= 2  # loaded again (on a busy machine a gap past keep-alive may unload it once more)
+        assert len(loads) > loaded, "loaded again"
 
 
 def test_memory_budget_unloads_the_least_recently_used_idle_model(loop_thread: LoopThread) -> None:

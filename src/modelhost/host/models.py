@@ -237,6 +237,8 @@ class Models:
         self.started = False
         self.closed = False
         self._owned = True
+        #: Bytes of unloaded models whose hosts are still closing: still held until the close ends.
+        self._releasing = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -281,8 +283,9 @@ class Models:
 
     @property
     def resident(self) -> int:
-        """Bytes held by loaded (or loading) models, by their estimates."""
-        return sum(m.size for m in self if m.host is not None and m.host.state not in ("failed", "closed"))
+        """Bytes held by loaded (or loading) models, and by unloaded ones still closing, by their estimates."""
+        held = sum(m.size for m in self if m.host is not None and m.host.state not in ("failed", "closed"))
+        return held + self._releasing
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -316,7 +319,7 @@ class Models:
         victims = self._make_room(model)
         host = Host(model.spec.loader, name=model.name, max_queue=self.max_queue, metrics=self.metrics)
         model.host = host
-        closing = [self._detach(victim) for victim in victims]
+        closing = [self._release(victim) for victim in victims]
         self._spawn(self._load(model, host, closing), f"modelhost-load-{model.name}")
 
     def _make_room(self, model: ServedModel) -> list[ServedModel]:
@@ -325,6 +328,8 @@ class Models:
         need = self.resident + model.size - self.max_memory
         if need <= 0:
             return []
+        if self._releasing and need <= self._releasing:
+            raise MemoryBudgetError(f"model {model.name!r} waits for unloaded models to give their memory back")
         idle = sorted(
             (m for m in self if m.host is not None and m.ready and not m.pinned and not m.busy),
             key=lambda m: m.last_used,
@@ -342,18 +347,27 @@ class Models:
             )
         return victims
 
-    def _detach(self, model: ServedModel) -> Host:
-        """Take `model`'s host away (new requests now load it afresh); the caller closes the host."""
+    def _release(self, model: ServedModel) -> Coroutine[Any, Any, None]:
+        """Take `model`'s host away now (new requests load it afresh); the returned coroutine closes it, its size
+        counted as resident until the close ends."""
         host = model.host
         assert host is not None
         model.host = None
         model.unloads += 1
+        self._releasing += model.size
         log.info("unloading model %r (idle)", model.name)
-        return host
 
-    async def _load(self, model: ServedModel, host: Host, closing: list[Host]) -> None:
+        async def close() -> None:
+            try:
+                await host.aclose()
+            finally:
+                self._releasing -= model.size
+
+        return close()
+
+    async def _load(self, model: ServedModel, host: Host, closing: list[Coroutine[Any, Any, None]]) -> None:
         # The room is free once the unloaded models are closed (their memory given back), not before.
-        await asyncio.gather(*(h.aclose() for h in closing), return_exceptions=True)
+        await asyncio.gather(*closing, return_exceptions=True)
         try:
             await host.start()
         except Exception as exc:
@@ -366,8 +380,7 @@ class Models:
         """Unload `model` now if it is loaded and idle (keep-alive; an explicit unload)."""
         if model.host is None or not model.ready or model.busy or model.pinned:
             return
-        host = self._detach(model)
-        self._spawn(host.aclose(), f"modelhost-unload-{model.name}")
+        self._spawn(self._release(model), f"modelhost-unload-{model.name}")
 
     async def _sweep(self) -> None:
         assert self.keep_alive is not None
