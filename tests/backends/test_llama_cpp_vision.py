@@ -79,7 +79,7 @@ def test_found_beside_the_model_and_accepts_images_is_a_live_probe(pair: tuple[P
     assert find_mmproj(str(pair[1])) == str(pair[2])
     model = LlamaCppBackend().load_model(str(pair[1]), mmproj=str(pair[2]))
     assert as_capability(model, VisionModel) is model and accepts_images(model)
-    assert model.batch_slots() == 1  # one request at a time: the batch engine takes text only
+    assert model.batch_slots() == 4  # the llama_cpp default: image prompts are batch slots' prefill
     model.close()
     assert not model.accepts_images()
 
@@ -161,4 +161,26 @@ def test_load_options(pair: tuple[Path, Path, Path], tiny_llama_gguf: Path) -> N
     with pytest.raises(ModelLoadError, match="does not exist"):
         LlamaCppBackend().load_model(str(pair[1]), mmproj=str(pair[1].parent / "missing.gguf"))
     with pytest.raises(InvalidOptionError):
-        LlamaCppBackend().load_model(str(pair[1]), parallel=2)
+        LlamaCppBackend().load_model(str(pair[1]), dtype="f16")
+
+
+def test_image_prompts_are_batch_slots_prefill(vlm: LlamaCppVisionModel) -> None:
+    # Two image requests and a text one, admitted a step apart, decode together; each gets its one-at-a-time reply.
+    requests = [ask(picture(48, 80)), [Message("user", "Hello there")], ask(picture(30, 20, seed=3))]
+    expected = [greedy(vlm, m, 10) for m in requests]
+    replies: dict[int, list[int]] = {}
+    owner: dict[int, int] = {}
+    with vlm.open_batch() as engine:
+        waiting = list(enumerate(requests))
+        while waiting or owner:
+            if waiting and engine.free_slots():
+                index, messages = waiting.pop(0)
+                owner[engine.admit(messages=messages, max_tokens=10, temperature=0).slot] = index
+                replies[index] = []
+            for out in engine.step().outputs:
+                assert out.error is None, out.error
+                if out.token is not None:
+                    replies[owner[out.slot]].append(out.token.id)
+                if out.finish_reason is not None:
+                    del owner[out.slot]
+    assert [replies[i] for i in range(len(requests))] == expected

@@ -81,7 +81,7 @@ class LlamaCppBackend:
 
         Honours context_length (per request, and per slot when batching), threads, gpu_layers (on a build with GPU
         offload), adapter (a llama.cpp LoRA GGUF), mmproj (a vision model's projector GGUF; without it, an
-        `mmproj-<name>.gguf` beside the model is loaded; a vision model serves one request at a time) and parallel
+        `mmproj-<name>.gguf` beside the model is loaded; an image prompt is one batch slot's prefill) and parallel
         (slots of the continuous-batching engine, default DEFAULT_PARALLEL; 1 keeps the host one request at a time);
         refuses dtype and GPU layers on a CPU-only build with InvalidOptionError.
         """
@@ -131,15 +131,21 @@ class LlamaCppBackend:
 def _load_vision(
     llm: Any, mmproj: str, path: str, adapter: str | None, context: int, threads: int, opts: LoadOptions
 ) -> Any:
-    """A LlamaCppVisionModel: the mmproj through mtmd (checked first so that mtmd never asserts), one slot."""
+    """A LlamaCppVisionModel: the mmproj through mtmd (checked first so that mtmd never asserts)."""
     from modelhost.backends.llama_cpp import vision as _vision
 
-    if opts.parallel is not None and opts.parallel > 1:
-        raise InvalidOptionError("parallel", "a vision model (one with an mmproj) serves one request at a time")
     projector = _vision.Projector(mmproj, llm, threads=threads)
+    if projector.mrope and opts.parallel is not None and opts.parallel > 1:
+        projector.close()
+        raise InvalidOptionError("parallel", "a vision model with M-RoPE positions serves one request at a time")
     try:
         return _vision.LlamaCppVisionModel(
-            llm, projector=projector, path=path, adapter=adapter, context_length=context, parallel=1
+            llm,
+            projector=projector,
+            path=path,
+            adapter=adapter,
+            context_length=context,
+            parallel=opts.parallel or DEFAULT_PARALLEL,
         )
     except Exception:
         projector.close()

@@ -16,8 +16,10 @@ and evaluates them into the language model's context; generation then goes on ex
 - Prompt reuse: the text before the first image is reused from the KV cache like any text prompt; image chunks
   and everything after them are evaluated afresh, and the cache remembers image positions as -1 so a later prompt
   never matches into them.
-- Batching: a model with an mmproj serves one request at a time (`batch_slots()` is 1); the continuous-batching
-  engine takes text prompts only.
+- Batching: an image prompt is the prefill of one slot of the continuous-batching engine (VisionBatchEngine): its
+  chunks are evaluated into that slot's sequence in one step, then the slot decodes beside the others. A slot's
+  image prompt reuses no cache (text prompts still reuse theirs). Projectors with M-RoPE positions (Qwen-VL) serve
+  one request at a time, since the engine's slots count positions as tokens.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ import os
 import secrets
 import struct
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
+from modelhost.backends.llama_cpp.batch import LlamaBatchEngine, _Feed
 from modelhost.backends.llama_cpp.model import LlamaCppModel, _ThoughtState
 from modelhost.errors import (
     GenerationError,
@@ -40,9 +44,9 @@ from modelhost.errors import (
     ModelLoadError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference.generation import MetricsClock
+from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import Message, Token, has_images
+from modelhost.inference.types import Admission, Message, SlotOutput, StepReport, Token, has_images
 
 #: Largest width or height and largest pixel count: the inferd wire's bounds (as the transformers backend's).
 MAX_IMAGE_AXIS = 1 << 16
@@ -388,8 +392,13 @@ class LlamaCppVisionModel(LlamaCppModel):
         return self._start(self._vision_prompt(messages, options), options)
 
     def batch_slots(self) -> int:
-        """1: a model with an mmproj serves one request at a time (the batch engine takes text only)."""
-        return 1
+        """The `parallel` load option; 1 for an M-RoPE projector, whose positions the batch slots cannot count."""
+        return 1 if self._projector.mrope else self._parallel
+
+    def open_batch(self) -> VisionBatchEngine:
+        """A continuous-batching engine whose slots also take image prompts (one slot's prefill each)."""
+        self._check_open()
+        return VisionBatchEngine(self, self.batch_slots())
 
     def close(self) -> None:
         """Free the mtmd context, then the weights and the KV cache. Idempotent."""
@@ -405,8 +414,8 @@ class LlamaCppVisionModel(LlamaCppModel):
     # --- internals ---------------------------------------------------------------------------------------------
 
     def _chat_tokens(self, messages: Sequence[Message], options: GenerateOptions) -> list[int]:
-        if has_images(messages):  # only the batch engine gets here with images; chat() takes them
-            raise UnsupportedAttachmentError("images go through chat(), one request at a time")
+        if has_images(messages):  # chat() and VisionBatchEngine.admit() take images before this is reached
+            raise UnsupportedAttachmentError("images go through chat() or the vision batch engine")
         return super()._chat_tokens(messages, options)
 
     def _vision_prompt(self, messages: Sequence[Message], options: GenerateOptions) -> VisionPrompt:
@@ -508,12 +517,91 @@ class LlamaCppVisionModel(LlamaCppModel):
             llm.eval(head[keep:])
             start, n_past = 1, len(head)
         n_past = self._projector.eval(llm.ctx, chunks, start, n_past, seq_id=0, n_batch=self._n_batch)
-        # The cache's token record: text ids where text is, -1 over image positions (never matched by a prompt).
-        record: list[int] = []
-        for kind, ids, pos in zip(chunks.kinds, chunks.tokens, chunks.positions, strict=True):
-            record.extend(ids if kind == _CHUNK_TEXT else [-1] * pos)
-        if self._projector.mrope or len(record) != n_past:
-            record = [-1] * n_past
-        llm.input_ids[:n_past] = record
+        llm.input_ids[:n_past] = _cache_record(chunks, n_past, self._projector.mrope)
         llm.n_tokens = n_past
         return keep
+
+
+def _cache_record(chunks: Chunks, n_past: int, mrope: bool) -> list[int]:
+    """What a KV sequence holds after `chunks`: text ids, and -1 over image positions (never matched by a prompt)."""
+    record: list[int] = []
+    for kind, ids, pos in zip(chunks.kinds, chunks.tokens, chunks.positions, strict=True):
+        record.extend(ids if kind == _CHUNK_TEXT else [-1] * pos)
+    return [-1] * n_past if mrope or len(record) != n_past else record
+
+
+class VisionBatchEngine(LlamaBatchEngine):
+    """The continuous-batching engine with image prompts: an image prompt is one slot's prefill.
+
+    Admission renders and tokenizes the prompt (images checked, preprocessed by mtmd); the step after, the slot's
+    chunks (text runs, image embeddings) are evaluated into its sequence with mtmd's helper, in one go, and its
+    first token is drawn; from then on it decodes in the batch like any other slot. Image prompts wait their turn
+    with text prompts, oldest first, one prompt's prefill per step.
+    """
+
+    def __init__(self, model: LlamaCppVisionModel, slots: int, **kwargs: Any) -> None:
+        super().__init__(model, slots, **kwargs)
+        self._vmodel = model
+        self._images: dict[int, VisionPrompt] = {}
+
+    def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
+        """Take a request into a free slot; one with images gets the least recently used slot, its cache cleared."""
+        if not messages or not has_images(messages):
+            return super().admit(prompt, messages, **opts)
+        model = self._vmodel
+        model._check_open()
+        self._check_open()
+        options = model._options(opts)
+        free = [s for s in self._slots if not s.busy]
+        if not free:
+            raise RuntimeError("no free slot: admit only while free_slots() > 0")
+        request = model._vision_prompt(messages, options)
+        slot = min(free, key=lambda s: s.last_used)
+        self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
+        thought = _ThoughtState()
+        feed, clock, outcome = _Feed(), MetricsClock(), LoopOutcome()
+        slot.busy, slot.admitted, slot.instant = True, next(self._clock), options.max_tokens == 0
+        slot.cached, slot.pending, slot.next_token = [], [], None
+        slot.prompt_tokens, slot.cached_prompt_tokens = request.total_tokens, 0
+        slot.thought, slot.feed, slot.clock, slot.outcome = thought, feed, clock, outcome
+        slot.chooser = model._chooser(options, request, thought)
+        slot.loop = decode_loop(feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome)
+        self._images[slot.index] = request
+        return Admission(slot.index, request.total_tokens, 0)
+
+    def step(self) -> StepReport:
+        """The text engine's step, then the prefill of the oldest image prompt when it is the oldest prompt waiting
+        (or no text prompt took this step)."""
+        report = super().step()
+        waiting = sorted((s for s in self._slots if s.busy and s.index in self._images), key=lambda s: s.admitted)
+        if not waiting:
+            return report
+        slot = waiting[0]
+        texts = [s.admitted for s in self._slots if s.busy and s.pending]
+        if report.prompt_tokens and texts and min(texts) < slot.admitted:
+            return report  # an older text prompt is still in prefill: it goes first
+        request = self._images.pop(slot.index)
+        try:
+            n_past = self._vmodel._projector.eval(
+                self._ctx.ctx, request.chunks, 0, 0, seq_id=slot.index, n_batch=self._n_batch
+            )
+            slot.cached = _cache_record(request.chunks, n_past, self._vmodel._projector.mrope)
+        except GenerationError as exc:
+            self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
+            slot.cached = []
+            return replace(report, outputs=(*report.outputs, self._finish(slot, None, "error", exc)))
+        finally:
+            request.chunks.free()
+        output = self._advance(slot, -1)
+        return StepReport(
+            (*report.outputs, output),
+            report.batch_tokens + request.total_tokens,
+            report.sampled + 1,
+            report.prompt_tokens + request.total_tokens,
+        )
+
+    def _finish(self, slot: Any, token: Token | None, reason: Any, error: BaseException | None = None) -> SlotOutput:
+        request = self._images.pop(slot.index, None)
+        if request is not None:  # cancelled (or closed) before its prefill
+            request.chunks.free()
+        return super()._finish(slot, token, reason, error)
