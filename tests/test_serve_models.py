@@ -25,6 +25,7 @@ pytest.importorskip("llama_cpp")
 def two(tiny_llama_gguf: Path, tmp_path: Path) -> Iterator[tuple[Served, Path]]:
     sock = tmp_path / "m.sock"
     args = ["--model", f"alpha={tiny_llama_gguf}", "--model", f"beta={tiny_llama_gguf}", "--socket-model", "beta"]
+    args += ["--model", f"delta={tiny_llama_gguf}", "--model-socket", f"delta={tmp_path / 'delta.sock'}"]
     args += ["--socket", str(sock), "--http", ":0", "--worker", ":0", "--state", str(tmp_path / "jobs"), "--lazy"]
     serving = start_serving(args)
     try:
@@ -52,9 +53,12 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
     with Client(str(sock)) as client:  # the socket serves beta, loaded at start though --lazy
         socket_text = "".join(client.chat([Message("user", "Hello")], max_tokens=4, temperature=0))
         assert client.last_done is not None and client.last_done.backend == "modelhost/beta"
+    with Client(str(sock.parent / "delta.sock")) as client:  # a socket of its own for delta
+        assert "".join(client.chat([Message("user", "Hello")], max_tokens=4, temperature=0)) == socket_text
+        assert client.last_done is not None and client.last_done.backend == "modelhost/delta"
 
     with httpx.Client(base_url=http_url, timeout=60) as http:
-        assert http.get("/ready").json()["models"] == {"alpha": "unloaded", "beta": "ready"}
+        assert http.get("/ready").json()["models"] == {"alpha": "unloaded", "beta": "ready", "delta": "ready"}
         body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
         first = http.post("/v1/chat/completions", json={**body, "model": "alpha"})
         assert first.status_code == 503 and first.json()["error"]["code"] == "model_loading", "lazy: loading now"
@@ -69,12 +73,12 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         missing = http.post("/v1/chat/completions", json={**body, "model": "gamma"})
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
         assert "alpha, beta" in missing.json()["error"]["message"]
-        assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["alpha", "beta"]
-        assert [m["name"] for m in http.get("/api/tags").json()["models"]] == ["alpha", "beta"]
+        assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["alpha", "beta", "delta"]
+        assert [m["name"] for m in http.get("/api/tags").json()["models"]] == ["alpha", "beta", "delta"]
 
     with httpx.Client(base_url=worker_url, timeout=60) as worker:
         listed = worker.get("/v1/models").json()["models"]
-        assert {m["id"] for m in listed} == {"alpha", "beta"}, listed
+        assert {m["id"] for m in listed} == {"alpha", "beta", "delta"}, listed
         unknown = job(worker, "gamma")
         assert unknown.status_code == 400 and unknown.json()["code"] == "WORKER_INVALID_INPUT"
         assert "alpha/text.chat" in unknown.json()["message"] and "beta/text.chat" in unknown.json()["message"]
@@ -97,7 +101,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         m.group(1): float(m.group(2))
         for m in re.finditer(r'^modelhost_generation_tokens_total\{model_name="(\w+)"\} (\S+)$', metrics, re.M)
     }
-    assert finished == {"alpha": 8.0, "beta": 8.0}, "HTTP + job on alpha, socket + Ollama on beta"
+    assert finished == {"alpha": 8.0, "beta": 8.0, "delta": 4.0}, "HTTP + job on alpha, socket + Ollama on beta"
 
     serving.proc.send_signal(signal.SIGTERM)
     assert serving.proc.wait(timeout=60) == 0
@@ -108,11 +112,15 @@ def test_model_arguments_name_and_socket_model(tiny_llama_gguf: Path) -> None:
     assert split_model("/x/a=b.gguf") == (None, "/x/a=b.gguf")
     assert split_model("default") == (None, "default")
     config = ServeConfig(models=(str(tiny_llama_gguf), f"two={tiny_llama_gguf}"), socket="/tmp/x.sock")
-    specs, socket_name = model_specs(config)
+    specs, sockets = model_specs(config)
     assert [(s.name, s.pinned, s.path) for s in specs] == [
         ("tiny-llama", True, str(tiny_llama_gguf)),
         ("two", False, str(tiny_llama_gguf)),
     ]
-    assert socket_name == "tiny-llama" and specs[0].size == tiny_llama_gguf.stat().st_size
+    assert sockets == [("tiny-llama", "/tmp/x.sock")] and specs[0].size == tiny_llama_gguf.stat().st_size
     with pytest.raises(ValueError, match="--socket-model 'three' is not served; served: tiny-llama, two"):
-        model_specs(ServeConfig(models=config.models, socket_model="three"))
+        model_specs(ServeConfig(models=config.models, socket="/tmp/x.sock", socket_model="three"))
+    specs, sockets = model_specs(ServeConfig(models=config.models, model_sockets=("two=/tmp/two.sock",)))
+    assert sockets == [("two", "/tmp/two.sock")] and [s.pinned for s in specs] == [False, True]
+    with pytest.raises(ValueError, match="--model-socket takes NAME=PATH"):
+        model_specs(ServeConfig(models=config.models, model_sockets=("two",)))

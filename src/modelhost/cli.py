@@ -385,6 +385,10 @@ def serve(
     socket_model: Annotated[
         str | None, typer.Option("--socket-model", help="The model the inferd socket serves [the first --model].")
     ] = None,
+    model_socket: Annotated[
+        list[str] | None,
+        typer.Option("--model-socket", help="Another inferd socket for one model: NAME=PATH (repeatable)."),
+    ] = None,
     lazy: Annotated[
         bool, typer.Option("--lazy", help="Load each model at its first request (the socket's model: at start).")
     ] = False,
@@ -447,6 +451,7 @@ def serve(
         config = serving.ServeConfig(
             models=tuple(model or ("default",)),
             socket_model=socket_model,
+            model_sockets=tuple(model_socket or ()),
             lazy=lazy,
             keep_alive=keep_alive,
             max_memory=parse_size(max_memory) if max_memory is not None else None,

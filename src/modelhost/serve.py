@@ -50,6 +50,8 @@ class ServeConfig:
     models: tuple[str, ...] = ()
     #: The model the inferd socket serves (its requests name none): None, the first.
     socket_model: str | None = None
+    #: More sockets, one model each: `NAME=PATH` (inferd clients that want another model connect to its socket).
+    model_sockets: tuple[str, ...] = ()
     #: Load models at their first request (the socket's model excepted: a bound socket means "ready").
     lazy: bool = False
     #: Unload a model idle this many seconds (the socket's model excepted); None: never.
@@ -90,9 +92,9 @@ def split_model(arg: str) -> tuple[str | None, str]:
     return None, arg
 
 
-def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], str]:
+def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, str]]]:
     """The model set's specs (each resolved now: fail fast, before binding anything, on a model that is not there)
-    and the name of the socket's model. ValueError for a bad --socket-model."""
+    and the sockets, (model name, path), the main one first. ValueError for a bad --socket-model or --model-socket."""
     load_opts: dict[str, Any] = {"parallel": config.parallel} if config.parallel is not None else {}
     chosen = [split_model(arg) for arg in (config.models or (config.model,))]
     if config.mmproj is not None:
@@ -101,24 +103,35 @@ def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], str]:
         load_opts["mmproj"] = config.mmproj
     resolved = [(name or model_name(what), what, catalogue.resolve(what)) for name, what in chosen]
     names = [name for name, _, _ in resolved]
-    socket_name = names[0]
-    if config.socket_model is not None:
-        matches = [n for n, what, _ in resolved if config.socket_model in (n, what)]
+
+    def served(wanted: str, flag: str) -> str:
+        matches = [n for n, what, _ in resolved if wanted in (n, what)]
         if not matches:
-            raise ValueError(f"--socket-model {config.socket_model!r} is not served; served: {', '.join(names)}")
-        socket_name = matches[0]
+            raise ValueError(f"{flag} {wanted!r} is not served; served: {', '.join(names)}")
+        return matches[0]
+
+    sockets: list[tuple[str, str]] = []
+    if config.socket is not None:
+        socket_name = served(config.socket_model, "--socket-model") if config.socket_model is not None else names[0]
+        sockets.append((socket_name, config.socket))
+    for arg in config.model_sockets:
+        wanted, sep, path = arg.partition("=")
+        if not (sep and wanted and path):
+            raise ValueError(f"--model-socket takes NAME=PATH, got {arg!r}")
+        sockets.append((served(wanted, "--model-socket"), path))
+    on_socket = {name for name, _ in sockets}
     specs = [
         ModelSpec(
             name,
             functools.partial(registry.load_model, path, config.backend, **load_opts),
             path=path,
             size=resident_size(path),
-            pinned=config.socket is not None and name == socket_name,
+            pinned=name in on_socket,
             aliases=(what,) if what in catalogue.ENTRIES and what != name else (),
         )
         for name, what, path in resolved
     ]
-    return specs, socket_name
+    return specs, sockets
 
 
 def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
@@ -138,7 +151,7 @@ def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, in
 async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None) -> None:
     """Run until SIGTERM or SIGINT, then stop in order. `say` prints the ready and stop lines."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
-    specs, socket_name = model_specs(config)
+    specs, sockets = model_specs(config)
     models = Models(
         specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory
     )
@@ -196,13 +209,16 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
             await worker.start()
             closers.append(worker.aclose)
             say(f"modelhost: worker on {worker.url} (state {state})")
-        if config.socket is not None:
+        if sockets:
             from modelhost.wire.server import WireServer
 
-            wire = WireServer(models.get(socket_name), config.socket)
-            await wire.start()
-            closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
-            say(f"modelhost: ready: serving {name} ({socket_name} on unix:{wire.path})")
+            bound: list[str] = []
+            for served_name, socket_path in sockets:
+                wire = WireServer(models.get(served_name), socket_path)
+                await wire.start()
+                closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
+                bound.append(f"{served_name} on unix:{wire.path}")
+            say(f"modelhost: ready: serving {name} ({', '.join(bound)})")
         else:
             say(f"modelhost: ready: serving {name}")
         await stop.wait()
