@@ -136,6 +136,9 @@ def test_memory_budget_unloads_the_least_recently_used_idle_model(loop_thread: L
         wait_until(lambda: chat(url, "beta").status_code == 200)
         assert models.states() == {"alpha": "unloaded", "beta": "ready", "gamma": "ready"}
         assert models.resident == 90 * MB
+        assert samples(url, "modelhost_model_resident_bytes") == {"alpha": 0, "beta": 60 * MB, "gamma": 30 * MB}
+        assert samples(url, "modelhost_model_unloads_total") == {"alpha": 1, "beta": 0, "gamma": 0}
+        assert samples(url, "modelhost_model_loads_total") == {"alpha": 1, "beta": 1, "gamma": 1}
 
 
 def test_a_model_larger_than_the_budget_is_refused_when_the_set_is_built() -> None:

@@ -22,10 +22,13 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from modelhost.errors import HostClosedError, ModelLoadingError, ModelNotFoundError
 from modelhost.host.events import GenerationRequest
@@ -216,6 +219,8 @@ class Models:
         self.keep_alive = keep_alive
         self.max_memory = max_memory
         self.metrics = metrics or HostMetrics(specs[0].name)
+        if metrics is None:  # a registry of our own: the set's figures go with the hosts' (never twice in one)
+            self.metrics.registry.register(_ModelSetCollector(self))
         self._models: dict[str, ServedModel] = {}
         self._aliases: dict[str, str] = {}
         for spec in specs:
@@ -417,6 +422,35 @@ class Models:
             return
         hosts = [m.host for m in self if m.host is not None]
         await asyncio.gather(*(h.aclose(grace=grace) for h in hosts), return_exceptions=True)
+
+
+class _ModelSetCollector(Collector):
+    """What the set adds to the hosts' metrics: each model's resident bytes, loads and unloads, and the budget."""
+
+    def __init__(self, models: Models) -> None:
+        self._models = models
+
+    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
+        labels = ["model_name"]
+        resident = GaugeMetricFamily(
+            "modelhost_model_resident_bytes", "A loaded model's size (its files), 0 when unloaded.", labels=labels
+        )
+        loads = CounterMetricFamily("modelhost_model_loads", "Loads of the model that succeeded.", labels=labels)
+        unloads = CounterMetricFamily(
+            "modelhost_model_unloads", "Unloads of the model: idle past keep-alive, or for room.", labels=labels
+        )
+        for model in self._models:
+            held = model.host is not None and model.host.state not in ("failed", "closed")
+            resident.add_metric([model.name], float(model.size if held else 0))
+            loads.add_metric([model.name], float(model.loads))
+            unloads.add_metric([model.name], float(model.unloads))
+        yield resident
+        yield loads
+        yield unloads
+        if self._models.max_memory is not None:
+            yield GaugeMetricFamily(
+                "modelhost_memory_budget_bytes", "The bound on loaded models' total size.", self._models.max_memory
+            )
 
 
 def as_models(target: Host | Models, *, name: str | None = None) -> Models:
