@@ -84,7 +84,7 @@ def test_chat_maps_options_and_content_parts() -> None:
     [
         ({"n": 2}, "n"),
         ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
-        ({"logprobs": True}, "logprobs"),
+        ({"top_logprobs": 2}, "top_logprobs"),
         ({"frequency_penalty": 0.5}, "frequency_penalty"),
         ({"response_format": {"type": "xml"}}, "response_format.type"),
         ({"response_format": {"type": "json_schema", "json_schema": {"schema": {}}}}, "response_format.json_schema"),

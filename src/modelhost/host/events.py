@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelhost.inference.types import FinishReason, GenerateMetrics, Message
+from modelhost.inference.types import FinishReason, GenerateMetrics, Message, TokenLogprob
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,8 @@ class Delta:
 
     text: str
     tokens: int
+    #: The log-probabilities of the tokens this delta covers, when the request's `logprobs` option asked for them.
+    logprobs: tuple[TokenLogprob, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -388,8 +388,8 @@ class Host:
             self.metrics.inter_token_latency.labels(self.name).observe(now - progress.last)
         progress.last = now
         progress.tokens += 1
-        if token.text:
-            stream._emit(Delta(token.text, progress.tokens))
+        if token.text or token.logprob is not None:
+            stream._emit(Delta(token.text, progress.tokens, () if token.logprob is None else (token.logprob,)))
 
     def _done(self, stream: RequestStream, m: GenerateMetrics) -> None:
         name = self.name

@@ -21,7 +21,7 @@ import math
 import time
 import typing
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
@@ -41,6 +41,7 @@ from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.models import Models, ModelState, ServedModel, as_models
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
+from modelhost.inference.types import TokenLogprob
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class _Writer(Protocol):
 
     def started(self) -> bytes: ...
 
-    def delta(self, text: str) -> bytes: ...
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes: ...
 
     def done(self, done: Done, total_seconds: float) -> bytes: ...
 
@@ -242,7 +243,7 @@ class _StreamedAnswer(Response):
 
     def _render(self, event: Started | Delta | Done | Failed, gone: asyncio.Event) -> bytes:
         if isinstance(event, Delta):
-            return self.writer.delta(event.text)
+            return self.writer.delta(event.text, event.logprobs)
         if isinstance(event, Started):
             return self.writer.started()
         if isinstance(event, Failed):
@@ -389,15 +390,16 @@ class _Door:
         served: ServedModel,
         parsed: ParsedRequest,
         streamed: Callable[[str, bool], _Writer],
-        whole: Callable[[str, str, Done], bytes],
+        whole: Callable[[str, str, Done, Sequence[TokenLogprob] | None], bytes],
     ) -> Response:
         """Submit; answer as SSE from `streamed(model, include_usage)`, or as one `whole(model, text, done)` body."""
         stream = self._submit(served, parsed)
         if parsed.stream:
             writer = streamed(served.name, parsed.include_usage)
             return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
-        text, done, _ = await self._collect(request, stream)
-        return Response(whole(served.name, text, done), media_type="application/json")
+        logprobs: list[TokenLogprob] | None = [] if parsed.logprobs else None
+        text, done, _ = await self._collect(request, stream, logprobs)
+        return Response(whole(served.name, text, done, logprobs), media_type="application/json")
 
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
@@ -440,8 +442,11 @@ class _Door:
         mean = total / count if count else 1.0
         return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(mean)))
 
-    async def _collect(self, request: Request, stream: RequestStream) -> tuple[str, Done, float]:
-        """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready."""
+    async def _collect(
+        self, request: Request, stream: RequestStream, logprobs: list[TokenLogprob] | None = None
+    ) -> tuple[str, Done, float]:
+        """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready; the
+        deltas' log-probabilities go to `logprobs` when given."""
         parts: list[str] = []
         gone = asyncio.Event()
         listener = asyncio.create_task(_cancel_on_disconnect(request.receive, stream, gone))
@@ -450,6 +455,8 @@ class _Door:
             async for event in stream:
                 if isinstance(event, Delta):
                     parts.append(event.text)
+                    if logprobs is not None:
+                        logprobs.extend(event.logprobs)
                 elif isinstance(event, (Done, Failed)):
                     end = event
         finally:

@@ -28,7 +28,7 @@ import msgspec
 from modelhost.errors import InvalidOptionError, ModelHostError
 from modelhost.host.events import Done, GenerationRequest
 from modelhost.inference.options import ANY_JSON_OBJECT
-from modelhost.inference.types import Message
+from modelhost.inference.types import Message, TokenLogprob
 
 # -- limits -------------------------------------------------------------------------------------------------------
 
@@ -141,6 +141,7 @@ class ParsedRequest:
     generation: GenerationRequest
     stream: bool
     include_usage: bool = False
+    logprobs: bool = False  # the answer carries each token's log-probability
     # contract option name -> the parameter name the client used, so errors name what the client sent.
     wire_names: Mapping[str, str] = field(default_factory=dict)
 
@@ -393,8 +394,8 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     """Decoded JSON of POST /v1/chat/completions -> ParsedRequest; raises ApiError naming the bad parameter."""
     req: ChatCompletionRequest = _convert(data, ChatCompletionRequest)
     _refuse_non_neutral(req)
-    if req.logprobs or req.top_logprobs:
-        raise _unsupported("logprobs", "is not supported")
+    if req.top_logprobs is not None and not req.logprobs:
+        raise ApiError(400, "top_logprobs requires logprobs: true", param="top_logprobs", code="invalid_value")
     if req.tools or req.functions:
         raise _unsupported("tools" if req.tools else "functions", "tool calling is not supported")
     if req.tool_choice not in (None, "none", "auto"):
@@ -417,10 +418,14 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     if schema is not None:
         options["json_schema"] = schema
         names["json_schema"] = "response_format"
+    if req.logprobs:
+        options["logprobs"] = req.top_logprobs or 0
+        names["logprobs"] = "top_logprobs" if req.top_logprobs else "logprobs"
     return ParsedRequest(
         GenerationRequest(messages=messages, options=options, request_id=request_id),
         stream=req.stream,
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
+        logprobs=bool(req.logprobs),
         wire_names=names,
     )
 
@@ -435,8 +440,6 @@ def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
         raise _unsupported("suffix", "fill-in-the-middle is not supported")
     if req.best_of not in (None, 1):
         raise _unsupported("best_of", "only best_of=1 is supported")
-    if req.logprobs:
-        raise _unsupported("logprobs", "is not supported")
     prompt = req.prompt
     if isinstance(prompt, list):
         if len(prompt) != 1:
@@ -446,10 +449,13 @@ def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
         raise ApiError(400, "prompt is required", param="prompt", code="invalid_value")
     limit = req.max_tokens if req.max_tokens is not None else COMPLETIONS_DEFAULT_MAX_TOKENS
     options, names = _sampling_options(req, limit)
+    if req.logprobs is not None:  # an int on /v1/completions: the number of alternatives (0: the chosen token's only)
+        options["logprobs"] = req.logprobs
     return ParsedRequest(
         GenerationRequest(prompt=prompt, options=options, request_id=request_id),
         stream=req.stream,
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
+        logprobs=req.logprobs is not None,
         wire_names=names,
     )
 
@@ -486,7 +492,7 @@ class _ChatChoice(msgspec.Struct):
     index: int
     message: _AssistantMessage
     finish_reason: str
-    logprobs: None = None
+    logprobs: dict[str, Any] | None = None
 
 
 class ChatCompletion(msgspec.Struct):
@@ -509,7 +515,7 @@ class _ChunkChoice(msgspec.Struct):
     index: int
     delta: _Delta
     finish_reason: str | None = None
-    logprobs: None = None
+    logprobs: dict[str, Any] | None = None
 
 
 class ChatCompletionChunk(msgspec.Struct):
@@ -527,7 +533,30 @@ class _CompletionChoice(msgspec.Struct):
     index: int
     text: str
     finish_reason: str | None
-    logprobs: None = None
+    logprobs: dict[str, Any] | None = None
+
+
+def chat_logprobs(entries: Sequence[TokenLogprob]) -> dict[str, Any]:
+    """A chat choice's `logprobs`: {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null}."""
+
+    def one(e: TokenLogprob) -> dict[str, Any]:
+        return {"token": e.text, "logprob": e.logprob, "bytes": list(e.bytes)}
+
+    return {"content": [{**one(e), "top_logprobs": [one(t) for t in e.top]} for e in entries], "refusal": None}
+
+
+def completion_logprobs(entries: Sequence[TokenLogprob], offset: int = 0) -> dict[str, Any]:
+    """A /v1/completions choice's `logprobs` (the legacy shape); `offset` is where the first token's text starts."""
+    offsets = []
+    for e in entries:
+        offsets.append(offset)
+        offset += len(e.text)
+    return {
+        "tokens": [e.text for e in entries],
+        "token_logprobs": [e.logprob for e in entries],
+        "top_logprobs": [{t.text: t.logprob for t in e.top} for e in entries],
+        "text_offset": offsets,
+    }
 
 
 class Completion(msgspec.Struct):
@@ -563,9 +592,10 @@ class OpenAIChatStream:
         """The role chunk, sent when the model takes the request (OpenAI sends it first)."""
         return self._chunk(_Delta(role="assistant", content=""))
 
-    def delta(self, text: str) -> bytes:
-        """A content chunk."""
-        return self._chunk(_Delta(content=text))
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes:
+        """A content chunk (with its tokens' log-probabilities when the request asked)."""
+        choice = _ChunkChoice(0, _Delta(content=text), None, chat_logprobs(logprobs) if logprobs else None)
+        return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
 
     def done(self, done: Done, total_seconds: float) -> bytes:
         """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
@@ -587,6 +617,7 @@ class OpenAICompletionStream:
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
+        self._offset = 0  # characters of token text streamed so far (logprobs' text_offset)
 
     def _chunk(self, text: str, finish: str | None = None) -> bytes:
         choice = _CompletionChoice(0, text, finish)
@@ -596,9 +627,13 @@ class OpenAICompletionStream:
         """Nothing: completions have no role chunk."""
         return b""
 
-    def delta(self, text: str) -> bytes:
-        """A text chunk."""
-        return self._chunk(text)
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes:
+        """A text chunk (with its tokens' log-probabilities when the request asked)."""
+        if not logprobs:
+            return self._chunk(text)
+        choice = _CompletionChoice(0, text, None, completion_logprobs(logprobs, self._offset))
+        self._offset += sum(len(e.text) for e in logprobs)
+        return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [choice])))
 
     def done(self, done: Done, total_seconds: float) -> bytes:
         """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
@@ -612,15 +647,17 @@ class OpenAICompletionStream:
         return sse_error(err)
 
 
-def chat_completion(model: str, text: str, done: Done) -> bytes:
-    """The body of a non-streaming chat answer."""
-    choice = _ChatChoice(0, _AssistantMessage("assistant", text), openai_finish_reason(done))
+def chat_completion(model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None) -> bytes:
+    """The body of a non-streaming chat answer (`logprobs` when the request asked for them)."""
+    lp = chat_logprobs(logprobs) if logprobs is not None else None
+    choice = _ChatChoice(0, _AssistantMessage("assistant", text), openai_finish_reason(done), lp)
     return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, [choice], usage_of(done)))
 
 
-def completion(model: str, text: str, done: Done) -> bytes:
-    """The body of a non-streaming /v1/completions answer."""
-    choice = _CompletionChoice(0, text, openai_finish_reason(done))
+def completion(model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None) -> bytes:
+    """The body of a non-streaming /v1/completions answer (`logprobs` when the request asked for them)."""
+    lp = completion_logprobs(logprobs) if logprobs is not None else None
+    choice = _CompletionChoice(0, text, openai_finish_reason(done), lp)
     return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, [choice], usage_of(done)))
 
 
@@ -862,8 +899,8 @@ class OllamaStream:
         """Nothing: Ollama has no role line."""
         return b""
 
-    def delta(self, text: str) -> bytes:
-        """One line of text."""
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes:
+        """One line of text (Ollama requests cannot ask for logprobs)."""
         return self._line(text, False)
 
     def done(self, done: Done, total_seconds: float, text: str = "") -> bytes:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import FinishReason, GenerateMetrics, Token
+from modelhost.inference.types import FinishReason, GenerateMetrics, Token, TokenLogprob
 
 
 class StopMatcher:
@@ -137,6 +137,7 @@ def decode_loop(
     eos_ids: Collection[int],
     clock: MetricsClock,
     outcome: LoopOutcome,
+    logprob: Callable[[int], TokenLogprob | None] | None = None,
 ) -> Iterator[Token]:
     """Yield Tokens from sampled ids until end of sequence, a stop, `max_tokens`, or cancellation.
 
@@ -148,6 +149,9 @@ def decode_loop(
     `min_tokens` is the engine's job first: its sampler must ban the stop ids until that many tokens are out (both
     backends do). A stop id that arrives early anyway is passed through as an ordinary token rather than ending the
     answer too soon.
+
+    `logprob`, when the engine computes log-probabilities, gives the one of the id it just yielded; it is attached
+    to that id's Token (stop ids are not yielded as tokens, so theirs are never asked for).
     """
     max_tokens = opts.max_tokens if opts.max_tokens is not None else 0
     stops = set(opts.stop_tokens) | set(eos_ids)
@@ -170,16 +174,17 @@ def decode_loop(
             return
         clock.generated_tokens += 1
         visible, hit = matcher.feed(text.feed(piece(token_id)))
+        lp = logprob(token_id) if logprob is not None else None
         if hit:
             outcome.finish_reason = "stop"
             if visible:
-                yield Token(token_id, visible)
+                yield Token(token_id, visible, lp)
             return
         if clock.generated_tokens >= max_tokens:
             outcome.finish_reason = "length"
-            yield Token(token_id, visible + matcher.flush())
+            yield Token(token_id, visible + matcher.flush(), lp)
             return
-        yield Token(token_id, visible)
+        yield Token(token_id, visible, lp)
     # The engine ran out of ids on its own: its context is full, which is a length stop, not a clean end.
     outcome.finish_reason = "length"
     tail = matcher.flush()

@@ -34,6 +34,9 @@ MAX_TOKENS_LIMIT = 1 << 20
 #: grammar whose size (and per-token cost) grows with it, so an unbounded one is a way to stall the model thread.
 MAX_JSON_SCHEMA_CHARS = 64 * 1024
 
+#: Most alternatives `logprobs` may ask for per token (OpenAI's own bound on top_logprobs).
+MAX_LOGPROBS = 20
+
 #: The schema of JSON mode (OpenAI's `json_object`, Ollama's `format: "json"`): any JSON object.
 ANY_JSON_OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -59,6 +62,8 @@ class GenerateOptions:
     #: A JSON Schema the output must match, enforced by constrained decoding (never by hoping); held as compact
     #: JSON text so it is hashable and a backend can cache what it compiles from it. `ANY_JSON_OBJECT` is JSON mode.
     json_schema: str | None = None
+    #: Attach each generated token's log-probability (Token.logprob) and this many top alternatives (0: none).
+    logprobs: int | None = None
     cancel: CancelToken | None = None
 
     @classmethod
@@ -97,9 +102,9 @@ class GenerateOptions:
     def refuse(self, backend: str, names: Iterable[str], why: str = "") -> None:
         """Raise InvalidOptionError for the first of `names` that is set: a backend that cannot honour an option
         says so rather than ignoring it (a JSON schema ignored would hand the caller text that does not parse)."""
+        defaults = {f.name: f.default for f in fields(self)}
         for name in names:
-            value = getattr(self, name)
-            if value is not None and value != () and value is not False and value != 0:
+            if getattr(self, name) != defaults[name]:
                 raise InvalidOptionError(name, f"the {backend} backend does not support it{why and ': ' + why}")
 
 
@@ -201,6 +206,7 @@ _VALIDATORS: dict[str, Any] = {
     "enable_thinking": _bool,
     "thinking_budget": lambda n, v: _int(n, v, 0, MAX_TOKENS_LIMIT),
     "json_schema": _json_schema,
+    "logprobs": lambda n, v: _int(n, v, 0, MAX_LOGPROBS),
     "cancel": _cancel,
 }
 

@@ -24,6 +24,18 @@ ImageInput = Any
 
 
 @dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """A token's log-probability under the model (its raw distribution, before sampling settings), with its own
+    piece of text and bytes (a piece may be part of a multi-byte character, so `text` can hold U+FFFD), and, for the
+    chosen token, the most likely alternatives at that step (the `logprobs` option says how many)."""
+
+    text: str
+    bytes: bytes
+    logprob: float
+    top: tuple[TokenLogprob, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Token:
     """One generated token. `text` is the text that became safe to show with this token.
 
@@ -34,6 +46,7 @@ class Token:
 
     id: int
     text: str
+    logprob: TokenLogprob | None = None  # only when the `logprobs` option asked for it
 
 
 @dataclass(frozen=True, slots=True)

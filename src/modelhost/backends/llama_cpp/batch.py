@@ -157,7 +157,7 @@ class LlamaBatchEngine:
         if not self._lib.llama_memory_seq_rm(self._mem, slot.index, keep, -1):
             self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
             keep = 0
-        from modelhost.backends.llama_cpp.model import _ThoughtState
+        from modelhost.backends.llama_cpp.model import _logprob_of, _ThoughtState
 
         thought = _ThoughtState()
         feed, clock, outcome = _Feed(), MetricsClock(), LoopOutcome()
@@ -166,7 +166,10 @@ class LlamaBatchEngine:
         slot.prompt_tokens, slot.cached_prompt_tokens = len(tokens), keep
         slot.thought, slot.feed, slot.clock, slot.outcome = thought, feed, clock, outcome
         slot.chooser = model._chooser(options, tokens, thought)
-        slot.loop = decode_loop(feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome)
+        slot.loop = decode_loop(
+            feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome,
+            logprob=_logprob_of(options, thought),
+        )  # fmt: skip
         return Admission(slot.index, len(tokens), keep)
 
     def step(self) -> StepReport:

@@ -19,6 +19,7 @@ the first sample is drawn from and the context keeps only the latest logits.
 from __future__ import annotations
 
 import ctypes
+import math
 import weakref
 from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -46,6 +47,7 @@ from modelhost.inference.types import (
     Message,
     ModelInfo,
     Token,
+    TokenLogprob,
     has_images,
 )
 
@@ -59,11 +61,13 @@ THINK_CLOSE = "</think>"
 
 @dataclass(slots=True)
 class _ThoughtState:
-    """Thought-channel bookkeeping of one generation, for `thinking_budget`."""
+    """Per-generation state the TokenChooser shares with the loop around it: the thought channel (for
+    `thinking_budget`) and the log-probability of the token it chose last (for the `logprobs` option)."""
 
     inside: bool = False
     spent: int = 0
     forced: bool = False
+    logprob: TokenLogprob | None = None
 
 
 class TokenChooser:
@@ -84,8 +88,12 @@ class TokenChooser:
         think: tuple[int | None, int | None],
         thought: _ThoughtState,
         grammar: tuple[Any, str] | None = None,
+        piece: Any = None,
     ) -> None:
         self.produced = 0
+        self._top = opts.logprobs
+        self._piece = piece
+        self._n_vocab = n_vocab
         self.thought = thought
         self._min_tokens = opts.min_tokens
         self._open, self._close = think
@@ -114,7 +122,29 @@ class TokenChooser:
         self.produced += 1
         if self._budget:
             _track_thought(thought, token, self._open, self._close)
+        if self._top is not None:
+            thought.logprob = self._logprob(ctx, index, token, self._top)
         return token
+
+    def _logprob(self, ctx: Any, index: int, token: int, top: int) -> TokenLogprob:
+        # The model's own distribution (the raw logits row; samplers work on a copy), as OpenAI and vLLM report it.
+        import llama_cpp
+
+        n = self._n_vocab
+        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx.ctx, index), shape=(n,)).astype(np.float64)
+        peak = row.max()
+        logsum = peak + math.log(float(np.exp(row - peak).sum()))
+        alternatives: tuple[TokenLogprob, ...] = ()
+        if top:
+            best = np.argpartition(-row, min(top, n - 1))[:top]
+            best = best[np.argsort(-row[best], kind="stable")]
+            alternatives = tuple(self._entry(int(i), float(row[i] - logsum)) for i in best)
+        chosen = self._entry(token, float(row[token] - logsum))
+        return TokenLogprob(chosen.text, chosen.bytes, chosen.logprob, alternatives)
+
+    def _entry(self, token: int, logprob: float) -> TokenLogprob:
+        data: bytes = self._piece(token)
+        return TokenLogprob(data.decode("utf-8", "replace"), data, logprob)
 
     def close(self) -> None:
         """Free the native sampler chains now rather than when the garbage collector gets to them."""
@@ -340,7 +370,10 @@ class LlamaCppModel:
         clock, outcome, thought = MetricsClock(), LoopOutcome(), _ThoughtState()
         ids = self._sample(prompt, opts, clock, thought)
         try:
-            yield from decode_loop(ids, self._piece, opts, eos_ids=self._eog, clock=clock, outcome=outcome)
+            logprob = _logprob_of(opts, thought)
+            yield from decode_loop(
+                ids, self._piece, opts, eos_ids=self._eog, clock=clock, outcome=outcome, logprob=logprob
+            )
         except Exception as exc:
             outcome.finish_reason, outcome.error = "error", exc
             error = self._as_generation_error(exc)
@@ -386,6 +419,7 @@ class LlamaCppModel:
             think=(self._think_open, self._think_close),
             thought=thought,
             grammar=self._grammar(opts),
+            piece=self._piece,
         )
 
     def _grammar(self, opts: GenerateOptions) -> tuple[Any, str] | None:
@@ -488,6 +522,11 @@ class LlamaCppModel:
         if isinstance(exc, ModelHostError):
             return exc
         return GenerationError(f"llama.cpp failed while generating: {exc}")
+
+
+def _logprob_of(opts: GenerateOptions, state: _ThoughtState) -> Any:
+    """decode_loop's `logprob` hook for one generation: what its chooser recorded, when the caller asked."""
+    return (lambda _token: state.logprob) if opts.logprobs is not None else None
 
 
 def _last_index(tokens: Sequence[int], token: int | None) -> int:

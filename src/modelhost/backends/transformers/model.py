@@ -448,12 +448,16 @@ class TransformersModel(TrainingMixin):
 
     # ------------------------------------------------------------------------------------------------ prompts
 
+    def check_options(self, **opts: Any) -> None:
+        """Refuse options this model cannot honour, before any compute (the OptionChecker capability)."""
+        self._options(opts)
+
     def _options(self, opts: dict[str, Any]) -> GenerateOptions:
         self._check_open()
         parsed = GenerateOptions.parse(opts)
         # Structured output needs a token-mask library here (xgrammar, llguidance, outlines-core); until one is
         # chosen by measurement, a schema is refused rather than ignored (ignored, the answer would not parse).
-        parsed.refuse("transformers", ["json_schema"], "structured output runs on the llama_cpp backend for now")
+        parsed.refuse("transformers", ["json_schema", "logprobs"], "it runs on the llama_cpp backend for now")
         return parsed.resolved(self._ckpt.generation_defaults)
 
     def _encode(self, text: str, *, special: bool) -> list[int]:
