@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelhost.inference.types import FinishReason, GenerateMetrics, Message, TokenLogprob
+from modelhost.inference.types import Channel, FinishReason, GenerateMetrics, Message, TokenLogprob
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,8 @@ class Delta:
     tokens: int
     #: The log-probabilities of the tokens this delta covers, when the request's `logprobs` option asked for them.
     logprobs: tuple[TokenLogprob, ...] = ()
+    #: Where the text belongs: the reply, the model's thought, or a thought marker (see inference.types.Channel).
+    channel: Channel = "content"
 
 
 @dataclass(frozen=True, slots=True)

@@ -389,7 +389,8 @@ class Host:
         progress.last = now
         progress.tokens += 1
         if token.text or token.logprob is not None:
-            stream._emit(Delta(token.text, progress.tokens, () if token.logprob is None else (token.logprob,)))
+            logprobs = () if token.logprob is None else (token.logprob,)
+            stream._emit(Delta(token.text, progress.tokens, logprobs, token.channel))
 
     def _done(self, stream: RequestStream, m: GenerateMetrics) -> None:
         name = self.name

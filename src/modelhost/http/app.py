@@ -41,7 +41,8 @@ from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.models import Models, ModelState, ServedModel, as_models
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
-from modelhost.inference.types import TokenLogprob
+from modelhost.http.reasoning import ReasoningSplit
+from modelhost.inference.types import Channel, TokenLogprob
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class _Writer(Protocol):
 
     def started(self) -> bytes: ...
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes: ...
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes: ...
 
     def done(self, done: Done, total_seconds: float) -> bytes: ...
 
@@ -243,7 +244,7 @@ class _StreamedAnswer(Response):
 
     def _render(self, event: Started | Delta | Done | Failed, gone: asyncio.Event) -> bytes:
         if isinstance(event, Delta):
-            return self.writer.delta(event.text, event.logprobs)
+            return self.writer.delta(event.text, event.logprobs, event.channel)
         if isinstance(event, Started):
             return self.writer.started()
         if isinstance(event, Failed):
@@ -390,7 +391,7 @@ class _Door:
         served: ServedModel,
         parsed: ParsedRequest,
         streamed: Callable[[str, bool], _Writer],
-        whole: Callable[[str, str, Done, Sequence[TokenLogprob] | None], bytes],
+        whole: Callable[[str, str, Done, Sequence[TokenLogprob] | None, str | None], bytes],
     ) -> Response:
         """Submit; answer as SSE from `streamed(model, include_usage)`, or as one `whole(model, text, done)` body."""
         stream = self._submit(served, parsed)
@@ -398,8 +399,11 @@ class _Door:
             writer = streamed(served.name, parsed.include_usage)
             return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
         logprobs: list[TokenLogprob] | None = [] if parsed.logprobs else None
-        text, done, _ = await self._collect(request, stream, logprobs)
-        return Response(whole(served.name, text, done, logprobs), media_type="application/json")
+        # Chat answers split a thinking model's thought out; a raw completion's text stays whole.
+        split = ReasoningSplit() if parsed.generation.messages else None
+        text, done, _, thought = await self._collect(request, stream, logprobs, split)
+        reasoning = thought if split is not None and split.saw_thought else None
+        return Response(whole(served.name, text, done, logprobs, reasoning), media_type="application/json")
 
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
@@ -407,8 +411,8 @@ class _Door:
         stream = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, stream, writer, "application/x-ndjson")
-        text, done, seconds = await self._collect(request, stream)
-        return Response(writer.done(done, seconds, text), media_type="application/json")
+        text, done, seconds, thought = await self._collect(request, stream, None, ReasoningSplit())
+        return Response(writer.done(done, seconds, text, thought), media_type="application/json")
 
     # -- the shared path -------------------------------------------------------------------------------------------
     def _submit(self, served: ServedModel, parsed: ParsedRequest) -> RequestStream:
@@ -443,18 +447,26 @@ class _Door:
         return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(mean)))
 
     async def _collect(
-        self, request: Request, stream: RequestStream, logprobs: list[TokenLogprob] | None = None
-    ) -> tuple[str, Done, float]:
-        """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready; the
-        deltas' log-probabilities go to `logprobs` when given."""
+        self,
+        request: Request,
+        stream: RequestStream,
+        logprobs: list[TokenLogprob] | None = None,
+        split: ReasoningSplit | None = None,
+    ) -> tuple[str, Done, float, str]:
+        """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready: (text,
+        done, seconds, thought). The deltas' log-probabilities go to `logprobs` when given; with a `split`, a
+        thinking model's thought is returned apart from the text."""
         parts: list[str] = []
+        thoughts: list[str] = []
         gone = asyncio.Event()
         listener = asyncio.create_task(_cancel_on_disconnect(request.receive, stream, gone))
         end: Done | Failed | None = None
         try:
             async for event in stream:
                 if isinstance(event, Delta):
-                    parts.append(event.text)
+                    content, thought = split.feed(event.text, event.channel) if split else (event.text, "")
+                    parts.append(content)
+                    thoughts.append(thought)
                     if logprobs is not None:
                         logprobs.extend(event.logprobs)
                 elif isinstance(event, (Done, Failed)):
@@ -471,7 +483,7 @@ class _Door:
             raise schema.from_host_error(end.code, end.message)
         if end is None or end.finish_reason == "cancelled":
             raise _cancelled_by_host()
-        return "".join(parts), end, seconds
+        return "".join(parts), end, seconds, "".join(thoughts)
 
 
 #: Media types a JSON route refuses (415). Any other Content-Type, or none, is read as JSON: Ollama's own examples

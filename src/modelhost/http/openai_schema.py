@@ -27,8 +27,9 @@ import msgspec
 
 from modelhost.errors import InvalidOptionError, ModelHostError
 from modelhost.host.events import Done, GenerationRequest
+from modelhost.http.reasoning import ReasoningSplit
 from modelhost.inference.options import ANY_JSON_OBJECT
-from modelhost.inference.types import Message, TokenLogprob
+from modelhost.inference.types import Channel, Message, TokenLogprob
 
 # -- limits -------------------------------------------------------------------------------------------------------
 
@@ -483,9 +484,10 @@ def usage_of(done: Done) -> Usage:
     return Usage(done.prompt_tokens, done.completion_tokens, done.prompt_tokens + done.completion_tokens)
 
 
-class _AssistantMessage(msgspec.Struct):
+class _AssistantMessage(msgspec.Struct, omit_defaults=True):
     role: str
     content: str
+    reasoning_content: str | None = None  # a thinking model's thought, as vLLM and llama-server emit it
 
 
 class _ChatChoice(msgspec.Struct):
@@ -509,6 +511,7 @@ class ChatCompletion(msgspec.Struct):
 class _Delta(msgspec.Struct, omit_defaults=True):
     role: str | None = None
     content: str | None = None
+    reasoning_content: str | None = None
 
 
 class _ChunkChoice(msgspec.Struct):
@@ -583,6 +586,7 @@ class OpenAIChatStream:
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
+        self._split = ReasoningSplit()
 
     def _chunk(self, delta: _Delta, finish: str | None = None) -> bytes:
         choice = _ChunkChoice(0, delta, finish)
@@ -592,9 +596,13 @@ class OpenAIChatStream:
         """The role chunk, sent when the model takes the request (OpenAI sends it first)."""
         return self._chunk(_Delta(role="assistant", content=""))
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes:
-        """A content chunk (with its tokens' log-probabilities when the request asked)."""
-        choice = _ChunkChoice(0, _Delta(content=text), None, chat_logprobs(logprobs) if logprobs else None)
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+        """A content or reasoning_content chunk (with its tokens' log-probabilities when the request asked)."""
+        content, thought = self._split.feed(text, channel)
+        if not (content or thought or logprobs):
+            return b""
+        delta = _Delta(reasoning_content=thought) if thought else _Delta(content=content)
+        choice = _ChunkChoice(0, delta, None, chat_logprobs(logprobs) if logprobs else None)
         return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
 
     def done(self, done: Done, total_seconds: float) -> bytes:
@@ -627,8 +635,8 @@ class OpenAICompletionStream:
         """Nothing: completions have no role chunk."""
         return b""
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes:
-        """A text chunk (with its tokens' log-probabilities when the request asked)."""
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+        """A text chunk (with its tokens' log-probabilities when the request asked); raw text is not split."""
         if not logprobs:
             return self._chunk(text)
         choice = _CompletionChoice(0, text, None, completion_logprobs(logprobs, self._offset))
@@ -647,15 +655,20 @@ class OpenAICompletionStream:
         return sse_error(err)
 
 
-def chat_completion(model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None) -> bytes:
-    """The body of a non-streaming chat answer (`logprobs` when the request asked for them)."""
+def chat_completion(
+    model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None, reasoning: str | None = None
+) -> bytes:
+    """The body of a non-streaming chat answer (`logprobs` when the request asked; `reasoning` when it thought)."""
     lp = chat_logprobs(logprobs) if logprobs is not None else None
-    choice = _ChatChoice(0, _AssistantMessage("assistant", text), openai_finish_reason(done), lp)
+    choice = _ChatChoice(0, _AssistantMessage("assistant", text, reasoning), openai_finish_reason(done), lp)
     return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, [choice], usage_of(done)))
 
 
-def completion(model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None) -> bytes:
-    """The body of a non-streaming /v1/completions answer (`logprobs` when the request asked for them)."""
+def completion(
+    model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None, reasoning: str | None = None
+) -> bytes:
+    """The body of a non-streaming /v1/completions answer (`logprobs` when the request asked for them; raw text is
+    never split, so `reasoning` is always None here)."""
     lp = completion_logprobs(logprobs) if logprobs is not None else None
     choice = _CompletionChoice(0, text, openai_finish_reason(done), lp)
     return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, [choice], usage_of(done)))
@@ -883,13 +896,18 @@ class OllamaStream:
     def __init__(self, model: str, kind: Literal["chat", "generate"]) -> None:
         self.model = model
         self.kind = kind
+        self._split = ReasoningSplit()
 
-    def _line(self, text: str, done: bool, extra: Mapping[str, Any] | None = None) -> bytes:
+    def _line(self, text: str, done: bool, extra: Mapping[str, Any] | None = None, thinking: str = "") -> bytes:
         body: dict[str, Any] = {"model": self.model, "created_at": ollama_timestamp()}
         if self.kind == "chat":
             body["message"] = {"role": "assistant", "content": text}
+            if thinking:
+                body["message"]["thinking"] = thinking  # Ollama's name for the thought
         else:
             body["response"] = text
+            if thinking:
+                body["thinking"] = thinking
         body["done"] = done
         if extra:
             body.update(extra)
@@ -899,13 +917,14 @@ class OllamaStream:
         """Nothing: Ollama has no role line."""
         return b""
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = ()) -> bytes:
-        """One line of text (Ollama requests cannot ask for logprobs)."""
-        return self._line(text, False)
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+        """One line of text or thinking (Ollama requests cannot ask for logprobs)."""
+        content, thought = self._split.feed(text, channel)
+        return self._line(content, False, thinking=thought) if content or thought else b""
 
-    def done(self, done: Done, total_seconds: float, text: str = "") -> bytes:
-        """The final line with counts and durations (with the whole text when not streaming)."""
-        return self._line(text, True, _ollama_stats(done, total_seconds))
+    def done(self, done: Done, total_seconds: float, text: str = "", thinking: str = "") -> bytes:
+        """The final line with counts and durations (with the whole text and thinking when not streaming)."""
+        return self._line(text, True, _ollama_stats(done, total_seconds), thinking)
 
     def error(self, err: ApiError) -> bytes:
         """An error after the stream started, as one NDJSON line."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import FinishReason, GenerateMetrics, Token, TokenLogprob
+from modelhost.inference.types import Channel, FinishReason, GenerateMetrics, Token, TokenLogprob
 
 
 class StopMatcher:
@@ -138,6 +138,7 @@ def decode_loop(
     clock: MetricsClock,
     outcome: LoopOutcome,
     logprob: Callable[[int], TokenLogprob | None] | None = None,
+    channel: Callable[[int], Channel] | None = None,
 ) -> Iterator[Token]:
     """Yield Tokens from sampled ids until end of sequence, a stop, `max_tokens`, or cancellation.
 
@@ -151,7 +152,9 @@ def decode_loop(
     answer too soon.
 
     `logprob`, when the engine computes log-probabilities, gives the one of the id it just yielded; it is attached
-    to that id's Token (stop ids are not yielded as tokens, so theirs are never asked for).
+    to that id's Token (stop ids are not yielded as tokens, so theirs are never asked for). `channel` likewise says
+    whether the id is thought, a thought marker or content (text held back for a stop string goes out with a later
+    token, and so with that token's channel).
     """
     max_tokens = opts.max_tokens if opts.max_tokens is not None else 0
     stops = set(opts.stop_tokens) | set(eos_ids)
@@ -175,16 +178,17 @@ def decode_loop(
         clock.generated_tokens += 1
         visible, hit = matcher.feed(text.feed(piece(token_id)))
         lp = logprob(token_id) if logprob is not None else None
+        ch = channel(token_id) if channel is not None else "content"
         if hit:
             outcome.finish_reason = "stop"
             if visible:
-                yield Token(token_id, visible, lp)
+                yield Token(token_id, visible, lp, ch)
             return
         if clock.generated_tokens >= max_tokens:
             outcome.finish_reason = "length"
-            yield Token(token_id, visible + matcher.flush(), lp)
+            yield Token(token_id, visible + matcher.flush(), lp, ch)
             return
-        yield Token(token_id, visible, lp)
+        yield Token(token_id, visible, lp, ch)
     # The engine ran out of ids on its own: its context is full, which is a length stop, not a clean end.
     outcome.finish_reason = "length"
     tail = matcher.flush()

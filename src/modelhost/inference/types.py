@@ -19,6 +19,11 @@ FinishReason = Literal["stop", "length", "cancelled", "error"]
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
+#: Which part of the answer a token's text belongs to: the reply ("content"), the model's thought ("thought", as
+#: vLLM and llama-server emit `reasoning_content`), or a thought channel's own marker ("marker": `<think>`,
+#: `</think>`; its text is still in Token.text, so a plain text reader sees where the thought ends).
+Channel = Literal["content", "thought", "marker"]
+
 #: An image as a caller holds it: a PIL.Image.Image, a numpy HxWx3 uint8 array, or encoded PNG/JPEG bytes.
 ImageInput = Any
 
@@ -47,6 +52,7 @@ class Token:
     id: int
     text: str
     logprob: TokenLogprob | None = None  # only when the `logprobs` option asked for it
+    channel: Channel = "content"  # a backend that knows its model's thought markers says where each token falls
 
 
 @dataclass(frozen=True, slots=True)

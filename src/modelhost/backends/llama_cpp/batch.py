@@ -157,7 +157,7 @@ class LlamaBatchEngine:
         if not self._lib.llama_memory_seq_rm(self._mem, slot.index, keep, -1):
             self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
             keep = 0
-        from modelhost.backends.llama_cpp.model import _logprob_of, _ThoughtState
+        from modelhost.backends.llama_cpp.model import _channel_of, _logprob_of, _ThoughtState
 
         thought = _ThoughtState()
         feed, clock, outcome = _Feed(), MetricsClock(), LoopOutcome()
@@ -168,7 +168,7 @@ class LlamaBatchEngine:
         slot.chooser = model._chooser(options, tokens, thought)
         slot.loop = decode_loop(
             feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome,
-            logprob=_logprob_of(options, thought),
+            logprob=_logprob_of(options, thought), channel=_channel_of(thought),
         )  # fmt: skip
         return Admission(slot.index, len(tokens), keep)
 

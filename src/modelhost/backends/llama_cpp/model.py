@@ -42,6 +42,7 @@ from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loo
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import (
     BatchResult,
+    Channel,
     ClassifyResult,
     GenerateMetrics,
     Message,
@@ -68,6 +69,7 @@ class _ThoughtState:
     spent: int = 0
     forced: bool = False
     logprob: TokenLogprob | None = None
+    channel: Channel = "content"  # of the token chosen last
 
 
 class TokenChooser:
@@ -97,8 +99,11 @@ class TokenChooser:
         self.thought = thought
         self._min_tokens = opts.min_tokens
         self._open, self._close = think
-        self._budget = opts.thinking_budget if self._open is not None and self._close is not None else 0
-        if self._budget:
+        # Tracked whenever the vocabulary has both markers (a comparison per token): the budget needs it, and so does
+        # telling thought from content (a template that opens `<think>` in the prompt starts the answer inside).
+        self._tracks = self._open is not None and self._close is not None
+        self._budget = opts.thinking_budget if self._tracks else 0
+        if self._tracks:
             thought.inside = _last_index(history, self._open) > _last_index(history, self._close)
         self._sampler = build_sampler(opts, n_vocab=n_vocab, history=history, grammar=grammar)
         self._early = (
@@ -120,8 +125,10 @@ class TokenChooser:
         else:
             token = int(self._sampler.sample(ctx, index))
         self.produced += 1
-        if self._budget:
+        if self._tracks:
             _track_thought(thought, token, self._open, self._close)
+            marker = token == self._open or token == self._close
+            thought.channel = "marker" if marker else ("thought" if thought.inside else "content")
         if self._top is not None:
             thought.logprob = self._logprob(ctx, index, token, self._top)
         return token
@@ -370,10 +377,8 @@ class LlamaCppModel:
         clock, outcome, thought = MetricsClock(), LoopOutcome(), _ThoughtState()
         ids = self._sample(prompt, opts, clock, thought)
         try:
-            logprob = _logprob_of(opts, thought)
-            yield from decode_loop(
-                ids, self._piece, opts, eos_ids=self._eog, clock=clock, outcome=outcome, logprob=logprob
-            )
+            hooks = {"logprob": _logprob_of(opts, thought), "channel": _channel_of(thought)}
+            yield from decode_loop(ids, self._piece, opts, eos_ids=self._eog, clock=clock, outcome=outcome, **hooks)
         except Exception as exc:
             outcome.finish_reason, outcome.error = "error", exc
             error = self._as_generation_error(exc)
@@ -527,6 +532,11 @@ class LlamaCppModel:
 def _logprob_of(opts: GenerateOptions, state: _ThoughtState) -> Any:
     """decode_loop's `logprob` hook for one generation: what its chooser recorded, when the caller asked."""
     return (lambda _token: state.logprob) if opts.logprobs is not None else None
+
+
+def _channel_of(state: _ThoughtState) -> Any:
+    """decode_loop's `channel` hook for one generation: where its chooser's last token fell."""
+    return lambda _token: state.channel
 
 
 def _last_index(tokens: Sequence[int], token: int | None) -> int:

@@ -1,0 +1,91 @@
+"""A thinking model's thought goes to `reasoning_content` (OpenAI-compatible) and `thinking` (Ollama), apart from
+the reply, streamed or not: the real `openai` client against a real server over the tiny thinking Llama as a GGUF
+(llama.cpp). Its template opens `<think>\\n` in the prompt, so the answer starts inside the thought; the backend
+knows that from the prompt's tokens. A random model rarely closes its thought by itself, so the reply side is checked
+through Ollama's `think: false` (the template closes an empty thought) and the engine's forced `</think>`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from http_support import LoopThread, serving
+
+import modelhost.inference
+from modelhost.host import Host
+from modelhost.http import HttpServer
+from modelhost.http.reasoning import ReasoningSplit
+from modelhost.inference.types import Message
+from modelhost.testing import tinymodels
+
+pytest.importorskip("llama_cpp")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def gguf(tiny_thinking_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tinymodels.write_llama_gguf(tiny_thinking_dir, tmp_path_factory.mktemp("thinking_gguf") / "think.gguf")
+
+
+@pytest.fixture(scope="module")
+def thinking(loop_thread: LoopThread, gguf: Path) -> Iterator[HttpServer]:
+    host = Host(lambda: modelhost.inference.load_model(str(gguf), backend="llama_cpp"), name="think")
+    with serving(loop_thread, host) as server:
+        yield server
+
+
+def chat_kw(**extra: Any) -> dict[str, Any]:
+    return {"model": "think", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 20, "temperature": 0,
+            **extra}  # fmt: skip
+
+
+def test_thought_and_reply_are_apart_streamed_or_not(thinking: HttpServer) -> None:
+    client = openai.OpenAI(base_url=f"{thinking.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    whole = client.chat.completions.create(**chat_kw())
+    message = whole.choices[0].message
+    thought = getattr(message, "reasoning_content", None)
+    assert thought and message.content is not None
+    assert "<think>" not in thought + message.content and "</think>" not in thought + message.content
+    reasoning, content = "", ""
+    for chunk in client.chat.completions.create(**chat_kw(), stream=True):
+        if chunk.choices:
+            delta = chunk.choices[0].delta
+            reasoning += getattr(delta, "reasoning_content", None) or ""
+            content += delta.content or ""
+    assert (reasoning, content) == (thought, message.content)
+
+
+def test_ollama_puts_the_thought_in_thinking(thinking: HttpServer) -> None:
+    body = {"model": "think", "messages": [{"role": "user", "content": "hi"}], "stream": False,
+            "options": {"temperature": 0, "num_predict": 20}}  # fmt: skip
+    # Ollama has no thinking_budget option: the random model's thought may not end within num_predict.
+    answer = httpx.post(f"{thinking.url}/api/chat", json=body, timeout=60).json()
+    assert answer["message"].get("thinking") and "</think>" not in answer["message"]["content"]
+    lines = httpx.post(f"{thinking.url}/api/chat", json={**body, "stream": True}, timeout=60).text.splitlines()
+    streamed = "".join(json.loads(line)["message"].get("thinking", "") for line in lines)
+    assert streamed == answer["message"]["thinking"]
+    # Thinking off: the template closes an empty thought in the prompt, so everything is the reply.
+    off = httpx.post(f"{thinking.url}/api/chat", json={**body, "think": False}, timeout=60).json()
+    assert off["message"]["content"] and "thinking" not in off["message"]
+
+
+def test_the_backend_marks_each_tokens_channel(gguf: Path) -> None:
+    # A thinking budget of 3 forces `</think>` after three thought tokens; what follows is the reply.
+    with modelhost.inference.load_model(str(gguf), backend="llama_cpp", threads=1) as model:
+        tokens = list(model.chat([Message("user", "hi")], max_tokens=8, min_tokens=8, temperature=0, thinking_budget=3))
+        assert [t.channel for t in tokens] == ["thought"] * 3 + ["marker"] + ["content"] * 4
+        plain = list(model.chat([Message("user", "hi")], max_tokens=4, temperature=0, enable_thinking=False))
+        assert {t.channel for t in plain} == {"content"}
+    split = ReasoningSplit()
+    fed = [
+        split.feed(text, ch)
+        for text, ch in (("hm", "thought"), ("</think>", "marker"), ("\n\n", "content"), ("ok", "content"))
+    ]
+    assert fed == [("", "hm"), ("", ""), ("", ""), ("ok", "")]
