@@ -11,7 +11,10 @@ backends/llama_cpp/grammar.py), and that every grammar answer that ended parses 
 
     .venv/bin/python bench/structured.py [--rounds 7] [--max-tokens 128] [--threads 2]
 
-Target (issue 15): ratio >= 0.8.
+Target (issue 15): ratio >= 0.8. Measured on the shared 2-core machine (7 rounds, 128 tokens, greedy, 2 threads):
+109.3 tok/s without a grammar, 109.0 with the schema, paired ratio 0.97; the drawn token was outside the grammar
+on 3.9% of steps (only those mask the whole vocabulary). Masking every step instead costs 5-15 ms a step on
+SmolLM2's 49k vocabulary, about one decode step, which is why the drawn token is checked first.
 """
 
 from __future__ import annotations
