@@ -337,7 +337,16 @@ class _Door:
         """POST /v1/chat/completions."""
         body = await _read_json(request)
         parsed = schema.parse_chat_completion(body, _request_id())
-        return await self._openai(request, self._route(body), parsed, schema.OpenAIChatStream, schema.chat_completion)
+        plan = parsed.tools
+        if plan is None:
+            return await self._openai(
+                request, self._route(body), parsed, schema.OpenAIChatStream, schema.chat_completion
+            )
+        return await self._openai(
+            request, self._route(body), parsed,
+            lambda name, usage: schema.OpenAIToolStream(name, usage, plan),
+            lambda name, text, done, lp, thought: schema.chat_completion(name, text, done, lp, thought, plan),
+        )  # fmt: skip
 
     @_answers_errors("openai")
     async def completions(self, request: Request) -> Response:

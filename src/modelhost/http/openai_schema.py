@@ -27,6 +27,7 @@ import msgspec
 
 from modelhost.errors import InvalidOptionError, ModelHostError
 from modelhost.host.events import Done, GenerationRequest
+from modelhost.http import tools as tooling
 from modelhost.http.reasoning import ReasoningSplit
 from modelhost.inference.options import ANY_JSON_OBJECT
 from modelhost.inference.types import Channel, Message, TokenLogprob
@@ -143,6 +144,7 @@ class ParsedRequest:
     stream: bool
     include_usage: bool = False
     logprobs: bool = False  # the answer carries each token's log-probability
+    tools: tooling.ToolPlan | None = None  # the model may (or must) answer with tool calls
     # contract option name -> the parameter name the client used, so errors name what the client sent.
     wire_names: Mapping[str, str] = field(default_factory=dict)
 
@@ -199,6 +201,10 @@ def _convert(data: Any, kind: type[Any]) -> Any:
 
 def _unsupported(param: str, why: str) -> ApiError:
     return ApiError(400, f"{param}: {why}", param=param, code="unsupported_parameter")
+
+
+def _invalid(param: str, why: str) -> ApiError:
+    return ApiError(400, f"{param}: {why}", param=param, code="invalid_value")
 
 
 def _decode_image_base64(b64: str, param: str) -> bytes:
@@ -375,7 +381,10 @@ def _chat_message(index: int, msg: _ChatMessage, images_so_far: int) -> Message:
     param = f"messages[{index}]"
     role = "system" if msg.role == "developer" else msg.role  # OpenAI's newer name for the system turn
     if msg.tool_calls:
-        raise _unsupported(f"{param}.tool_calls", "tool calling is not supported")
+        # An earlier call, written back the way the model was told to make one (see tools.py).
+        calls = tooling.call_text(msg.tool_calls)
+        text = msg.content if isinstance(msg.content, str) else ""
+        return Message(role, f"{text}\n{calls}" if text else calls)
     if isinstance(msg.content, str) or msg.content is None:
         return Message(role, msg.content or "")
     texts: list[str] = []
@@ -397,10 +406,13 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     _refuse_non_neutral(req)
     if req.top_logprobs is not None and not req.logprobs:
         raise ApiError(400, "top_logprobs requires logprobs: true", param="top_logprobs", code="invalid_value")
-    if req.tools or req.functions:
-        raise _unsupported("tools" if req.tools else "functions", "tool calling is not supported")
-    if req.tool_choice not in (None, "none", "auto"):
-        raise _unsupported("tool_choice", "tool calling is not supported")
+    if req.functions:
+        raise _unsupported("functions", "the legacy functions API is not supported; use tools")
+    if req.parallel_tool_calls:
+        raise _unsupported("parallel_tool_calls", "one call per answer is supported; send false or leave it out")
+    tool_plan = tooling.plan(req.tools, req.tool_choice, _invalid)
+    if tool_plan is not None and tool_plan.choice != "auto" and req.response_format is not None:
+        raise _unsupported("tool_choice", "a required tool call cannot be combined with response_format")
     if req.function_call not in (None, "none", "auto"):
         raise _unsupported("function_call", "tool calling is not supported")
     if not req.messages:
@@ -422,11 +434,18 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     if req.logprobs:
         options["logprobs"] = req.top_logprobs or 0
         names["logprobs"] = "top_logprobs" if req.top_logprobs else "logprobs"
+    if tool_plan is not None:
+        messages = tooling.with_tools(messages, tool_plan)
+        call_schema = tool_plan.schema()
+        if call_schema is not None:
+            options["json_schema"] = call_schema
+            names["json_schema"] = "tools"
     return ParsedRequest(
         GenerationRequest(messages=messages, options=options, request_id=request_id),
         stream=req.stream,
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
         logprobs=bool(req.logprobs),
+        tools=tool_plan,
         wire_names=names,
     )
 
@@ -486,8 +505,9 @@ def usage_of(done: Done) -> Usage:
 
 class _AssistantMessage(msgspec.Struct, omit_defaults=True):
     role: str
-    content: str
+    content: str | None  # null when the answer is tool calls
     reasoning_content: str | None = None  # a thinking model's thought, as vLLM and llama-server emit it
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 class _ChatChoice(msgspec.Struct):
@@ -512,6 +532,16 @@ class _Delta(msgspec.Struct, omit_defaults=True):
     role: str | None = None
     content: str | None = None
     reasoning_content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+
+
+def _tool_calls(calls: Sequence[tooling.ToolCall], *, indexed: bool = False) -> list[dict[str, Any]]:
+    out = []
+    for i, call in enumerate(calls):
+        entry: dict[str, Any] = {"id": call.id, "type": "function",
+                                 "function": {"name": call.name, "arguments": call.arguments}}  # fmt: skip
+        out.append({"index": i, **entry} if indexed else entry)
+    return out
 
 
 class _ChunkChoice(msgspec.Struct):
@@ -617,6 +647,41 @@ class OpenAIChatStream:
         return sse_error(err)
 
 
+class OpenAIToolStream(OpenAIChatStream):
+    """A streamed chat answer of a request with tools: text that may be a call is held back until the answer is
+    complete, then sent as one tool_calls delta (or, when it was not a call, as content). See tools.py."""
+
+    def __init__(self, model: str, include_usage: bool, tools: tooling.ToolPlan) -> None:
+        super().__init__(model, include_usage)
+        self.tools = tools
+        self._held: list[str] | None = []  # None once the answer is known to be prose (it streams from then on)
+
+    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+        """Content is held while it may be a call; thought and logprobs go out as usual."""
+        if self._held is None or channel != "content":
+            return super().delta(text, logprobs, channel)
+        self._held.append(text)
+        so_far = "".join(self._held)
+        if self.tools.choice == "auto" and not self.tools.may_be_call(so_far):
+            self._held = None
+            return super().delta(so_far, logprobs, channel)
+        return super().delta("", logprobs, channel) if logprobs else b""
+
+    def done(self, done: Done, total_seconds: float) -> bytes:
+        """The call (or the held text), then the finish chunk, the usage chunk and [DONE]."""
+        if self._held is None:
+            return super().done(done, total_seconds)
+        text, self._held = "".join(self._held), None
+        calls = self.tools.parse(text)
+        if not calls:
+            return (super().delta(text) if text else b"") + super().done(done, total_seconds)
+        out = self._chunk(_Delta(tool_calls=_tool_calls(calls, indexed=True)))
+        out += self._chunk(_Delta(), "tool_calls")
+        if self.include_usage:
+            out += sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [], usage_of(done))))
+        return out + SSE_DONE
+
+
 class OpenAICompletionStream:
     """Serialises one streamed /v1/completions answer."""
 
@@ -656,11 +721,20 @@ class OpenAICompletionStream:
 
 
 def chat_completion(
-    model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None, reasoning: str | None = None
+    model: str,
+    text: str,
+    done: Done,
+    logprobs: Sequence[TokenLogprob] | None = None,
+    reasoning: str | None = None,
+    tools: tooling.ToolPlan | None = None,
 ) -> bytes:
-    """The body of a non-streaming chat answer (`logprobs` when the request asked; `reasoning` when it thought)."""
+    """The body of a non-streaming chat answer (`logprobs` when the request asked; `reasoning` when it thought;
+    `tool_calls` when the request had tools and the answer is a call of one)."""
     lp = chat_logprobs(logprobs) if logprobs is not None else None
-    choice = _ChatChoice(0, _AssistantMessage("assistant", text, reasoning), openai_finish_reason(done), lp)
+    calls = tools.parse(text) if tools is not None else []
+    message = _AssistantMessage("assistant", None if calls else text, reasoning, _tool_calls(calls) if calls else None)
+    finish = "tool_calls" if calls else openai_finish_reason(done)
+    choice = _ChatChoice(0, message, finish, lp)
     return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, [choice], usage_of(done)))
 
 
