@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -119,6 +120,33 @@ class MetricsClock:
             finish_reason=reason,
             cached_prompt_tokens=self.cached_prompt_tokens,
         )
+
+
+class TokenFeed:
+    """The id stream a `decode_loop` pulls from when its caller draws ids one step at a time (a batch engine, which
+    pushes each sampled id before asking the loop for the next piece). Empty means the engine has nothing more for
+    this sequence (its context is full): the loop reads that as a length stop and flushes any held-back text."""
+
+    __slots__ = ("_ids",)
+
+    def __init__(self) -> None:
+        self._ids: deque[int] = deque()
+
+    def push(self, token: int) -> None:
+        """The next id the loop will see."""
+        self._ids.append(token)
+
+    def clear(self) -> None:
+        """Drop ids not yet seen, so the loop's next pull ends it."""
+        self._ids.clear()
+
+    def __iter__(self) -> TokenFeed:
+        return self
+
+    def __next__(self) -> int:
+        if not self._ids:
+            raise StopIteration
+        return self._ids.popleft()
 
 
 @dataclass(slots=True)

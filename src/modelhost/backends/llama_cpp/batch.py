@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import GenerationError, ModelLoadError
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
 
 if TYPE_CHECKING:
@@ -48,21 +48,6 @@ PREFILL_CHUNK = 256
 KV_UNIFIED = False
 
 
-class _Feed(Iterator[int]):
-    """The id source of one slot's decode_loop: yields the id the engine just sampled, once; empty means the end."""
-
-    __slots__ = ("pending",)
-
-    def __init__(self) -> None:
-        self.pending: int | None = None
-
-    def __next__(self) -> int:
-        if self.pending is None:
-            raise StopIteration
-        token, self.pending = self.pending, None
-        return token
-
-
 @dataclass(eq=False)
 class _Slot:
     """One sequence of the batch context and the request it serves (when busy)."""
@@ -79,7 +64,7 @@ class _Slot:
     instant: bool = False  # max_tokens 0: finishes at the next step without compute
     chooser: TokenChooser | None = None
     thought: _ThoughtState | None = None
-    feed: _Feed = field(default_factory=_Feed)
+    feed: TokenFeed = field(default_factory=TokenFeed)
     loop: Iterator[Token] | None = None
     clock: MetricsClock = field(default_factory=MetricsClock)
     outcome: LoopOutcome = field(default_factory=LoopOutcome)
@@ -160,7 +145,7 @@ class LlamaBatchEngine:
         from modelhost.backends.llama_cpp.model import _channel_of, _logprob_of, _ThoughtState
 
         thought = _ThoughtState()
-        feed, clock, outcome = _Feed(), MetricsClock(), LoopOutcome()
+        feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
         slot.busy, slot.admitted, slot.instant = True, next(self._clock), options.max_tokens == 0
         slot.cached, slot.pending, slot.next_token = tokens[:keep], tokens[keep:], None
         slot.prompt_tokens, slot.cached_prompt_tokens = len(tokens), keep
@@ -274,7 +259,7 @@ class LlamaBatchEngine:
             token = slot.chooser.choose(self._ctx, row)
             if slot.chooser.produced == 1:
                 slot.clock.prefill_done(slot.prompt_tokens, slot.cached_prompt_tokens)
-            slot.feed.pending = token
+            slot.feed.push(token)
             try:
                 visible = next(slot.loop)
             except StopIteration:
@@ -290,7 +275,7 @@ class LlamaBatchEngine:
     def _end_of_context(self, slot: _Slot) -> SlotOutput:
         # The slot's context is full: an exhausted id source makes decode_loop end with "length" and flush its tail.
         assert slot.loop is not None
-        slot.feed.pending = None
+        slot.feed.clear()
         visible = next(slot.loop, None)
         return self._finish(slot, visible, "length")
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
-from modelhost.backends.llama_cpp.batch import LlamaBatchEngine, _Feed
+from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
 from modelhost.backends.llama_cpp.model import LlamaCppModel, _ThoughtState
 from modelhost.errors import (
     GenerationError,
@@ -44,7 +44,7 @@ from modelhost.errors import (
     ModelLoadError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, Message, SlotOutput, StepReport, Token, has_images
 
@@ -559,7 +559,7 @@ class VisionBatchEngine(LlamaBatchEngine):
         slot = min(free, key=lambda s: s.last_used)
         self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
         thought = _ThoughtState()
-        feed, clock, outcome = _Feed(), MetricsClock(), LoopOutcome()
+        feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
         slot.busy, slot.admitted, slot.instant = True, next(self._clock), options.max_tokens == 0
         slot.cached, slot.pending, slot.next_token = [], [], None
         slot.prompt_tokens, slot.cached_prompt_tokens = request.total_tokens, 0

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from modelhost.errors import GenerationError, ModelHostError
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
 
 if TYPE_CHECKING:
@@ -36,19 +36,6 @@ if TYPE_CHECKING:
 PREFILL_BUDGET = 512
 
 
-class _Feed(Iterator[int]):
-    __slots__ = ("pending",)
-
-    def __init__(self) -> None:
-        self.pending: int | None = None
-
-    def __next__(self) -> int:
-        if self.pending is None:
-            raise StopIteration
-        token, self.pending = self.pending, None
-        return token
-
-
 @dataclass(eq=False)
 class _Row:
     slot: int
@@ -56,7 +43,7 @@ class _Row:
     sampler: Sampler
     state: RowState
     loop: Iterator[Token]
-    feed: _Feed
+    feed: TokenFeed
     clock: MetricsClock
     outcome: LoopOutcome
     instant: bool = False
@@ -98,7 +85,7 @@ class TransformersBatchEngine:
         free = [s for s in range(self.slots) if s not in used]
         if not free:
             raise RuntimeError("no free slot: admit only while free_slots() > 0")
-        feed, clock, outcome = _Feed(), MetricsClock(), LoopOutcome()
+        feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
         row = _Row(
             slot=free[0],
             prompt=p,
@@ -205,7 +192,7 @@ class TransformersBatchEngine:
         token = m._sample(row.sampler, logits, [row.state])[0]
         if row.clock.prefill_done_at == 0.0:
             row.clock.prefill_done(len(row.prompt.ids))
-        row.feed.pending = token
+        row.feed.push(token)
         try:
             visible = next(row.loop)
         except StopIteration:

@@ -9,7 +9,6 @@ open across a `yield`, because the caller's code runs between yields and must no
 from __future__ import annotations
 
 import gc
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ from modelhost.errors import (
     ModelHostError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import (
     ROLES,
@@ -64,35 +63,13 @@ class _Prompt:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _Feed:
-    """The id stream one batch row's `decode_loop` pulls from; the batch pushes one id per step.
-
-    Empty means the engine has nothing more for the row (its context is full), which the loop reads as a length
-    stop, flushing any held-back text.
-    """
-
-    def __init__(self) -> None:
-        self._ids: deque[int] = deque()
-
-    def push(self, token: int) -> None:
-        self._ids.append(token)
-
-    def __iter__(self) -> _Feed:
-        return self
-
-    def __next__(self) -> int:
-        if not self._ids:
-            raise StopIteration
-        return self._ids.popleft()
-
-
 @dataclass(slots=True)
 class _BatchRow:
     """One prompt of `batch_generate` while the batch decodes."""
 
     prompt_ids: list[int]
     state: RowState
-    feed: _Feed = field(default_factory=_Feed)
+    feed: TokenFeed = field(default_factory=TokenFeed)
     clock: MetricsClock = field(default_factory=MetricsClock)
     outcome: LoopOutcome = field(default_factory=LoopOutcome)
     loop: Iterator[Token] | None = None
