@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
+import logging
 import math
 import socket
 import typing
@@ -20,8 +21,11 @@ from typing import ClassVar, Literal
 
 import uvicorn
 from prometheus_client import CollectorRegistry, Counter
+from starlette import types as asgi
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+_log = logging.getLogger(__name__)
 
 #: Connections the kernel queues before uvicorn accepts them (uvicorn re-listens with its own backlog once serving).
 LISTEN_BACKLOG = 128
@@ -318,3 +322,32 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         ]
         await send({"type": "http.response.start", "status": 503, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class AnswerServerErrors:
+    """Pure ASGI: an exception no route answered becomes the door's own JSON 500, `answer(scope)`, logged once here,
+    instead of Starlette's or uvicorn's text/plain "Internal Server Error". If the answer had already started (a
+    stream, a file), the exception goes on to the server, which closes the connection mid-answer, as it must."""
+
+    def __init__(self, app: asgi.ASGIApp, answer: Callable[[asgi.Scope], asgi.ASGIApp]) -> None:
+        self.app = app
+        self.answer = answer
+
+    async def __call__(self, scope: asgi.Scope, receive: asgi.Receive, send: asgi.Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watching_send(message: asgi.Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching_send)
+        except Exception:
+            if started:
+                raise
+            _log.exception("%s %s failed", scope["method"], scope["path"])
+            await self.answer(scope)(scope, receive, send)

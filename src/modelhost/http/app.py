@@ -117,34 +117,6 @@ class HttpMetrics:
 # -- middleware (pure ASGI: BaseHTTPMiddleware would buffer streams and hide disconnects) -------------------------
 
 
-class _AnswerServerErrors:
-    """The last word on any exception a route or middleware let through: the route family's JSON 500 (Starlette's
-    own would be text/plain), logged once here. Outermost of our middleware, so it also covers the others; if the
-    answer had already started (a stream), the connection is closed mid-answer by the server, as it must be."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watching_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watching_send)
-        except Exception:
-            if started:
-                raise
-            log.exception("%s %s failed", scope["method"], scope["path"])
-            await _error_response(_internal_error(), _flavour_of(scope["path"]))(scope, receive, send)
-
-
 class _CountRequests:
     def __init__(self, app: ASGIApp, metrics: HttpMetrics, routes: frozenset[str]) -> None:
         self.app = app
@@ -253,6 +225,10 @@ class _StreamedAnswer(Response):
             # Cancelled while the client still listens: only the host's shutdown does that. Say so.
             return b"" if gone.is_set() else self.writer.error(_cancelled_by_host())
         return self.writer.done(event, time.perf_counter() - self.stream.submitted_at)
+
+
+def _answer_internal_error(scope: Scope) -> Response:
+    return _error_response(_internal_error(), _flavour_of(scope["path"]))
 
 
 def _internal_error() -> ApiError:
@@ -587,7 +563,8 @@ def build_app(
         Route("/api/version", door.ollama_version, methods=["GET"]),
     ]
     middleware = [
-        Middleware(_AnswerServerErrors),
+        # Outermost of ours, so it also covers the other middleware.
+        Middleware(_serving.AnswerServerErrors, answer=_answer_internal_error),
         Middleware(_CountRequests, metrics=metrics, routes=frozenset(r.path for r in routes)),
     ]
     if api_key:

@@ -7,7 +7,6 @@ no route touches a model or a file of the store directly, except `/files/`, whic
 from __future__ import annotations
 
 import hmac
-import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,14 +17,13 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from modelhost import _serving
 from modelhost.worker import protocol
 from modelhost.worker.jobs import JobBoard
 from modelhost.worker.protocol import ApiError
 from modelhost.worker.submission import read_json_body, submit_json, submit_multipart
-
-log = logging.getLogger(__name__)
 
 JSON = "application/json"
 #: Routes the Authorization header guards when the variable is set (the seed: every /v1/ request; the spec adds
@@ -81,33 +79,8 @@ def layer_error_body(status: int, message: str) -> bytes:
     return protocol.error_body(code, message, status)
 
 
-class ServerErrors:
-    """Pure ASGI: an exception no route answered becomes the protocol's JSON 500 WORKER_FAILED, logged once here,
-    instead of Starlette's or uvicorn's text/plain "Internal Server Error". If the answer had already started (a
-    file being streamed), the exception goes on to the server, which closes the connection mid-answer."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watching_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watching_send)
-        except Exception:
-            if started:
-                raise
-            log.exception("%s %s failed", scope["method"], scope["path"])
-            error = ApiError(500, protocol.WORKER_FAILED, "internal error of the worker (see its log)")
-            await error_response(error)(scope, receive, send)
+def _answer_internal_error(scope: Scope) -> Response:
+    return error_response(ApiError(500, protocol.WORKER_FAILED, "internal error of the worker (see its log)"))
 
 
 #: `POST /v1/jobs` reads any Content-Type other than these as JSON (decision: a JSON body sent as text/plain, or with
@@ -246,7 +219,7 @@ def build_app(
     starlette = Starlette(
         routes=routes,
         # Inside Starlette too: its own outermost layer would otherwise answer a route's exception in text/plain.
-        middleware=[Middleware(ServerErrors)],
+        middleware=[Middleware(_serving.AnswerServerErrors, answer=_answer_internal_error)],
         exception_handlers={ApiError: api_error, HTTPException: http_error},
     )
     # No 307 to a slash-suffixed path: `/files/x/` would match the files route with an empty name; a client gets
@@ -256,4 +229,4 @@ def build_app(
     app = JsonSubmissions(app, board, max_upload_bytes)
     if authorization:
         app = Authorization(app, authorization)
-    return ServerErrors(app)
+    return _serving.AnswerServerErrors(app, _answer_internal_error)
