@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import GenerationError, ModelLoadError
 from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
 
 if TYPE_CHECKING:
@@ -142,20 +143,30 @@ class LlamaBatchEngine:
         if not self._lib.llama_memory_seq_rm(self._mem, slot.index, keep, -1):
             self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
             keep = 0
+        self._occupy(slot, options, tokens, cached=tokens[:keep], pending=tokens[keep:], prompt_tokens=len(tokens))
+        return Admission(slot.index, len(tokens), keep)
+
+    def _occupy(
+        self, slot: _Slot, options: GenerateOptions, request: Any, *, cached: list[int], pending: list[int],
+        prompt_tokens: int,
+    ) -> None:  # fmt: skip
+        """Give `slot` to a request: its sampler (`request` is what the model's chooser takes: the prompt's ids, or a
+        vision prompt), and a decode_loop with the request's logprobs and thought channel, as the one-at-a-time path
+        has. `cached` is the prefix whose KV the slot keeps; `pending` the prompt tokens still to evaluate."""
         from modelhost.backends.llama_cpp.model import _channel_of, _logprob_of, _ThoughtState
 
+        model = self._model
         thought = _ThoughtState()
         feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
         slot.busy, slot.admitted, slot.instant = True, next(self._clock), options.max_tokens == 0
-        slot.cached, slot.pending, slot.next_token = tokens[:keep], tokens[keep:], None
-        slot.prompt_tokens, slot.cached_prompt_tokens = len(tokens), keep
+        slot.cached, slot.pending, slot.next_token = cached, pending, None
+        slot.prompt_tokens, slot.cached_prompt_tokens = prompt_tokens, len(cached)
         slot.thought, slot.feed, slot.clock, slot.outcome = thought, feed, clock, outcome
-        slot.chooser = model._chooser(options, tokens, thought)
+        slot.chooser = model._chooser(options, request, thought)
         slot.loop = decode_loop(
             feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome,
             logprob=_logprob_of(options, thought), channel=_channel_of(thought),
         )  # fmt: skip
-        return Admission(slot.index, len(tokens), keep)
 
     def step(self) -> StepReport:
         """A token for each decoding slot (one llama_decode), then one prompt chunk of up to PREFILL_CHUNK tokens."""

@@ -44,7 +44,7 @@ from modelhost.errors import (
     ModelLoadError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
+from modelhost.inference.generation import MetricsClock
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, Message, SlotOutput, StepReport, Token, has_images
 
@@ -558,14 +558,7 @@ class VisionBatchEngine(LlamaBatchEngine):
         request = model._vision_prompt(messages, options)
         slot = min(free, key=lambda s: s.last_used)
         self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
-        thought = _ThoughtState()
-        feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
-        slot.busy, slot.admitted, slot.instant = True, next(self._clock), options.max_tokens == 0
-        slot.cached, slot.pending, slot.next_token = [], [], None
-        slot.prompt_tokens, slot.cached_prompt_tokens = request.total_tokens, 0
-        slot.thought, slot.feed, slot.clock, slot.outcome = thought, feed, clock, outcome
-        slot.chooser = model._chooser(options, request, thought)
-        slot.loop = decode_loop(feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome)
+        self._occupy(slot, options, request, cached=[], pending=[], prompt_tokens=request.total_tokens)
         self._images[slot.index] = request
         return Admission(slot.index, request.total_tokens, 0)
 
