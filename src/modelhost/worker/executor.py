@@ -305,10 +305,15 @@ def check_text_chat(value: Any, host: Servable) -> None:
     _options(value)
 
 
-def check_text_generate(value: Any, host: Servable) -> None:
-    """The submission-time check of a text.generate input: a string prompt and valid options."""
+def _prompt(value: Any) -> str:
     if not isinstance(value, dict) or not isinstance(value.get("prompt"), str):
         raise invalid("text.generate needs `prompt`: a string")
+    return str(value["prompt"])
+
+
+def check_text_generate(value: Any, host: Servable) -> None:
+    """The submission-time check of a text.generate input: a string prompt and valid options."""
+    _prompt(value)
     _options(value)
 
 
@@ -329,8 +334,7 @@ async def text_generate(ctx: JobContext) -> list[str]:
     """`text.generate`: input `{"prompt": str, max_tokens?, temperature?, seed?, ...}` (no chat template).
     Outputs output.txt and result.json."""
     value = ctx.work.input
-    check_text_generate(value, ctx.host)
-    request = GenerationRequest(prompt=value["prompt"], options=_options(value), request_id=ctx.work.id)
+    request = GenerationRequest(prompt=_prompt(value), options=_options(value), request_id=ctx.work.id)
     return await _generate(ctx, request)
 
 

@@ -307,6 +307,7 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
     parser = MultipartParser(boundary, callbacks)
     admitted: Reservation | None = None
     submission: protocol.Submission | None = None
+    value: Any = None
     kept = False
     committing = False
     try:
@@ -320,9 +321,9 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             if submission is None and upload.request is not None:
                 # Admit as soon as the request is known: a replay or a refusal stops here, files unread.
                 submission = _decode(upload.request)
-                if board.input_check(submission.model, submission.operation) is not None:
-                    value = _parse_input(bytes(submission.input))
-                    _check_input(board, submission.model, submission.operation, value)
+                # Parsed once, here: checked before a slot is reserved, resolved against the parts at the end.
+                value = _parse_input(bytes(submission.input))
+                _check_input(board, submission.model, submission.operation, value)
                 result = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
                 if isinstance(result, Record):
                     return result, False
@@ -339,7 +340,7 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
             name: protocol.input_file(part.filename or name, part.content_type, str(final_inputs / part.stored))
             for name, part in upload.files.items()
         }
-        resolved = _resolve(_parse_input(bytes(submission.input)), parts)
+        resolved = _resolve(value, parts)
         used = _used_paths(resolved)
         files = []
         for part in upload.files.values():
