@@ -161,7 +161,7 @@ def test_refusals_are_openai_shaped_and_cost_nothing(loop_thread: LoopThread) ->
     with serving(loop_thread, scripted_host(model)) as server:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="none")
         with pytest.raises(openai.BadRequestError) as info:
-            client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], n=2)
+            client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], n=17)
         assert info.value.body["param"] == "n"  # type: ignore[index]
         with pytest.raises(openai.BadRequestError) as info:
             client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}], max_tokens=-1)

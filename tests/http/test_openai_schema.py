@@ -82,7 +82,8 @@ def test_chat_maps_options_and_content_parts() -> None:
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
-        ({"n": 2}, "n"),
+        ({"n": 0}, "n"),
+        ({"n": 17}, "n"),
         ({"functions": [{"name": "f"}]}, "functions"),
         (
             {"tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": True},

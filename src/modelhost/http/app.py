@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from modelhost import _serving
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError, QueueFullError
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
+from modelhost.host.events import Event, GenerationRequest
 from modelhost.host.models import Models, ModelState, ServedModel, as_models
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
@@ -67,6 +68,19 @@ class _Writer(Protocol):
     def done(self, done: Done, total_seconds: float) -> bytes: ...
 
     def error(self, err: ApiError) -> bytes: ...
+
+
+@typing.runtime_checkable
+class _ChoiceWriter(_Writer, Protocol):
+    """A writer that can share its stream with other choices (OpenAI's `n`): one id, a finish chunk per choice,
+    then one closing (usage and [DONE]) for the whole stream."""
+
+    id: str
+    created: int
+
+    def finish(self, done: Done) -> bytes: ...
+
+    def closing(self, usage: schema.Usage) -> bytes: ...
 
 
 # -- metrics the door adds to the host's ----------------------------------------------------------------------------
@@ -175,7 +189,47 @@ def _error_response(err: ApiError, flavour: Flavour) -> Response:
 # -- streaming --------------------------------------------------------------------------------------------------
 
 
-async def _cancel_on_disconnect(receive: Receive, stream: RequestStream, gone: asyncio.Event) -> None:
+class _Choices:
+    """The host streams of one request's choices (OpenAI's `n`; usually one) as one source of (choice, event) in
+    the order the events arrive, so the choices stream side by side however the host interleaves them. Closing it
+    cancels every choice still running."""
+
+    def __init__(self, streams: Sequence[RequestStream]) -> None:
+        self.streams = tuple(streams)
+        self.submitted_at = min(s.submitted_at for s in self.streams)
+        self._events: asyncio.Queue[tuple[int, Event]] = asyncio.Queue()
+        self._running = len(self.streams)
+        self._pumps = [asyncio.create_task(self._pump(i, s)) for i, s in enumerate(self.streams)]
+
+    async def _pump(self, index: int, stream: RequestStream) -> None:
+        async for event in stream:
+            self._events.put_nowait((index, event))
+
+    def __aiter__(self) -> _Choices:
+        return self
+
+    async def __anext__(self) -> tuple[int, Event]:
+        if not self._running:
+            raise StopAsyncIteration
+        index, event = await self._events.get()
+        if isinstance(event, (Done, Failed)):
+            self._running -= 1
+        return index, event
+
+    def cancel(self) -> None:
+        """Cancel every choice, wherever it is (queued or generating)."""
+        for stream in self.streams:
+            stream.cancel()
+
+    async def aclose(self) -> None:
+        """Stop relaying and cancel the choices that have not finished."""
+        for pump in self._pumps:
+            pump.cancel()
+        for stream in self.streams:
+            await stream.aclose()
+
+
+async def _cancel_on_disconnect(receive: Receive, stream: _Choices, gone: asyncio.Event) -> None:
     # Only called once the body is fully read, so the next message the server has for us is the disconnect.
     while True:
         message = await receive()
@@ -185,15 +239,24 @@ async def _cancel_on_disconnect(receive: Receive, stream: RequestStream, gone: a
             return
 
 
-class _StreamedAnswer(Response):
-    """Relays a host request's events as SSE or NDJSON, cancelling the request if the client goes away."""
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client hangs up (called once the body is read, so the next message is the disconnect)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
-    def __init__(self, door: _Door, route: str, stream: RequestStream, writer: _Writer, media_type: str) -> None:
+
+class _StreamedAnswer(Response):
+    """Relays a host request's events as SSE or NDJSON, cancelling the request if the client goes away. With
+    several choices, `writers[i]` writes choice i, and the stream ends once, after the last choice finished."""
+
+    def __init__(self, door: _Door, route: str, stream: _Choices, writers: Sequence[_Writer], media_type: str) -> None:
         super().__init__(media_type=media_type)
         self.door = door
         self.route = route
         self.stream = stream
-        self.writer = writer
+        self.writers = writers
+        self._finished: list[Done] = []
+        self._ended = False  # an error ended the whole stream (the other choices are cancelled)
         # No caching, and no proxy buffering (nginx's header): tokens must reach the client as they are made.
         self.headers.update({"cache-control": "no-cache", "x-accel-buffering": "no"})
         del self.headers["content-length"]
@@ -203,10 +266,12 @@ class _StreamedAnswer(Response):
         gone = asyncio.Event()
         listener = asyncio.create_task(_cancel_on_disconnect(receive, self.stream, gone))
         try:
-            async for event in self.stream:
-                chunk = self._render(event, gone)
+            async for index, event in self.stream:
+                chunk = self._render(index, event, gone)
                 if chunk and not gone.is_set():
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if self._ended:
+                    break
         finally:
             listener.cancel()
             await self.stream.aclose()
@@ -214,17 +279,27 @@ class _StreamedAnswer(Response):
                 self.door.metrics.disconnects.labels(self.route).inc()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def _render(self, event: Started | Delta | Done | Failed, gone: asyncio.Event) -> bytes:
+    def _render(self, index: int, event: Event, gone: asyncio.Event) -> bytes:
+        writer = self.writers[index]
         if isinstance(event, Delta):
-            return self.writer.delta(event.text, event.logprobs, event.channel)
+            return writer.delta(event.text, event.logprobs, event.channel)
         if isinstance(event, Started):
-            return self.writer.started()
+            return writer.started()
         if isinstance(event, Failed):
-            return self.writer.error(schema.from_host_error(event.code, event.message))
+            self._ended = True
+            return writer.error(schema.from_host_error(event.code, event.message))
         if event.finish_reason == "cancelled":
             # Cancelled while the client still listens: only the host's shutdown does that. Say so.
-            return b"" if gone.is_set() else self.writer.error(_cancelled_by_host())
-        return self.writer.done(event, time.perf_counter() - self.stream.submitted_at)
+            self._ended = True
+            return b"" if gone.is_set() else writer.error(_cancelled_by_host())
+        if len(self.writers) == 1:
+            return writer.done(event, time.perf_counter() - self.stream.submitted_at)
+        assert isinstance(writer, _ChoiceWriter), "several choices are written by OpenAI writers only"
+        self._finished.append(event)
+        out = writer.finish(event)
+        if len(self._finished) == len(self.writers):
+            out += writer.closing(schema.usage_of(*self._finished))
+        return out
 
 
 def _answer_internal_error(scope: Scope) -> Response:
@@ -320,8 +395,8 @@ class _Door:
             )
         return await self._openai(
             request, self._route(body), parsed,
-            lambda name, usage: schema.OpenAIToolStream(name, usage, plan),
-            lambda name, text, done, lp, thought: schema.chat_completion(name, text, done, lp, thought, plan),
+            lambda name, usage, choice: schema.OpenAIToolStream(name, usage, plan, choice),
+            lambda name, answers: schema.chat_completion(name, answers, plan),
         )  # fmt: skip
 
     @_answers_errors("openai")
@@ -375,34 +450,51 @@ class _Door:
         request: Request,
         served: ServedModel,
         parsed: ParsedRequest,
-        streamed: Callable[[str, bool], _Writer],
-        whole: Callable[[str, str, Done, Sequence[TokenLogprob] | None, str | None], bytes],
+        streamed: Callable[[str, bool, int], _ChoiceWriter],
+        whole: Callable[[str, Sequence[schema.Answer]], bytes],
     ) -> Response:
-        """Submit; answer as SSE from `streamed(model, include_usage)`, or as one `whole(model, text, done)` body."""
-        stream = self._submit(served, parsed)
+        """Submit every choice; answer as SSE from `streamed(model, include_usage, choice)` writers (one per
+        choice, sharing one id), or as one `whole(model, answers)` body."""
+        choices = self._submit(served, parsed)
         if parsed.stream:
-            writer = streamed(served.name, parsed.include_usage)
-            return _StreamedAnswer(self, request.url.path, stream, writer, "text/event-stream")
-        logprobs: list[TokenLogprob] | None = [] if parsed.logprobs else None
+            writers = [streamed(served.name, parsed.include_usage, i) for i in range(parsed.n)]
+            for writer in writers[1:]:
+                writer.id, writer.created = writers[0].id, writers[0].created
+            return _StreamedAnswer(self, request.url.path, choices, writers, "text/event-stream")
         # Chat answers split a thinking model's thought out; a raw completion's text stays whole.
-        split = ReasoningSplit() if parsed.generation.messages else None
-        text, done, _, thought = await self._collect(request, stream, logprobs, split)
-        reasoning = thought if split is not None and split.saw_thought else None
-        return Response(whole(served.name, text, done, logprobs, reasoning), media_type="application/json")
+        answers, _ = await self._collect(
+            request, choices, logprobs=parsed.logprobs, split=bool(parsed.generation.messages)
+        )
+        return Response(whole(served.name, answers), media_type="application/json")
 
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
     ) -> Response:
-        stream = self._submit(served, parsed)
+        choices = self._submit(served, parsed)
         if parsed.stream:
-            return _StreamedAnswer(self, request.url.path, stream, writer, "application/x-ndjson")
-        text, done, seconds, thought = await self._collect(request, stream, None, ReasoningSplit())
-        return Response(writer.done(done, seconds, text, thought), media_type="application/json")
+            return _StreamedAnswer(self, request.url.path, choices, [writer], "application/x-ndjson")
+        (answer,), seconds = await self._collect(request, choices, logprobs=False, split=True)
+        return Response(
+            writer.done(answer.done, seconds, answer.text, answer.reasoning or ""), media_type="application/json"
+        )
 
     # -- the shared path -------------------------------------------------------------------------------------------
-    def _submit(self, served: ServedModel, parsed: ParsedRequest) -> RequestStream:
+    def _submit(self, served: ServedModel, parsed: ParsedRequest) -> _Choices:
+        """Submit every choice of the request, or none: when the queue cannot take them all, those already queued
+        are cancelled and the whole request is refused (a client asking for n choices gets n or an error)."""
+        streams: list[RequestStream] = []
         try:
-            return served.submit(parsed.generation)
+            for generation in parsed.choices():
+                streams.append(self._submit_one(served, parsed, generation))
+        except BaseException:
+            for stream in streams:
+                stream.cancel()
+            raise
+        return _Choices(streams)
+
+    def _submit_one(self, served: ServedModel, parsed: ParsedRequest, generation: GenerationRequest) -> RequestStream:
+        try:
+            return served.submit(generation)
         except QueueFullError as exc:
             err = schema.from_host_exception(exc, parsed.wire_names)
             err.headers["retry-after"] = str(self._retry_after(served))
@@ -432,43 +524,51 @@ class _Door:
         return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(mean)))
 
     async def _collect(
-        self,
-        request: Request,
-        stream: RequestStream,
-        logprobs: list[TokenLogprob] | None = None,
-        split: ReasoningSplit | None = None,
-    ) -> tuple[str, Done, float, str]:
-        """Drain a non-streaming request, cancelling it if the client hangs up before the answer is ready: (text,
-        done, seconds, thought). The deltas' log-probabilities go to `logprobs` when given; with a `split`, a
-        thinking model's thought is returned apart from the text."""
-        parts: list[str] = []
-        thoughts: list[str] = []
+        self, request: Request, choices: _Choices, *, logprobs: bool, split: bool
+    ) -> tuple[list[schema.Answer], float]:
+        """Drain a non-streaming request's choices, cancelling them all if the client hangs up before the answer
+        is ready, or if one fails: (one Answer per choice, seconds). With `logprobs` each answer keeps its tokens'
+        log-probabilities; with `split` a thinking model's thought is kept apart from the text."""
+        n = len(choices.streams)
+        parts: list[list[str]] = [[] for _ in range(n)]
+        thoughts: list[list[str]] = [[] for _ in range(n)]
+        entries: list[list[TokenLogprob]] = [[] for _ in range(n)]
+        splits = [ReasoningSplit() if split else None for _ in range(n)]
+        ends: list[Done | None] = [None] * n
+        failed: Failed | None = None
         gone = asyncio.Event()
-        listener = asyncio.create_task(_cancel_on_disconnect(request.receive, stream, gone))
-        end: Done | Failed | None = None
+        listener = asyncio.create_task(_cancel_on_disconnect(request.receive, choices, gone))
         try:
-            async for event in stream:
+            async for index, event in choices:
                 if isinstance(event, Delta):
-                    content, thought = split.feed(event.text, event.channel) if split else (event.text, "")
-                    parts.append(content)
-                    thoughts.append(thought)
-                    if logprobs is not None:
-                        logprobs.extend(event.logprobs)
-                elif isinstance(event, (Done, Failed)):
-                    end = event
+                    splitter = splits[index]
+                    content, thought = splitter.feed(event.text, event.channel) if splitter else (event.text, "")
+                    parts[index].append(content)
+                    thoughts[index].append(thought)
+                    entries[index].extend(event.logprobs)
+                elif isinstance(event, Done):
+                    ends[index] = event
+                elif isinstance(event, Failed):
+                    failed = event
+                    break
         finally:
             listener.cancel()
-            await stream.aclose()
-        seconds = time.perf_counter() - stream.submitted_at
+            await choices.aclose()
+        seconds = time.perf_counter() - choices.submitted_at
         if gone.is_set():
             self.metrics.disconnects.labels(request.url.path).inc()
             # Nobody reads this; 499 (nginx's "client closed request") keeps the request counter truthful.
             raise ApiError(499, "client closed the request", code="cancelled")
-        if isinstance(end, Failed):
-            raise schema.from_host_error(end.code, end.message)
-        if end is None or end.finish_reason == "cancelled":
-            raise _cancelled_by_host()
-        return "".join(parts), end, seconds, "".join(thoughts)
+        if failed is not None:
+            raise schema.from_host_error(failed.code, failed.message)
+        answers = []
+        for i, end in enumerate(ends):
+            if end is None or end.finish_reason == "cancelled":
+                raise _cancelled_by_host()
+            splitter = splits[i]
+            reasoning = "".join(thoughts[i]) if splitter is not None and splitter.saw_thought else None
+            answers.append(schema.Answer("".join(parts[i]), end, entries[i] if logprobs else None, reasoning))
+        return answers, seconds
 
 
 #: Media types a JSON route refuses (415). Any other Content-Type, or none, is read as JSON: Ollama's own examples

@@ -19,7 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -145,8 +145,23 @@ class ParsedRequest:
     include_usage: bool = False
     logprobs: bool = False  # the answer carries each token's log-probability
     tools: tooling.ToolPlan | None = None  # the model may (or must) answer with tool calls
+    n: int = 1  # choices: each is its own generation of the same request (OpenAI's `n`)
     # contract option name -> the parameter name the client used, so errors name what the client sent.
     wire_names: Mapping[str, str] = field(default_factory=dict)
+
+    def choices(self) -> list[GenerationRequest]:
+        """One generation per choice. With a `seed`, choice i samples with seed + i: the choices differ from each
+        other (n copies of one sample would be useless) and the whole answer is still reproducible."""
+        if self.n == 1:
+            return [self.generation]
+        seed = self.generation.options.get("seed")
+        out = []
+        for i in range(self.n):
+            options = dict(self.generation.options)
+            if seed is not None:
+                options["seed"] = (seed + i) % (1 << 64)  # the option's own range (inference.options)
+            out.append(replace(self.generation, options=options))
+        return out
 
 
 #: Longest piece of client text (a parameter name) an error message repeats: enough to recognise it, while a
@@ -289,8 +304,8 @@ class _Sampling(msgspec.Struct, forbid_unknown_fields=True):
     min_p: float | None = None
     repetition_penalty: float | None = None
     min_tokens: int | None = None
+    n: int | None = None  # choices per request (see MAX_CHOICES)
     # Accepted only at their neutral value (see _refuse_non_neutral).
-    n: int | None = None
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
     logit_bias: dict[str, float] | None = None
@@ -352,9 +367,15 @@ class CompletionRequest(_Sampling, forbid_unknown_fields=True):
     logprobs: int | None = None
 
 
+#: Most choices one request may ask for (`n`). Each choice is a full generation that holds a queue place (and a
+#: batch slot) of its own, so an unbounded `n` would let one request fill the whole queue and starve every other
+#: client; 16 is past what sampling-based clients ask for (best-of-k, self-consistency voting).
+MAX_CHOICES = 16
+
+
 def _refuse_non_neutral(req: _Sampling) -> None:
-    if req.n not in (None, 1):
-        raise _unsupported("n", "only n=1 is supported: the host generates one choice per request")
+    if req.n is not None and not 1 <= req.n <= MAX_CHOICES:
+        raise ApiError(400, f"n must be between 1 and {MAX_CHOICES}", param="n", code="invalid_value")
     for name in ("frequency_penalty", "presence_penalty"):
         if getattr(req, name) not in (None, 0):
             raise _unsupported(name, "is not supported; use repetition_penalty")
@@ -446,6 +467,7 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
         logprobs=bool(req.logprobs),
         tools=tool_plan,
+        n=req.n or 1,
         wire_names=names,
     )
 
@@ -476,6 +498,7 @@ def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
         stream=req.stream,
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
         logprobs=req.logprobs is not None,
+        n=req.n or 1,
         wire_names=names,
     )
 
@@ -498,9 +521,22 @@ class Usage(msgspec.Struct):
     total_tokens: int
 
 
-def usage_of(done: Done) -> Usage:
-    """Usage from a Done event."""
-    return Usage(done.prompt_tokens, done.completion_tokens, done.prompt_tokens + done.completion_tokens)
+def usage_of(*dones: Done) -> Usage:
+    """Usage of one answer's choices: the prompt counted once (every choice read the same prompt, as OpenAI bills
+    it), the completions summed."""
+    prompt = dones[0].prompt_tokens
+    completion = sum(d.completion_tokens for d in dones)
+    return Usage(prompt, completion, prompt + completion)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One choice of a non-streamed answer, as the door collected it."""
+
+    text: str
+    done: Done
+    logprobs: Sequence[TokenLogprob] | None = None  # when the request asked for them
+    reasoning: str | None = None  # a thinking model's thought, when it thought
 
 
 class _AssistantMessage(msgspec.Struct, omit_defaults=True):
@@ -611,15 +647,16 @@ def new_id(prefix: str) -> str:
 class OpenAIChatStream:
     """Serialises one streamed chat answer: a role chunk, content chunks, a finish chunk, an optional usage chunk."""
 
-    def __init__(self, model: str, include_usage: bool) -> None:
+    def __init__(self, model: str, include_usage: bool, choice: int = 0) -> None:
         self.id = new_id("chatcmpl")
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
+        self.choice = choice  # this writer's index among a request's `n` choices
         self._split = ReasoningSplit()
 
     def _chunk(self, delta: _Delta, finish: str | None = None) -> bytes:
-        choice = _ChunkChoice(0, delta, finish)
+        choice = _ChunkChoice(self.choice, delta, finish)
         return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
 
     def started(self) -> bytes:
@@ -632,15 +669,22 @@ class OpenAIChatStream:
         if not (content or thought or logprobs):
             return b""
         delta = _Delta(reasoning_content=thought) if thought else _Delta(content=content)
-        choice = _ChunkChoice(0, delta, None, chat_logprobs(logprobs) if logprobs else None)
+        choice = _ChunkChoice(self.choice, delta, None, chat_logprobs(logprobs) if logprobs else None)
         return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
 
     def done(self, done: Done, total_seconds: float) -> bytes:
         """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
-        out = self._chunk(_Delta(), openai_finish_reason(done))
-        if self.include_usage:
-            out += sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [], usage_of(done))))
-        return out + SSE_DONE
+        return self.finish(done) + self.closing(usage_of(done))
+
+    def finish(self, done: Done) -> bytes:
+        """This choice's finish chunk (a stream of several choices sends one per choice, then `closing` once)."""
+        return self._chunk(_Delta(), openai_finish_reason(done))
+
+    def closing(self, usage: Usage) -> bytes:
+        """The end of the whole stream: the usage chunk when asked for, and the [DONE] sentinel."""
+        if not self.include_usage:
+            return SSE_DONE
+        return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [], usage))) + SSE_DONE
 
     def error(self, err: ApiError) -> bytes:
         """An error after the stream started; the openai client raises it as an APIError."""
@@ -651,8 +695,8 @@ class OpenAIToolStream(OpenAIChatStream):
     """A streamed chat answer of a request with tools: text that may be a call is held back until the answer is
     complete, then sent as one tool_calls delta (or, when it was not a call, as content). See tools.py."""
 
-    def __init__(self, model: str, include_usage: bool, tools: tooling.ToolPlan) -> None:
-        super().__init__(model, include_usage)
+    def __init__(self, model: str, include_usage: bool, tools: tooling.ToolPlan, choice: int = 0) -> None:
+        super().__init__(model, include_usage, choice)
         self.tools = tools
         self._held: list[str] | None = []  # None once the answer is known to be prose (it streams from then on)
 
@@ -667,33 +711,30 @@ class OpenAIToolStream(OpenAIChatStream):
             return super().delta(so_far, logprobs, channel)
         return super().delta("", logprobs, channel) if logprobs else b""
 
-    def done(self, done: Done, total_seconds: float) -> bytes:
-        """The call (or the held text), then the finish chunk, the usage chunk and [DONE]."""
+    def finish(self, done: Done) -> bytes:
+        """The call (or the held text), then the finish chunk."""
         if self._held is None:
-            return super().done(done, total_seconds)
+            return super().finish(done)
         text, self._held = "".join(self._held), None
         calls = self.tools.parse(text)
         if not calls:
-            return (super().delta(text) if text else b"") + super().done(done, total_seconds)
-        out = self._chunk(_Delta(tool_calls=_tool_calls(calls, indexed=True)))
-        out += self._chunk(_Delta(), "tool_calls")
-        if self.include_usage:
-            out += sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [], usage_of(done))))
-        return out + SSE_DONE
+            return (super().delta(text) if text else b"") + super().finish(done)
+        return self._chunk(_Delta(tool_calls=_tool_calls(calls, indexed=True))) + self._chunk(_Delta(), "tool_calls")
 
 
 class OpenAICompletionStream:
     """Serialises one streamed /v1/completions answer."""
 
-    def __init__(self, model: str, include_usage: bool) -> None:
+    def __init__(self, model: str, include_usage: bool, choice: int = 0) -> None:
         self.id = new_id("cmpl")
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
+        self.choice = choice  # this writer's index among a request's `n` choices
         self._offset = 0  # characters of token text streamed so far (logprobs' text_offset)
 
     def _chunk(self, text: str, finish: str | None = None) -> bytes:
-        choice = _CompletionChoice(0, text, finish)
+        choice = _CompletionChoice(self.choice, text, finish)
         return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [choice])))
 
     def started(self) -> bytes:
@@ -704,48 +745,56 @@ class OpenAICompletionStream:
         """A text chunk (with its tokens' log-probabilities when the request asked); raw text is not split."""
         if not logprobs:
             return self._chunk(text)
-        choice = _CompletionChoice(0, text, None, completion_logprobs(logprobs, self._offset))
+        choice = _CompletionChoice(self.choice, text, None, completion_logprobs(logprobs, self._offset))
         self._offset += sum(len(e.text) for e in logprobs)
         return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [choice])))
 
     def done(self, done: Done, total_seconds: float) -> bytes:
         """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
-        out = self._chunk("", openai_finish_reason(done))
-        if self.include_usage:
-            out += sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [], usage_of(done))))
-        return out + SSE_DONE
+        return self.finish(done) + self.closing(usage_of(done))
+
+    def finish(self, done: Done) -> bytes:
+        """This choice's finish chunk (a stream of several choices sends one per choice, then `closing` once)."""
+        return self._chunk("", openai_finish_reason(done))
+
+    def closing(self, usage: Usage) -> bytes:
+        """The end of the whole stream: the usage chunk when asked for, and the [DONE] sentinel."""
+        if not self.include_usage:
+            return SSE_DONE
+        return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [], usage))) + SSE_DONE
 
     def error(self, err: ApiError) -> bytes:
         """An error after the stream started; the openai client raises it as an APIError."""
         return sse_error(err)
 
 
-def chat_completion(
-    model: str,
-    text: str,
-    done: Done,
-    logprobs: Sequence[TokenLogprob] | None = None,
-    reasoning: str | None = None,
-    tools: tooling.ToolPlan | None = None,
-) -> bytes:
-    """The body of a non-streaming chat answer (`logprobs` when the request asked; `reasoning` when it thought;
-    `tool_calls` when the request had tools and the answer is a call of one)."""
-    lp = chat_logprobs(logprobs) if logprobs is not None else None
-    calls = tools.parse(text) if tools is not None else []
-    message = _AssistantMessage("assistant", None if calls else text, reasoning, _tool_calls(calls) if calls else None)
-    finish = "tool_calls" if calls else openai_finish_reason(done)
-    choice = _ChatChoice(0, message, finish, lp)
-    return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, [choice], usage_of(done)))
+def _chat_choice(index: int, answer: Answer, tools: tooling.ToolPlan | None) -> _ChatChoice:
+    lp = chat_logprobs(answer.logprobs) if answer.logprobs is not None else None
+    calls = tools.parse(answer.text) if tools is not None else []
+    content = None if calls else answer.text
+    message = _AssistantMessage("assistant", content, answer.reasoning, _tool_calls(calls) if calls else None)
+    return _ChatChoice(index, message, "tool_calls" if calls else openai_finish_reason(answer.done), lp)
 
 
-def completion(
-    model: str, text: str, done: Done, logprobs: Sequence[TokenLogprob] | None = None, reasoning: str | None = None
-) -> bytes:
-    """The body of a non-streaming /v1/completions answer (`logprobs` when the request asked for them; raw text is
-    never split, so `reasoning` is always None here)."""
-    lp = completion_logprobs(logprobs) if logprobs is not None else None
-    choice = _CompletionChoice(0, text, openai_finish_reason(done), lp)
-    return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, [choice], usage_of(done)))
+def chat_completion(model: str, answers: Sequence[Answer], tools: tooling.ToolPlan | None = None) -> bytes:
+    """The body of a non-streaming chat answer, one choice per answer (`logprobs` when the request asked;
+    `reasoning_content` when it thought; `tool_calls` when the request had tools and the answer is a call of one)."""
+    choices = [_chat_choice(i, answer, tools) for i, answer in enumerate(answers)]
+    usage = usage_of(*(a.done for a in answers))
+    return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, choices, usage))
+
+
+def completion(model: str, answers: Sequence[Answer]) -> bytes:
+    """The body of a non-streaming /v1/completions answer, one choice per answer (`logprobs` when the request
+    asked for them; raw text is never split into a thought)."""
+    choices = [
+        _CompletionChoice(
+            i, a.text, openai_finish_reason(a.done), completion_logprobs(a.logprobs) if a.logprobs is not None else None
+        )
+        for i, a in enumerate(answers)
+    ]
+    usage = usage_of(*(a.done for a in answers))
+    return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, choices, usage))
 
 
 def models_list(models: Sequence[str], created: int) -> bytes:
