@@ -235,6 +235,24 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
     opts = {"max_tokens": 24, "temperature": 0}
     model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, parallel=4)
     expected = ["".join(t.text for t in model.chat([Message("user", q)], **opts)) for q in questions]
+    # The engine's first step waits until all four requests have reached the host, so they decode together however
+    # slowly a loaded machine delivers them (24 tokens of the tiny model take milliseconds: without the gate, one
+    # request could finish before the next arrived, and the test would pin scheduling luck instead of sharing).
+    everyone_in = threading.Event()
+    open_batch = model.open_batch
+
+    def gated_open_batch() -> Any:
+        engine = open_batch()
+        step = engine.step
+
+        def gated_step() -> Any:
+            everyone_in.wait(60)
+            return step()
+
+        engine.step = gated_step  # type: ignore[method-assign]
+        return engine
+
+    model.open_batch = gated_open_batch  # type: ignore[method-assign]
 
     def over_socket(path: str, question: str) -> str:
         with Client(path, timeout=60) as client:
@@ -257,9 +275,16 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
         http = HttpServer(host, port=0)
         await wire.start()
         await http.start()
+
+        async def open_gate_when_all_arrived() -> None:
+            while host.waiting + host.running < len(questions):
+                await asyncio.sleep(0.01)
+            everyone_in.set()
+
         try:
             loop = asyncio.get_running_loop()
             url = f"{http.url}/v1/chat/completions"
+            gate = asyncio.create_task(open_gate_when_all_arrived())
             return list(
                 await asyncio.gather(
                     loop.run_in_executor(None, over_socket, wire.path, questions[0]),
@@ -269,11 +294,13 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
                 )
             )
         finally:
+            everyone_in.set()
+            gate.cancel()
             await wire.aclose()
             await http.aclose()
             steps = host.metrics.batch_sequences.labels("tiny")
             await host.aclose()
-            # Some step drew tokens for three or more requests at once: the doors' requests ran together.
-            assert sum(b.get() for b in steps._buckets[2:]) > 0  # the buckets above 1 and 2 sequences
+            # Some step drew tokens for all four requests at once: the doors' requests ran together.
+            assert sum(b.get() for b in steps._buckets[3:]) > 0  # the buckets above 1, 2 and 3 sequences
 
     assert asyncio.run(main()) == expected
