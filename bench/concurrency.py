@@ -24,10 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
-import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,49 +33,13 @@ from dataclasses import dataclass
 
 import httpx
 
+from _http import chat_body, default_threads, free_port, serve_default, stop, stream_chat, wait_ready
+
 N_CTX = 4096
 WORDS = ("Amber", "Birch", "Cedar", "Delta", "Ember", "Fjord", "Garnet", "Harbor", "Indigo", "Juniper", "Kestrel",
          "Lumen", "Meadow", "Nectar", "Onyx", "Pebble", "Quartz", "Raven", "Sable", "Thistle", "Umber")  # fmt: skip
 TASK = "write a long, detailed story about a lighthouse keeper and the sea."
 SIDES = ("parallel 4", "parallel 1")
-
-
-def default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-# -- the servers ------------------------------------------------------------------------------------------------
-
-
-def serve(port: int, threads: int, parallel: int) -> None:
-    """Run the HTTP door over the embedded model until SIGTERM (the benchmark's child process)."""
-    from modelhost.host import Host
-    from modelhost.http import HttpServer
-    from modelhost.inference import load_model
-
-    async def main() -> None:
-        host = Host(
-            lambda: load_model("default", threads=threads, context_length=N_CTX, parallel=parallel), name="default"
-        )
-        server = HttpServer(host, port=port)
-        await server.start()
-        await host.start()
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        await server.aclose()
-        await host.aclose(grace=1)
-
-    asyncio.run(main())
 
 
 def start(threads: int) -> tuple[dict[str, str], list[subprocess.Popen[bytes]]]:
@@ -92,59 +52,8 @@ def start(threads: int) -> tuple[dict[str, str], list[subprocess.Popen[bytes]]]:
         procs.append(subprocess.Popen(cmd))
         urls[side] = f"http://127.0.0.1:{port}"
     for side, url in urls.items():
-        wait_ready(side, url)
+        wait_ready(side, url, "/ready", chat_body("Hi", 4))
     return urls, procs
-
-
-def wait_ready(name: str, url: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
-                r = httpx.post(f"{url}/v1/chat/completions", json=body("Hi", 4), timeout=120)  # warm-up
-                if r.status_code == 200:
-                    return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{name} at {url} did not become ready")
-
-
-# -- the clients ------------------------------------------------------------------------------------------------
-
-
-def body(prompt: str, tokens: int, stream: bool = False) -> dict[str, object]:
-    return {
-        "model": "default",
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": tokens,
-        "min_tokens": tokens,
-        "temperature": 0,
-        "stream": stream,
-    }
-
-
-@dataclass
-class Stream:
-    ttft: float
-    gaps: list[float]
-    tokens: int
-    end: float
-
-
-async def one(client: httpx.AsyncClient, url: str, prompt: str, tokens: int) -> Stream:
-    began = time.perf_counter()
-    times: list[float] = []
-    async with client.stream("POST", f"{url}/v1/chat/completions", json=body(prompt, tokens, True)) as r:
-        r.raise_for_status()
-        async for line in r.aiter_lines():
-            if not line.startswith("data: {"):
-                continue
-            choices = json.loads(line[6:]).get("choices") or []
-            if choices and choices[0].get("delta", {}).get("content"):
-                times.append(time.perf_counter())
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    return Stream(times[0] - began if times else float("nan"), gaps, len(times), time.perf_counter())
 
 
 @dataclass
@@ -161,9 +70,11 @@ async def clients(url: str, prompts: Sequence[str], tokens: int) -> Round:
     limits = httpx.Limits(max_connections=len(prompts) + 1)
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
         began = time.perf_counter()
-        streams = await asyncio.gather(*(one(client, url, p, tokens) for p in prompts))
-    total = sum(s.tokens for s in streams)
-    gaps = sorted(g for s in streams for g in s.gaps) or [0.0]
+        streams = await asyncio.gather(
+            *(stream_chat(client, url, chat_body(p, tokens, stream=True, exact=True)) for p in prompts)
+        )
+    total = sum(len(s.chunks) for s in streams)
+    gaps = sorted(b - a for s in streams for a, b in itertools.pairwise(s.chunks)) or [0.0]
     ttfts = [s.ttft for s in streams]
     return Round(
         aggregate=total / (max(s.end for s in streams) - began),
@@ -195,13 +106,7 @@ def run(rounds: int, tokens: int, counts: Sequence[int], threads: int) -> None:
                 for side in SIDES if i % 2 == 0 else SIDES[::-1]:
                     results[(n, side)].append(asyncio.run(clients(urls[side], batch, tokens)))
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(procs)
 
     med = statistics.median
     print(
@@ -241,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
-        serve(args.serve, args.threads, args.parallel)
+        serve_default(args.serve, threads=args.threads, context_length=N_CTX, parallel=args.parallel)
         return 0
     run(args.rounds, args.tokens, [int(c) for c in args.clients.split(",")], args.threads)
     return 0

@@ -23,18 +23,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import json
-import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import httpx
+
+from _http import chat_body, default_threads, free_port, serve_default, stop, stream_chat, wait_ready
 
 #: The llama.cpp settings both servers get (ours: modelhost.backends.llama_cpp's defaults, made explicit here).
 N_CTX = 4096
@@ -43,42 +40,6 @@ N_BATCH = 512
 SERVER_EXTRAS = ("fastapi", "sse_starlette", "pydantic_settings", "starlette_context")
 WORDS = "Amber Birch Cedar Delta Ember Fjord Garnet Harbor Indigo Juniper Kestrel Lumen Meadow Nectar Onyx Pebble"
 TASK = "write a long, detailed story about a lighthouse keeper and the sea."
-
-
-def default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-# -- the servers ------------------------------------------------------------------------------------------------
-
-
-def serve_modelhost(port: int, threads: int) -> None:
-    """Run our HTTP door over the embedded model until SIGTERM (the benchmark's child process)."""
-    from modelhost.host import Host
-    from modelhost.http import HttpServer
-    from modelhost.inference import load_model
-
-    async def main() -> None:
-        host = Host(lambda: load_model("default", threads=threads, context_length=N_CTX), name="default")
-        server = HttpServer(host, port=port)
-        await server.start()
-        await host.start()
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        await server.aclose()
-        await host.aclose(grace=1)
-
-    asyncio.run(main())
 
 
 def gguf_path() -> str:
@@ -110,77 +71,27 @@ def start_servers(threads: int) -> tuple[dict[str, str], list[subprocess.Popen[b
         procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         urls["llama_cpp.server"] = f"http://127.0.0.1:{port}"
     for name, url in urls.items():
-        wait_ready(name, url)
+        # /v1/models answers while our model loads; the warm-up request proves both can generate.
+        wait_ready(name, url, "/v1/models", chat_body("Hi", 1))
     return urls, procs, missing
-
-
-def wait_ready(name: str, url: str, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
-                # /v1/models answers while our model loads; one real request proves both can generate.
-                r = httpx.post(f"{url}/v1/chat/completions", json=body("Hi", 1), timeout=120)
-                if r.status_code == 200:
-                    return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{name} at {url} did not become ready")
-
-
-# -- the client -------------------------------------------------------------------------------------------------
-
-
-def body(prompt: str, max_tokens: int, stream: bool = False) -> dict[str, object]:
-    return {
-        "model": "default",
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": max_tokens,
-        "temperature": 0,
-        "stream": stream,
-    }
-
-
-@dataclass
-class StreamResult:
-    ttft: float  # seconds from sending to the first content token
-    tokens: int  # content chunks received (one per token on both servers without stop strings)
-    decode: float  # seconds from the first content token to the last
-    end: float  # perf_counter at the last byte
-
-
-async def stream_chat(client: httpx.AsyncClient, url: str, prompt: str, max_tokens: int) -> StreamResult:
-    began = time.perf_counter()
-    first = last = 0.0
-    tokens = 0
-    async with client.stream("POST", f"{url}/v1/chat/completions", json=body(prompt, max_tokens, True)) as r:
-        r.raise_for_status()
-        async for line in r.aiter_lines():
-            if not line.startswith("data: {"):
-                continue
-            choices = json.loads(line[6:]).get("choices") or []
-            if choices and choices[0].get("delta", {}).get("content"):
-                last = time.perf_counter()
-                if tokens == 0:
-                    first = last
-                tokens += 1
-    return StreamResult(first - began, tokens, last - first, time.perf_counter())
 
 
 async def one_stream(url: str, prompt: str, max_tokens: int) -> tuple[float, float, int]:
     """(TTFT seconds, decode tokens/s, tokens) of one stream."""
     async with httpx.AsyncClient(timeout=600) as client:
-        r = await stream_chat(client, url, prompt, max_tokens)
-    return r.ttft, (r.tokens - 1) / r.decode if r.decode > 0 else 0.0, r.tokens
+        r = await stream_chat(client, url, chat_body(prompt, max_tokens, stream=True))
+    decode = r.chunks[-1] - r.chunks[0] if r.chunks else 0.0  # from the first content token to the last
+    return r.ttft, (len(r.chunks) - 1) / decode if decode > 0 else 0.0, len(r.chunks)
 
 
 async def concurrent_streams(url: str, prompts: Sequence[str], max_tokens: int) -> tuple[float, int]:
     """(aggregate tokens/s, tokens) of len(prompts) streams sent at once."""
     async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=len(prompts))) as client:
         began = time.perf_counter()
-        results = await asyncio.gather(*(stream_chat(client, url, p, max_tokens) for p in prompts))
-    tokens = sum(r.tokens for r in results)
+        results = await asyncio.gather(
+            *(stream_chat(client, url, chat_body(p, max_tokens, stream=True)) for p in prompts)
+        )
+    tokens = sum(len(r.chunks) for r in results)
     return tokens / (max(r.end for r in results) - began), tokens
 
 
@@ -207,13 +118,7 @@ def run(rounds: int, max_tokens: int, concurrency: int, threads: int) -> None:
             for name in order:
                 multi[name].append(asyncio.run(concurrent_streams(urls[name], batch, max_tokens)))
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(procs)
 
     print(f"SmolLM2-135M-Instruct Q4_1, n_ctx {N_CTX}, n_batch {N_BATCH}, {threads} threads, greedy, "
           f"max_tokens {max_tokens}, median of {rounds} rounds")  # fmt: skip
@@ -250,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--serve-modelhost", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_modelhost:
-        serve_modelhost(args.serve_modelhost, args.threads)
+        serve_default(args.serve_modelhost, threads=args.threads, context_length=N_CTX)
         return 0
     run(args.rounds, args.max_tokens, args.concurrency, args.threads)
     return 0
