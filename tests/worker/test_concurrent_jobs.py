@@ -14,8 +14,9 @@ import httpx
 from tests.host.test_batching import BatchingScripted
 
 from modelhost.host import Host
+from modelhost.worker.executor import JobContext
 
-from .helpers import start_server, wait_for
+from .helpers import operations, start_server, wait_for
 
 
 def test_jobs_run_together_up_to_the_hosts_slots(tmp_path: Path) -> None:
@@ -52,6 +53,48 @@ def test_jobs_run_together_up_to_the_hosts_slots(tmp_path: Path) -> None:
             for job_id in ids:
                 done = await wait_for(c, job_id, {"completed"})
                 assert (await c.get(f"/files/{job_id}/output.txt")).text == "abcdefgh", done
+        await server.aclose()
+        await host.aclose()
+
+    asyncio.run(main())
+
+
+def test_training_jobs_run_one_at_a_time_while_other_jobs_pass_them(tmp_path: Path) -> None:
+    """Two lora.train jobs never run together (each trains its own copy of the model), even with free slots; a
+    text job queued behind the waiting one starts at once, and the waiting one starts when the first ends."""
+
+    async def main() -> None:
+        started: list[str] = []
+        release = asyncio.Event()
+
+        async def training(ctx: JobContext) -> list[str]:
+            # Stands in for the real lora.train (minutes of compute): the point here is only who runs when.
+            started.append(ctx.work.id)
+            await release.wait()
+            (ctx.dir / "adapter.txt").write_text("trained")
+            return ["adapter.txt"]
+
+        host = Host.from_model(BatchingScripted(slots=4, gate=None), name="paced")
+        await host.start()
+        server = await start_server(host, tmp_path / "state", operations={**operations(), "lora.train": training})
+        async with httpx.AsyncClient(base_url=server.url) as c:
+            ids = []
+            for n in range(2):
+                job = {"operation": "lora.train", "model": "paced", "input": {"n": n}}
+                r = await c.post("/v1/jobs", json=job)
+                assert r.status_code == 202, r.text
+                ids.append(r.json()["id"])
+            text = {"operation": "text.generate", "model": "paced", "input": {"prompt": "p", "max_tokens": 3}}
+            r = await c.post("/v1/jobs", json=text)
+            assert r.status_code == 202, r.text
+            # The text job runs past the waiting training job; the second training job stays queued meanwhile.
+            await wait_for(c, r.json()["id"], {"completed"})
+            assert [(await c.get(f"/v1/jobs/{i}")).json()["status"] for i in ids] == ["processing", "queued"]
+            assert started == [ids[0]]
+            release.set()
+            for job_id in ids:
+                await wait_for(c, job_id, {"completed"})
+            assert started == ids
         await server.aclose()
         await host.aclose()
 

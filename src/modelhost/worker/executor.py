@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import json
 import logging
 import shutil
@@ -66,6 +67,13 @@ INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsuppor
 #: Errors of writing an operation's outputs that are the disk's fault, not the job's: the job is run again once the
 #: store takes writes, instead of ending failed for a result it did compute.
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+
+
+#: Operations that hold a heavy resource of their own for their whole run, so at most one of each runs at a time.
+#: lora.train trains its own copy of the model with optimiser state (several times the model's memory): two at once
+#: could exhaust memory that the host's batch slots do not account for. Other jobs keep starting past a waiting one;
+#: it starts, in its queue order, as soon as the running one ends.
+EXCLUSIVE_OPERATIONS = frozenset({"lora.train"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +142,16 @@ Operation = Callable[[JobContext], Awaitable[list[str]]]
 
 class Runner:
     """Takes jobs from the board in run order and runs each through its operation, up to `concurrency` at once
-    (None: the host's batch slots, read each time a job could start, since they are known only once it loaded)."""
+    (None: the host's batch slots, read each time a job could start, since they are known only once it loaded),
+    and at most one at a time of each `exclusive` operation."""
 
     def __init__(
-        self, board: JobBoard, host: Servable, operations: Mapping[str, Operation], concurrency: int | None = None
+        self,
+        board: JobBoard,
+        host: Servable,
+        operations: Mapping[str, Operation],
+        concurrency: int | None = None,
+        exclusive: frozenset[str] = EXCLUSIVE_OPERATIONS,
     ) -> None:
         if concurrency is not None and concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -145,6 +159,11 @@ class Runner:
         self.host = host
         self.operations = dict(operations)
         self.concurrency = concurrency
+        self.exclusive = exclusive
+        self._exclusive_running: set[str] = set()
+
+    def _startable(self, record: Record) -> bool:
+        return record.operation not in self._exclusive_running
 
     def _limit(self) -> int:
         return self.concurrency if self.concurrency is not None else max(1, self.host.slots)
@@ -159,12 +178,15 @@ class Runner:
                 # while it waits, and could not be cancelled as a queued one.
                 while len(tasks) >= self._limit():
                     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-                record = await self.board.next_job()
+                record = await self.board.next_job(self._startable)
                 if record is None:
                     break
                 task = asyncio.create_task(self.run_one(record), name=f"worker-job-{record.id}")
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+                if record.operation in self.exclusive:
+                    self._exclusive_running.add(record.operation)
+                    task.add_done_callback(functools.partial(self._exclusive_done, record.operation))
             if tasks:
                 await asyncio.wait(tasks)
         finally:
@@ -172,6 +194,10 @@ class Runner:
                 task.cancel()
             if tasks:
                 await asyncio.wait(tasks)
+
+    def _exclusive_done(self, operation: str, _task: asyncio.Task[None]) -> None:
+        self._exclusive_running.discard(operation)
+        self.board.nudge()  # a job of the same operation may be waiting for this one
 
     async def run_one(self, record: Record) -> None:
         """Run one processing job to its end, whatever happens (the board always learns how it ended).

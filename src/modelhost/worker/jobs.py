@@ -335,11 +335,13 @@ class JobBoard:
         return len(stale)
 
     # -- the executor's side --------------------------------------------------------------------------------------
-    async def next_job(self) -> Record | None:
-        """The next queued job, now processing (durably); waits for one. None once the board stops."""
+    async def next_job(self, startable: Callable[[Record], bool] | None = None) -> Record | None:
+        """The next queued job that may start (`startable`, default any), now processing (durably); waits for one.
+        Jobs the predicate refuses keep their place in the queue; call `nudge()` when its answer may have changed.
+        None once the board stops."""
         while not self._stopped:
-            if self._queue and self._writable.is_set():
-                job_id = self._queue[0]
+            job_id = next((i for i in self._queue if startable is None or startable(self.records[i])), None)
+            if job_id is not None and self._writable.is_set():
                 record = self.records[job_id]
                 started = msgspec.structs.replace(
                     record, status=protocol.PROCESSING, stage=protocol.STAGE_INITIALIZING, started=protocol.now_ms()
@@ -347,7 +349,7 @@ class JobBoard:
                 try:
                     await self._save(started)
                 except StorageError:
-                    continue  # still queued, first in line, as on disk; the loop waits for the store
+                    continue  # still queued, in its place, as on disk; the loop waits for the store
                 if job_id not in self._queue:
                     continue  # cancelled while the write was under way: its cancel was written after it
                 self._queue.remove(job_id)
@@ -360,6 +362,10 @@ class JobBoard:
             self._wake.clear()
             await self._wake.wait()
         return None
+
+    def nudge(self) -> None:
+        """Make a waiting `next_job` look at the queue again (a job it passed over may be startable now)."""
+        self._wake.set()
 
     def stop(self) -> None:
         """No job starts after this (queued ones stay queued on disk for the next start)."""
