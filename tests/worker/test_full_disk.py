@@ -199,3 +199,39 @@ def test_outputs_that_do_not_fit_make_the_job_wait_and_run_again(small_disk: Pat
 
 async def _failing(c: httpx.AsyncClient) -> bool:
     return bool((await c.get("/v1/health")).json()["storage"] == "failing")
+
+
+def test_a_worker_restarted_on_a_full_disk_starts_and_ends_the_interrupted_job_once_space_is_back(
+    small_disk: Path,
+) -> None:
+    """The last run stopped while a job was processing and the disk was full, so the job is still processing on
+    disk. The next start must not fail for want of space to write that job's end: it serves (intake 507, health
+    says why), shows the job as processing (as on disk), and writes the end once space is back."""
+    state = small_disk / "state"
+
+    async def main() -> None:
+        lines: list[str] = []
+        server, c = await serving(state, lines, capacity=16)
+        blocking = (await c.post("/v1/jobs", json=BLOCK)).json()["id"]
+        await wait_for(c, blocking, {"processing"})
+        waiting = (await c.post("/v1/jobs", json=ECHO)).json()["id"]
+        filler = fill(small_disk)
+        await stop(server, c)  # its interrupted end cannot be written: on disk the job is still processing
+        assert on_disk(state, blocking)["status"] == "processing"
+
+        server, c = await serving(state, lines, capacity=16)  # before the fix: StorageError, no worker
+        health = (await c.get("/v1/health")).json()
+        assert health["storage"] == "failing" and "No space left" in health["storageError"], health
+        assert (await c.get(f"/v1/jobs/{blocking}")).json()["status"] == "processing"
+        assert (await c.get(f"/v1/jobs/{waiting}")).json()["status"] == "queued"
+        assert (await c.post("/v1/jobs", json={**ECHO, "input": {"b": 2}})).status_code == 507
+
+        filler.unlink()
+        ended = await wait_for(c, blocking, {"failed"})
+        assert ended["code"] == "WORKER_INTERRUPTED" and on_disk(state, blocking)["code"] == "WORKER_INTERRUPTED"
+        await wait_for(c, waiting, {"completed"})
+        assert (await c.get("/v1/health")).json()["storage"] == "ok"
+        assert sum(blocking in line for line in lines) == 1, lines  # it ended exactly once
+        await stop(server, c)
+
+    asyncio.run(main())

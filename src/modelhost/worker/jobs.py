@@ -110,6 +110,7 @@ class JobBoard:
         self._writable = asyncio.Event()
         self._writable.set()
         self._recovery: asyncio.Task[None] | None = None
+        self._settling: asyncio.Task[None] | None = None  # writes the ends a full disk kept from the last run
         # The first wait of the next probe round: it keeps doubling across rounds until a job's own write succeeds,
         # because a probe can pass while a bigger write (a job's outputs) still fails, and each round reruns that job.
         self._retry_delay = STORAGE_RETRY_MIN_SECONDS
@@ -121,15 +122,28 @@ class JobBoard:
 
     # -- restore --------------------------------------------------------------------------------------------------
     def load(self, records: Iterable[Record]) -> None:
-        """Take the store's restored records (queued ones in creation order)."""
+        """Take the store's restored records (queued ones in creation order). A record still processing is a job
+        the last run left processing whose interrupted end the store could not write (a full disk): it shows as
+        processing, as on disk, and its end is written, like any other end, once the store takes writes."""
+        unwritten = []
         for record in records:
             self.records[record.id] = record
             self._last_created = max(self._last_created, record.created)
             if record.status == protocol.QUEUED:
                 self._queue.append(record.id)
+            elif record.status == protocol.PROCESSING:
+                self.running[record.id] = record
+                unwritten.append(record)
         self._gauges()
         if self._queue:
             self._wake.set()
+        if unwritten:
+            self._settling = asyncio.get_running_loop().create_task(self._settle(unwritten), name="worker-settle")
+
+    async def _settle(self, records: Sequence[Record]) -> None:
+        interrupted = protocol.failed(protocol.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
+        for record in records:
+            await self.finish(record, failure=interrupted)
 
     # -- views ----------------------------------------------------------------------------------------------------
     @property
@@ -519,9 +533,11 @@ class JobBoard:
                 self._storage_ok()
 
     def close(self) -> None:
-        """Stop probing the store (the worker has stopped)."""
+        """Stop probing the store (the worker has stopped); an interrupted end not yet written stays for next time."""
         if self._recovery is not None:
             self._recovery.cancel()
+        if self._settling is not None:
+            self._settling.cancel()
 
     def _gauges(self) -> None:
         self.metrics.jobs_queued.set(len(self._queue))

@@ -166,7 +166,10 @@ class JobStore:
     def restore(self, now: int) -> list[Record]:
         """Read every job back. Queued and finished jobs are kept; a job that was processing becomes failed with
         WORKER_INTERRUPTED (made durable before this returns); folders that are not a whole job are removed.
-        Returns the records, queued ones in creation order."""
+        Returns the records, queued ones in creation order.
+
+        A job whose interrupted end cannot be written (a full disk) stays processing, as it is on disk, so the
+        worker still starts: its board writes the end once the store takes writes (see JobBoard.load)."""
         records: list[Record] = []
         interrupted: list[Record] = []
         with os.scandir(self.root) as entries:
@@ -183,6 +186,7 @@ class JobStore:
                     shutil.rmtree(entry.path, ignore_errors=True)
                     continue
                 if record.status == protocol.PROCESSING:
+                    interrupted.append(msgspec.structs.replace(record))  # as on disk, should its end not be written
                     record.status = protocol.FAILED
                     record.code = protocol.WORKER_INTERRUPTED
                     record.error = "the worker stopped while this job was processing"
@@ -190,14 +194,17 @@ class JobStore:
                     record.completed = now
                     record.stage = ""
                     record.remaining = 0.0
-                    interrupted.append(record)
                 records.append(record)
         if interrupted:
-            ops = [_Op("save", r.id, protocol.encode_record(r)) for r in interrupted]
+            ended = {r.id: r for r in records if r.id in {i.id for i in interrupted}}
+            ops = [_Op("save", r.id, protocol.encode_record(ended[r.id])) for r in interrupted]
             self._commit(ops)
-            for op in ops:
+            for op, as_on_disk in zip(ops, interrupted, strict=True):
                 if op.error is not None:
-                    raise StorageError(f"cannot record the interrupted job {op.job_id}: {op.error}")
+                    log.error(
+                        "the interrupted job %s stays processing until its end can be written: %s", op.job_id, op.error
+                    )
+                    records[records.index(ended[op.job_id])] = as_on_disk
         records.sort(key=lambda r: (r.created, r.id))
         return records
 
