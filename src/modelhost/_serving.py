@@ -17,7 +17,7 @@ import socket
 import typing
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import uvicorn
 from prometheus_client import CollectorRegistry, Counter
@@ -108,6 +108,11 @@ DEFAULT_BODY_MIN_RATE = 500.0
 #: the wire socket's clients and the worker's job files. Real load is far lower: the model serves one request at a
 #: time and the queue behind it is bounded anyway.
 DEFAULT_MAX_CONNECTIONS = 256
+#: Connections past `max_connections` a door still takes for its probes (a GET of its health, readiness or metrics
+#: path): an orchestrator that cannot see the process while clients flood it would restart a healthy host, and an
+#: operator's dashboard would go blank exactly when it matters. Each such connection closes after its answer, and
+#: the headroom is small, so a flood of fake probes costs at most this many more descriptors.
+PROBE_HEADROOM = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +156,8 @@ class ClientGuard:
     limits: ClientLimits
     error_body: Callable[[int, str], bytes]
     refusals: Counter
+    #: GET paths answered even past the connection limit (within PROBE_HEADROOM): health, readiness, metrics.
+    probe_paths: frozenset[str] = frozenset()
 
     def protocol_class(self) -> type[GuardedHttpProtocol]:
         """The uvicorn protocol class (`uvicorn.Config(http=...)`) that enforces this guard."""
@@ -189,11 +196,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._timer_at = math.inf
         #: The message of a malformed request that arrived while the one before it is still being answered.
         self._malformed: str | None = None
-        if len(self.connections) > self.guard.limits.max_connections:
-            # Refused once its headers are in (so the client reads a clean 503, not a reset). Decided here, at
-            # accept time, unlike uvicorn's limit_concurrency, which also counts running tasks and answers text.
-            self.guard.refusals.labels("connection_limit").inc()
-            self.app = self._too_many_connections
+        held = len(self.connections)
+        if held > self.guard.limits.max_connections:
+            # Refused once its headers are in (so the client reads a clean 503, not a reset), unless it is a probe
+            # within the headroom. Decided here, at accept time, unlike uvicorn's limit_concurrency, which also
+            # counts running tasks and answers text.
+            self._app_within_limit = self.app
+            over = held > self.guard.limits.max_connections + PROBE_HEADROOM or not self.guard.probe_paths
+            self.app = self._too_many_connections if over else self._probes_only
         self._arm(now + self.guard.limits.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -312,7 +322,21 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self.transport.write(self.guard.answer(400, self._malformed))
             self.transport.close()
 
+    async def _probes_only(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        """Past the connection limit: a probe is answered (and its connection closed after), anything else is 503."""
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in self.guard.probe_paths:
+            await self._too_many_connections(scope, receive, send)
+            return
+
+        async def send_and_close(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        await self._app_within_limit(scope, receive, send_and_close)
+
     async def _too_many_connections(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        self.guard.refusals.labels("connection_limit").inc()
         body = self.guard.error_body(503, f"too many open connections (at most {self.guard.limits.max_connections})")
         headers = [
             (b"content-type", b"application/json"),

@@ -15,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from modelhost._serving import ClientLimits
+from modelhost._serving import PROBE_HEADROOM, ClientLimits
 from modelhost.testing.rawhttp import Connection, parse_answers, request
 
 #: Short enough for a test, long enough that a loaded 2-core machine answers a well-behaved request within it.
@@ -100,14 +100,33 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
             await conn.send(b"GET /health HTTP/1.1\r\n")  # headers not finished: each holds its connection
         await asyncio.sleep(0.1)
         extra = await Connection.open(url)
-        await extra.send(request("GET", "/health"))
+        await extra.send(request("GET", "/v1/models"))
         answer = await extra.read_answer(timeout=5)
         assert answer is not None and answer.status == 503, answer
         assert answer.headers["retry-after"] == "1" and answer.headers["connection"] == "close"
         assert_openai_error(answer.body, "too_many_connections")
         assert await extra.closed_by_server(timeout=5)
         await extra.close()
-        for conn in held:
+        # A probe is still answered past the bound (an orchestrator must see the process), on a connection that
+        # closes after it, so probes cannot hold the headroom either.
+        for path in ("/health", "/ready", "/metrics"):
+            probe = await Connection.open(url)
+            await probe.send(request("GET", path))
+            answer = await probe.read_answer(timeout=5)
+            assert answer is not None and answer.status == 200, (path, answer)
+            assert answer.headers["connection"] == "close" and await probe.closed_by_server(timeout=5)
+            await probe.close()
+        # The headroom is bounded: past it, probes are refused too.
+        more = [await Connection.open(url) for _ in range(PROBE_HEADROOM)]
+        for conn in more:
+            await conn.send(b"GET /health HTTP/1.1\r\n")
+        await asyncio.sleep(0.1)
+        late = await Connection.open(url)
+        await late.send(request("GET", "/health"))
+        answer = await late.read_answer(timeout=5)
+        assert answer is not None and answer.status == 503, answer
+        await late.close()
+        for conn in [*held, *more]:
             await conn.close()
         await asyncio.sleep(0.1)
         again = await Connection.open(url)
@@ -118,7 +137,7 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
 
     with serving(loop_thread, scripted_host(), limits=limits) as server:
         asyncio.run(main(server.url))
-        assert refusals(server.url, "connection_limit") == 1
+        assert refusals(server.url, "connection_limit") == 2
 
 
 def test_bytes_past_content_length_are_a_malformed_next_request_answered_after_the_first(

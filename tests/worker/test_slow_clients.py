@@ -140,13 +140,19 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
                 await conn.send(b"GET /v1/health HTTP/1.1\r\n")  # headers not finished: each holds its connection
             await asyncio.sleep(0.1)
             extra = await Connection.open(server.url)
-            await extra.send(request("GET", "/v1/health"))
+            await extra.send(request("GET", "/v1/queue"))
             answer = await extra.read_answer(timeout=5)
             assert answer is not None and answer.status == 503, answer
             assert answer.headers["retry-after"] == "1" and answer.headers["connection"] == "close"
             assert_error(answer.body, "WORKER_BUSY", 503)
             assert await extra.closed_by_server(timeout=5)
             await extra.close()
+            # giz's health probe still gets through (on a connection closed after its answer).
+            probe = await Connection.open(server.url)
+            await probe.send(request("GET", "/v1/health"))
+            answer = await probe.read_answer(timeout=5)
+            assert answer is not None and answer.status == 200 and answer.headers["connection"] == "close", answer
+            await probe.close()
             for conn in held:
                 await conn.close()
             await asyncio.sleep(0.1)

@@ -19,6 +19,8 @@ from modelhost.http.app import HttpMetrics, build_app, layer_error_body
 #: Seconds to let open responses finish on shutdown before their tasks are cancelled (which cancels their host
 #: requests). Streams of a closing host end by themselves; this bounds a client that reads slowly.
 SHUTDOWN_GRACE_SECONDS = 5
+#: What an orchestrator and a scraper probe: answered even while clients hold every connection (see _serving).
+PROBE_PATHS = frozenset({"/health", "/ready", "/metrics"})
 
 
 class HttpServer:
@@ -43,7 +45,9 @@ class HttpServer:
         self.port = port
         self.metrics = HttpMetrics(self.models)
         self.app = build_app(self.models, api_key=api_key, metrics=self.metrics)
-        self.guard = _serving.ClientGuard(limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals)
+        self.guard = _serving.ClientGuard(
+            limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals, PROBE_PATHS
+        )
         self._server: _serving.EmbeddedUvicorn | None = None
         self._task: asyncio.Task[None] | None = None
         self._url: str | None = None

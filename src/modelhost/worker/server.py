@@ -102,7 +102,7 @@ class WorkerServer:
         )
         limits = limits or _serving.ClientLimits()
         refusals = _serving.refusal_counter(self.metrics.registry, "modelhost_worker")
-        self.guard = _serving.ClientGuard(limits, layer_error_body, refusals)
+        self.guard = _serving.ClientGuard(limits, layer_error_body, refusals, frozenset({"/v1/health", "/metrics"}))
         self.url = ""
         self.restored = 0
         self._server: _serving.EmbeddedUvicorn | None = None
