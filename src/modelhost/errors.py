@@ -49,6 +49,16 @@ class UnsupportedAttachmentError(ModelHostError):
     code = "attachment_unsupported"
 
 
+class EmbeddingUnsupportedError(ModelHostError):
+    """The model named by the request cannot embed text (its backend offers no EmbeddingModel capability).
+
+    Raised before anything is queued; the HTTP door answers 400 naming `model`, so a client learns to pick another
+    model rather than retrying.
+    """
+
+    code = "embeddings_unsupported"
+
+
 class BackendNotRegisteredError(ModelHostError, LookupError):
     """No backend of that name is registered."""
 

@@ -100,6 +100,25 @@ class HostMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.embedding_requests = Counter(
+            "modelhost_embedding_requests",
+            "Embedding requests the model thread finished, by outcome (ok, error, cancelled).",
+            [*labels, "outcome"],
+            registry=r,
+        )
+        self.embedding_inputs = Counter(
+            "modelhost_embedding_inputs", "Texts embedded (one per input of a request).", labels, registry=r
+        )
+        self.embedding_tokens = Counter(
+            "modelhost_embedding_tokens", "Tokens evaluated for embeddings.", labels, registry=r
+        )
+        self.embedding_latency = Histogram(
+            "modelhost_embedding_latency_seconds",
+            "From an embedding's submission to its vectors (queue wait included).",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.model_name = model_name
         self.include(model_name)
 

@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 from modelhost.errors import HostClosedError, ModelLoadingError, ModelNotFoundError
 from modelhost.host.events import GenerationRequest
 from modelhost.host.metrics import HostMetrics
-from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, Host, RequestStream
+from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
 from modelhost.inference.model import TextModel
 
 log = logging.getLogger(__name__)
@@ -183,6 +183,17 @@ class ServedModel:
         stream = host.submit(request)
         self.last_used = time.monotonic()
         return stream
+
+    def submit_embedding(self, texts: Sequence[str], **opts: Any) -> EmbeddingTicket:
+        """Queue an embedding on the loaded model (Host.submit_embedding); an unloaded model starts loading and the
+        request is answered ModelLoadingError (retry), exactly as `submit` does."""
+        host = self.host
+        if host is None:
+            self._models.load_soon(self)
+            raise ModelLoadingError(f"model {self.name!r} is loading; retry shortly")
+        ticket = host.submit_embedding(texts, **opts)
+        self.last_used = time.monotonic()
+        return ticket
 
     def load(self) -> None:
         """Start loading if unloaded (a job about to need the model); never raises for want of memory."""

@@ -15,6 +15,15 @@ steps it admits waiting requests into free slots and releases the slots of cance
 running batch without waiting for the others to finish, and a cancelled one frees its slot within one step. Every
 door submits here, so requests from the socket, HTTP and the job worker share the same slots. A model without the
 capability (or loaded with parallel=1) keeps the one-at-a-time path.
+
+Embeddings: `submit_embedding` queues an EmbeddingTicket for a model with the EmbeddingModel capability (a model
+without it is refused at once, EmbeddingUnsupportedError). The model thread runs it on its own thread (the only one
+that may touch the model), and never behind a generation: between two tokens of a one-at-a-time generation, between
+two steps of the batch engine, or next when the model is idle. The capability promises that `embed` leaves a
+suspended generation and the engine exactly as they were. At most one embedding call runs per gap, so a stream of
+embeddings slows a running generation by one bounded call per token rather than stopping it. Tickets share the
+queue bound with generation requests (`max_queue` counts both) and are counted in the metrics' waiting/running
+gauges and in the `modelhost_embedding_*` series.
 """
 
 from __future__ import annotations
@@ -24,13 +33,15 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from modelhost.errors import (
+    EmbeddingUnsupportedError,
     HostClosedError,
     InvalidInputError,
+    InvalidOptionError,
     ModelHostError,
     ModelLoadingError,
     QueueFullError,
@@ -39,10 +50,18 @@ from modelhost.errors import (
 from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
-from modelhost.inference.capabilities import BatchEngine, BatchingModel, OptionChecker, as_capability, batch_slots
+from modelhost.inference.capabilities import (
+    BatchEngine,
+    BatchingModel,
+    EmbeddingModel,
+    OptionChecker,
+    as_capability,
+    batch_slots,
+    check_embedding_inputs,
+)
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import ROLES, GenerateMetrics, Token, has_images
+from modelhost.inference.types import ROLES, EmbeddingResult, GenerateMetrics, Token, has_images
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +129,52 @@ class RequestStream:
         await self.aclose()
 
 
+class EmbeddingTicket:
+    """One embedding request queued for the model. `await result()` for the EmbeddingResult (or the model's
+    ModelHostError); `cancel()` drops it if the model has not started it (a started one runs to its end: one bounded
+    `embed` call). Made by `Host.submit_embedding` on the event loop that awaits it."""
+
+    def __init__(self, host: Host, texts: list[str], options: dict[str, Any]) -> None:
+        self.texts = texts
+        self.options = options
+        self.cancel_event = threading.Event()
+        self.submitted_at = time.perf_counter()
+        self._host = host
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[EmbeddingResult] = self._loop.create_future()
+
+    # -- called on the model thread --------------------------------------------------------------------------------
+    def _resolve(self, result: EmbeddingResult | BaseException) -> None:
+        def settle() -> None:
+            if self._future.done():
+                return  # the awaiting task was cancelled: nobody wants the answer
+            if isinstance(result, BaseException):
+                self._future.set_exception(result)
+            else:
+                self._future.set_result(result)
+
+        try:
+            self._loop.call_soon_threadsafe(settle)
+        except RuntimeError:
+            self.cancel_event.set()  # the consumer's loop is closed: nobody is listening
+
+    # -- consumer side ---------------------------------------------------------------------------------------------
+    async def result(self) -> EmbeddingResult:
+        """The vectors, once the model thread has computed them. Cancelling the awaiting task cancels the ticket."""
+        try:
+            return await self._future
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+
+    def cancel(self) -> None:
+        """Drop the ticket from the queue if it is still waiting; its result is then never computed, and `result()`
+        raises ModelHostError with code "cancelled"."""
+        if not self.cancel_event.is_set():
+            self.cancel_event.set()
+            self._host._dequeue_embedding(self)
+
+
 @dataclass(eq=False, slots=True)
 class _Progress:
     """Tokens streamed so far for one running request, for its Delta counts and latency metrics."""
@@ -141,6 +206,8 @@ class Host:
         self._accepts_images = False
         self._waiting: collections.deque[RequestStream] = collections.deque()
         self._running: list[RequestStream] = []  # what the model works on now: one, or one per busy batch slot
+        self._embeddings: collections.deque[EmbeddingTicket] = collections.deque()
+        self._embedding: EmbeddingTicket | None = None  # the one the model thread computes now
         self.slots = 1  # requests decoded at once; set at load from the model's BatchingModel capability
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -184,13 +251,13 @@ class Host:
 
     @property
     def waiting(self) -> int:
-        """Requests queued for the model."""
-        return len(self._waiting)
+        """Requests queued for the model (generations and embeddings)."""
+        return len(self._waiting) + len(self._embeddings)
 
     @property
     def running(self) -> int:
-        """Requests the model is working on (up to `slots` when the model batches)."""
-        return len(self._running)
+        """Requests the model is working on (up to `slots` when the model batches, plus an embedding)."""
+        return len(self._running) + (self._embedding is not None)
 
     async def aclose(self, grace: float = 10.0) -> None:
         """Stop admitting, let queued and running requests finish for up to `grace` seconds, cancel the rest, and
@@ -230,14 +297,68 @@ class Host:
             raise
         stream = RequestStream(self, request, options)
         with self._cond:
-            if len(self._waiting) >= self.max_queue:
-                self.metrics.requests_rejected.labels(self.name, QueueFullError.code).inc()
-                raise QueueFullError(f"queue full: {len(self._waiting)} requests waiting for {self.name!r}")
+            self._check_room()
             self._waiting.append(stream)
-            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
+            self._gauge_waiting()
             self._idle.clear()
             self._cond.notify()
         return stream
+
+    def submit_embedding(
+        self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False, dimensions: int | None = None
+    ) -> EmbeddingTicket:
+        """Queue an embedding of `texts` and return its ticket. Must be called on the event loop that awaits it.
+
+        Raises at once (nothing queued) for: a host that is not ready, a model without the EmbeddingModel capability
+        (EmbeddingUnsupportedError), inputs that are empty, not strings or too many (InvalidInputError naming the
+        input), `dimensions` other than the model's vector size (InvalidOptionError), a full queue. Inputs too long
+        for the context are the model's to find (it tokenises): the ticket's result raises that error.
+        """
+        if self.state in ("new", "loading"):
+            raise ModelLoadingError(f"model {self.name!r} is still loading")
+        if self.state != "ready":
+            raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
+        try:
+            embedder = as_capability(self._model, EmbeddingModel)
+            if embedder is None:
+                raise EmbeddingUnsupportedError(f"model {self.name!r} cannot embed text (its backend offers no "
+                                                "embeddings); choose a model that does")  # fmt: skip
+            items = check_embedding_inputs(texts)
+            if dimensions is not None and dimensions != embedder.embedding_size():
+                raise InvalidOptionError(
+                    "dimensions", f"model {self.name!r} makes vectors of {embedder.embedding_size()} dimensions only"
+                )
+        except ModelHostError as exc:
+            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            raise
+        ticket = EmbeddingTicket(self, items, {"normalize": normalize, "truncate": truncate})
+        with self._cond:
+            self._check_room()
+            self._embeddings.append(ticket)
+            self._gauge_waiting()
+            self._idle.clear()
+            self._cond.notify()
+        return ticket
+
+    async def embed(self, texts: Sequence[str], **opts: Any) -> EmbeddingResult:
+        """Submit an embedding and await its vectors in one step (the Python API's door)."""
+        return await self.submit_embedding(texts, **opts).result()
+
+    def _check_room(self) -> None:
+        # Under the lock. Embeddings and generations share the bound: both wait for the same thread.
+        if self.waiting >= self.max_queue:
+            self.metrics.requests_rejected.labels(self.name, QueueFullError.code).inc()
+            raise QueueFullError(f"queue full: {self.waiting} requests waiting for {self.name!r}")
+
+    def _gauge_waiting(self) -> None:
+        self.metrics.requests_waiting.labels(self.name).set(self.waiting)
+
+    def _gauge_running(self) -> None:
+        self.metrics.requests_running.labels(self.name).set(self.running)
+
+    def _quiet(self) -> bool:
+        """Nothing queued and nothing running (under the lock): the host is idle."""
+        return not self._waiting and not self._running and not self._embeddings and self._embedding is None
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         """Submit and iterate in one step; leaving the loop early cancels the request."""
@@ -266,16 +387,31 @@ class Host:
                 self._waiting.remove(stream)
             except ValueError:
                 return  # already running or finished: the cancel token does the rest
-            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
-            if not self._waiting and not self._running:
+            self._gauge_waiting()
+            if self._quiet():
                 self._idle.set()
         self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")), started=False)
+
+    def _dequeue_embedding(self, ticket: EmbeddingTicket) -> None:
+        with self._cond:
+            try:
+                self._embeddings.remove(ticket)
+            except ValueError:
+                return  # already running (it finishes) or finished
+            self._gauge_waiting()
+            if self._quiet():
+                self._idle.set()
+        self.metrics.embedding_requests.labels(self.name, "cancelled").inc()
+        ticket._resolve(_cancelled_embedding())
 
     def cancel_all(self) -> None:
         """Cancel every queued and running request now (a second stop signal: do not wait for the grace period)."""
         with self._cond:
             pending = list(self._waiting)
             running = list(self._running)
+            embeddings = list(self._embeddings)
+        for ticket in embeddings:
+            ticket.cancel()
         for stream in pending:
             stream.cancel()
         for stream in running:
@@ -300,10 +436,13 @@ class Host:
                 self._run_batched(engine)
             else:
                 while True:
-                    stream = self._next()
-                    if stream is None:
+                    item = self._next()
+                    if item is None:
                         break
-                    self._serve(stream)
+                    if isinstance(item, EmbeddingTicket):
+                        self._embed(item)
+                    else:
+                        self._serve(item)
         except BaseException as exc:
             # Only this thread can run the model. If it dies (an engine raising SystemExit or KeyboardInterrupt,
             # which _serve deliberately does not swallow), say so: admitting requests nobody will ever take would
@@ -327,27 +466,85 @@ class Host:
         with self._cond:
             self.state = "failed"
             doomed = self._running + list(self._waiting)
+            tickets = list(self._embeddings) + ([self._embedding] if self._embedding is not None else [])
             self._waiting.clear()
+            self._embeddings.clear()
             self._running = []
+            self._embedding = None
             self.metrics.requests_waiting.labels(self.name).set(0)
             self.metrics.requests_running.labels(self.name).set(0)
             self._idle.set()
         for stream in doomed:
             self.metrics.requests_finished.labels(self.name, "error").inc()
             stream._emit(Failed("internal", message))
+        for ticket in tickets:
+            self.metrics.embedding_requests.labels(self.name, "error").inc()
+            ticket._resolve(ModelHostError(message))
 
-    def _next(self) -> RequestStream | None:
+    def _next(self) -> RequestStream | EmbeddingTicket | None:
+        """The next work item, an embedding first (it is short and must not wait behind a generation)."""
         with self._cond:
-            while not self._waiting:
+            while not self._waiting and not self._embeddings:
                 if self.state in ("closing", "closed"):
                     return None
                 self._idle.set()
                 self._cond.wait()
+            if self._embeddings:
+                return self._pop_embedding()
             stream = self._waiting.popleft()
             self._running = [stream]
-            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
-            self.metrics.requests_running.labels(self.name).set(1)
+            self._gauge_waiting()
+            self._gauge_running()
             return stream
+
+    # -- embeddings (the model thread) -----------------------------------------------------------------------------
+    def _pop_embedding(self) -> EmbeddingTicket:
+        # Under the lock, with at least one ticket queued.
+        ticket = self._embeddings.popleft()
+        self._embedding = ticket
+        self._gauge_waiting()
+        self._gauge_running()
+        return ticket
+
+    def _embed_between(self) -> None:
+        """Run one queued embedding now, if any: called between two tokens or two batch steps."""
+        if not self._embeddings:  # a racy peek, re-checked under the lock: the common case takes no lock
+            return
+        with self._cond:
+            if not self._embeddings:
+                return
+            ticket = self._pop_embedding()
+        self._embed(ticket)
+
+    def _embed(self, ticket: EmbeddingTicket) -> None:
+        """Compute one ticket on this (the model's) thread and hand its result to the awaiting loop."""
+        name = self.name
+        answer: EmbeddingResult | BaseException
+        if ticket.cancel_event.is_set():
+            outcome, answer = "cancelled", _cancelled_embedding()
+        else:
+            embedder = as_capability(self._model, EmbeddingModel)
+            assert embedder is not None  # submit_embedding checked the capability
+            try:
+                answer = embedder.embed(ticket.texts, **ticket.options)
+                outcome = "ok"
+            except ModelHostError as exc:
+                outcome, answer = "error", exc
+            except Exception as exc:
+                log.exception("an embedding failed in model %r", name)
+                outcome, answer = "error", ModelHostError(f"{type(exc).__name__}: {exc}")
+        # Leave "running" before the answer goes out, so a caller holding it never sees the embedding still running.
+        with self._cond:
+            self._embedding = None
+            self._gauge_running()
+            if self._quiet():
+                self._idle.set()
+        if isinstance(answer, EmbeddingResult):
+            self.metrics.embedding_inputs.labels(name).inc(len(ticket.texts))
+            self.metrics.embedding_tokens.labels(name).inc(answer.prompt_tokens)
+        self.metrics.embedding_requests.labels(name, outcome).inc()
+        self.metrics.embedding_latency.labels(name).observe(time.perf_counter() - ticket.submitted_at)
+        ticket._resolve(answer)
 
     def _serve(self, stream: RequestStream) -> None:
         model = self.model
@@ -366,6 +563,7 @@ class Host:
             try:
                 for token in tokens_iter:
                     self._stream_token(stream, progress, token)
+                    self._embed_between()  # the generator is suspended here: the model is free for one call
             finally:
                 close = getattr(tokens_iter, "close", None)
                 if close is not None:
@@ -415,6 +613,7 @@ class Host:
         live: dict[int, tuple[RequestStream, _Progress]] = {}
         name = self.name
         while True:
+            self._embed_between()  # between two steps: an embedding never waits for the batch to drain
             # Cancelled requests leave first, so their slots are free for the waiting ones in this same round.
             for slot, (stream, _) in list(live.items()):
                 if stream.cancel_event.is_set():
@@ -461,7 +660,7 @@ class Host:
     def _take(self, engine: BatchEngine, live: dict[int, Any]) -> list[RequestStream] | None:
         """Waiting requests for the free slots; blocks while there is nothing at all to do; None once closed."""
         with self._cond:
-            while not self._waiting and not live:
+            while not self._waiting and not live and not self._embeddings:
                 if self.state in ("closing", "closed"):
                     return None
                 self._idle.set()
@@ -471,8 +670,8 @@ class Host:
             while self._waiting and len(taken) < free:
                 taken.append(self._waiting.popleft())
             self._running.extend(taken)
-            self.metrics.requests_waiting.labels(self.name).set(len(self._waiting))
-            self.metrics.requests_running.labels(self.name).set(len(self._running))
+            self._gauge_waiting()
+            self._gauge_running()
         return taken
 
     def _admit(
@@ -507,9 +706,13 @@ class Host:
             with self._cond:
                 if stream in self._running:
                     self._running.remove(stream)
-                self.metrics.requests_running.labels(name).set(len(self._running))
-                if not self._waiting and not self._running:
+                self._gauge_running()
+                if self._quiet():
                     self._idle.set()
             self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
         self.metrics.requests_finished.labels(name, reason).inc()
         stream._emit(event)
+
+
+def _cancelled_embedding() -> ModelHostError:
+    return ModelHostError("the embedding was cancelled before the model computed it", code="cancelled")

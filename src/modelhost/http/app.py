@@ -40,10 +40,11 @@ from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError,
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.events import Event, GenerationRequest
 from modelhost.host.models import Models, ModelState, ServedModel, as_models
+from modelhost.http import embeddings
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
 from modelhost.http.reasoning import ReasoningSplit
-from modelhost.inference.types import Channel, TokenLogprob
+from modelhost.inference.types import Channel, EmbeddingResult, TokenLogprob
 
 log = logging.getLogger(__name__)
 
@@ -445,6 +446,62 @@ class _Door:
             version = "0.0.0"
         return JSONResponse({"version": version})
 
+    # -- embeddings (shapes in embeddings.py) ----------------------------------------------------------------------
+    @_answers_errors("openai")
+    async def openai_embeddings(self, request: Request) -> Response:
+        """POST /v1/embeddings."""
+        body = await _read_json(request)
+        parsed = embeddings.parse_openai(body)
+        served = self._route(body)
+        result, _ = await self._embed(request, served, parsed)
+        return Response(embeddings.openai_response(served.name, parsed, result), media_type="application/json")
+
+    @_answers_errors("ollama")
+    async def ollama_embed(self, request: Request) -> Response:
+        """POST /api/embed (and the older /api/embeddings, one raw vector)."""
+        body = await _read_json(request)
+        legacy = request.url.path == "/api/embeddings"
+        parsed = embeddings.parse_ollama_embeddings(body) if legacy else embeddings.parse_ollama_embed(body)
+        served = self._route(body)
+        result, seconds = await self._embed(request, served, parsed)
+        answer = embeddings.ollama_embeddings_response(result) if legacy else \
+            embeddings.ollama_embed_response(served.name, result, seconds)  # fmt: skip
+        return Response(answer, media_type="application/json")
+
+    async def _embed(
+        self, request: Request, served: ServedModel, parsed: embeddings.ParsedEmbedding
+    ) -> tuple[EmbeddingResult, float]:
+        """Submit an embedding and await it (cancelled if the client hangs up first): (result, seconds)."""
+        try:
+            ticket = served.submit_embedding(parsed.texts, **parsed.options)
+        except QueueFullError as exc:
+            err = embeddings.error(exc)
+            err.headers["retry-after"] = str(self._retry_after(served))
+            raise err from None
+        except ModelLoadingError as exc:
+            raise self._not_ready(served, str(exc)) from None
+        except HostClosedError:
+            raise self._not_ready(served) from None
+        except ModelHostError as exc:
+            raise embeddings.error(exc, parsed.wire_names) from None
+        answer = asyncio.ensure_future(ticket.result())
+        gone = asyncio.create_task(_disconnect(request.receive))
+        try:
+            await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            hung_up = not answer.done()
+            if hung_up:
+                answer.cancel()
+                ticket.cancel()  # a queued embedding is never computed
+        if hung_up:
+            self.metrics.disconnects.labels(request.url.path).inc()
+            raise ApiError(499, "client closed the request", code="cancelled")
+        try:
+            return answer.result(), time.perf_counter() - ticket.submitted_at
+        except ModelHostError as exc:
+            raise embeddings.error(exc, parsed.wire_names) from None
+
     async def _openai(
         self,
         request: Request,
@@ -661,6 +718,9 @@ def build_app(
         Route("/api/generate", door.ollama_generate, methods=["POST"]),
         Route("/api/tags", door.ollama_tags, methods=["GET"]),
         Route("/api/version", door.ollama_version, methods=["GET"]),
+        Route("/v1/embeddings", door.openai_embeddings, methods=["POST"]),
+        Route("/api/embed", door.ollama_embed, methods=["POST"]),
+        Route("/api/embeddings", door.ollama_embed, methods=["POST"]),
     ]
     middleware = [
         # Outermost of ours, so it also covers the other middleware.

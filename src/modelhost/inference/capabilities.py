@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from modelhost.errors import InvalidInputError
 from modelhost.inference.types import (
     Admission,
     AttentionSnapshot,
     DeviceInfo,
+    EmbeddingResult,
     GenerateMetrics,
     LoRAConfig,
     Message,
@@ -25,6 +27,11 @@ C = TypeVar("C")
 
 #: How many `unwrap()` hops to follow before giving up: a cycle of wrappers must not hang a capability probe.
 MAX_UNWRAP_DEPTH = 16
+
+#: Most inputs one `embed` call takes: OpenAI's own bound (2048 per request). Every input is held as tokens and as
+#: a vector until the call returns, so without a bound one request could hold the model thread (and every request
+#: queued behind it) for as long as it likes; clients with more text send it in several calls.
+MAX_EMBEDDING_INPUTS = 2048
 
 
 @runtime_checkable
@@ -184,6 +191,66 @@ class OptionChecker(Protocol):
     def check_options(self, **opts: Any) -> None:
         """Raise InvalidOptionError naming the first option this model cannot honour."""
         ...
+
+
+@runtime_checkable
+class EmbeddingModel(Protocol):
+    """A model that turns texts into pooled vectors (embeddings) with the weights it already holds for generation.
+
+    Why a capability and not part of TextModel: not every engine can pool hidden states (an OCR pipeline cannot),
+    and a door must be able to say "this model does not embed" before anything is queued.
+
+    Contract every backend keeps:
+    - Bounds: at most MAX_EMBEDDING_INPUTS inputs; each a non-empty string of at most the model's context length in
+      tokens. An input over that bound is an InvalidInputError naming its index (`input[3]`), unless the caller set
+      `truncate=True`, when its end is cut to fit and its index is listed in `EmbeddingResult.truncated`. Every
+      input is checked before any compute, so a refused call costs nothing.
+    - Pooling: the GGUF's (or checkpoint's) own pooling when it declares one, else the mean of the last hidden state
+      over the input's tokens. With `normalize=True` (the default) each vector is scaled to unit L2 norm, as OpenAI,
+      Ollama's /api/embed and llama-server return them, so a dot product is a cosine similarity.
+    - Determinism: the same text in the same call layout gives the same vector bit for bit; batching several inputs
+      in one pass may round differently from one at a time (each backend's tests say by how much).
+    - Isolation: `embed` may be called between two tokens of a generation stream (the host does, so an embedding
+      never waits for a long generation) and between two steps of the model's BatchEngine. It must leave both
+      exactly as they were: no shared KV cache, sampler or logits state may change, so the generation continues as
+      if the call had not happened.
+    """
+
+    def embedding_size(self) -> int:
+        """Length of each vector (the model's hidden size, or its pooling head's). A static fact: safe from any
+        thread, no compute."""
+        ...
+
+    def embed(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingResult:
+        """Pooled vectors for `texts`, in order, as one (len(texts), embedding_size()) float32 array."""
+        ...
+
+
+def check_embedding_inputs(texts: Sequence[str]) -> list[str]:
+    """The checks every EmbeddingModel (and the host, before queueing) makes on what it is asked to embed, without
+    a tokenizer: a non-empty sequence of at most MAX_EMBEDDING_INPUTS non-empty strings. Raises InvalidInputError
+    naming the first bad input's index; returns the inputs as a list."""
+    if isinstance(texts, str):
+        texts = [texts]  # one text is a call with one input, not a sequence of characters
+    items = list(texts)
+    if not items:
+        raise InvalidInputError("input: nothing to embed (the list of inputs is empty)")
+    if len(items) > MAX_EMBEDDING_INPUTS:
+        raise InvalidInputError(f"input: {len(items)} inputs; at most {MAX_EMBEDDING_INPUTS} per call")
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"input[{i}]: expected a string, got {type(text).__name__}")
+        if not text:
+            raise InvalidInputError(f"input[{i}]: an empty string has no tokens to pool")
+    return items
+
+
+def too_long(index: int, tokens: int, limit: int) -> InvalidInputError:
+    """The error for an input over the context: it names the input's index, its size and the bound."""
+    return InvalidInputError(
+        f"input[{index}]: {tokens} tokens, more than the {limit} the model's context holds; shorten it, split it, "
+        "or ask for truncation"
+    )
 
 
 def as_capability(obj: object, capability: type[C]) -> C | None:

@@ -115,6 +115,22 @@ class ClassifyResult:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddingResult:
+    """The pooled vectors of one `embed` call, one per input in input order, and the tokens they cost.
+
+    `vectors` is a (len(inputs), embedding_size) float32 numpy array: one block of memory rather than a list of
+    lists, so a door can encode it (float JSON or base64 of little-endian float32) without a Python float per value.
+    `prompt_tokens` counts every token evaluated across the inputs (after any truncation the caller asked for), which
+    is what OpenAI's `usage.prompt_tokens` and Ollama's `prompt_eval_count` report.
+    """
+
+    vectors: Any
+    prompt_tokens: int
+    #: Indexes of the inputs that were cut to fit the context (only when the caller allowed truncation).
+    truncated: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class BatchResult:
     """One prompt's result in `batch_generate`: its tokens, or the error that stopped it (others carry on)."""
 

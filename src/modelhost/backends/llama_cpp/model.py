@@ -44,6 +44,7 @@ from modelhost.inference.types import (
     BatchResult,
     Channel,
     ClassifyResult,
+    EmbeddingResult,
     GenerateMetrics,
     Message,
     ModelInfo,
@@ -54,6 +55,7 @@ from modelhost.inference.types import (
 
 if TYPE_CHECKING:
     from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
+    from modelhost.backends.llama_cpp.embedding import LlamaEmbedder
 
 #: Markers of a thought channel; a model whose vocabulary has both as single tokens can honour `thinking_budget`.
 THINK_OPEN = "<think>"
@@ -216,6 +218,7 @@ class LlamaCppModel:
         # The stream that owns the context right now, weakly: an abandoned stream must stay collectable so that
         # its cleanup runs as soon as the caller drops it.
         self._live: weakref.ref[Iterator[Token]] | None = None
+        self._embedder: LlamaEmbedder | None = None  # made at the first embed() (see embedding.py)
 
     # --- the TextModel contract ---------------------------------------------------------------------------------
 
@@ -313,6 +316,23 @@ class LlamaCppModel:
 
         return LlamaBatchEngine(self, self._parallel)
 
+    def embedding_size(self) -> int:
+        """Length of the vectors `embed` returns: the model's output embedding width (the EmbeddingModel
+        capability). Read from the weights, no context needed."""
+        self._check_open()
+        out = getattr(self._lib, "llama_model_n_embd_out", None)
+        return int(out(self._llm.model)) if out is not None else int(self._llm.n_embd())
+
+    def embed(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingResult:
+        """Pooled vectors of `texts` from a small context of their own (embedding.py): the generation context, its
+        KV cache and a suspended stream are left exactly as they were (the EmbeddingModel capability)."""
+        self._check_open()
+        if self._embedder is None:
+            from modelhost.backends.llama_cpp.embedding import LlamaEmbedder
+
+            self._embedder = LlamaEmbedder(self)
+        return self._embedder.embed(texts, normalize=normalize, truncate=truncate)
+
     def info(self) -> ModelInfo:
         """Architecture, sizes, quantisation and trained context length, from the GGUF metadata."""
         return self._info
@@ -344,6 +364,9 @@ class LlamaCppModel:
         if self._llm is None:
             return
         self._release_live()
+        if self._embedder is not None:  # its context goes before the weights it runs on
+            self._embedder.close()
+            self._embedder = None
         llm, self._llm = self._llm, None
         llm.close()
 

@@ -36,6 +36,7 @@ from modelhost.inference.types import (
     AttentionSnapshot,
     BatchResult,
     ClassifyResult,
+    EmbeddingResult,
     FinishReason,
     GenerateMetrics,
     Message,
@@ -229,6 +230,24 @@ class TransformersModel(TrainingMixin):
         from modelhost.backends.transformers.batch import TransformersBatchEngine
 
         return TransformersBatchEngine(self, self.batch_slots())
+
+    def embedding_size(self) -> int:
+        """Length of the vectors `embed` returns: the text config's hidden size (the EmbeddingModel capability)."""
+        self._check_open()
+        from modelhost.backends.transformers import embedding
+
+        return embedding.embedding_size(self._model)
+
+    def embed(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingResult:
+        """Mean-pooled last hidden states of `texts`, a padded batch at a time (embedding.py). Runs without a cache,
+        so a generation suspended between two tokens is left as it was (the EmbeddingModel capability)."""
+        self._check_open()
+        from modelhost.backends.transformers import embedding
+
+        return embedding.embed(
+            self._model, self._tokenizer, texts, limit=self._ckpt.context_length, pad_id=self._pad_id,
+            device=self._device, normalize=normalize, truncate=truncate,
+        )  # fmt: skip
 
     def accepts_images(self) -> bool:
         """A live probe: a processor with an image processor, and a vision tower in the loaded weights."""

