@@ -176,3 +176,11 @@ def test_smollm2_embedding_mid_chat_leaves_the_chat_unchanged(smollm2: Any) -> N
     long = "word " * (smollm2.context_length + 10)
     with pytest.raises(InvalidInputError, match=r"input\[0\]"):
         smollm2.embed([long])
+
+
+def test_a_vision_checkpoint_embeds_text(tiny_idefics3_dir: Path) -> None:
+    """A vision-language model's base model (text and vision towers) pools its text hidden states like any other."""
+    with TransformersBackend().load_model(str(tiny_idefics3_dir)) as vlm:
+        result = vlm.embed(["a page of text", "another page"])
+        assert result.vectors.shape == (2, vlm.embedding_size())
+        assert not np.allclose(result.vectors[0], result.vectors[1], atol=1e-3)

@@ -454,7 +454,9 @@ class _Door:
         parsed = embeddings.parse_openai(body)
         served = self._route(body)
         result, _ = await self._embed(request, served, parsed)
-        return Response(embeddings.openai_response(served.name, parsed, result), media_type="application/json")
+        # Encoded off the event loop: 2048 vectors of a 4096-wide model are ~0.9 s of JSON floats (0.15 s base64).
+        answer = await asyncio.to_thread(embeddings.openai_response, served.name, parsed, result)
+        return Response(answer, media_type="application/json")
 
     @_answers_errors("ollama")
     async def ollama_embed(self, request: Request) -> Response:
@@ -464,8 +466,10 @@ class _Door:
         parsed = embeddings.parse_ollama_embeddings(body) if legacy else embeddings.parse_ollama_embed(body)
         served = self._route(body)
         result, seconds = await self._embed(request, served, parsed)
-        answer = embeddings.ollama_embeddings_response(result) if legacy else \
-            embeddings.ollama_embed_response(served.name, result, seconds)  # fmt: skip
+        if legacy:
+            answer = embeddings.ollama_embeddings_response(result)  # one vector
+        else:
+            answer = await asyncio.to_thread(embeddings.ollama_embed_response, served.name, result, seconds)
         return Response(answer, media_type="application/json")
 
     async def _embed(
