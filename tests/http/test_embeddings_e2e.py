@@ -117,6 +117,12 @@ def test_refusals_name_the_parameter(tiny: HttpServer) -> None:
     assert len(same.data[0].embedding) == 64
 
 
+def test_a_plain_json_client_gets_floats(tiny: HttpServer) -> None:
+    for extra in ({}, {"encoding_format": None}):
+        answer = httpx.post(tiny.url + "/v1/embeddings", json={"input": "x", **extra}, headers=auth())
+        assert answer.status_code == 200 and isinstance(answer.json()["data"][0]["embedding"], list)
+
+
 def test_routes_need_the_api_key(tiny: HttpServer) -> None:
     for path, body in (("/v1/embeddings", {"input": "x"}), ("/api/embed", {"input": "x"})):
         assert httpx.post(tiny.url + path, json=body).status_code == 401

@@ -53,7 +53,7 @@ class OpenAIEmbeddingRequest(msgspec.Struct, forbid_unknown_fields=True):
 
     input: Any = None
     model: str | None = None
-    encoding_format: EncodingFormat = "float"
+    encoding_format: EncodingFormat | None = None  # null or absent: "float", as OpenAI's API documents
     dimensions: int | None = None
     user: str | None = None  # an end-user id for the caller's own abuse tracking; nothing to do here
 
@@ -67,7 +67,7 @@ def parse_openai(body: Any) -> ParsedEmbedding:
     options: dict[str, Any] = {"normalize": True, "truncate": False}  # OpenAI refuses over-long input
     if req.dimensions is not None:
         options["dimensions"] = req.dimensions
-    return ParsedEmbedding(texts, options, req.encoding_format, {"dimensions": "dimensions"})
+    return ParsedEmbedding(texts, options, req.encoding_format or "float", {"dimensions": "dimensions"})
 
 
 class _Vector(msgspec.Struct):
