@@ -14,8 +14,11 @@ Why a context of its own rather than `llama_set_embeddings` on the generation co
 
 Batching: inputs are packed into one `llama_decode` (one sequence id per input) while their tokens fit the context
 and at most MAX_SEQUENCES are packed; the KV cache is unified, so the inputs of one decode share its cells, and it
-is cleared after every decode (nothing carries over between calls). Measured on SmolLM2 (16 inputs of 16 tokens,
-noisy shared 2 cores): 10.0-11.3 inputs/s batched vs 8.6-9.9 one at a time. A batched vector is not bit-equal to
+is cleared after every decode (nothing carries over between calls). It gains little on a CPU: each input is
+already a many-token batch, and llama.cpp pools a sequence only within one micro-batch, so the inputs of a decode
+are still computed input by input (bench/embeddings.py, SmolLM2, 32 inputs of ~20 tokens, 1 thread: batched
+1.08-1.13x the inputs/s of one call per input, ~110 tokens/s, ~85% of a plain prefill's speed); it saves a
+Python round trip and a cache clear per input. A batched vector is not bit-equal to
 the same input embedded alone: llama.cpp's matrix kernels round differently for a 16-token and a 256-token batch
 (SmolLM2: cosine >= 0.9996 between the two, relative L2 difference <= 2.6%); the same layout always gives the same
 bits. Separate KV buffers per sequence (kv_unified off) split the cells n_ctx / n_seq_max and gave garbage
