@@ -2,12 +2,13 @@
 
 from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
-from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, Host, RequestStream
+from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
     "Delta",
     "Done",
+    "EmbeddingTicket",
     "Event",
     "Failed",
     "GenerationRequest",

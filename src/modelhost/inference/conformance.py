@@ -155,6 +155,41 @@ def check_invalid_option(model: TextModel) -> None:
             raise AssertionError(f"option {bad} was accepted")
 
 
+def check_embeddings(model: TextModel) -> None:
+    """A model with the EmbeddingModel capability keeps its contract (nothing to check on one without it): one
+    unit-norm float32 vector per input, the same call the same bits, different texts different vectors, an empty
+    input refused by its index, and a greedy generation unchanged by an embedding made before it."""
+    import numpy as np
+
+    from modelhost.errors import InvalidInputError
+    from modelhost.inference.capabilities import EmbeddingModel, as_capability
+
+    embedder = as_capability(model, EmbeddingModel)
+    if embedder is None:
+        return
+    before = [t.id for t in model.generate(PROMPT, max_tokens=6, temperature=0)]
+    texts = ["a cat sat on the mat", "a cat sat on the mat", "stock prices fell sharply"]
+    result = embedder.embed(texts)
+    vectors = np.asarray(result.vectors)
+    assert vectors.shape == (3, embedder.embedding_size()), f"got vectors of shape {vectors.shape}"
+    assert vectors.dtype == np.float32, f"vectors must be float32, got {vectors.dtype}"
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4), "vectors must be unit-norm by default"
+    # Bit for bit across calls of the same layout; within one batched call a position may round differently.
+    again = np.asarray(embedder.embed(texts).vectors)
+    assert np.array_equal(vectors, again), "the same texts in the same layout must give the same vectors"
+    assert float(vectors[0] @ vectors[1]) > 0.999, "the same text twice in one call gave different vectors"
+    assert float(vectors[0] @ vectors[2]) < 0.9999, "different texts gave the same vector"
+    assert result.prompt_tokens > 0, "prompt_tokens must count the inputs' tokens"
+    try:
+        embedder.embed(["fine", ""])
+    except InvalidInputError as exc:
+        assert "input[1]" in str(exc), f"error {exc} does not name the empty input"
+    else:
+        raise AssertionError("an empty input was embedded")
+    after = [t.id for t in model.generate(PROMPT, max_tokens=6, temperature=0)]
+    assert before == after, "an embedding changed the greedy output of the next generation"
+
+
 def check_close(model: TextModel) -> None:
     """close() is clean and idempotent; the model is a context manager."""
     model.close()
@@ -174,6 +209,7 @@ CHECKS: tuple[Callable[[TextModel], None], ...] = (
     check_break_stops_generation,
     check_cancel_token,
     check_invalid_option,
+    check_embeddings,
 )
 """Every check except `check_close`, which ends the model's life."""
 
