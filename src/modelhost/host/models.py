@@ -128,6 +128,9 @@ class ServedModel:
         self.last_used = time.monotonic()
         self.loads = 0
         self.unloads = 0
+        #: Seconds to stay loaded after use that the last request asked for (Ollama's per-request keep_alive; inf:
+        #: for good); None: the set's own keep_alive. Cleared when the model unloads.
+        self.hold: float | None = None
         self._models = models
         self._name = spec.name
 
@@ -195,6 +198,19 @@ class ServedModel:
         self.last_used = time.monotonic()
         return ticket
 
+    def keep_for(self, seconds: float | None) -> None:
+        """A request's keep_alive: stay loaded `seconds` after the model is last used (0: unload once idle, inf:
+        for good), or the set's policy again for None. The last request's value wins, as in Ollama."""
+        self.hold = seconds
+        self._models.wake_sweep()
+
+    def keep_alive_seconds(self, default: float | None) -> float | None:
+        """How long this model stays loaded after use: the last request's keep_alive, else `default` (None: for
+        good). A pinned model always stays."""
+        if self.pinned:
+            return None
+        return self.hold if self.hold is not None else default
+
     def load(self) -> None:
         """Start loading if unloaded (a job about to need the model); never raises for want of memory."""
         if self.host is None:
@@ -257,6 +273,7 @@ class Models:
         self._releasing = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self._sweep_now = asyncio.Event()  # set when a request's keep_alive changed: check at once, not in a second
 
     @classmethod
     def of(cls, host: Host, *, name: str | None = None) -> Models:
@@ -319,8 +336,8 @@ class Models:
                 await self._settle(model)
                 if model.host is not None and model.host.load_error is not None:
                     raise model.host.load_error
-        if self.keep_alive is not None:
-            self._sweeper = asyncio.create_task(self._sweep(), name="modelhost-keep-alive")
+        # Always: a request's keep_alive can ask for an unload even when the server itself keeps models for good.
+        self._sweeper = asyncio.create_task(self._sweep(), name="modelhost-keep-alive")
         self.started = True
 
     async def _settle(self, model: ServedModel) -> None:
@@ -369,6 +386,7 @@ class Models:
         host = model.host
         assert host is not None
         model.host = None
+        model.hold = None  # the next load starts from the set's policy, or its own request's keep_alive
         model.unloads += 1
         self._releasing += model.size
         log.info("unloading model %r (idle)", model.name)
@@ -398,16 +416,24 @@ class Models:
             return
         self._spawn(self._release(model), f"modelhost-unload-{model.name}")
 
+    def wake_sweep(self) -> None:
+        """Look for models to unload now (a request changed a model's keep_alive)."""
+        self._sweep_now.set()
+
     async def _sweep(self) -> None:
-        assert self.keep_alive is not None
-        interval = max(0.02, min(MAX_SWEEP_SECONDS, self.keep_alive / 4))
+        interval = (
+            MAX_SWEEP_SECONDS if self.keep_alive is None else max(0.02, min(MAX_SWEEP_SECONDS, self.keep_alive / 4))
+        )
         while True:
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sweep_now.wait(), interval)
+            self._sweep_now.clear()
             now = time.monotonic()
             for model in self:
+                keep = model.keep_alive_seconds(self.keep_alive)
                 if model.busy:
                     model.last_used = now  # a long request is use until it ends
-                elif model.ready and now - model.last_used >= self.keep_alive:
+                elif keep is not None and model.ready and now - model.last_used >= keep:
                     self.unload(model)
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:

@@ -40,7 +40,7 @@ from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError,
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.events import Event, GenerationRequest
 from modelhost.host.models import Models, ModelState, ServedModel, as_models
-from modelhost.http import embeddings
+from modelhost.http import embeddings, ollama_lifecycle
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
 from modelhost.http.reasoning import ReasoningSplit
@@ -413,7 +413,9 @@ class _Door:
         """POST /api/chat."""
         body = await _read_json(request)
         parsed = schema.parse_ollama_chat(body, _request_id())
+        keep = ollama_lifecycle.body_keep_alive(body)
         served = self._route(body)
+        served.keep_for(keep)
         return await self._ollama(request, served, parsed, schema.OllamaStream(served.name, "chat"))
 
     @_answers_errors("ollama")
@@ -421,8 +423,18 @@ class _Door:
         """POST /api/generate."""
         body = await _read_json(request)
         parsed = schema.parse_ollama_generate(body, _request_id())
+        keep = ollama_lifecycle.body_keep_alive(body)
         served = self._route(body)
         writer = schema.OllamaStream(served.name, "generate")
+        if parsed is None and keep == 0:
+            # Ollama's "unload the model" request: unloaded now when idle, else as soon as its requests end.
+            if served.pinned:
+                raise ApiError(400, f"model {served.name!r} is pinned (it serves the socket door) and stays loaded",
+                               param="keep_alive", code="model_pinned")  # fmt: skip
+            served.keep_for(0)
+            self.model_set.unload(served)
+            return Response(ollama_lifecycle.unloaded(served.name), media_type="application/json")
+        served.keep_for(keep)
         if parsed is None:
             # Ollama's "load the model" request: a lazy model starts loading; answered once it is loaded.
             served.load()
@@ -436,6 +448,12 @@ class _Door:
         """GET /api/tags."""
         listed = [(m.name, m.model.model_type if m.ready else "", m.size) for m in self.model_set]
         return Response(schema.ollama_tags(listed, self.created), media_type="application/json")
+
+    @_answers_errors("ollama")
+    async def ollama_ps(self, request: Request) -> Response:
+        """GET /api/ps: the models loaded now and when each would unload if left idle."""
+        answer = ollama_lifecycle.ps(self.model_set, self.model_set.keep_alive)
+        return Response(answer, media_type="application/json")
 
     @_answers_errors("ollama")
     async def ollama_version(self, request: Request) -> Response:
@@ -464,7 +482,9 @@ class _Door:
         body = await _read_json(request)
         legacy = request.url.path == "/api/embeddings"
         parsed = embeddings.parse_ollama_embeddings(body) if legacy else embeddings.parse_ollama_embed(body)
+        keep = ollama_lifecycle.body_keep_alive(body)
         served = self._route(body)
+        served.keep_for(keep)
         result, seconds = await self._embed(request, served, parsed)
         if legacy:
             answer = embeddings.ollama_embeddings_response(result)  # one vector
@@ -721,6 +741,7 @@ def build_app(
         Route("/api/chat", door.ollama_chat, methods=["POST"]),
         Route("/api/generate", door.ollama_generate, methods=["POST"]),
         Route("/api/tags", door.ollama_tags, methods=["GET"]),
+        Route("/api/ps", door.ollama_ps, methods=["GET"]),
         Route("/api/version", door.ollama_version, methods=["GET"]),
         Route("/v1/embeddings", door.openai_embeddings, methods=["POST"]),
         Route("/api/embed", door.ollama_embed, methods=["POST"]),

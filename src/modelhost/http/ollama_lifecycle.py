@@ -1,0 +1,121 @@
+"""Ollama's model lifecycle on the HTTP door: the per-request `keep_alive` and GET /api/ps.
+
+Ollama clients (Open WebUI, the ollama CLI, LangChain's Ollama classes) send `keep_alive` with their requests and
+expect it honoured: "5m" keeps the model loaded five minutes after the request, "0" unloads it as soon as it is
+idle (and `/api/generate` with no prompt and `keep_alive: 0` is Ollama's way to unload a model now), a negative
+value keeps it loaded for good. The last request's value wins, as in Ollama; a request without one goes back to
+the server's own policy (`--keep-alive`). Pinned models (the socket door's) stay loaded whatever a request says.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from modelhost.host.models import ServedModel
+from modelhost.http.openai_schema import ApiError, ollama_timestamp, shown
+
+#: Seconds per unit of a Go duration (Ollama parses `keep_alive` strings with Go's time.ParseDuration).
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+#: Longest keep-alive kept as a deadline; anything longer is "for good". A client's `1e308` or `99999999h` must not
+#: overflow the monotonic-clock arithmetic of the sweep (inf + clock is fine, a finite overflow to inf is not).
+FOREVER_SECONDS = 100 * 365 * 86400.0
+
+#: Longest `keep_alive` string read: a Go duration of a few parts is a dozen characters, and a megabyte of "1h"
+#: repeated must not cost a regex scan of that size.
+MAX_DURATION_CHARS = 64
+
+
+def parse_keep_alive(value: Any) -> float | None:
+    """A request's `keep_alive` as seconds (math.inf: for good), or None when it sent none.
+
+    Numbers are seconds; strings are Go durations ("5m", "1h30m", "250ms", "-1m") or plain numbers of seconds;
+    negative means for good. Anything else is a 400 naming `keep_alive`."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise _invalid(value)
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and len(value) <= MAX_DURATION_CHARS:
+        seconds = _duration(value.strip())
+    else:
+        raise _invalid(value)
+    if math.isnan(seconds):
+        raise _invalid(value)
+    return math.inf if seconds < 0 or seconds > FOREVER_SECONDS else seconds
+
+
+def _duration(text: str) -> float:
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    try:
+        return sign * float(body)  # a plain number of seconds ("300", "0", "-1")
+    except ValueError:
+        pass
+    total, at = 0.0, 0
+    for part in _PART.finditer(body):
+        if part.start() != at:
+            break
+        total += float(part.group(1)) * _UNITS[part.group(2)]
+        at = part.end()
+    if not body or at != len(body):
+        raise _invalid(text)
+    return sign * total
+
+
+def _invalid(value: Any) -> ApiError:
+    return ApiError(
+        400,
+        f'keep_alive: {shown(str(value))!r} is not a duration (use seconds, or a duration like "5m", "1h30m", '
+        '"0" to unload when idle, "-1" to keep loaded)',
+        param="keep_alive",
+        code="invalid_value",
+    )
+
+
+def body_keep_alive(body: Any) -> float | None:
+    """The `keep_alive` of a decoded request body (None when absent or the body is not an object)."""
+    return parse_keep_alive(body.get("keep_alive")) if isinstance(body, dict) else None
+
+
+def unloaded(model: str) -> bytes:
+    """The answer to Ollama's unload call (`/api/generate` with no prompt and `keep_alive: 0`)."""
+    return msgspec.json.encode(
+        {"model": model, "created_at": ollama_timestamp(), "response": "", "done": True, "done_reason": "unload"}
+    )
+
+
+def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes:
+    """GET /api/ps: the models resident now (loaded or loading), each with when it would be unloaded if left idle
+    (`expires_at`; far in the future for one kept for good), in Ollama's shape. All memory is host memory here, so
+    `size_vram` is 0."""
+    now_wall, now = time.time(), time.monotonic()
+    entries = []
+    for model in models:
+        host = model.host
+        if host is None or host.state in ("failed", "closing", "closed"):
+            continue
+        keep = model.keep_alive_seconds(default_keep_alive)
+        left = FOREVER_SECONDS if keep is None or math.isinf(keep) else max(0.0, model.last_used + keep - now)
+        family = model.model.model_type if model.ready else ""
+        details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
+        entries.append(
+            {
+                "name": model.name,
+                "model": model.name,
+                "size": model.size,
+                "digest": "",
+                "details": details,
+                "expires_at": ollama_timestamp(now_wall + left),
+                "size_vram": 0,
+            }
+        )
+    return msgspec.json.encode({"models": entries})

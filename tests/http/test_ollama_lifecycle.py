@@ -1,0 +1,125 @@
+"""Ollama's per-request keep_alive and GET /api/ps: what Ollama clients send to load, keep and unload models.
+
+Stand-in models behind a real HTTP door on loopback (the lifecycle is the set's, not a backend's); the duration
+parser is pinned on its own first.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime
+from typing import Any
+
+import httpx
+import pytest
+from http_support import LoopThread
+from test_models import door, spec, wait_until
+
+from modelhost.host.models import Models
+from modelhost.http.ollama_lifecycle import parse_keep_alive
+from modelhost.http.openai_schema import ApiError
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("5m", 300.0),
+        ("1h30m", 5400.0),
+        ("250ms", 0.25),
+        ("1.5s", 1.5),
+        (" 10s ", 10.0),
+        (300, 300.0),
+        (2.5, 2.5),
+        ("300", 300.0),
+        ("0", 0.0),
+        (0, 0.0),
+        (-1, math.inf),
+        ("-1m", math.inf),
+        ("-1", math.inf),
+        (1e308, math.inf),
+        ("99999999h", math.inf),
+        (None, None),
+    ],
+)
+def test_keep_alive_reads_go_durations_and_seconds(value: Any, seconds: float | None) -> None:
+    assert parse_keep_alive(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["5 minutes", "", "m", "5x", "1h 30m", "h1", True, [], {"s": 1}, "1h" * 40])
+def test_a_bad_keep_alive_is_refused_by_name(value: Any) -> None:
+    with pytest.raises(ApiError) as info:
+        parse_keep_alive(value)
+    assert info.value.param == "keep_alive" and info.value.status == 400
+
+
+def ollama_chat(url: str, model: str, **extra: Any) -> httpx.Response:
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": False, **extra}
+    return httpx.post(f"{url}/api/chat", json=body, timeout=30)
+
+
+def ps(url: str) -> dict[str, Any]:
+    return {m["name"]: m for m in httpx.get(f"{url}/api/ps").json()["models"]}
+
+
+def test_keep_alive_zero_unloads_after_the_request_and_ps_shows_what_is_loaded(loop_thread: LoopThread) -> None:
+    models = Models([spec("alpha", "a1 a2"), spec("beta", "b1")])  # the server keeps models loaded for good
+    with door(loop_thread, models) as url:
+        listed = ps(url)
+        assert set(listed) == {"alpha", "beta"}
+        assert datetime.fromisoformat(listed["alpha"]["expires_at"]).year > 2100, "kept for good: far in the future"
+        assert listed["alpha"]["size_vram"] == 0 and listed["alpha"]["details"]["family"] == "alpha"
+
+        answer = ollama_chat(url, "alpha", keep_alive=0)
+        assert answer.status_code == 200 and answer.json()["message"]["content"] == "a1 a2 "
+        wait_until(lambda: models.get("alpha").state == "unloaded")
+        assert set(ps(url)) == {"beta"}
+        # The next request loads it again (Ollama's shape: answered "loading, retry" while it loads), and a
+        # request without keep_alive goes back to the server's policy: it stays.
+        wait_until(lambda: ollama_chat(url, "alpha").status_code == 200)
+        time.sleep(1.5)  # more than a sweep period
+        assert models.get("alpha").state == "ready"
+
+
+def test_a_duration_keeps_the_model_that_long_after_use_and_minus_one_for_good(loop_thread: LoopThread) -> None:
+    models = Models([spec("alpha", "a1"), spec("beta", "b1")], keep_alive=0.3)
+    with door(loop_thread, models) as url:
+        assert ollama_chat(url, "alpha", keep_alive=-1).status_code == 200
+        assert ollama_chat(url, "beta", keep_alive="1s").status_code == 200
+        expires = datetime.fromisoformat(ps(url)["beta"]["expires_at"]).timestamp()
+        assert 0 < expires - time.time() <= 1.0
+        time.sleep(0.6)  # past the server's 0.3 s, within beta's 1 s
+        assert models.get("beta").state == "ready"
+        wait_until(lambda: models.get("beta").state == "unloaded", timeout=5)
+        assert models.get("alpha").state == "ready", "keep_alive -1 keeps it past the server's keep-alive"
+
+
+def test_generate_without_a_prompt_and_keep_alive_zero_unloads_now(loop_thread: LoopThread) -> None:
+    models = Models([spec("alpha", "a1"), spec("beta", "b1")])
+    with door(loop_thread, models) as url:
+        answer = httpx.post(f"{url}/api/generate", json={"model": "beta", "keep_alive": 0}).json()
+        assert answer["done"] and answer["done_reason"] == "unload" and answer["model"] == "beta"
+        wait_until(lambda: models.get("beta").state == "unloaded")
+        loaded = httpx.post(f"{url}/api/generate", json={"model": "beta"})
+        wait_until(lambda: httpx.post(f"{url}/api/generate", json={"model": "beta"}).status_code == 200)
+        assert loaded.status_code in (200, 503)
+        assert set(ps(url)) == {"alpha", "beta"}
+
+
+def test_a_bad_keep_alive_is_a_400_before_any_work(loop_thread: LoopThread) -> None:
+    loads: list[int] = []
+    models = Models([spec("alpha", "a1", loads=loads)], lazy=True)
+    with door(loop_thread, models) as url:
+        answer = ollama_chat(url, "alpha", keep_alive="5 minutes")
+        assert answer.status_code == 400 and "keep_alive" in answer.json()["error"]
+        assert loads == [] and models.get("alpha").state == "unloaded"
+
+
+def test_a_pinned_model_stays_loaded_whatever_a_request_says(loop_thread: LoopThread) -> None:
+    models = Models([spec("alpha", "a1", pinned=True)], keep_alive=0.1)
+    with door(loop_thread, models) as url:
+        assert ollama_chat(url, "alpha", keep_alive=0).status_code == 200
+        time.sleep(1.2)
+        assert models.get("alpha").state == "ready"
+        refused = httpx.post(f"{url}/api/generate", json={"model": "alpha", "keep_alive": 0})
+        assert refused.status_code == 400 and "pinned" in refused.json()["error"]
