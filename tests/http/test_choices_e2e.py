@@ -109,7 +109,45 @@ def test_completions_take_n_too(tiny: HttpServer) -> None:
     assert streamed == [c.text for c in whole.choices]
 
 
+@pytest.mark.slow
+def test_completions_take_a_list_of_prompts_each_with_n_choices(tiny: HttpServer) -> None:
+    client = client_of(tiny)
+    prompts = ["Once upon a time", "The weather today"]
+    kw: dict[str, Any] = {**SAMPLED, "prompt": prompts, "n": 2}
+    whole = client.completions.create(**kw)
+    # OpenAI's order: prompt by prompt, n choices each; each is what its own request would answer.
+    assert [c.index for c in whole.choices] == [0, 1, 2, 3]
+    singles = [client.completions.create(**{**SAMPLED, "seed": 40 + i}, prompt=p) for p in prompts for i in range(2)]
+    assert [c.text for c in whole.choices] == [s.choices[0].text for s in singles]
+    assert whole.usage is not None
+    # Each prompt is billed once, each completion counted.
+    assert whole.usage.prompt_tokens == singles[0].usage.prompt_tokens + singles[2].usage.prompt_tokens  # type: ignore[union-attr]
+    assert whole.usage.completion_tokens == sum(s.usage.completion_tokens for s in singles)  # type: ignore[union-attr]
+    streamed = ["", "", "", ""]
+    usage = None
+    for chunk in client.completions.create(**kw, stream=True, stream_options={"include_usage": True}):
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            streamed[choice.index] += choice.text
+    assert streamed == [c.text for c in whole.choices]
+    assert usage is not None and usage.prompt_tokens == whole.usage.prompt_tokens
+
+
 # -- the door's own rules, on a scripted model -------------------------------------------------------------------
+
+
+def test_a_prompt_list_is_bounded_and_may_not_be_empty(loop_thread: LoopThread) -> None:
+    model = scripted_model()
+    with serving(loop_thread, scripted_host(model)) as server:
+        client = client_of(server)
+        for prompt, n in (([], 1), (["p"] * 17, 1), (["p"] * 9, 2)):
+            with pytest.raises(openai.BadRequestError) as info:
+                client.completions.create(model="x", prompt=prompt, n=n)
+            assert info.value.body["param"] == "prompt"  # type: ignore[index]
+        assert model.prompts == []
+        three = client.completions.create(model="x", prompt=["a", "b", "c"], max_tokens=1)
+        assert [c.text for c in three.choices] == ["one ", "one ", "one "]
+        assert model.prompts == ["a", "b", "c"]
 
 
 def test_n_out_of_range_is_refused_by_name_before_any_work(loop_thread: LoopThread) -> None:

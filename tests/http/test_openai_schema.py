@@ -119,12 +119,14 @@ def test_images_must_be_bounded_png_or_jpeg_data_uris() -> None:
     assert info.value.code == "image_too_large"
 
 
-def test_completions_take_one_prompt_and_openais_default_length() -> None:
+def test_completions_take_prompts_and_openais_default_length() -> None:
     parsed = s.parse_completion({"prompt": ["Once"]})
-    assert parsed.generation.prompt == "Once"
+    assert parsed.generation.prompt == "Once" and parsed.prompts == ()
     assert parsed.generation.options["max_tokens"] == s.COMPLETIONS_DEFAULT_MAX_TOKENS
+    several = s.parse_completion({"prompt": ["a", "b"], "n": 2, "seed": 7})
+    assert [(g.prompt, g.options["seed"]) for g in several.choices()] == [("a", 7), ("a", 8), ("b", 7), ("b", 8)]
     with pytest.raises(s.ApiError) as info:
-        s.parse_completion({"prompt": ["a", "b"]})
+        s.parse_completion({"prompt": []})
     assert info.value.param == "prompt"
     with pytest.raises(s.ApiError):
         s.parse_completion({"prompt": "a", "echo": True})

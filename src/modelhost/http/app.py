@@ -250,13 +250,16 @@ class _StreamedAnswer(Response):
     """Relays a host request's events as SSE or NDJSON, cancelling the request if the client goes away. With
     several choices, `writers[i]` writes choice i, and the stream ends once, after the last choice finished."""
 
-    def __init__(self, door: _Door, route: str, stream: _Choices, writers: Sequence[_Writer], media_type: str) -> None:
+    def __init__(
+        self, door: _Door, route: str, stream: _Choices, writers: Sequence[_Writer], media_type: str, prompts: int = 1
+    ) -> None:
         super().__init__(media_type=media_type)
         self.door = door
         self.route = route
         self.stream = stream
         self.writers = writers
-        self._finished: list[Done] = []
+        self.prompts = prompts  # distinct prompts among the choices (each billed once in the usage)
+        self._finished: dict[int, Done] = {}
         self._ended = False  # an error ended the whole stream (the other choices are cancelled)
         # No caching, and no proxy buffering (nginx's header): tokens must reach the client as they are made.
         self.headers.update({"cache-control": "no-cache", "x-accel-buffering": "no"})
@@ -296,10 +299,11 @@ class _StreamedAnswer(Response):
         if len(self.writers) == 1:
             return writer.done(event, time.perf_counter() - self.stream.submitted_at)
         assert isinstance(writer, _ChoiceWriter), "several choices are written by OpenAI writers only"
-        self._finished.append(event)
+        self._finished[index] = event
         out = writer.finish(event)
         if len(self._finished) == len(self.writers):
-            out += writer.closing(schema.usage_of(*self._finished))
+            dones = [self._finished[i] for i in range(len(self.writers))]
+            out += writer.closing(schema.usage_of(*dones, prompts=self.prompts))
         return out
 
 
@@ -405,7 +409,11 @@ class _Door:
         """POST /v1/completions."""
         body = await _read_json(request)
         parsed = schema.parse_completion(body, _request_id())
-        return await self._openai(request, self._route(body), parsed, schema.OpenAICompletionStream, schema.completion)
+        prompts = max(1, len(parsed.prompts))
+        return await self._openai(
+            request, self._route(body), parsed, schema.OpenAICompletionStream,
+            lambda name, answers: schema.completion(name, answers, prompts),
+        )  # fmt: skip
 
     # -- Ollama ----------------------------------------------------------------------------------------------------
     @_answers_errors("ollama")
@@ -538,10 +546,11 @@ class _Door:
         choice, sharing one id), or as one `whole(model, answers)` body."""
         choices = self._submit(served, parsed)
         if parsed.stream:
-            writers = [streamed(served.name, parsed.include_usage, i) for i in range(parsed.n)]
+            writers = [streamed(served.name, parsed.include_usage, i) for i in range(len(choices.streams))]
             for writer in writers[1:]:
                 writer.id, writer.created = writers[0].id, writers[0].created
-            return _StreamedAnswer(self, request.url.path, choices, writers, "text/event-stream")
+            prompts = max(1, len(parsed.prompts))
+            return _StreamedAnswer(self, request.url.path, choices, writers, "text/event-stream", prompts)
         # Chat answers split a thinking model's thought out; a raw completion's text stays whole.
         answers, _ = await self._collect(
             request, choices, logprobs=parsed.logprobs, split=bool(parsed.generation.messages)

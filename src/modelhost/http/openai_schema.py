@@ -146,21 +146,26 @@ class ParsedRequest:
     logprobs: bool = False  # the answer carries each token's log-probability
     tools: tooling.ToolPlan | None = None  # the model may (or must) answer with tool calls
     n: int = 1  # choices: each is its own generation of the same request (OpenAI's `n`)
+    #: /v1/completions given several prompts: one generation per prompt and choice (`generation` holds the first).
+    prompts: tuple[str, ...] = ()
     # contract option name -> the parameter name the client used, so errors name what the client sent.
     wire_names: Mapping[str, str] = field(default_factory=dict)
 
     def choices(self) -> list[GenerationRequest]:
-        """One generation per choice. With a `seed`, choice i samples with seed + i: the choices differ from each
-        other (n copies of one sample would be useless) and the whole answer is still reproducible."""
+        """One generation per prompt and choice, in OpenAI's choice order (prompt by prompt, `n` each). With a
+        `seed`, choice i of a prompt samples with seed + i: the choices differ from each other (n copies of one
+        sample would be useless) and the whole answer is still reproducible."""
+        bases = [replace(self.generation, prompt=p) for p in self.prompts] if self.prompts else [self.generation]
         if self.n == 1:
-            return [self.generation]
+            return bases
         seed = self.generation.options.get("seed")
         out = []
-        for i in range(self.n):
-            options = dict(self.generation.options)
-            if seed is not None:
-                options["seed"] = (seed + i) % (1 << 64)  # the option's own range (inference.options)
-            out.append(replace(self.generation, options=options))
+        for base in bases:
+            for i in range(self.n):
+                options = dict(base.options)
+                if seed is not None:
+                    options["seed"] = (seed + i) % (1 << 64)  # the option's own range (inference.options)
+                out.append(replace(base, options=options))
         return out
 
 
@@ -482,12 +487,15 @@ def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
         raise _unsupported("suffix", "fill-in-the-middle is not supported")
     if req.best_of not in (None, 1):
         raise _unsupported("best_of", "only best_of=1 is supported")
-    prompt = req.prompt
-    if isinstance(prompt, list):
-        if len(prompt) != 1:
-            raise _unsupported("prompt", "exactly one prompt per request is supported")
-        prompt = prompt[0]
-    if prompt is None:
+    prompts = req.prompt if isinstance(req.prompt, list) else None
+    if prompts is not None and not prompts:
+        raise ApiError(400, "prompt must not be an empty list", param="prompt", code="invalid_value")
+    if prompts is not None and len(prompts) * (req.n or 1) > MAX_CHOICES:
+        raise ApiError(
+            400, f"at most {MAX_CHOICES} generations per request (prompts x n)", param="prompt", code="invalid_value"
+        )
+    prompt = prompts[0] if prompts is not None else req.prompt
+    if not isinstance(prompt, str):
         raise ApiError(400, "prompt is required", param="prompt", code="invalid_value")
     limit = req.max_tokens if req.max_tokens is not None else COMPLETIONS_DEFAULT_MAX_TOKENS
     options, names = _sampling_options(req, limit)
@@ -499,6 +507,7 @@ def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
         logprobs=req.logprobs is not None,
         n=req.n or 1,
+        prompts=tuple(prompts) if prompts is not None and len(prompts) > 1 else (),
         wire_names=names,
     )
 
@@ -521,10 +530,11 @@ class Usage(msgspec.Struct):
     total_tokens: int
 
 
-def usage_of(*dones: Done) -> Usage:
-    """Usage of one answer's choices: the prompt counted once (every choice read the same prompt, as OpenAI bills
-    it), the completions summed."""
-    prompt = dones[0].prompt_tokens
+def usage_of(*dones: Done, prompts: int = 1) -> Usage:
+    """Usage of one answer's choices, `dones` in choice order over `prompts` prompts: each prompt counted once
+    (every choice of a prompt read the same prompt, as OpenAI bills it), the completions summed."""
+    per_prompt = max(1, len(dones) // prompts)
+    prompt = sum(d.prompt_tokens for d in dones[::per_prompt])
     completion = sum(d.completion_tokens for d in dones)
     return Usage(prompt, completion, prompt + completion)
 
@@ -784,16 +794,16 @@ def chat_completion(model: str, answers: Sequence[Answer], tools: tooling.ToolPl
     return msgspec.json.encode(ChatCompletion(new_id("chatcmpl"), int(time.time()), model, choices, usage))
 
 
-def completion(model: str, answers: Sequence[Answer]) -> bytes:
-    """The body of a non-streaming /v1/completions answer, one choice per answer (`logprobs` when the request
-    asked for them; raw text is never split into a thought)."""
+def completion(model: str, answers: Sequence[Answer], prompts: int = 1) -> bytes:
+    """The body of a non-streaming /v1/completions answer, one choice per answer, over `prompts` prompts
+    (`logprobs` when the request asked for them; raw text is never split into a thought)."""
     choices = [
         _CompletionChoice(
             i, a.text, openai_finish_reason(a.done), completion_logprobs(a.logprobs) if a.logprobs is not None else None
         )
         for i, a in enumerate(answers)
     ]
-    usage = usage_of(*(a.done for a in answers))
+    usage = usage_of(*(a.done for a in answers), prompts=prompts)
     return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, choices, usage))
 
 
