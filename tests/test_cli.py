@@ -92,3 +92,37 @@ def test_chat_with_an_image_on_a_vision_model_and_a_clear_refusal_on_a_text_mode
 
     refused = modelhost("chat", "What is this?", "--model", str(tiny_llama_gguf), "--image", str(picture))
     assert refused.returncode == 2 and "attachment_unsupported" in refused.stderr, refused.stderr
+
+
+def test_embed_prints_one_json_line_per_text_from_arguments_or_a_file(tiny_llama_gguf: Path, tmp_path: Path) -> None:
+    import json
+
+    import numpy as np
+
+    args = ["embed", "--model", str(tiny_llama_gguf)]
+    result = modelhost(*args, "a cat sat", "a cat sat", "stock prices fell")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["index"] for r in rows] == [0, 1, 2]
+    vectors = np.array([r["embedding"] for r in rows])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert float(vectors[0] @ vectors[1]) > 0.999 and float(vectors[0] @ vectors[2]) < 0.9999
+    assert "3 texts" in result.stderr
+
+    # A file longer than one model call: every non-empty line, in order, numbered across the calls.
+    lines = [f"line number {i}" for i in range(70)]
+    listing = tmp_path / "texts.txt"
+    listing.write_text("\n".join(lines[:40]) + "\n\n" + "\n".join(lines[40:]) + "\n")
+    from_file = modelhost(*args, "--file", str(listing))
+    assert from_file.returncode == 0, from_file.stderr
+    rows = [json.loads(line) for line in from_file.stdout.splitlines()]
+    assert [r["index"] for r in rows] == list(range(70))
+    alone = json.loads(modelhost(*args, lines[65]).stdout)
+    assert np.allclose(rows[65]["embedding"], alone["embedding"], atol=1e-4)
+
+    # A text too long for the context is named by its place in the whole file, not in its call.
+    listing.write_text("\n".join([*lines[:65], "word " * 5000, *lines[65:]]) + "\n")
+    too_long = modelhost(*args, "--file", str(listing))
+    assert too_long.returncode == 2 and "input[65]" in too_long.stderr, too_long.stderr
+    neither = modelhost(*args)
+    assert neither.returncode == 2 and "--file" in neither.stderr
