@@ -1,15 +1,18 @@
-"""Structured output's cost: decode tokens/s with a JSON-Schema grammar vs the same chat without one.
+"""Structured output's cost: decode tokens/s with a JSON-Schema grammar vs the same chat without one, per backend.
 
-The embedded model (SmolLM2-135M-Instruct Q4_1, llama.cpp) answers one chat prompt, greedy, in alternating rounds
+The embedded model (SmolLM2-135M-Instruct: the Q4_1 GGUF on llama.cpp, its dequantised safetensors twin on
+transformers) answers one chat prompt, greedy, in alternating rounds
 (A/B, B/A, ...) so a neighbour's burst of load on a shared machine hits both sides alike; the report is medians and
 the median of the per-round ratios. The schema asks for a list of at least 20 objects, so the grammar side runs the
 full `--max-tokens` as the free side does (which is held there with `min_tokens`). Decode rate is the model's own
 metric: generated tokens over the time after the first token (prefill excluded).
 
-Also reported: how often the drawn token was outside the grammar (those steps mask the whole vocabulary; see
-backends/llama_cpp/grammar.py), and that every grammar answer that ended parses as JSON.
+Also reported: on llama.cpp, how often the drawn token was outside the grammar (those steps mask the whole
+vocabulary; see backends/llama_cpp/grammar.py); on transformers, the time spent computing llguidance's masks (every
+step is masked there; see backends/transformers/grammar.py); and that every grammar answer that ended parses.
 
-    .venv/bin/python bench/structured.py [--rounds 7] [--max-tokens 128] [--threads 2]
+    .venv/bin/python bench/structured.py [--backend both|llama_cpp|transformers] [--rounds 7] [--max-tokens 128]
+        [--threads 2]
 
 Target (issue 15): ratio >= 0.8. Measured on the shared 2-core machine (7 rounds, 128 tokens, greedy, 2 threads):
 109.3 tok/s without a grammar, 109.0 with the schema, paired ratio 0.97; the drawn token was outside the grammar
@@ -46,48 +49,44 @@ PROMPT = "List twenty large cities of the world with their country, as JSON."
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("both", "llama_cpp", "transformers"), default="both")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    backends = ("llama_cpp", "transformers") if args.backend == "both" else (args.backend,)
+    for backend in backends:
+        measure(backend, args.rounds, args.max_tokens, args.threads)
 
-    import modelhost.backends.llama_cpp.grammar as grammar
+
+def measure(backend: str, rounds: int, n: int, threads: int) -> None:
+    """Alternating rounds on one backend; prints each round and the medians."""
     from modelhost.inference import load_model
     from modelhost.inference.types import Message
 
-    refused = [0, 0]  # refused draws, all draws (counted by wrapping GrammarSampler.sample)
-    original = grammar.GrammarSampler.sample
-
-    def counting(self: Any, ctx: Any, idx: int = -1) -> int:
-        before = self.refused
-        token = original(self, ctx, idx)
-        refused[0] += self.refused - before
-        refused[1] += 1
-        return token
-
-    grammar.GrammarSampler.sample = counting  # type: ignore[method-assign]
-    model = load_model("default", threads=args.threads, parallel=1)
+    counters = _count_llama_refusals() if backend == "llama_cpp" else _time_transformers_masks()
+    model = load_model("default", backend=backend, threads=threads, parallel=1)
     messages = [Message("user", PROMPT)]
-    n = args.max_tokens
     free_opts = {"max_tokens": n, "min_tokens": n, "temperature": 0}
     json_opts = {"max_tokens": n, "temperature": 0, "json_schema": SCHEMA}
 
-    def run(opts: dict[str, Any]) -> tuple[float, int, str]:
+    def run(opts: dict[str, Any]) -> tuple[float, str]:
         text = "".join(t.text for t in model.chat(messages, **opts))
-        m = model.metrics()
-        return m.decode_tokens_per_second, m.generated_tokens, text
+        return model.metrics().decode_tokens_per_second, text
 
-    run(free_opts)  # warm up both paths (the first call pays for page faults and the grammar's parse)
+    run(free_opts)  # warm up both paths (the first call pays for page faults and the grammar's set-up)
     run(json_opts)
+    counters[:] = [0, 0]
     free: list[float] = []
     constrained: list[float] = []
     ratios: list[float] = []
     parsed = ended = 0
-    for r in range(args.rounds):
+    print(f"{backend}:")
+    for r in range(rounds):
         order = ("free", "json") if r % 2 == 0 else ("json", "free")
         got: dict[str, float] = {}
         for side in order:
-            tps, _, text = run(free_opts if side == "free" else json_opts)
+            tps, text = run(free_opts if side == "free" else json_opts)
             got[side] = tps
             if side == "json" and model.metrics().finish_reason == "stop":
                 ended += 1
@@ -99,18 +98,60 @@ def main() -> None:
         free.append(got["free"])
         constrained.append(got["json"])
         ratios.append(got["json"] / got["free"])
-        print(f"round {r + 1}: free {got['free']:.1f} tok/s, json_schema {got['json']:.1f} tok/s, "
+        print(f"  round {r + 1}: free {got['free']:.1f} tok/s, json_schema {got['json']:.1f} tok/s, "
               f"ratio {ratios[-1]:.2f}", flush=True)  # fmt: skip
     model.close()
-    print()
-    print(f"decode tok/s, median of {args.rounds} rounds ({n} tokens, greedy, {args.threads} threads):")
+    print(f"{backend} decode tok/s, median of {rounds} rounds ({n} tokens, greedy, {threads} threads):")
     print(f"  without grammar  {statistics.median(free):7.1f}")
     print(f"  json_schema      {statistics.median(constrained):7.1f}")
     print(f"  ratio (paired median) {statistics.median(ratios):.2f}   target >= 0.8")
-    print(
-        f"  drawn token outside the grammar: {refused[0]} of {refused[1]} steps ({refused[0] / max(refused[1], 1):.1%})"
-    )
+    if backend == "llama_cpp":
+        share = counters[0] / max(counters[1], 1)
+        print(f"  drawn token outside the grammar: {counters[0]} of {counters[1]} steps ({share:.1%})")
+    else:
+        per_step = counters[0] / max(counters[1], 1) * 1e6
+        print(f"  llguidance mask: {per_step:.0f} us a step over {counters[1]} steps")
     print(f"  grammar answers that ended: {ended}, parsed as JSON: {parsed}")
+    print()
+
+
+def _count_llama_refusals() -> list[Any]:
+    """[refused draws, all draws], counted by wrapping llama.cpp's GrammarSampler.sample."""
+    import modelhost.backends.llama_cpp.grammar as grammar
+
+    counters: list[Any] = [0, 0]
+    original = grammar.GrammarSampler.sample
+
+    def counting(self: Any, ctx: Any, idx: int = -1) -> int:
+        before = self.refused
+        token = original(self, ctx, idx)
+        counters[0] += self.refused - before
+        counters[1] += 1
+        return token
+
+    grammar.GrammarSampler.sample = counting  # type: ignore[method-assign]
+    return counters
+
+
+def _time_transformers_masks() -> list[Any]:
+    """[seconds in the mask step, masked steps], timed by wrapping transformers' grammar.constrain (the sampler
+    looks it up when a request is built, so the wrapper is what runs)."""
+    import time
+
+    import modelhost.backends.transformers.grammar as grammar
+
+    counters: list[Any] = [0.0, 0]
+    original = grammar.constrain
+
+    def timed(logits: Any, rows: Any) -> Any:
+        start = time.perf_counter()
+        out = original(logits, rows)
+        counters[0] += time.perf_counter() - start
+        counters[1] += 1
+        return out
+
+    grammar.constrain = timed  # type: ignore[assignment]
+    return counters
 
 
 if __name__ == "__main__":

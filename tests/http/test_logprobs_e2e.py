@@ -107,3 +107,45 @@ def test_logprob_requests_a_backend_cannot_serve_are_400s_naming_the_parameter(
                     model="scripted", messages=ask("hi"), logprobs=True, stream=stream
                 )
             assert info.value.body["param"] == "logprobs"  # type: ignore[index]
+
+
+# --- the transformers backend -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_tf(loop_thread: LoopThread, tiny_llama_dir: Path) -> Iterator[HttpServer]:
+    host = Host(lambda: modelhost.inference.load_model(str(tiny_llama_dir), backend="transformers"), name="tiny")
+    with serving(loop_thread, host) as server:
+        yield server
+
+
+def test_transformers_chat_logprobs_cover_every_token_streamed_or_not(tiny_tf: HttpServer) -> None:
+    client = client_of(tiny_tf)
+    kw: dict[str, Any] = {"model": "tiny", "messages": ask("hello"), "max_tokens": 12, "temperature": 0}
+    whole = client.chat.completions.create(**kw, logprobs=True, top_logprobs=3)
+    entries = whole.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert entries is not None and whole.usage is not None and len(entries) == whole.usage.completion_tokens
+    for e in entries:
+        assert e.logprob <= 0 and len(e.top_logprobs) == 3
+        assert e.top_logprobs[0].logprob == e.logprob  # greedy: the chosen token is the most likely one
+        assert [t.logprob for t in e.top_logprobs] == sorted((t.logprob for t in e.top_logprobs), reverse=True)
+    streamed = []
+    for chunk in client.chat.completions.create(**kw, logprobs=True, top_logprobs=3, stream=True):
+        if chunk.choices and chunk.choices[0].logprobs and chunk.choices[0].logprobs.content:
+            streamed.extend(chunk.choices[0].logprobs.content)
+    assert [e.token for e in streamed] == [e.token for e in entries]
+    assert [e.logprob for e in streamed] == pytest.approx([e.logprob for e in entries], abs=1e-4)
+
+
+def test_transformers_completion_logprobs_agree_with_classify_logits(tiny_tf: HttpServer, tiny_llama_dir: Path) -> None:
+    prompt = "The quick brown fox"
+    answer = client_of(tiny_tf).completions.create(model="tiny", prompt=prompt, max_tokens=1, temperature=0, logprobs=2)
+    lp = answer.choices[0].logprobs
+    assert lp is not None and lp.tokens and lp.token_logprobs and lp.top_logprobs
+    with modelhost.inference.load_model(str(tiny_llama_dir), backend="transformers") as model:
+        result = model.classify([prompt], logits=True, temperature=0)[0]
+    assert result.logits is not None
+    row = result.logits.astype(np.float64)
+    logsum = row.max() + math.log(float(np.exp(row - row.max()).sum()))
+    assert lp.token_logprobs[0] == pytest.approx(row[result.token.id] - logsum, abs=1e-4)
+    assert lp.tokens[0] == result.token.text and len(lp.top_logprobs[0]) == 2

@@ -89,3 +89,32 @@ def test_the_backend_marks_each_tokens_channel(gguf: Path) -> None:
         for text, ch in (("hm", "thought"), ("</think>", "marker"), ("\n\n", "content"), ("ok", "content"))
     ]
     assert fed == [("", "hm"), ("", ""), ("", ""), ("ok", "")]
+
+
+# --- the transformers backend (the same marker rules: inference/generation.py's ThoughtMarkers) --------------------
+
+
+@pytest.fixture(scope="module")
+def thinking_tf(loop_thread: LoopThread, tiny_thinking_dir: Path) -> Iterator[HttpServer]:
+    host = Host(lambda: modelhost.inference.load_model(str(tiny_thinking_dir), backend="transformers"), name="think")
+    with serving(loop_thread, host) as server:
+        yield server
+
+
+def test_transformers_thought_and_reply_are_apart_streamed_or_not(thinking_tf: HttpServer) -> None:
+    client = openai.OpenAI(base_url=f"{thinking_tf.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    # The template opens `<think>` in the prompt, so the random model's answer starts as thought (and seldom closes
+    # it: the reply side is checked on the backend, tests/backends/test_transformers_structured.py).
+    kw = chat_kw()
+    whole = client.chat.completions.create(**kw)
+    message = whole.choices[0].message
+    thought = getattr(message, "reasoning_content", None)
+    assert thought and message.content is not None
+    assert "<think>" not in thought + message.content and "</think>" not in thought + message.content
+    reasoning, content = "", ""
+    for chunk in client.chat.completions.create(**kw, stream=True):
+        if chunk.choices:
+            delta = chunk.choices[0].delta
+            reasoning += getattr(delta, "reasoning_content", None) or ""
+            content += delta.content or ""
+    assert (reasoning, content) == (thought, message.content)

@@ -134,3 +134,59 @@ def test_schemas_the_model_cannot_follow_are_400s_naming_the_parameter(tiny: Htt
     assert info.value.body["param"] == "response_format.type"  # type: ignore[index]
     refused = httpx.post(f"{tiny.url}/api/chat", json={"messages": ask("hi"), "format": "yaml"})
     assert refused.status_code == 400 and "format" in refused.json()["error"]
+
+
+# --- the transformers backend (llguidance's token masks; backends/transformers/grammar.py) -------------------------
+
+
+@pytest.fixture(scope="module")
+def smol_tf(loop_thread: LoopThread) -> Iterator[HttpServer]:
+    pytest.importorskip("llguidance")
+    # The embedded GGUF through transformers: dequantised once into the safetensors cache, then loaded from there.
+    host = Host(lambda: modelhost.inference.load_model("default", backend="transformers"), name="default")
+    with serving(loop_thread, host) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tiny_tf(loop_thread: LoopThread, tiny_llama_dir: Path) -> Iterator[HttpServer]:
+    pytest.importorskip("llguidance")
+    host = Host(lambda: modelhost.inference.load_model(str(tiny_llama_dir), backend="transformers"), name="tiny")
+    with serving(loop_thread, host) as server:
+        yield server
+
+
+def test_transformers_smollm2_answers_a_strict_pydantic_schema(smol_tf: HttpServer) -> None:
+    answer = client_of(smol_tf).chat.completions.parse(
+        model="default", messages=ask("Describe Paris as a city."), response_format=City, temperature=0, max_tokens=80
+    )
+    choice = answer.choices[0]
+    assert choice.finish_reason == "stop", choice.message.content
+    assert isinstance(choice.message.parsed, City) and choice.message.parsed.name
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_transformers_random_model_answers_valid_json_of_the_schema(tiny_tf: HttpServer, stream: bool) -> None:
+    client = client_of(tiny_tf)
+    kw: dict[str, Any] = {"model": "tiny", "messages": ask("hi"), "response_format": SCHEMA_FORMAT, "max_tokens": 200}
+    for sampling in ({"temperature": 0}, {"temperature": 1.2, "seed": 5}, {"temperature": 1.0, "seed": 6}):
+        if stream:
+            chunks = client.chat.completions.create(**kw, **sampling, stream=True)
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        else:
+            text = client.chat.completions.create(**kw, **sampling).choices[0].message.content or ""
+        jsonschema.validate(json.loads(text), PERSON)
+    body = {"model": "tiny", "messages": ask("hi"), "stream": False, "format": PERSON,
+            "options": {"temperature": 0, "num_predict": 200}}  # fmt: skip
+    answer = httpx.post(f"{tiny_tf.url}/api/chat", json=body, timeout=120).json()
+    jsonschema.validate(json.loads(answer["message"]["content"]), PERSON)
+
+
+def test_transformers_refuses_schemas_it_cannot_enforce_as_400s(tiny_tf: HttpServer) -> None:
+    client = client_of(tiny_tf)
+    unique = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array", "uniqueItems": True}}}
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(model="tiny", messages=ask("hi"), response_format=unique, stream=stream)  # type: ignore[call-overload]
+        assert info.value.body["param"] == "response_format"  # type: ignore[index]
+        assert "uniqueItems" in info.value.body["message"]  # type: ignore[index]

@@ -149,6 +149,47 @@ class TokenFeed:
         return self._ids.popleft()
 
 
+#: Thought-channel markers, tried in order; the first pair a vocabulary holds as single tokens is the model's channel.
+#: One list for every backend, so a model's thought is told from its answer the same way whichever engine runs it.
+THOUGHT_MARKERS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtMarkers:
+    """The ids that open and close a model's thought channel, and the rules that put each token in a Channel."""
+
+    open_id: int
+    close_id: int
+
+    @classmethod
+    def find(cls, single_token: Callable[[str], int | None]) -> ThoughtMarkers | None:
+        """The first THOUGHT_MARKERS pair that `single_token` (marker text to its one token id, or None when the
+        vocabulary spells it with several) knows, or None: the model has no thought channel."""
+        for open_text, close_text in THOUGHT_MARKERS:
+            open_id, close_id = single_token(open_text), single_token(close_text)
+            if open_id is not None and close_id is not None:
+                return cls(open_id, close_id)
+        return None
+
+    def inside_after(self, ids: Sequence[int]) -> bool:
+        """True when `ids` (a prompt) leaves the model inside an open thought: its last marker is the opener (a
+        template that opens `<think>` for the model starts the answer inside its thought)."""
+        for token in reversed(ids):
+            if token == self.close_id:
+                return False
+            if token == self.open_id:
+                return True
+        return False
+
+    def follow(self, token: int, inside: bool) -> tuple[bool, Channel]:
+        """Whether a sequence that was `inside` its thought is inside after `token`, and `token`'s channel."""
+        if token == self.open_id:
+            return True, "marker"
+        if token == self.close_id:
+            return False, "marker"
+        return inside, "thought" if inside else "content"
+
+
 @dataclass(slots=True)
 class LoopOutcome:
     """How `decode_loop` ended; filled in as it runs, final once the iterator is exhausted or closed."""

@@ -38,7 +38,7 @@ from modelhost.errors import (
     ModelHostError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
+from modelhost.inference.generation import LoopOutcome, MetricsClock, ThoughtMarkers, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import (
     BatchResult,
@@ -56,10 +56,6 @@ from modelhost.inference.types import (
 if TYPE_CHECKING:
     from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
     from modelhost.backends.llama_cpp.embedding import LlamaEmbedder
-
-#: Markers of a thought channel; a model whose vocabulary has both as single tokens can honour `thinking_budget`.
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
 
 
 @dataclass(slots=True)
@@ -89,7 +85,7 @@ class TokenChooser:
         n_vocab: int,
         stops: Collection[int],
         history: Sequence[int],
-        think: tuple[int | None, int | None],
+        think: ThoughtMarkers | None,
         thought: _ThoughtState,
         grammar: tuple[Any, str] | None = None,
         piece: Any = None,
@@ -100,13 +96,13 @@ class TokenChooser:
         self._n_vocab = n_vocab
         self.thought = thought
         self._min_tokens = opts.min_tokens
-        self._open, self._close = think
         # Tracked whenever the vocabulary has both markers (a comparison per token): the budget needs it, and so does
         # telling thought from content (a template that opens `<think>` in the prompt starts the answer inside).
-        self._tracks = self._open is not None and self._close is not None
-        self._budget = opts.thinking_budget if self._tracks else 0
-        if self._tracks:
-            thought.inside = _last_index(history, self._open) > _last_index(history, self._close)
+        # The markers and the channel rules are the contract's (generation.py), shared with transformers.
+        self._think = think
+        self._budget = opts.thinking_budget if think is not None else 0
+        if think is not None:
+            thought.inside = think.inside_after(history)
         self._sampler = build_sampler(opts, n_vocab=n_vocab, history=history, grammar=grammar)
         self._early = (
             build_sampler(opts, n_vocab=n_vocab, ban=stops, history=history, grammar=grammar)
@@ -118,7 +114,7 @@ class TokenChooser:
         """The next token, from the logits at batch position `index` of `ctx` (a llama_cpp LlamaContext)."""
         thought = self.thought
         if self._budget and thought.inside and thought.spent >= self._budget:
-            token = int(self._close)  # type: ignore[arg-type]
+            token = self._think.close_id  # type: ignore[union-attr]  # a budget implies markers
             thought.forced = True
             self._sampler.accept(token)
         elif self._early is not None and self.produced < self._min_tokens:
@@ -127,10 +123,12 @@ class TokenChooser:
         else:
             token = int(self._sampler.sample(ctx, index))
         self.produced += 1
-        if self._tracks:
-            _track_thought(thought, token, self._open, self._close)
-            marker = token == self._open or token == self._close
-            thought.channel = "marker" if marker else ("thought" if thought.inside else "content")
+        if self._think is not None:
+            thought.inside, thought.channel = self._think.follow(token, thought.inside)
+            if token == self._think.open_id:
+                thought.spent = 0  # each thought gets the whole budget
+            elif thought.channel == "thought":
+                thought.spent += 1
         if self._top is not None:
             thought.logprob = self._logprob(ctx, index, token, self._top)
         return token
@@ -207,8 +205,7 @@ class LlamaCppModel:
             num_layers=int(llama_cpp.llama_model_n_layer(llm.model)),
             hidden_size=int(llm.n_embd()),
         )
-        self._think_open = self._single_special(THINK_OPEN)
-        self._think_close = self._single_special(THINK_CLOSE)
+        self._think = ThoughtMarkers.find(self._single_special)
         # Token pieces are fixed for the life of the vocabulary; caching them turns a ctypes call with a buffer
         # per generated token into a dict lookup.
         self._pieces: dict[int, bytes] = {}
@@ -444,7 +441,7 @@ class LlamaCppModel:
             n_vocab=self._n_vocab,
             stops=self._eog | set(opts.stop_tokens),
             history=prompt,
-            think=(self._think_open, self._think_close),
+            think=self._think,
             thought=thought,
             grammar=self._grammar(opts),
             piece=self._piece,
@@ -560,22 +557,6 @@ def _logprob_of(opts: GenerateOptions, state: _ThoughtState) -> Any:
 def _channel_of(state: _ThoughtState) -> Any:
     """decode_loop's `channel` hook for one generation: where its chooser's last token fell."""
     return lambda _token: state.channel
-
-
-def _last_index(tokens: Sequence[int], token: int | None) -> int:
-    for i in range(len(tokens) - 1, -1, -1):
-        if tokens[i] == token:
-            return i
-    return -1
-
-
-def _track_thought(state: _ThoughtState, token: int, open_id: int | None, close_id: int | None) -> None:
-    if token == open_id:
-        state.inside, state.spent = True, 0
-    elif token == close_id:
-        state.inside = False
-    elif state.inside:
-        state.spent += 1
 
 
 def _add_metrics(total: GenerateMetrics | None, m: GenerateMetrics) -> GenerateMetrics:

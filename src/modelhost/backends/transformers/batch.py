@@ -9,7 +9,8 @@ columns that no row needs any more are trimmed.
 
 Prefill is bounded per step by PREFILL_BUDGET prompt tokens (at least one prompt per step, so a long prompt still
 starts); unlike the llama_cpp engine, a prompt is never split into chunks here. Each row has its own sampler and
-`decode_loop`, so per-request options, stops and UTF-8 behave as in `generate`.
+`decode_loop`, so per-request options, stops and UTF-8 behave as in `generate`; so do a request's json_schema
+(its row's own grammar matcher), logprobs and thought channel, which live in the row's RowState.
 
 Only plain (full-attention) cache layers can be spliced this way; a model whose cache has sliding-window or other
 layer kinds reports `batch_slots() == 1` and the host serves it one request at a time.
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from modelhost.backends.transformers.sampling import loop_hooks
 from modelhost.errors import GenerationError, ModelHostError
 from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
@@ -86,12 +88,21 @@ class TransformersBatchEngine:
         if not free:
             raise RuntimeError("no free slot: admit only while free_slots() > 0")
         feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
+        state = m._row(p.ids, options)  # its own grammar matcher, logprob and channel: per slot, as generate has
         row = _Row(
             slot=free[0],
             prompt=p,
             sampler=m._sampler(options),
-            state=m._row(p.ids),
-            loop=decode_loop(feed, m._piece, options, eos_ids=m._ckpt.eos_ids, clock=clock, outcome=outcome),
+            state=state,
+            loop=decode_loop(
+                feed,
+                m._piece,
+                options,
+                eos_ids=m._ckpt.eos_ids,
+                clock=clock,
+                outcome=outcome,
+                **loop_hooks(options, state),
+            ),
             feed=feed,
             clock=clock,
             outcome=outcome,

@@ -17,9 +17,11 @@ import torch
 
 from modelhost.backends.transformers.attention import capturing
 from modelhost.backends.transformers.device import memory_usage, reset_peak_memory
+from modelhost.backends.transformers.grammar import Grammars
+from modelhost.backends.transformers.grammar import check as check_schema
 from modelhost.backends.transformers.loading import Checkpoint
 from modelhost.backends.transformers.pieces import token_bytes
-from modelhost.backends.transformers.sampling import RowState, Sampler, ThoughtTokens, make_sampler
+from modelhost.backends.transformers.sampling import RowState, Sampler, ThoughtTokens, loop_hooks, make_sampler
 from modelhost.backends.transformers.training import TrainingMixin
 from modelhost.backends.transformers.vision import to_rgb_image
 from modelhost.errors import (
@@ -95,13 +97,16 @@ class TransformersModel(TrainingMixin):
         self._text_config = config.get_text_config()
         self.model_type: str = str(config.model_type)
         self._piece = token_bytes(checkpoint.tokenizer)
-        self._thought = ThoughtTokens.find(checkpoint.tokenizer.get_vocab())
+        self._thought = ThoughtTokens.find(checkpoint.tokenizer.get_vocab().get)
         template = getattr(self._processor or self._tokenizer, "chat_template", None) or ""
         # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
         self._template_thinks = "enable_thinking" in str(template)
         pad = self._tokenizer.pad_token_id
         self._pad_id = int(pad if pad is not None else min(checkpoint.eos_ids, default=0))
         self._info = self._read_info()
+        # json_schema's token masks over the logits' width (grammar.py); llguidance's view of the tokenizer is
+        # built at the first schema.
+        self._grammars = Grammars(self._tokenizer, vocab_size=self._info.vocab_size, eos_ids=checkpoint.eos_ids)
         self._metrics = GenerateMetrics()
         self._err: BaseException | None = None
         self._closed = False
@@ -129,7 +134,7 @@ class TransformersModel(TrainingMixin):
         for chunk in self._chunks(seqs):
             logits = self._prefill(chunk, cache=None)[0]
             sampler = self._sampler(options)
-            rows = [self._row(ids) for ids in chunk]
+            rows = [self._row(ids, options) for ids in chunk]
             chosen = self._sample(sampler, logits, rows)
             raw = logits.float().cpu().numpy() if options.logits else None
             for i, token in enumerate(chosen):
@@ -157,15 +162,16 @@ class TransformersModel(TrainingMixin):
                 errors[i] = exc
                 rows.append(None)
                 continue
-            rows.append(_BatchRow(prompt_ids=ids, state=self._row(ids)))
+            rows.append(_BatchRow(prompt_ids=ids, state=self._row(ids, options)))
         live = [r for r in rows if r is not None]
         clock = MetricsClock()
         clock.prompt_tokens = sum(len(r.prompt_ids) for r in live)
         reset_peak_memory(self._device)
         for row in live:
             row.loop = decode_loop(
-                row.feed, self._piece, options, eos_ids=self._ckpt.eos_ids, clock=row.clock, outcome=row.outcome
-            )
+                row.feed, self._piece, options, eos_ids=self._ckpt.eos_ids, clock=row.clock, outcome=row.outcome,
+                **loop_hooks(options, row.state),
+            )  # fmt: skip
         if options.max_tokens:  # max_tokens=0: every loop ends before asking for an id; no forward pass at all
             for chunk in self._chunks(live):
                 self._decode_batch(chunk, options, clock)
@@ -287,7 +293,7 @@ class TransformersModel(TrainingMixin):
         """The token stream of one generation; records metrics and err() however it ends."""
         clock = MetricsClock()
         outcome = LoopOutcome()
-        row = self._row(prompt.ids)
+        row = self._row(prompt.ids, opts)
         self._err = None
         reset_peak_memory(self._device)
         loop = decode_loop(
@@ -297,6 +303,7 @@ class TransformersModel(TrainingMixin):
             eos_ids=self._ckpt.eos_ids,
             clock=clock,
             outcome=outcome,
+            **loop_hooks(opts, row),
         )
         try:
             yield from loop
@@ -436,11 +443,12 @@ class TransformersModel(TrainingMixin):
 
     def _sampler(self, opts: GenerateOptions) -> Sampler:
         stops = set(self._ckpt.eos_ids) | set(opts.stop_tokens)
-        return make_sampler(opts, stop_ids=stops, thought=self._thought, device=self._device)
+        return make_sampler(opts, stop_ids=stops, thought=self._thought, device=self._device, piece=self._piece)
 
-    def _row(self, ids: list[int]) -> RowState:
+    def _row(self, ids: list[int], opts: GenerateOptions) -> RowState:
+        """One sequence's sampling state: whether its prompt left it inside a thought, and its grammar matcher."""
         inside = self._thought is not None and self._thought.inside_after(ids)
-        return RowState(context=list(ids), in_thought=inside)
+        return RowState(context=list(ids), in_thought=inside, matcher=self._grammars.matcher(opts))
 
     # ------------------------------------------------------------------------------------------------ prompts
 
@@ -451,9 +459,7 @@ class TransformersModel(TrainingMixin):
     def _options(self, opts: dict[str, Any]) -> GenerateOptions:
         self._check_open()
         parsed = GenerateOptions.parse(opts)
-        # Structured output needs a token-mask library here (xgrammar, llguidance, outlines-core); until one is
-        # chosen by measurement, a schema is refused rather than ignored (ignored, the answer would not parse).
-        parsed.refuse("transformers", ["json_schema", "logprobs"], "it runs on the llama_cpp backend for now")
+        check_schema(parsed)  # a schema llguidance cannot enforce is refused here, naming json_schema (grammar.py)
         return parsed.resolved(self._ckpt.generation_defaults)
 
     def _encode(self, text: str, *, special: bool) -> list[int]:

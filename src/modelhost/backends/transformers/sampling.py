@@ -3,7 +3,12 @@
 Built the way mlx-lm builds its sampler: each step is a tiny function of (logits, rows) -> logits, `make_sampler`
 picks the steps a request needs (a step whose option is off is not in the chain at all), and temperature 0 goes
 straight to argmax. Every step works on a batch of rows, so a single generation and `batch_generate` share the same
-code; per-row state (what a row has generated, whether it is inside a thought) lives in `RowState`.
+code; per-row state (what a row has generated, whether it is inside a thought, its json_schema matcher) lives in
+`RowState`. The grammar's mask (grammar.py) is the last step, so it has the final word on what may follow.
+
+What the caller reads back per token also lives in RowState: its channel (thought, marker, content: the contract's
+ThoughtMarkers rules, the same as llama.cpp's) and, for the `logprobs` option, its log-probability under the raw
+logits, taken before any step, temperature or mask (what OpenAI, vLLM and our llama.cpp backend report).
 """
 
 from __future__ import annotations
@@ -11,9 +16,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from modelhost.backends.transformers import grammar
+from modelhost.inference.generation import ThoughtMarkers
 from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import Channel, TokenLogprob
 
 if TYPE_CHECKING:
     import torch
@@ -22,33 +30,8 @@ if TYPE_CHECKING:
 #: penalise the same window.
 REPEAT_LAST_N = 64
 
-#: Thought-channel markers, tried in order; the first pair the tokenizer has as single tokens is the channel.
-THOUGHT_MARKERS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
-
-
-@dataclass(frozen=True, slots=True)
-class ThoughtTokens:
-    """The ids that open and close a model's thought channel."""
-
-    open_id: int
-    close_id: int
-
-    @classmethod
-    def find(cls, vocab: dict[str, int]) -> ThoughtTokens | None:
-        """The first marker pair the vocabulary holds as single tokens, or None (the model cannot think aloud)."""
-        for open_text, close_text in THOUGHT_MARKERS:
-            if open_text in vocab and close_text in vocab:
-                return cls(vocab[open_text], vocab[close_text])
-        return None
-
-    def inside_after(self, ids: Sequence[int]) -> bool:
-        """True when `ids` (a prompt) leaves the model inside an open thought: its last marker is the opener."""
-        for token in reversed(ids):
-            if token == self.close_id:
-                return False
-            if token == self.open_id:
-                return True
-        return False
+#: The thought channel's markers and rules are the contract's (shared with llama.cpp); the old name stays for callers.
+ThoughtTokens = ThoughtMarkers
 
 
 @dataclass(slots=True)
@@ -61,21 +44,25 @@ class RowState:
     thought_tokens: int = 0
     forcing: bool = False  # the budget step masked this row to the close token on this step
     budget_forced: bool = False  # the close token was forced at least once
+    matcher: Any = None  # the row's llguidance matcher when its request has a json_schema (grammar.py)
+    channel: Channel = "content"  # of the token accepted last (decode_loop's `channel` hook reads it)
+    logprob: TokenLogprob | None = None  # of the token accepted last, when the request asked for logprobs
 
-    def accept(self, token: int, thought: ThoughtTokens | None) -> None:
+    def accept(self, token: int, thought: ThoughtMarkers | None) -> None:
         """Record the token this row just sampled."""
         self.context.append(token)
         self.generated += 1
         if self.forcing:
             self.budget_forced = True
             self.forcing = False
+        if self.matcher is not None:
+            grammar.advance(self.matcher, token)
         if thought is None:
             return
+        self.in_thought, self.channel = thought.follow(token, self.in_thought)
         if token == thought.open_id:
-            self.in_thought = True
-        elif token == thought.close_id:
-            self.in_thought = False
-        elif self.in_thought:
+            self.thought_tokens = 0  # each thought gets the whole budget, as on llama.cpp
+        elif self.channel == "thought":
             self.thought_tokens += 1
 
 
@@ -128,7 +115,7 @@ def repeat_penalty(penalty: float, last_n: int = REPEAT_LAST_N) -> LogitsStep:
     return step
 
 
-def thinking_budget(budget: int, thought: ThoughtTokens) -> LogitsStep:
+def thinking_budget(budget: int, thought: ThoughtMarkers) -> LogitsStep:
     """Once a row has spent `budget` tokens inside its thought, force the close token (one step, then it is out)."""
 
     def step(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
@@ -187,7 +174,9 @@ class Sampler:
     top_p: float
     min_p: float
     generator: torch.Generator | None
-    thought: ThoughtTokens | None
+    thought: ThoughtMarkers | None
+    logprobs: int | None = None  # the `logprobs` option: record each chosen token's log-probability, and this many
+    piece: Callable[[int], bytes] | None = None  # alternatives; `piece` spells them
 
     def __call__(self, logits: torch.Tensor, rows: Sequence[RowState]) -> list[int]:
         """Choose one token per row from `logits` (rows x vocabulary) and record it in each row's state."""
@@ -204,19 +193,44 @@ class Sampler:
             scores = apply_min_p(apply_top_p(apply_top_k(scores, self.top_k), self.top_p), self.min_p)
             chosen = torch.multinomial(scores.softmax(dim=-1), 1, generator=self.generator).squeeze(-1)
         ids = [int(t) for t in chosen.tolist()]
+        if self.logprobs is not None:
+            for r, (row, token) in enumerate(zip(rows, ids, strict=True)):
+                row.logprob = self._logprob(logits[r], token)
         for row, token in zip(rows, ids, strict=True):
             row.accept(token, self.thought)
         return ids
+
+    def _logprob(self, raw: torch.Tensor, token: int) -> TokenLogprob:
+        # The model's own distribution: log_softmax of the raw logits row, before any step, temperature or grammar
+        # (as OpenAI, vLLM and our llama.cpp backend report it), in float64 as llama.cpp's path computes it.
+        import torch
+
+        logp = torch.log_softmax(raw.to(torch.float64), dim=-1)
+        top = min(self.logprobs or 0, logp.shape[-1])
+        alternatives: tuple[TokenLogprob, ...] = ()
+        if top:
+            values, order = logp.topk(top, sorted=True)
+            alternatives = tuple(
+                self._entry(int(i), float(v)) for v, i in zip(values.tolist(), order.tolist(), strict=True)
+            )
+        chosen = self._entry(token, float(logp[token]))
+        return TokenLogprob(chosen.text, chosen.bytes, chosen.logprob, alternatives)
+
+    def _entry(self, token: int, logprob: float) -> TokenLogprob:
+        data = self.piece(token) if self.piece is not None else b""
+        return TokenLogprob(data.decode("utf-8", "replace"), data, logprob)
 
 
 def make_sampler(
     opts: GenerateOptions,
     *,
     stop_ids: Collection[int],
-    thought: ThoughtTokens | None,
+    thought: ThoughtMarkers | None,
     device: torch.device,
+    piece: Callable[[int], bytes] | None = None,
 ) -> Sampler:
-    """The sampler for one request. `opts` must be resolved; `stop_ids` are end-of-sequence plus requested stops."""
+    """The sampler for one request. `opts` must be resolved; `stop_ids` are end-of-sequence plus requested stops;
+    `piece` spells tokens for the `logprobs` option."""
     import torch
 
     steps: list[LogitsStep] = []
@@ -230,6 +244,9 @@ def make_sampler(
         # Last, so that forcing the close token overrides every other step. A model without a thought channel
         # ignores the budget: there is nothing to close.
         steps.append(thinking_budget(opts.thinking_budget, thought))
+    if opts.json_schema is not None:
+        # Last: the mask is the final word on what may follow (the conflicting steps are refused in grammar.check).
+        steps.append(grammar.constrain)
     greedy = opts.greedy
     generator = None
     if not greedy:
@@ -245,4 +262,15 @@ def make_sampler(
         min_p=float(opts.min_p or 0.0),
         generator=generator,
         thought=thought,
+        logprobs=opts.logprobs,
+        piece=piece,
     )
+
+
+def loop_hooks(opts: GenerateOptions, row: RowState) -> dict[str, Any]:
+    """decode_loop's `logprob` and `channel` hooks for one row: what its sampler recorded for the token it chose
+    last (the loop asks right after that token, so the row's fields are the token's)."""
+    hooks: dict[str, Any] = {"channel": lambda _token: row.channel}
+    if opts.logprobs is not None:
+        hooks["logprob"] = lambda _token: row.logprob
+    return hooks

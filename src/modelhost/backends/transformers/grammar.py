@@ -1,0 +1,140 @@
+"""Constrained decoding for transformers: a JSON Schema becomes an llguidance matcher, and the matcher a token mask.
+
+Chosen by measurement among xgrammar, llguidance and outlines-core (bench/structured.py has the decode-speed ratio;
+the choice itself is recorded in the commit that brought it): llguidance compiles a schema in about a millisecond
+(outlines-core builds its whole index up front: ~180 ms for a small object schema on SmolLM2's 49k vocabulary),
+masks SmolLM2's vocabulary in about half a millisecond a step (a few percent of a decode step on a CPU), installs
+as one 8 MB wheel with no dependencies (xgrammar pulls in triton, about 1 GB), and its strings refuse raw control
+characters (xgrammar's let a tiny random model write a tab inside a string, which `json.loads` refuses: 7 of 20
+answers). Its JSON compiler also names the keywords it cannot enforce, so a schema is refused rather than quietly
+loosened.
+
+How a request uses it: the schema is checked when the options are (`check`), before any compute, and refused as
+a 400 naming `json_schema` when llguidance cannot follow it. Each sequence then gets its own `LLMatcher`, kept in
+its RowState; the sampler's `constrain` step sets every token the matcher refuses to -inf (end-of-sequence
+included until the grammar accepts; only end-of-sequence once it is complete), and RowState feeds the drawn token
+back. `max_tokens` can still cut an answer short, which decode_loop reports as "length", as on llama.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from modelhost.errors import GenerationError, InvalidOptionError
+from modelhost.inference.options import GenerateOptions
+
+if TYPE_CHECKING:
+    import torch
+    from llguidance._lib import JsonCompileOptions
+
+    from modelhost.backends.transformers.sampling import RowState
+
+#: Options that cannot be combined with a grammar: each forces or forbids tokens behind the matcher's back
+#: (`min_tokens` bans the end a finished grammar demands, `suppress_tokens` may ban every token it allows, a
+#: thinking budget forces `</think>`), leaving a row with no allowed token or the matcher out of step with the
+#: text. The same set llama.cpp refuses, so a request is accepted or refused alike on both backends.
+CONFLICTS = ("min_tokens", "suppress_tokens", "thinking_budget")
+
+#: llguidance's JSON options. Compact separators: the flexible-whitespace default lets a weak model spend its
+#: whole max_tokens on spaces and newlines between values (llama.cpp's converter allows at most a little).
+_JSON_DEFAULTS: JsonCompileOptions = {"whitespace_flexible": False}
+
+
+@lru_cache(maxsize=64)
+def grammar_for_schema(schema_json: str) -> str:
+    """llguidance's grammar text for a JSON Schema (compact JSON text, as GenerateOptions holds it), checked.
+
+    Raises InvalidOptionError naming `json_schema` when llguidance cannot enforce the schema (an unknown type, a
+    keyword it does not implement such as `uniqueItems` or `not`, a remote `$ref`, a look-around in a pattern).
+    """
+    import llguidance
+
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.loads(schema_json), defaults=_JSON_DEFAULTS)
+        failed, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
+    except Exception as exc:  # the compiler raises ValueError/TypeError on schemas it cannot read at all
+        raise InvalidOptionError("json_schema", f"llguidance cannot compile this JSON Schema: {exc}") from None
+    if failed:
+        why = "; ".join(messages) or "it refused the schema"
+        raise InvalidOptionError("json_schema", f"llguidance cannot enforce this JSON Schema: {why}")
+    return str(grammar)
+
+
+def check(opts: GenerateOptions) -> str | None:
+    """The grammar `opts` asks for (None when none), checked; raises InvalidOptionError naming the option."""
+    if opts.json_schema is None:
+        return None
+    for name in CONFLICTS:
+        if getattr(opts, name):
+            raise InvalidOptionError(name, "cannot be combined with json_schema (structured output) on transformers")
+    return grammar_for_schema(opts.json_schema)
+
+
+class Grammars:
+    """One model's bridge to llguidance: its tokenizer as llguidance sees it, built on first use (about a second
+    for a 49k vocabulary, so a model that never gets a schema never pays it), and a matcher per sequence."""
+
+    def __init__(self, tokenizer: Any, *, vocab_size: int, eos_ids: Collection[int]) -> None:
+        self._tokenizer = tokenizer
+        self._vocab_size = vocab_size  # the logits' width, which can exceed the tokenizer's (padded LM heads)
+        self._eos = sorted(eos_ids)
+        self._ll: Any = None
+
+    def matcher(self, opts: GenerateOptions) -> Any | None:
+        """A fresh matcher for one sequence of a request, or None when the request has no schema."""
+        grammar = check(opts)
+        if grammar is None:
+            return None
+        import llguidance
+
+        matcher = llguidance.LLMatcher(self._lltokenizer(), grammar)
+        if matcher.is_error():
+            raise InvalidOptionError("json_schema", f"llguidance refused this JSON Schema: {matcher.get_error()}")
+        return matcher
+
+    def _lltokenizer(self) -> Any:
+        if self._ll is None:
+            import llguidance.hf
+
+            try:
+                self._ll = llguidance.hf.from_tokenizer(
+                    self._tokenizer, n_vocab=self._vocab_size, eos_token=self._eos or None
+                )
+            except Exception as exc:  # a slow (Python-only) tokenizer: llguidance reads the Rust tokenizers JSON
+                raise InvalidOptionError(
+                    "json_schema", f"structured output needs a fast tokenizer here: {exc}"
+                ) from None
+        return self._ll
+
+
+def constrain(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
+    """Set every token a row's matcher refuses to -inf (rows without a matcher are left alone)."""
+    import torch
+
+    constrained = [r for r, row in enumerate(rows) if row.matcher is not None]
+    if not constrained:
+        return logits
+    width = logits.shape[-1]
+    # One bit per token, 32 to a word. Filled straight through the matcher's pointer API rather than through
+    # llguidance.torch, whose import torch.compile-decorates its kernels (deprecation warnings, and a first apply
+    # that needs a C compiler and seconds of compilation on the serving thread).
+    words = np.full((len(constrained), (width + 31) // 32), -1, dtype="<i4")
+    for i, r in enumerate(constrained):
+        rows[r].matcher.unsafe_compute_mask_ptr(words[i].ctypes.data, words[i].nbytes)
+    # Bit j of little-endian word w is token 32*w + j, so the bytes unpack in little bit order into token order.
+    bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :width]
+    refused = torch.from_numpy(bits == 0).to(logits.device)
+    index = torch.tensor(constrained, device=logits.device)
+    logits[index] = logits[index].masked_fill(refused, float("-inf"))
+    return logits
+
+
+def advance(matcher: Any, token: int) -> None:
+    """Feed the drawn token to a sequence's matcher; a refusal means the mask and the draw disagreed (a bug)."""
+    if not matcher.consume_token(token):
+        raise GenerationError(f"the structured-output grammar refused token {token}: {matcher.get_error()}")
