@@ -69,6 +69,10 @@ class Servable(Protocol):
 
     def submit(self, request: GenerationRequest) -> RequestStream: ...
 
+    def submit_embedding(
+        self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False
+    ) -> EmbeddingTicket: ...
+
 
 class MemoryBudgetError(ModelLoadingError):
     """The model cannot be loaded now: the memory budget is held by models that are busy. A retry may succeed (the

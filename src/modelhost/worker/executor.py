@@ -458,14 +458,16 @@ def _write_outputs(out: Path, text: str, result: dict[str, Any]) -> None:
 
 
 def default_operations() -> dict[str, Operation]:
-    """The operations every worker serves: text.chat, text.generate, lora.train (modelhost.worker.training) and
-    document.convert (modelhost.worker.documents)."""
+    """The operations every worker serves: text.chat, text.generate, text.embed (modelhost.worker.embeddings),
+    lora.train (modelhost.worker.training) and document.convert (modelhost.worker.documents)."""
     from modelhost.worker.documents import document_convert  # these modules import this one
+    from modelhost.worker.embeddings import text_embed
     from modelhost.worker.training import lora_train
 
     return {
         "text.chat": text_chat,
         "text.generate": text_generate,
+        "text.embed": text_embed,
         "lora.train": lora_train,
         "document.convert": document_convert,
     }
@@ -476,9 +478,16 @@ def default_input_checks(host: Servable) -> dict[str, InputCheck]:
     return {
         "text.chat": lambda value: check_text_chat(value, host),
         "text.generate": lambda value: check_text_generate(value, host),
+        "text.embed": lambda value: _check_text_embed(value, host),
         "lora.train": _check_lora_train,
         "document.convert": lambda value: _check_document_convert(value, host),
     }
+
+
+def _check_text_embed(value: Any, host: Servable) -> None:
+    from modelhost.worker.embeddings import check_submission
+
+    check_submission(value, host)
 
 
 def _check_document_convert(value: Any, host: Servable) -> None:

@@ -1,0 +1,207 @@
+"""`text.embed`: pooled embedding vectors of many texts, durably, through the host's model (a RAG index's batch job).
+
+Input: `{"texts": [str, ...]}` or `{"file": {"$file": field}}` (an uploaded UTF-8 text file, one text per non-empty
+line), with `"normalize"?: bool` (default true: unit-length vectors, as /v1/embeddings returns them) and
+`"truncate"?: bool` (default false: a text too long for the model's context fails the job, naming it).
+Outputs: `embeddings.npy` (a float32 array of shape (texts, dimensions), row i the vector of text i: NumPy's own
+file format, a small text header and then the raw little-endian rows, so any language reads it) and `result.json`
+(model, count, dimensions, which texts were truncated, usage, timings).
+Progress: stage `encoding_prompt`, step = texts embedded of `total`, `remaining` from the pace so far. The texts go to
+the model in calls of EMBED_CHUNK, each an embedding ticket the host runs between generation steps, so a big job
+shares the model with chat traffic instead of stopping it; cancel stops between two calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelhost.errors import (
+    EmbeddingUnsupportedError,
+    HostClosedError,
+    InvalidInputError,
+    InvalidOptionError,
+    ModelHostError,
+    ModelLoadingError,
+    QueueFullError,
+)
+from modelhost.host.models import Servable, ServedModel
+from modelhost.inference.capabilities import EmbeddingModel, as_capability
+from modelhost.worker import protocol
+from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
+from modelhost.worker.protocol import failed, input_path, invalid
+
+OPERATION = "text.embed"
+
+#: Texts per model call: enough for batching to pay (transformers embeds ~2.5x faster per text in a batch), few
+#: enough that one call stays a short gap in the chat traffic it is interleaved with, and a cancel lands soon.
+EMBED_CHUNK = 64
+#: Most texts one job embeds. The vectors are written to disk as they come, but the job is one unit of work that
+#: fails or is retried whole: 100,000 texts of a 4096-wide model are 1.6 GB of output, a day's RAG index, not more.
+MAX_TEXTS = 100_000
+#: Longest line read from an uploaded file (characters): far past any model's context, so a file with no newlines
+#: (a binary uploaded by mistake) is refused instead of being read into memory as one "text".
+MAX_LINE_CHARS = 1_000_000
+
+
+def _flag(value: dict[str, Any], key: str, default: bool) -> bool:
+    got = value.get(key, default)
+    if not isinstance(got, bool):
+        raise invalid(f"{OPERATION}: `{key}` must be true or false, got {got!r}")
+    return got
+
+
+def _texts_field(value: dict[str, Any]) -> list[str] | None:
+    texts = value.get("texts")
+    if texts is None:
+        return None
+    if not isinstance(texts, list) or not texts:
+        raise invalid(f"{OPERATION}: `texts` must be a non-empty list of strings")
+    if len(texts) > MAX_TEXTS:
+        raise invalid(f"{OPERATION}: at most {MAX_TEXTS} texts per job, got {len(texts)}")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text:
+            raise invalid(f"{OPERATION}: texts[{i}] must be a non-empty string")
+    return texts
+
+
+def _shape(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise invalid(f"{OPERATION} input must be a JSON object")
+    if ("texts" in value) == ("file" in value):
+        raise invalid(f"{OPERATION} needs `texts` (a list of strings) or `file` (an uploaded text file), not both")
+    _flag(value, "normalize", True)
+    _flag(value, "truncate", False)
+    return value
+
+
+def check_submission(value: Any, host: Servable) -> None:
+    """The submission-time check (an upload is still `{"$file": field}`): the input's shape and bounds, and a model
+    that can embed (when it is loaded: a model still loading is asked again when the job runs)."""
+    value = _shape(value)
+    if "texts" in value:
+        _texts_field(value)
+    else:
+        upload = value.get("file")
+        if not (isinstance(upload, dict) and isinstance(upload.get(protocol.FILE_REF), str)):
+            raise invalid(f"{OPERATION}: `file` must be an uploaded text file ({{'$file': field}})")
+    _refuse_unless_embeds(host)
+
+
+def _refuse_unless_embeds(host: Servable) -> None:
+    if host.ready and as_capability(getattr(host, "model", None), EmbeddingModel) is None:
+        raise invalid(f"model {host.name!r} cannot embed text; serve a llama.cpp or transformers model")
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8", errors="strict", newline="") as f:
+        while line := f.readline(MAX_LINE_CHARS + 1):
+            if len(line) > MAX_LINE_CHARS:
+                raise invalid(f"{OPERATION}: a line of the file is longer than {MAX_LINE_CHARS} characters")
+            if text := line.rstrip("\r\n"):
+                yield text
+
+
+def _read_file(path: Path) -> list[str]:
+    """The non-empty lines of the uploaded file, bounded; an invalid UTF-8 file is the job's fault."""
+    texts: list[str] = []
+    try:
+        for text in _lines(path):
+            texts.append(text)
+            if len(texts) > MAX_TEXTS:
+                raise invalid(f"{OPERATION}: at most {MAX_TEXTS} texts per job (non-empty lines of the file)")
+    except UnicodeDecodeError as exc:
+        raise invalid(f"{OPERATION}: the file is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if not texts:
+        raise invalid(f"{OPERATION}: the file has no non-empty line to embed")
+    return texts
+
+
+async def text_embed(ctx: JobContext) -> list[str]:
+    """Embed every text through the host, writing the vectors as they come."""
+    value = _shape(ctx.work.input)
+    normalize, truncate = _flag(value, "normalize", True), _flag(value, "truncate", False)
+    texts = _texts_field(value)
+    if texts is None:
+        path = input_path(value.get("file"))
+        if path is None:
+            raise invalid(f"{OPERATION}: `file` must be an uploaded text file ({{'$file': field}})")
+        texts = await asyncio.to_thread(_read_file, Path(path))
+    total = len(texts)
+    ctx.progress(protocol.STAGE_INITIALIZING, 0, total)
+    began = time.perf_counter()
+    tokens = width = 0
+    truncated: list[int] = []
+    # Plain appends, not a memory map: a write to a mapped file on a full disk is SIGBUS (the whole process dies);
+    # a write() says ENOSPC, which the executor turns into "run again once the disk has room".
+    with (ctx.dir / "embeddings.npy").open("wb") as out:
+        for start in range(0, total, EMBED_CHUNK):
+            chunk = texts[start : start + EMBED_CHUNK]
+            result = await _embed(ctx, chunk, start, normalize=normalize, truncate=truncate)
+            rows = np.ascontiguousarray(result.vectors, dtype="<f4")
+            if not width:  # the width is the model's: known from its first answer
+                width = int(rows.shape[1])
+                header = {"descr": "<f4", "fortran_order": False, "shape": (total, width)}
+                await asyncio.to_thread(np.lib.format.write_array_header_1_0, out, header)
+            await asyncio.to_thread(out.write, rows.tobytes())
+            tokens += result.prompt_tokens
+            truncated.extend(start + i for i in result.truncated)
+            done = start + len(chunk)
+            seconds = time.perf_counter() - began
+            ctx.progress(protocol.STAGE_ENCODING_PROMPT, done, total, round(seconds / done * (total - done), 3))
+    result = {
+        "model": ctx.work.model,
+        "operation": OPERATION,
+        "count": total,
+        "dimensions": width,
+        "dtype": "float32",
+        "normalized": normalize,
+        "truncated": truncated,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        "timings": {"total_seconds": round(time.perf_counter() - began, 3)},
+    }
+    await asyncio.to_thread((ctx.dir / "result.json").write_text, json.dumps(result, indent=2) + "\n", "utf-8")
+    return ["embeddings.npy", "result.json"]
+
+
+async def _embed(ctx: JobContext, chunk: list[str], offset: int, *, normalize: bool, truncate: bool) -> Any:
+    """One call's vectors, waiting out a loading model or a full queue as the text operations do."""
+    while True:
+        if ctx.cancelled:
+            raise ctx.stopped()
+        if ctx.host.state in ("new", "loading", "unloaded"):
+            if isinstance(ctx.host, ServedModel):
+                ctx.host.load()  # unloaded meanwhile (to make room): load again, or wait for room
+            ctx.progress(protocol.STAGE_LOADING_MODEL)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+            continue
+        try:
+            ticket = ctx.host.submit_embedding(chunk, normalize=normalize, truncate=truncate)
+        except (QueueFullError, ModelLoadingError):
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+            continue
+        except HostClosedError as exc:
+            raise failed(protocol.WORKER_FAILED, str(exc)) from exc
+        except (EmbeddingUnsupportedError, InvalidInputError, InvalidOptionError) as exc:
+            raise invalid(_shifted(str(exc), offset)) from exc
+        ctx.on_cancel(ticket.cancel)
+        try:
+            return await ticket.result()
+        except (InvalidInputError, InvalidOptionError) as exc:
+            raise invalid(_shifted(str(exc), offset)) from exc
+        except ModelHostError as exc:
+            if ctx.cancelled:
+                raise ctx.stopped() from exc
+            raise failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}") from exc
+
+
+def _shifted(message: str, offset: int) -> str:
+    """A call's message naming `input[i]` renamed to the text's place in the whole job (`texts[offset + i]`)."""
+    return re.sub(r"input\[(\d+)\]", lambda m: f"texts[{offset + int(m.group(1))}]", message)
