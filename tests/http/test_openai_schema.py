@@ -85,10 +85,6 @@ def test_chat_maps_options_and_content_parts() -> None:
         ({"n": 0}, "n"),
         ({"n": 17}, "n"),
         ({"functions": [{"name": "f"}]}, "functions"),
-        (
-            {"tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": True},
-            "parallel_tool_calls",
-        ),
         ({"top_logprobs": 2}, "top_logprobs"),
         ({"frequency_penalty": 0.5}, "frequency_penalty"),
         ({"response_format": {"type": "xml"}}, "response_format.type"),

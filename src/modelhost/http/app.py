@@ -40,7 +40,7 @@ from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError,
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.events import Event, GenerationRequest
 from modelhost.host.models import Models, ModelState, ServedModel, as_models
-from modelhost.http import embeddings, ollama_lifecycle
+from modelhost.http import embeddings, ollama_models
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
 from modelhost.http.reasoning import ReasoningSplit
@@ -421,17 +421,17 @@ class _Door:
         """POST /api/chat."""
         body = await _read_json(request)
         parsed = schema.parse_ollama_chat(body, _request_id())
-        keep = ollama_lifecycle.body_keep_alive(body)
+        keep = ollama_models.body_keep_alive(body)
         served = self._route(body)
         served.keep_for(keep)
-        return await self._ollama(request, served, parsed, schema.OllamaStream(served.name, "chat"))
+        return await self._ollama(request, served, parsed, schema.OllamaStream(served.name, "chat", parsed.tools))
 
     @_answers_errors("ollama")
     async def ollama_generate(self, request: Request) -> Response:
         """POST /api/generate."""
         body = await _read_json(request)
         parsed = schema.parse_ollama_generate(body, _request_id())
-        keep = ollama_lifecycle.body_keep_alive(body)
+        keep = ollama_models.body_keep_alive(body)
         served = self._route(body)
         writer = schema.OllamaStream(served.name, "generate")
         if parsed is None and keep == 0:
@@ -441,7 +441,7 @@ class _Door:
                                param="keep_alive", code="model_pinned")  # fmt: skip
             served.keep_for(0)
             self.model_set.unload(served)
-            return Response(ollama_lifecycle.unloaded(served.name), media_type="application/json")
+            return Response(ollama_models.unloaded(served.name), media_type="application/json")
         served.keep_for(keep)
         if parsed is None:
             # Ollama's "load the model" request: a lazy model starts loading; answered once it is loaded.
@@ -458,9 +458,18 @@ class _Door:
         return Response(schema.ollama_tags(listed, self.created), media_type="application/json")
 
     @_answers_errors("ollama")
+    async def ollama_show(self, request: Request) -> Response:
+        """POST /api/show: what a model is and can do (its capabilities: vision, embedding)."""
+        body = await _read_json(request)
+        name = body.get("model") or body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, "model is required", param="model", code="invalid_value")
+        return Response(ollama_models.show(self._route(body | {"model": name})), media_type="application/json")
+
+    @_answers_errors("ollama")
     async def ollama_ps(self, request: Request) -> Response:
         """GET /api/ps: the models loaded now and when each would unload if left idle."""
-        answer = ollama_lifecycle.ps(self.model_set, self.model_set.keep_alive)
+        answer = ollama_models.ps(self.model_set, self.model_set.keep_alive)
         return Response(answer, media_type="application/json")
 
     @_answers_errors("ollama")
@@ -490,7 +499,7 @@ class _Door:
         body = await _read_json(request)
         legacy = request.url.path == "/api/embeddings"
         parsed = embeddings.parse_ollama_embeddings(body) if legacy else embeddings.parse_ollama_embed(body)
-        keep = ollama_lifecycle.body_keep_alive(body)
+        keep = ollama_models.body_keep_alive(body)
         served = self._route(body)
         served.keep_for(keep)
         result, seconds = await self._embed(request, served, parsed)
@@ -751,6 +760,7 @@ def build_app(
         Route("/api/generate", door.ollama_generate, methods=["POST"]),
         Route("/api/tags", door.ollama_tags, methods=["GET"]),
         Route("/api/ps", door.ollama_ps, methods=["GET"]),
+        Route("/api/show", door.ollama_show, methods=["POST"]),
         Route("/api/version", door.ollama_version, methods=["GET"]),
         Route("/v1/embeddings", door.openai_embeddings, methods=["POST"]),
         Route("/api/embed", door.ollama_embed, methods=["POST"]),

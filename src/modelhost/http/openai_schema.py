@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 import time
@@ -30,7 +31,7 @@ from modelhost.host.events import Done, GenerationRequest
 from modelhost.http import tools as tooling
 from modelhost.http.reasoning import ReasoningSplit
 from modelhost.inference.options import ANY_JSON_OBJECT
-from modelhost.inference.types import Channel, Message, TokenLogprob
+from modelhost.inference.types import Channel, Message, TokenLogprob, ToolCall
 
 # -- limits -------------------------------------------------------------------------------------------------------
 
@@ -406,13 +407,19 @@ def _sampling_options(req: _Sampling, max_tokens: int | None) -> tuple[dict[str,
 def _chat_message(index: int, msg: _ChatMessage, images_so_far: int) -> Message:
     param = f"messages[{index}]"
     role = "system" if msg.role == "developer" else msg.role  # OpenAI's newer name for the system turn
+    # Tool turns: an assistant's earlier calls and a tool's result go to the template as such (see tools.py).
+    calls: tuple[ToolCall, ...] = ()
     if msg.tool_calls:
-        # An earlier call, written back the way the model was told to make one (see tools.py).
-        calls = tooling.call_text(msg.tool_calls)
-        text = msg.content if isinstance(msg.content, str) else ""
-        return Message(role, f"{text}\n{calls}" if text else calls)
+        if role != "assistant":
+            raise _invalid(f"{param}.tool_calls", "only an assistant message carries tool_calls")
+        calls = tooling.message_calls(msg.tool_calls, f"{param}.tool_calls", _invalid)
+    if role == "tool" and not msg.tool_call_id:
+        raise _invalid(f"{param}.tool_call_id", "a tool message must name the call it answers")
+    if msg.tool_call_id is not None and role != "tool":
+        raise _invalid(f"{param}.tool_call_id", "only a tool message carries tool_call_id")
+    tool_fields: dict[str, Any] = {"tool_calls": calls, "tool_call_id": msg.tool_call_id or "", "name": msg.name or ""}
     if isinstance(msg.content, str) or msg.content is None:
-        return Message(role, msg.content or "")
+        return Message(role, msg.content or "", **tool_fields)
     texts: list[str] = []
     images: list[bytes] = []
     for j, part in enumerate(msg.content):
@@ -423,7 +430,7 @@ def _chat_message(index: int, msg: _ChatMessage, images_so_far: int) -> Message:
                 raise ApiError(400, f"at most {MAX_IMAGES} images per request", param=param, code="too_many_images")
             images.append(decode_image_data_uri(part.image_url.url, f"{param}.content[{j}].image_url.url"))
     # Text parts joined by newlines, as vLLM does: parts are separate paragraphs to the client that split them.
-    return Message(role, "\n".join(texts), tuple(images))
+    return Message(role, "\n".join(texts), tuple(images), **tool_fields)
 
 
 def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
@@ -434,13 +441,11 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         raise ApiError(400, "top_logprobs requires logprobs: true", param="top_logprobs", code="invalid_value")
     if req.functions:
         raise _unsupported("functions", "the legacy functions API is not supported; use tools")
-    if req.parallel_tool_calls:
-        raise _unsupported("parallel_tool_calls", "one call per answer is supported; send false or leave it out")
-    tool_plan = tooling.plan(req.tools, req.tool_choice, _invalid)
+    tool_plan = tooling.plan(req.tools, req.tool_choice, _invalid, req.parallel_tool_calls)
     if tool_plan is not None and tool_plan.choice != "auto" and req.response_format is not None:
         raise _unsupported("tool_choice", "a required tool call cannot be combined with response_format")
     if req.function_call not in (None, "none", "auto"):
-        raise _unsupported("function_call", "tool calling is not supported")
+        raise _unsupported("function_call", "the legacy functions API is not supported; use tool_choice")
     if not req.messages:
         raise ApiError(400, "messages must be a non-empty list", param="messages", code="invalid_value")
     messages: list[Message] = []
@@ -461,7 +466,9 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         options["logprobs"] = req.top_logprobs or 0
         names["logprobs"] = "top_logprobs" if req.top_logprobs else "logprobs"
     if tool_plan is not None:
-        messages = tooling.with_tools(messages, tool_plan)
+        # The backend renders them through the model's own chat template (or its generic tools turn).
+        options["tools"] = tool_plan.specs()
+        names["tools"] = "tools"
         call_schema = tool_plan.schema()
         if call_schema is not None:
             options["json_schema"] = call_schema
@@ -581,7 +588,7 @@ class _Delta(msgspec.Struct, omit_defaults=True):
     tool_calls: list[dict[str, Any]] | None = None
 
 
-def _tool_calls(calls: Sequence[tooling.ToolCall], *, indexed: bool = False) -> list[dict[str, Any]]:
+def _tool_calls(calls: Sequence[ToolCall], *, indexed: bool = False) -> list[dict[str, Any]]:
     out = []
     for i, call in enumerate(calls):
         entry: dict[str, Any] = {"id": call.id, "type": "function",
@@ -702,34 +709,47 @@ class OpenAIChatStream:
 
 
 class OpenAIToolStream(OpenAIChatStream):
-    """A streamed chat answer of a request with tools: text that may be a call is held back until the answer is
-    complete, then sent as one tool_calls delta (or, when it was not a call, as content). See tools.py."""
+    """A streamed chat answer of a request with tools, in OpenAI's shape: once the answer is known to be a call, the
+    call's first delta carries `index`, `id`, `type` and `function.name` (with `arguments: ""`), and later deltas
+    only `index` and the arguments' fragments as they are generated. Text that may still be a call is held back;
+    text that is not one streams as content (see tools.CallReader); the finish reason of a call is "tool_calls"."""
 
     def __init__(self, model: str, include_usage: bool, tools: tooling.ToolPlan, choice: int = 0) -> None:
         super().__init__(model, include_usage, choice)
         self.tools = tools
-        self._held: list[str] | None = []  # None once the answer is known to be prose (it streams from then on)
+        self._reader = tools.reader()
+
+    def _events(self, events: Sequence[tooling.ReadEvent], logprobs: Sequence[TokenLogprob]) -> bytes:
+        # The tokens' log-probabilities ride on the first chunk these events make (or on an empty one).
+        out = b""
+        for event in events:
+            if isinstance(event, tooling.Content):
+                out += super().delta(event.text, logprobs)
+            else:
+                if isinstance(event, tooling.CallStart):
+                    call = {"index": event.index, "id": event.id, "type": "function",
+                            "function": {"name": event.name, "arguments": ""}}  # fmt: skip
+                else:
+                    call = {"index": event.index, "function": {"arguments": event.text}}
+                lp = chat_logprobs(logprobs) if logprobs else None
+                choice = _ChunkChoice(self.choice, _Delta(tool_calls=[call]), None, lp)
+                out += sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
+            logprobs = ()
+        return out + (super().delta("", logprobs) if logprobs else b"")
 
     def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
-        """Content is held while it may be a call; thought and logprobs go out as usual."""
-        if self._held is None or channel != "content":
+        """Content goes through the call reader; thought goes out as usual."""
+        if channel != "content":
             return super().delta(text, logprobs, channel)
-        self._held.append(text)
-        so_far = "".join(self._held)
-        if self.tools.choice == "auto" and not self.tools.may_be_call(so_far):
-            self._held = None
-            return super().delta(so_far, logprobs, channel)
-        return super().delta("", logprobs, channel) if logprobs else b""
+        return self._events(self._reader.feed(text), logprobs)
 
     def finish(self, done: Done) -> bytes:
-        """The call (or the held text), then the finish chunk."""
-        if self._held is None:
-            return super().finish(done)
-        text, self._held = "".join(self._held), None
-        calls = self.tools.parse(text)
-        if not calls:
-            return (super().delta(text) if text else b"") + super().finish(done)
-        return self._chunk(_Delta(tool_calls=_tool_calls(calls, indexed=True))) + self._chunk(_Delta(), "tool_calls")
+        """What was held back (content when it was not a call), then the finish chunk: "tool_calls" when the answer
+        made calls that ended (a call cut off by max_tokens finishes "length", as OpenAI's does)."""
+        out = self._events(self._reader.close(), ())
+        if self._reader.calls and self._reader.complete:
+            return out + self._chunk(_Delta(), "tool_calls")
+        return out + super().finish(done)
 
 
 class OpenAICompletionStream:
@@ -780,8 +800,8 @@ class OpenAICompletionStream:
 
 def _chat_choice(index: int, answer: Answer, tools: tooling.ToolPlan | None) -> _ChatChoice:
     lp = chat_logprobs(answer.logprobs) if answer.logprobs is not None else None
-    calls = tools.parse(answer.text) if tools is not None else []
-    content = None if calls else answer.text
+    read = tools.read(answer.text) if tools is not None else tooling.ReadAnswer(answer.text, [])
+    calls, content = read.calls, read.content
     message = _AssistantMessage("assistant", content, answer.reasoning, _tool_calls(calls) if calls else None)
     return _ChatChoice(index, message, "tool_calls" if calls else openai_finish_reason(answer.done), lp)
 
@@ -909,8 +929,6 @@ def _ollama_format(fmt: str | dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]:
-    if req.tools:
-        raise _unsupported("tools", "tool calling is not supported")
     options: dict[str, Any] = {}
     names: dict[str, str] = {}
     for key, value in (req.options or {}).items():
@@ -955,17 +973,29 @@ def parse_ollama_chat(data: Any, request_id: str = "") -> ParsedRequest:
     """Decoded JSON of POST /api/chat -> ParsedRequest."""
     req: OllamaChatRequest = _convert(data, OllamaChatRequest)
     options, names = _ollama_options(req)
+    # Ollama has no tool_choice: the model may call a tool or answer (OpenAI's "auto"); calls are read as on the
+    # OpenAI door and sent in Ollama's shape (OllamaStream).
+    tool_plan = tooling.plan(req.tools, None, _invalid)
+    if tool_plan is not None:
+        options["tools"] = tool_plan.specs()
+        names["tools"] = "tools"
     if not req.messages:
         raise ApiError(400, "messages must be a non-empty list", param="messages", code="invalid_value")
     messages = []
     images = 0
     for i, msg in enumerate(req.messages):
+        calls: tuple[ToolCall, ...] = ()
         if msg.tool_calls:
-            raise _unsupported(f"messages[{i}].tool_calls", "tool calling is not supported")
-        messages.append(Message(msg.role, msg.content, _ollama_images(msg.images, f"messages[{i}].images", images)))
+            if msg.role != "assistant":
+                raise _invalid(f"messages[{i}].tool_calls", "only an assistant message carries tool_calls")
+            calls = tooling.message_calls(msg.tool_calls, f"messages[{i}].tool_calls", _invalid)
+        if msg.tool_name is not None and msg.role != "tool":
+            raise _invalid(f"messages[{i}].tool_name", "only a tool message carries tool_name")
+        attached = _ollama_images(msg.images, f"messages[{i}].images", images)
+        messages.append(Message(msg.role, msg.content, attached, tool_calls=calls, name=msg.tool_name or ""))
         images += len(messages[-1].images)
     return ParsedRequest(GenerationRequest(messages=messages, options=options, request_id=request_id), req.stream,
-                         wire_names=names)  # fmt: skip
+                         tools=tool_plan, wire_names=names)  # fmt: skip
 
 
 def parse_ollama_generate(data: Any, request_id: str = "") -> ParsedRequest | None:
@@ -976,6 +1006,8 @@ def parse_ollama_generate(data: Any, request_id: str = "") -> ParsedRequest | No
     """
     req: OllamaGenerateRequest = _convert(data, OllamaGenerateRequest)
     options, names = _ollama_options(req)
+    if req.tools:
+        raise _unsupported("tools", "tools are for /api/chat (a call needs a conversation to answer it in)")
     if req.template:
         raise _unsupported("template", "the model's own chat template is always used")
     if req.context:
@@ -1026,17 +1058,33 @@ class OllamaStream:
     """Serialises an Ollama answer as NDJSON lines (`/api/chat` puts text in message.content, `/api/generate` in
     response). Also builds the single object of a non-streaming answer."""
 
-    def __init__(self, model: str, kind: Literal["chat", "generate"]) -> None:
+    def __init__(self, model: str, kind: Literal["chat", "generate"], tools: tooling.ToolPlan | None = None) -> None:
         self.model = model
         self.kind = kind
         self._split = ReasoningSplit()
+        self.tools = tools
+        self._reader = tools.reader() if tools is not None else None
+        self._fed: list[str] = []  # content fed through the reader (a stream); else done() reads the whole text
+        self._after: list[str] = []  # content after a call began: held, since the call may yet not parse
 
-    def _line(self, text: str, done: bool, extra: Mapping[str, Any] | None = None, thinking: str = "") -> bytes:
+    def _line(
+        self,
+        text: str,
+        done: bool,
+        extra: Mapping[str, Any] | None = None,
+        thinking: str = "",
+        calls: Sequence[ToolCall] = (),
+    ) -> bytes:
         body: dict[str, Any] = {"model": self.model, "created_at": ollama_timestamp()}
         if self.kind == "chat":
             body["message"] = {"role": "assistant", "content": text}
             if thinking:
                 body["message"]["thinking"] = thinking  # Ollama's name for the thought
+            if calls:
+                # Ollama's shape: arguments as an object, no id or type; all calls in one message.
+                body["message"]["tool_calls"] = [
+                    {"function": {"name": c.name, "arguments": json.loads(c.arguments)}} for c in calls
+                ]
         else:
             body["response"] = text
             if thinking:
@@ -1051,13 +1099,37 @@ class OllamaStream:
         return b""
 
     def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
-        """One line of text or thinking (Ollama requests cannot ask for logprobs)."""
+        """One line of text or thinking (Ollama requests cannot ask for logprobs). With tools, content that may be a
+        call is held back; the calls go out in one message at the end, as Ollama sends them."""
+        if self._reader is not None and channel == "content":
+            self._fed.append(text)
+            text = "".join(e.text for e in self._reader.feed(text) if isinstance(e, tooling.Content))
+            if self._reader.calls:
+                self._after.append(text)
+                text = ""
         content, thought = self._split.feed(text, channel)
         return self._line(content, False, thinking=thought) if content or thought else b""
 
     def done(self, done: Done, total_seconds: float, text: str = "", thinking: str = "") -> bytes:
-        """The final line with counts and durations (with the whole text and thinking when not streaming)."""
-        return self._line(text, True, _ollama_stats(done, total_seconds), thinking)
+        """The final line with counts and durations (with the whole text and thinking when not streaming); a
+        request with tools gets its calls in a message of their own (streaming) or in the final one."""
+        stats = _ollama_stats(done, total_seconds)
+        if self._reader is None or self.tools is None:
+            return self._line(text, True, stats, thinking)
+        if not self._fed:
+            read = self.tools.read(text)
+            return self._line(read.content or "", True, stats, thinking, read.calls)
+        held = "".join(e.text for e in self._reader.close() if isinstance(e, tooling.Content))
+        calls = self._reader.calls
+        if not calls:
+            out = self._line(held, False) if held else b""
+        elif self._reader.complete and all(tooling.is_object(c.arguments) for c in calls):
+            after = "".join(self._after) + held
+            out = (self._line(after, False) if after.strip() else b"") + self._line("", False, calls=calls)
+        else:
+            # A call that did not parse: nothing of it was sent yet, so the whole answer goes out as content.
+            out = self._line("".join(self._fed), False)
+        return out + self._line("", True, stats)
 
     def error(self, err: ApiError) -> bytes:
         """An error after the stream started, as one NDJSON line."""

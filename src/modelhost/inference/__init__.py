@@ -47,6 +47,7 @@ from modelhost.inference.types import (
     SlotOutput,
     StepReport,
     Token,
+    ToolCall,
     TrainingConfig,
 )
 
@@ -77,6 +78,7 @@ __all__ = [
     "StepReport",
     "TextModel",
     "Token",
+    "ToolCall",
     "TrainableModel",
     "Trainer",
     "TrainerModel",

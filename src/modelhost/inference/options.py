@@ -34,6 +34,14 @@ MAX_TOKENS_LIMIT = 1 << 20
 #: grammar whose size (and per-token cost) grows with it, so an unbounded one is a way to stall the model thread.
 MAX_JSON_SCHEMA_CHARS = 64 * 1024
 
+#: Most tools one request may offer (OpenAI's own bound). Each is written into the prompt, and into the grammar when
+#: a call is required, so an unbounded list would fill the context and stall the grammar's compilation.
+MAX_TOOLS = 128
+
+#: Largest `tools` accepted, as compact JSON text: the same bound as a schema, since the tools' parameters become one
+#: (and their text is rendered into every prompt of the conversation).
+MAX_TOOLS_CHARS = MAX_JSON_SCHEMA_CHARS
+
 #: Most alternatives `logprobs` may ask for per token (OpenAI's own bound on top_logprobs).
 MAX_LOGPROBS = 20
 
@@ -64,6 +72,10 @@ class GenerateOptions:
     json_schema: str | None = None
     #: Attach each generated token's log-probability (Token.logprob) and this many top alternatives (0: none).
     logprobs: int | None = None
+    #: The functions the model may call, in OpenAI's shape (`{"type": "function", "function": {"name", "description",
+    #: "parameters"}}`), held as compact JSON text of the list (hashable, like `json_schema`); a chat template that
+    #: knows tools renders them in its own format (see `tool_specs`).
+    tools: str | None = None
     cancel: CancelToken | None = None
 
     @classmethod
@@ -94,6 +106,10 @@ class GenerateOptions:
     def greedy(self) -> bool:
         """True when sampling reduces to argmax (temperature 0 or top_k 1)."""
         return self.temperature == 0 or self.top_k == 1
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        """The `tools` option as a list of dicts (empty when unset): what a chat template's `tools` variable takes."""
+        return list(json.loads(self.tools)) if self.tools else []
 
     def cancelled(self) -> bool:
         """True once the caller's cancel token is set."""
@@ -184,6 +200,42 @@ def _json_schema(name: str, value: Any) -> str:
     return text
 
 
+def _tools(name: str, value: Any) -> str:
+    # A list of OpenAI function specs (or its JSON text); each checked for the fields a chat template reads.
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise InvalidOptionError(name, f"is not valid JSON: {exc}") from None
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidOptionError(name, f"must be a list of tools, got {type(value).__name__}")
+    specs = list(value)
+    if not 1 <= len(specs) <= MAX_TOOLS:
+        raise InvalidOptionError(name, f"must list between 1 and {MAX_TOOLS} tools, got {len(specs)}")
+    seen: set[str] = set()
+    for i, spec in enumerate(specs):
+        function = spec.get("function") if isinstance(spec, Mapping) else None
+        if not isinstance(spec, Mapping) or spec.get("type") != "function" or not isinstance(function, Mapping):
+            raise InvalidOptionError(name, f'tool {i} must be {{"type": "function", "function": {{...}}}}')
+        tool_name = function.get("name")
+        if not isinstance(tool_name, str) or not tool_name:
+            raise InvalidOptionError(name, f"tool {i} needs a function name (a non-empty string)")
+        if tool_name in seen:
+            raise InvalidOptionError(name, f"tool names must be unique; {tool_name[:100]!r} is repeated")
+        seen.add(tool_name)
+        if not isinstance(function.get("description", ""), str):
+            raise InvalidOptionError(name, f"tool {i}'s description must be a string")
+        if not isinstance(function.get("parameters", {}), Mapping):
+            raise InvalidOptionError(name, f"tool {i}'s parameters must be a JSON Schema object")
+    try:
+        text = json.dumps(specs, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidOptionError(name, f"is not JSON-serialisable: {exc}") from None
+    if len(text) > MAX_TOOLS_CHARS:
+        raise InvalidOptionError(name, f"is {len(text)} characters as JSON; the limit is {MAX_TOOLS_CHARS}")
+    return text
+
+
 def _cancel(name: str, value: Any) -> CancelToken:
     if not callable(getattr(value, "is_set", None)):
         raise InvalidOptionError(name, "must have an is_set() method, such as threading.Event")
@@ -207,6 +259,7 @@ _VALIDATORS: dict[str, Any] = {
     "thinking_budget": lambda n, v: _int(n, v, 0, MAX_TOKENS_LIMIT),
     "json_schema": _json_schema,
     "logprobs": lambda n, v: _int(n, v, 0, MAX_LOGPROBS),
+    "tools": _tools,
     "cancel": _cancel,
 }
 

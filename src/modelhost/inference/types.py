@@ -56,17 +56,36 @@ class Token:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call of a tool: the tool's `name`, its `arguments` as JSON text of an object (text, as OpenAI carries
+    them, so the value stays hashable and byte-faithful), and the caller's `id` for it (empty when none)."""
+
+    name: str
+    arguments: str = "{}"
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
-    """One chat turn. `images` are attached to this turn; the model's template decides where they go."""
+    """One chat turn. `images` are attached to this turn; the model's template decides where they go.
+
+    Tool turns: an assistant turn's earlier `tool_calls`, and a "tool" turn's `tool_call_id` (the call it answers)
+    and `name` (the tool's), which a template that knows tools renders in its own format.
+    """
 
     role: str
     content: str
     images: tuple[ImageInput, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
 
     def __post_init__(self) -> None:
         # A list passed by a caller would make the frozen message mutable through the back door.
         if not isinstance(self.images, tuple):
             object.__setattr__(self, "images", tuple(self.images))
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
 
 
 def has_images(messages: Sequence[Message]) -> bool:

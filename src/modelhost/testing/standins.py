@@ -93,12 +93,12 @@ class ScriptedModel:
 
     def check_options(self, **opts: Any) -> None:
         """Refuse what a script cannot honour at submit, as a real backend does (the OptionChecker capability)."""
-        GenerateOptions.parse(opts).refuse("scripted", ["json_schema", "logprobs"], "its script is fixed")
+        GenerateOptions.parse(opts).refuse("scripted", ["json_schema", "logprobs", "tools"], "its script is fixed")
 
     def run(self, script: Iterable[bytes | None], prompt_tokens: int, opts: dict[str, Any]) -> Iterator[Token]:
         """Play `script` through the shared decode loop, as a backend drives its engine."""
         o = GenerateOptions.parse(opts)
-        o.refuse("scripted", ["json_schema", "logprobs"], "its script is fixed")
+        o.refuse("scripted", ["json_schema", "logprobs", "tools"], "its script is fixed")
         o = o.resolved({"max_tokens": self.max_tokens})
         clock = MetricsClock()
         clock.prefill_done(prompt_tokens)

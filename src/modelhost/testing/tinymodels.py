@@ -575,3 +575,59 @@ def build_tiny_idefics3(
     )
     processor.save_pretrained(str(out))
     return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Tool calling
+
+# ChatML with tools in the manner of Qwen2.5 (written here, not copied): when `tools` is given, the system turn lists
+# each tool as JSON inside <tools></tools> and tells the model to answer a call as JSON inside <tool_call></tool_call>;
+# an assistant turn's `tool_calls` render in those tags, and a `tool` turn renders as a user turn wrapped in
+# <tool_response></tool_response>. A leading system message is merged into the tools' system turn.
+TOOLS_CHATML_TEMPLATE = (
+    "{%- if tools -%}"
+    "{{- '<|im_start|>system\\n' -}}"
+    "{%- if messages[0]['role'] == 'system' -%}{{- messages[0]['content'] + '\\n\\n' -}}{%- endif -%}"
+    "{{- '# Tools\\nYou may call functions. Their signatures are inside <tools></tools>:\\n<tools>' -}}"
+    "{%- for tool in tools -%}{{- '\\n' + (tool | tojson) -}}{%- endfor -%}"
+    "{{- '\\n</tools>\\nTo call one, answer with JSON inside <tool_call></tool_call>:\\n<tool_call>\\n"
+    '{"name": <function name>, "arguments": <arguments object>}'
+    "\\n</tool_call><|im_end|>\\n' -}}"
+    "{%- elif messages[0]['role'] == 'system' -%}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' -}}"
+    "{%- endif -%}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'system' and loop.first -%}"
+    "{%- elif message['role'] == 'assistant' and message['tool_calls'] is defined and message['tool_calls'] -%}"
+    "{{- '<|im_start|>assistant' -}}"
+    "{%- if message['content'] -%}{{- '\\n' + message['content'] -}}{%- endif -%}"
+    "{%- for call in message['tool_calls'] -%}"
+    "{%- set fn = call['function'] if call['function'] is defined else call -%}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + fn['name'] + '\", \"arguments\": ' -}}"
+    "{%- if fn['arguments'] is string -%}{{- fn['arguments'] -}}"
+    "{%- else -%}{{- fn['arguments'] | tojson -}}{%- endif -%}"
+    "{{- '}\\n</tool_call>' -}}"
+    "{%- endfor -%}"
+    "{{- '<|im_end|>\\n' -}}"
+    "{%- elif message['role'] == 'tool' -%}"
+    "{{- '<|im_start|>user\\n<tool_response>\\n' + message['content'] + '\\n</tool_response><|im_end|>\\n' -}}"
+    "{%- else -%}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
+
+
+def build_tiny_tools_llama(out_dir: PathLike, seed: int = 0, *, vocab_size: int = 512, **config_overrides: Any) -> Path:
+    """Like `build_tiny_llama`, with `TOOLS_CHATML_TEMPLATE` (a chat template that renders `tools` and calls) and a
+    2048-position context, so a tools block, a conversation and a constrained call fit together.
+
+    Arguments as for `build_tiny_llama`.
+    """
+    overrides = {"max_position_embeddings": 2048, **config_overrides}
+    tokenizer = build_tokenizer(vocab_size=vocab_size, chat_template=TOOLS_CHATML_TEMPLATE)
+    return _build_llama(out_dir, seed, tokenizer, **overrides)
+
+
+__all__ += ["TOOLS_CHATML_TEMPLATE", "build_tiny_tools_llama"]

@@ -5,6 +5,10 @@ A GGUF carries the Jinja template its authors wrote for transformers, so we rend
 non-ASCII text) and the same variables (`messages`, `bos_token`, `eos_token`, `add_generation_prompt`). A template
 that fails to render is the request's fault far more often than the model's (a role the template forbids, a
 system turn in the wrong place), so it surfaces as InvalidInputError naming the template's own complaint.
+
+Tools (the `tools` option) and earlier calls reach the template as transformers passes them (`tools`, and
+`tool_calls` / `tool_call_id` / `name` on the turns); a template that does not render them (found by a probe, once
+per template) gets the generic tools turn instead. See `modelhost.inference.chat_tools`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from functools import lru_cache
 from typing import Any
 
 from modelhost.errors import InvalidInputError
+from modelhost.inference import chat_tools
+from modelhost.inference.chat_tools import ToolSupport
 from modelhost.inference.types import ROLES, Message
 
 #: Used when a GGUF has no template at all; llama.cpp's own server falls back to ChatML the same way, and ChatML is
@@ -63,6 +69,21 @@ def check_messages(messages: Sequence[Message]) -> None:
             raise InvalidInputError(f"message {i} content must be a string, got {type(message.content).__name__}")
 
 
+@lru_cache(maxsize=8)
+def tool_support(template: str | None, bos_token: str, eos_token: str) -> ToolSupport:
+    """Whether `template` renders tools and earlier calls (probed once per template: a model renders the same one
+    for every call)."""
+    compiled = _compile(template or CHATML_FALLBACK)
+
+    def probe_render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        variables: dict[str, Any] = {"messages": messages, "bos_token": bos_token, "eos_token": eos_token}
+        if tools is not None:
+            variables["tools"] = tools
+        return str(compiled.render(add_generation_prompt=True, **variables))
+
+    return chat_tools.probe(probe_render)
+
+
 def render(
     template: str | None,
     messages: Sequence[Message],
@@ -71,21 +92,29 @@ def render(
     eos_token: str,
     enable_thinking: bool | None = None,
     add_generation_prompt: bool = True,
+    tools: Sequence[dict[str, Any]] = (),
 ) -> str:
     """The prompt text for `messages` under `template` (ChatML when the model has none).
 
     `enable_thinking` reaches the template only when set, so a template's own default (`enable_thinking` undefined)
-    applies otherwise, as in transformers.
+    applies otherwise, as in transformers. `tools` (OpenAI function specs) go into the template's `tools` variable
+    when it renders one, else into the generic tools turn.
     """
     check_messages(messages)
     import jinja2
 
+    support = chat_tools.NO_SUPPORT
+    if chat_tools.needs_tools(messages, tools):
+        support = tool_support(template, bos_token, eos_token)
+    turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
     variables: dict[str, Any] = {
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "messages": chat_tools.template_messages(turns, support),
         "bos_token": bos_token,
         "eos_token": eos_token,
         "add_generation_prompt": add_generation_prompt,
     }
+    if tools_variable is not None:
+        variables["tools"] = tools_variable
     if enable_thinking is not None:
         variables["enable_thinking"] = enable_thinking
     try:

@@ -486,6 +486,7 @@ class LlamaCppModel:
             bos_token=self._bos_text,
             eos_token=self._eos_text,
             enable_thinking=options.enable_thinking,
+            tools=options.tool_specs(),
         )
         return self._encode(text, chat=True)
 

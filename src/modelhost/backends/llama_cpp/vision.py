@@ -44,6 +44,7 @@ from modelhost.errors import (
     ModelLoadError,
     UnsupportedAttachmentError,
 )
+from modelhost.inference import chat_tools
 from modelhost.inference.generation import MetricsClock
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, Message, SlotOutput, StepReport, Token, has_images
@@ -437,14 +438,21 @@ class LlamaCppVisionModel(LlamaCppModel):
         """The chat template's text with the media marker where the template put each image."""
         import jinja2
 
+        tools = options.tool_specs()
+        support = chat_tools.NO_SUPPORT
+        if chat_tools.needs_tools(messages, tools):
+            support = chat_template.tool_support(self._template, self._bos_text, self._eos_text)
+        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
+
         def conversation(image_part: dict[str, Any]) -> list[dict[str, Any]]:
             # Content as parts, images first: the form vision templates iterate over (as the transformers backend).
             out = []
-            for m in messages:
+            for m in turns:
                 parts: list[dict[str, Any]] = [dict(image_part) for _ in m.images]
-                if m.content:
-                    parts.append({"type": "text", "text": m.content})
-                out.append({"role": m.role, "content": parts})
+                text = chat_tools.text_of(m, support)
+                if text:
+                    parts.append({"type": "text", "text": text})
+                out.append(chat_tools.turn(m, parts, support))
             return out
 
         variables: dict[str, Any] = {
@@ -454,6 +462,8 @@ class LlamaCppVisionModel(LlamaCppModel):
         }
         if options.enable_thinking is not None:
             variables["enable_thinking"] = options.enable_thinking
+        if tools_variable is not None:
+            variables["tools"] = tools_variable
         template = chat_template._compile(self._template or chat_template.CHATML_FALLBACK)
         try:
             text = str(template.render(messages=conversation({"type": "image"}), **variables))

@@ -121,7 +121,7 @@ class OcrModel:
         if len(images) != 1:
             raise InvalidInputError(NO_IMAGE if not images else f"one page image per request, got {len(images)}")
         o = GenerateOptions.parse(opts)
-        o.refuse("ocr", ["json_schema", "logprobs"], "it answers DocTags")
+        o.refuse("ocr", ["json_schema", "logprobs", "tools"], "it answers DocTags")
         o = o.resolved({"max_tokens": DEFAULT_MAX_ELEMENTS})
         return self._run(images[0], o)
 

@@ -31,6 +31,8 @@ from modelhost.errors import (
     ModelHostError,
     UnsupportedAttachmentError,
 )
+from modelhost.inference import chat_tools
+from modelhost.inference.chat_tools import ToolSupport
 from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import (
@@ -101,6 +103,7 @@ class TransformersModel(TrainingMixin):
         template = getattr(self._processor or self._tokenizer, "chat_template", None) or ""
         # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
         self._template_thinks = "enable_thinking" in str(template)
+        self._tools_probed: ToolSupport | None = None  # whether the template renders tools; probed on first use
         pad = self._tokenizer.pad_token_id
         self._pad_id = int(pad if pad is not None else min(checkpoint.eos_ids, default=0))
         self._info = self._read_info()
@@ -491,11 +494,16 @@ class TransformersModel(TrainingMixin):
         if has_images(messages) and not self.accepts_images():
             raise UnsupportedAttachmentError(f"this {self.model_type} model does not accept images")
         thinking = opts.enable_thinking is not None and self._template_thinks
-        extra = {"enable_thinking": opts.enable_thinking} if thinking else {}
+        extra: dict[str, Any] = {"enable_thinking": opts.enable_thinking} if thinking else {}
+        tools = opts.tool_specs()
+        support = self._tool_support() if chat_tools.needs_tools(messages, tools) else chat_tools.NO_SUPPORT
+        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
+        if tools_variable is not None:
+            extra["tools"] = tools_variable
         try:
             if self._processor is not None:
-                return self._render_vision_chat(messages, extra)
-            conversation = [{"role": m.role, "content": m.content} for m in messages]
+                return self._render_vision_chat(turns, extra, support)
+            conversation = chat_tools.template_messages(turns, support)
             text = self._tokenizer.apply_chat_template(
                 conversation, add_generation_prompt=True, tokenize=False, **extra
             )
@@ -505,16 +513,31 @@ class TransformersModel(TrainingMixin):
             raise InvalidInputError(f"the chat template cannot render these messages: {exc}") from exc
         return _Prompt(self._encode(str(text), special=False))
 
-    def _render_vision_chat(self, messages: Sequence[Message], extra: dict[str, Any]) -> _Prompt:
+    def _tool_support(self) -> ToolSupport:
+        """Whether this model's template renders tools and earlier calls: probed once (see chat_tools)."""
+        if self._tools_probed is None:
+            renderer = self._processor if self._processor is not None else self._tokenizer
+
+            def probe_render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+                return str(renderer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
+                                                        tokenize=False))  # fmt: skip
+
+            self._tools_probed = chat_tools.probe(probe_render)
+        return self._tools_probed
+
+    def _render_vision_chat(
+        self, messages: Sequence[Message], extra: dict[str, Any], support: ToolSupport = chat_tools.NO_SUPPORT
+    ) -> _Prompt:
         # Content as a list of parts, images first: the form Idefics3/SmolVLM templates iterate over, and the order
         # docling and the wire use (the page, then the instruction).
         conversation = []
         images: list[Any] = []
         for m in messages:
             parts: list[dict[str, Any]] = [{"type": "image"} for _ in m.images]
-            if m.content:
-                parts.append({"type": "text", "text": m.content})
-            conversation.append({"role": m.role, "content": parts})
+            text = chat_tools.text_of(m, support)
+            if text:
+                parts.append({"type": "text", "text": text})
+            conversation.append(chat_tools.turn(m, parts, support))
             images.extend(to_rgb_image(img, len(images)) for img in m.images)
         text = self._processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False, **extra)
         encoded = self._processor(text=[text], images=[images] if images else None, return_tensors="pt")
