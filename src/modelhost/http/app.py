@@ -461,7 +461,7 @@ class _Door:
     async def ollama_show(self, request: Request) -> Response:
         """POST /api/show: what a model is and can do (its capabilities: vision, embedding)."""
         body = await _read_json(request)
-        name = body.get("model") or body.get("name") if isinstance(body, dict) else None
+        name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
         if not isinstance(name, str) or not name:
             raise ApiError(400, "model is required", param="model", code="invalid_value")
         return Response(ollama_models.show(self._route(body | {"model": name})), media_type="application/json")

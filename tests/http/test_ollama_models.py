@@ -9,15 +9,18 @@ from __future__ import annotations
 import math
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from http_support import LoopThread
+from http_support import LoopThread, serving
 from test_models import door, spec, wait_until
 
+import modelhost.inference
+from modelhost.host import Host
 from modelhost.host.models import Models
-from modelhost.http.ollama_lifecycle import parse_keep_alive
+from modelhost.http.ollama_models import parse_keep_alive
 from modelhost.http.openai_schema import ApiError
 
 
@@ -123,3 +126,27 @@ def test_a_pinned_model_stays_loaded_whatever_a_request_says(loop_thread: LoopTh
         assert models.get("alpha").state == "ready"
         refused = httpx.post(f"{url}/api/generate", json={"model": "alpha", "keep_alive": 0})
         assert refused.status_code == 400 and "pinned" in refused.json()["error"]
+
+
+def test_show_describes_a_model_and_its_capabilities_without_loading_it(loop_thread: LoopThread) -> None:
+    loads: list[int] = []
+    models = Models([spec("alpha", "a1"), spec("beta", "b1", loads=loads)], lazy=True)
+    with door(loop_thread, models) as url:
+        wait_until(lambda: ollama_chat(url, "alpha").status_code == 200)
+        shown = httpx.post(f"{url}/api/show", json={"model": "alpha"}).json()
+        assert shown["capabilities"] == ["completion"] and shown["details"]["family"] == "alpha"
+        assert shown["model_info"]["general.architecture"] == "alpha"
+        cold = httpx.post(f"{url}/api/show", json={"name": "beta"})  # the older field name
+        assert cold.status_code == 200 and cold.json()["model_info"] == {} and loads == []
+        assert httpx.post(f"{url}/api/show", json={"model": "gamma"}).status_code == 404
+        assert httpx.post(f"{url}/api/show", json={}).status_code == 400
+
+
+@pytest.mark.slow
+def test_show_on_a_real_model_lists_embedding_and_its_sizes(loop_thread: LoopThread, tiny_llama_gguf: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    host = Host(lambda: modelhost.inference.load_model(str(tiny_llama_gguf), backend="llama_cpp"), name="tiny")
+    with serving(loop_thread, host) as server:
+        shown = httpx.post(f"{server.url}/api/show", json={"model": "tiny"}).json()
+        assert shown["capabilities"] == ["completion", "embedding"]
+        assert shown["model_info"]["llama.embedding_length"] == 64 and shown["model_info"]["llama.block_count"] == 2

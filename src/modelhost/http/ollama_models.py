@@ -1,4 +1,4 @@
-"""Ollama's model lifecycle on the HTTP door: the per-request `keep_alive` and GET /api/ps.
+"""What the Ollama door says about its models: the per-request `keep_alive`, GET /api/ps and POST /api/show.
 
 Ollama clients (Open WebUI, the ollama CLI, LangChain's Ollama classes) send `keep_alive` with their requests and
 expect it honoured: "5m" keeps the model loaded five minutes after the request, "0" unloads it as soon as it is
@@ -19,6 +19,7 @@ import msgspec
 
 from modelhost.host.models import ServedModel
 from modelhost.http.openai_schema import ApiError, ollama_timestamp, shown
+from modelhost.inference.capabilities import EmbeddingModel, as_capability
 
 #: Seconds per unit of a Go duration (Ollama parses `keep_alive` strings with Go's time.ParseDuration).
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -90,6 +91,47 @@ def unloaded(model: str) -> bytes:
     """The answer to Ollama's unload call (`/api/generate` with no prompt and `keep_alive: 0`)."""
     return msgspec.json.encode(
         {"model": model, "created_at": ollama_timestamp(), "response": "", "done": True, "done_reason": "unload"}
+    )
+
+
+def show(model: ServedModel) -> bytes:
+    """POST /api/show: what a model is and can do, in Ollama's shape. `capabilities` is what clients such as Open
+    WebUI read to offer image upload or embeddings for a model: "completion" always, "vision" when the loaded
+    checkpoint takes images, "embedding" when it pools vectors. An unloaded model is described by name only (showing
+    a model must not load it)."""
+    info: dict[str, Any] = {}
+    capabilities = ["completion"]
+    family = ""
+    if model.ready:
+        loaded = model.model
+        facts = loaded.info()
+        family = loaded.model_type
+        arch = facts.architecture
+        info = {"general.architecture": arch}
+        for key, value in (
+            ("context_length", facts.context_length),
+            ("embedding_length", facts.hidden_size),
+            ("block_count", facts.num_layers),
+            ("vocab_size", facts.vocab_size),
+        ):
+            if value:
+                info[f"{arch}.{key}"] = value
+        if model.accepts_images:
+            capabilities.append("vision")
+        if as_capability(loaded, EmbeddingModel) is not None:
+            capabilities.append("embedding")
+    details = {"parent_model": "", "format": "", "family": family, "families": [family] if family else [],
+               "parameter_size": "", "quantization_level": ""}  # fmt: skip
+    return msgspec.json.encode(
+        {
+            "modelfile": "",
+            "parameters": "",
+            "template": "",
+            "details": details,
+            "model_info": info,
+            "capabilities": capabilities,
+            "modified_at": ollama_timestamp(),
+        }
     )
 
 
