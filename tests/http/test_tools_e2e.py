@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow
 
 WEATHER = {
     "type": "object",
-    "properties": {"city": {"enum": ["Paris", "Rome"]}, "days": {"type": "integer"}},
+    "properties": {"city": {"enum": ["Paris", "Rome"]}, "days": {"enum": [1, 3, 7]}},
     "required": ["city", "days"],
     "additionalProperties": False,
 }
@@ -55,8 +55,10 @@ WEATHER_CALL = {
 }
 
 
-def _serve(loop_thread: LoopThread, path: Path | str, name: str) -> Iterator[HttpServer]:
-    backend = None if path == "default" else "llama_cpp"
+def _serve(
+    loop_thread: LoopThread, path: Path | str, name: str, backend: str | None = "llama_cpp"
+) -> Iterator[HttpServer]:
+    backend = None if path == "default" else backend
     host = Host(lambda: modelhost.inference.load_model(str(path), backend=backend), name=name)
     with serving(loop_thread, host) as server:
         yield server
@@ -89,6 +91,13 @@ def tiny(loop_thread: LoopThread, tools_gguf: Path) -> Iterator[HttpServer]:
 
 
 @pytest.fixture(scope="module")
+def tf(loop_thread: LoopThread, tools_dir: Path) -> Iterator[HttpServer]:
+    """The tools model on the transformers backend (apply_chat_template; llguidance for the call's grammar)."""
+    pytest.importorskip("transformers")
+    yield from _serve(loop_thread, tools_dir, "tf", backend="transformers")
+
+
+@pytest.fixture(scope="module")
 def plain(loop_thread: LoopThread, tiny_llama_gguf: Path) -> Iterator[HttpServer]:
     yield from _serve(loop_thread, tiny_llama_gguf, "plain")
 
@@ -112,7 +121,7 @@ def assert_valid_call(call: Any, only: str | None = None) -> None:
     jsonschema.validate(json.loads(call.function.arguments), PARAMS[call.function.name])
 
 
-@pytest.mark.parametrize("server_name", ["tiny", "plain", "smol"])
+@pytest.mark.parametrize("server_name", ["tiny", "plain", "smol", "tf"])
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "clock"}}])
 def test_a_required_call_has_valid_arguments(server_name: str, choice: Any, request: pytest.FixtureRequest) -> None:
     client = client_of(request.getfixturevalue(server_name))
@@ -147,7 +156,7 @@ def test_tools_reach_the_prompt_through_the_template_or_the_generic_turn(
         assert answer.usage is not None and answer.usage.prompt_tokens == expected[name]
 
 
-@pytest.mark.parametrize("server_name", ["tiny", "smol"])
+@pytest.mark.parametrize("server_name", ["tiny", "smol", "tf"])
 def test_streamed_call_deltas_reassemble_to_the_whole_call(server_name: str, request: pytest.FixtureRequest) -> None:
     client = client_of(request.getfixturevalue(server_name))
     kw: dict[str, Any] = {
@@ -200,7 +209,7 @@ def test_a_call_and_its_result_go_back_through_the_template(
                     {
                         "id": "call_1",
                         "type": "function",
-                        "function": {"name": "weather", "arguments": '{"city": "Paris", "days": 2}'},
+                        "function": {"name": "weather", "arguments": '{"city": "Paris", "days": 3}'},
                     }
                 ],
             },
@@ -217,7 +226,7 @@ def test_a_call_and_its_result_go_back_through_the_template(
             reference = [
                 history[0],
                 {**history[1], "tool_calls": [{**call, "function": {"name": "weather",
-                                                                    "arguments": {"city": "Paris", "days": 2}}}]},
+                                                                    "arguments": {"city": "Paris", "days": 3}}}]},
                 history[2],
             ]  # fmt: skip
             assert after.usage.prompt_tokens == hf_prompt_tokens(tools_dir, reference, tools=TOOLS)
