@@ -118,3 +118,26 @@ def test_transformers_thought_and_reply_are_apart_streamed_or_not(thinking_tf: H
             reasoning += getattr(delta, "reasoning_content", None) or ""
             content += delta.content or ""
     assert (reasoning, content) == (thought, message.content)
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 12}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("backend", ["llama_cpp", "transformers"])
+def test_a_schema_answer_of_a_thinking_model_is_the_reply_not_its_thought(
+    backend: str, thinking: HttpServer, thinking_tf: HttpServer
+) -> None:
+    """The template opens `<think>` in the prompt, but the grammar makes the answer JSON from its first token: that
+    JSON is the reply (`content`, parseable), never `reasoning_content`."""
+    server = thinking if backend == "llama_cpp" else thinking_tf
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": SCHEMA, "strict": True}}
+    whole = client.chat.completions.create(**chat_kw(max_tokens=60), response_format=fmt)  # type: ignore[arg-type]
+    message = whole.choices[0].message
+    assert getattr(message, "reasoning_content", None) is None
+    assert message.content is not None and "answer" in json.loads(message.content)

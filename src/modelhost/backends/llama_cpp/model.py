@@ -99,6 +99,11 @@ class TokenChooser:
         # Tracked whenever the vocabulary has both markers (a comparison per token): the budget needs it, and so does
         # telling thought from content (a template that opens `<think>` in the prompt starts the answer inside).
         # The markers and the channel rules are the contract's (generation.py), shared with transformers.
+        # A grammar-constrained answer is the reply itself, whatever the template opened: the grammar allows JSON
+        # from the first token, so a `<think>` the prompt left open must not label that JSON as thought (and a
+        # marker token the grammar lets into a JSON string must not switch the channel mid-answer).
+        if grammar is not None:
+            think = None
         self._think = think
         self._budget = opts.thinking_budget if think is not None else 0
         if think is not None:

@@ -450,8 +450,10 @@ class TransformersModel(TrainingMixin):
 
     def _row(self, ids: list[int], opts: GenerateOptions) -> RowState:
         """One sequence's sampling state: whether its prompt left it inside a thought, and its grammar matcher."""
-        inside = self._thought is not None and self._thought.inside_after(ids)
-        return RowState(context=list(ids), in_thought=inside, matcher=self._grammars.matcher(opts))
+        matcher = self._grammars.matcher(opts)
+        # A grammar-constrained answer is the reply itself, whatever the template opened (RowState.accept).
+        inside = matcher is None and self._thought is not None and self._thought.inside_after(ids)
+        return RowState(context=list(ids), in_thought=inside, matcher=matcher)
 
     # ------------------------------------------------------------------------------------------------ prompts
 

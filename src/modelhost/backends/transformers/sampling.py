@@ -57,6 +57,8 @@ class RowState:
             self.forcing = False
         if self.matcher is not None:
             grammar.advance(self.matcher, token)
+            # The grammar's answer is the reply: a marker token it lets into a JSON string must not flip the channel.
+            return
         if thought is None:
             return
         self.in_thought, self.channel = thought.follow(token, self.in_thought)
