@@ -67,3 +67,44 @@ def test_text_jobs_on_the_tiny_llama(tiny_llama_gguf: Path, tmp_path: Path) -> N
         await host.aclose()
 
     asyncio.run(main())
+
+
+def test_a_json_schema_job_answers_valid_json_and_an_unenforceable_schema_is_refused(
+    tiny_llama_gguf: Path, tmp_path: Path
+) -> None:
+    """Structured extraction as a batch job: `json_schema` in a text job's input constrains the answer (output.txt is
+    the JSON, result.json carries it parsed); a schema the model's grammar cannot enforce is a 400 at submission."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "type": "object",
+        "properties": {"city": {"enum": ["Paris", "Oslo", "Lima"]}, "sunny": {"type": "boolean"}},
+        "required": ["city", "sunny"],
+        "additionalProperties": False,
+    }
+
+    async def main() -> None:
+        host = Host(lambda: load_model(str(tiny_llama_gguf), backend="llama_cpp", threads=1), name="tiny")
+        await host.start()
+        server = await start_server(host, tmp_path / "state")
+        async with httpx.AsyncClient(base_url=server.url) as c:
+            ids = []
+            for seed in (1, 2, 3):
+                value = {"messages": [{"role": "user", "content": "Weather?"}], "max_tokens": 80, "seed": seed,
+                         "temperature": 1.0, "json_schema": schema}  # fmt: skip
+                r = await c.post("/v1/jobs", json={"operation": "text.chat", "model": "tiny", "input": value})
+                assert r.status_code == 202, r.text
+                ids.append(r.json()["id"])
+            for job_id in ids:
+                done = await wait_for(c, job_id, {"completed", "failed"}, timeout=60)
+                assert done["status"] == "completed", done
+                answer = json.loads((await c.get(f"/files/{job_id}/output.txt")).text)
+                jsonschema.validate(answer, schema)
+                assert (await c.get(f"/files/{job_id}/result.json")).json()["json"] == answer
+            refused = {"messages": [{"role": "user", "content": "x"}],
+                       "json_schema": {"type": "array", "uniqueItems": True}}  # fmt: skip
+            r = await c.post("/v1/jobs", json={"operation": "text.chat", "model": "tiny", "input": refused})
+            assert r.status_code == 400 and "json_schema" in r.json()["message"], r.text
+        await server.aclose()
+        await host.aclose()
+
+    asyncio.run(main())

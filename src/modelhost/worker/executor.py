@@ -29,6 +29,7 @@ from typing import Any
 from modelhost.errors import HostClosedError, InvalidOptionError, ModelLoadingError, QueueFullError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Started
 from modelhost.host.models import Servable, ServedModel
+from modelhost.inference.capabilities import OptionChecker, as_capability
 from modelhost.inference.options import DEFAULT_MAX_TOKENS, GenerateOptions
 from modelhost.inference.types import Message
 from modelhost.worker import protocol
@@ -59,6 +60,8 @@ TEXT_OPTIONS = frozenset(
         "repeat_penalty",
         "enable_thinking",
         "thinking_budget",
+        # A JSON Schema the answer must match (constrained decoding): a batch of structured-extraction jobs.
+        "json_schema",
     }
 )
 
@@ -276,8 +279,9 @@ def _check_outputs(out: Path, names: list[str]) -> list[Path]:
 # -- text operations --------------------------------------------------------------------------------------------
 
 
-def _options(value: dict[str, Any]) -> dict[str, Any]:
-    """The generation options of a text job's input, checked (a value out of range is the job's fault: 400)."""
+def _options(value: dict[str, Any], host: Servable | None = None) -> dict[str, Any]:
+    """The generation options of a text job's input, checked (a value out of range is the job's fault: 400), and,
+    when `host`'s model is loaded, checked by the model too (a JSON Schema its grammar engine cannot enforce)."""
     options = {k: v for k, v in value.items() if k in TEXT_OPTIONS}
     seed = options.get("seed")
     # The seed's `seed()`: a negative seed means "any": the engine then draws one.
@@ -287,6 +291,9 @@ def _options(value: dict[str, Any]) -> dict[str, Any]:
     options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     try:
         GenerateOptions.parse(options)
+        checker = as_capability(getattr(host, "model", None), OptionChecker) if host and host.ready else None
+        if checker is not None:
+            checker.check_options(**options)
     except InvalidOptionError as exc:
         raise invalid(str(exc)) from exc
     return options
@@ -328,7 +335,7 @@ def _messages(items: list[dict[str, Any]]) -> list[Message]:
 def check_text_chat(value: Any, host: Servable) -> None:
     """The submission-time check of a text.chat input: its shape, its options, and no picture for a text model."""
     _refuse_images(_chat_items(value), host)
-    _options(value)
+    _options(value, host)
 
 
 def _prompt(value: Any) -> str:
@@ -340,7 +347,7 @@ def _prompt(value: Any) -> str:
 def check_text_generate(value: Any, host: Servable) -> None:
     """The submission-time check of a text.generate input: a string prompt and valid options."""
     _prompt(value)
-    _options(value)
+    _options(value, host)
 
 
 async def text_chat(ctx: JobContext) -> list[str]:
@@ -426,6 +433,7 @@ async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
         "model": ctx.work.model,
         "operation": ctx.work.operation,
         "finish_reason": done.finish_reason,
+        **({"json": _parsed(text)} if "json_schema" in request.options else {}),
         "usage": {
             "prompt_tokens": done.prompt_tokens,
             "completion_tokens": done.completion_tokens,
@@ -442,6 +450,14 @@ async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
     }
     await asyncio.to_thread(_write_outputs, ctx.dir, text, result)
     return ["output.txt", "result.json"]
+
+
+def _parsed(text: str) -> Any:
+    """The answer of a json_schema job as JSON (None when it was cut by max_tokens before it was complete)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _remaining(tokens: int, seconds: float, left: int) -> float:
