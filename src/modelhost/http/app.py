@@ -13,6 +13,7 @@ nobody. The stream responses are raw ASGI for the same reason: the response owns
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hmac
 import importlib.metadata
@@ -21,7 +22,7 @@ import math
 import time
 import typing
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
@@ -513,18 +514,8 @@ class _Door:
         self, request: Request, served: ServedModel, parsed: embeddings.ParsedEmbedding
     ) -> tuple[EmbeddingResult, float]:
         """Submit an embedding and await it (cancelled if the client hangs up first): (result, seconds)."""
-        try:
+        with self._admission(served, lambda exc: embeddings.error(exc, parsed.wire_names)):
             ticket = served.submit_embedding(parsed.texts, **parsed.options)
-        except QueueFullError as exc:
-            err = embeddings.error(exc)
-            err.headers["retry-after"] = str(self._retry_after(served))
-            raise err from None
-        except ModelLoadingError as exc:
-            raise self._not_ready(served, str(exc)) from None
-        except HostClosedError:
-            raise self._not_ready(served) from None
-        except ModelHostError as exc:
-            raise embeddings.error(exc, parsed.wire_names) from None
         answer = asyncio.ensure_future(ticket.result())
         gone = asyncio.create_task(_disconnect(request.receive))
         try:
@@ -592,10 +583,17 @@ class _Door:
         return _Choices(streams)
 
     def _submit_one(self, served: ServedModel, parsed: ParsedRequest, generation: GenerationRequest) -> RequestStream:
-        try:
+        with self._admission(served, lambda exc: schema.from_host_exception(exc, parsed.wire_names)):
             return served.submit(generation)
+
+    @contextlib.contextmanager
+    def _admission(self, served: ServedModel, answer: Callable[[ModelHostError], ApiError]) -> Iterator[None]:
+        """What a refused submission answers: a full queue `answer(exc)` with Retry-After, a model loading (or
+        closed) 503, any other refusal `answer(exc)` (the route family's error, naming the client's parameter)."""
+        try:
+            yield
         except QueueFullError as exc:
-            err = schema.from_host_exception(exc, parsed.wire_names)
+            err = answer(exc)
             err.headers["retry-after"] = str(self._retry_after(served))
             raise err from None
         except ModelLoadingError as exc:
@@ -603,7 +601,7 @@ class _Door:
         except HostClosedError:
             raise self._not_ready(served) from None
         except ModelHostError as exc:
-            raise schema.from_host_exception(exc, parsed.wire_names) from None
+            raise answer(exc) from None
 
     def _not_ready(self, served: ServedModel, message: str | None = None) -> ApiError:
         state = served.state
