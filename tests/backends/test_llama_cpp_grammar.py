@@ -10,6 +10,8 @@ as one character and Python as several replacement characters (grammar.py), whic
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import pytest
 pytest.importorskip("llama_cpp")
 
 from modelhost.backends.llama_cpp import LlamaCppBackend
-from modelhost.backends.llama_cpp.grammar import gbnf_for_schema
+from modelhost.backends.llama_cpp.grammar import gbnf_for_schema, integer_range_rule
 from modelhost.backends.llama_cpp.model import LlamaCppModel
 from modelhost.errors import InvalidOptionError
 from modelhost.inference.options import MAX_JSON_SCHEMA_CHARS, GenerateOptions
@@ -101,8 +103,15 @@ def test_bad_schemas_and_conflicting_options_are_refused_before_compute(model: L
     with pytest.raises(InvalidOptionError) as info:
         model.generate("hello", json_schema={"type": "frob"})
     assert info.value.option == "json_schema"
-    with pytest.raises(InvalidOptionError, match="maximum"):  # a keyword the grammar would drop is refused
-        model.generate("hello", json_schema={"type": "object", "properties": {"n": {"type": "integer", "maximum": 9}}})
+    with pytest.raises(InvalidOptionError, match="multipleOf"):  # a keyword the grammar would drop is refused
+        model.generate(
+            "hello", json_schema={"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}}
+        )
+    for unenforced in ({"type": "number", "maximum": 1}, {"type": ["integer", "null"], "minimum": 0},
+                       {"enum": [1, 2], "minimum": 2}, {"type": "integer", "minimum": 5, "maximum": 4}):  # fmt: skip
+        with pytest.raises(InvalidOptionError) as info:
+            model.generate("hello", json_schema={"type": "object", "properties": {"n": unenforced}})
+        assert info.value.option == "json_schema"
     for name, value in (("min_tokens", 3), ("suppress_tokens", [5]), ("thinking_budget", 4)):
         with pytest.raises(InvalidOptionError) as info:
             model.generate("hello", json_schema=PERSON, **{name: value})
@@ -125,3 +134,66 @@ def test_the_option_is_validated_and_held_as_compact_json() -> None:
 def test_strings_cannot_hold_raw_control_characters() -> None:
     # llama-cpp-python's converter lets a raw newline into a JSON string; json.loads refuses such a string.
     assert r'char ::= [^"\\\x7F\x00-\x1F\uD800-\uDFFF]' in gbnf_for_schema('{"type":"string"}')
+
+
+#: The schemas test_transformers_structured.py asks llguidance: an unbounded integer and number, and an object that
+#: does not say `additionalProperties`. llama.cpp's converter caps a number at 16 digits and closes such an object;
+#: both backends must end each answer inside a modest max_tokens, and agree on the keys.
+OPEN_SCHEMAS: tuple[dict[str, Any], ...] = (
+    {"type": "integer"},
+    {"type": "object", "properties": {"n": {"type": "integer"}, "x": {"type": "number"}}, "required": ["n", "x"]},
+)
+
+
+@pytest.mark.parametrize("schema", OPEN_SCHEMAS, ids=["integer", "object"])
+def test_unbounded_numbers_and_unsaid_extra_keys_end(model: LlamaCppModel, schema: dict[str, Any]) -> None:
+    for prompt in ("hi", "1 2 3"):
+        for seed in range(4):
+            text = "".join(t.text for t in model.generate(prompt, json_schema=schema, max_tokens=48, temperature=1.0,
+                                                          seed=seed))  # fmt: skip
+            assert model.metrics().finish_reason == "stop", text
+            value = valid(text, schema)
+            if isinstance(value, dict):
+                assert set(value) == {"n", "x"}, text
+
+
+#: Integer bounds as tool parameters use them (a count from 1, a percentage, a negative offset, exclusive bounds).
+BOUNDED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "count": {"type": "integer", "minimum": 1},
+        "percent": {"type": "integer", "minimum": 0, "maximum": 100},
+        "offset": {"type": "integer", "exclusiveMinimum": -10, "exclusiveMaximum": 0},
+        "year": {"type": "integer", "minimum": 1990.5, "maximum": 2026},
+    },
+    "required": ["count", "percent", "offset", "year"],
+    "additionalProperties": False,
+}
+
+
+def test_integer_bounds_are_enforced_by_the_grammar(model: LlamaCppModel) -> None:
+    # llama-cpp-python's converter drops minimum/maximum (they used to be refused); ours writes a digit-range rule.
+    for sampling in ({"temperature": 0}, *({"temperature": 1.5, "seed": s} for s in range(5))):
+        text = "".join(t.text for t in model.generate("hello", json_schema=BOUNDED, max_tokens=120, **sampling))
+        assert model.metrics().finish_reason == "stop", text
+        valid(text, BOUNDED)
+
+
+def _as_regex(expression: str) -> re.Pattern[str]:
+    # The range rule uses only quoted digits and "-", digit classes, spaces, groups and alternation: as a regex,
+    # the same language once the quotes and spaces go.
+    return re.compile(expression.replace('"', "").replace(" ", ""))
+
+
+def test_the_integer_range_rule_matches_exactly_the_range() -> None:
+    rng = random.Random(1)
+    ranges = [(0, 0), (1, 120), (-5, 5), (-120, -7), (10, 99), (99, 101), (-1000, 999), (-(10**16 - 1), 10**16 - 1)]
+    for _ in range(200):
+        low = rng.randint(-(10**6), 10**6)
+        ranges.append((low, low + rng.choice([0, 7, 500, 10**5, 10**8])))
+    for low, high in ranges:
+        rule = _as_regex(integer_range_rule(low, high))
+        near = {*range(low - 30, low + 30), *range(high - 30, high + 30), *(rng.randint(low, high) for _ in range(30))}
+        for value in near | {0, -1, 1}:
+            assert bool(rule.fullmatch(str(value))) == (low <= value <= high), (low, high, value)
+        assert not any(rule.fullmatch(bad) for bad in ("-0", "00", "01", "-01", "+1")), (low, high)

@@ -5,7 +5,7 @@ grammar sampler (`llama_sampler_init_grammar`) then masks, at every step, each t
 so the output is valid JSON of the schema by construction, even from a random model, as long as it is not cut
 short (`max_tokens`, a stop string, the context's end).
 
-Two things we add to the converter's output, each for a failure seen or read in llama.cpp:
+What we add to the converter's output, each for a failure seen or read in llama.cpp:
 
 - Strings exclude control characters. The converter's `char` rule is `[^"\\\\]`, which lets a raw newline or tab
   into a JSON string; Python's `json.loads` (and JSON itself) refuses those, so a small model's stray newline made
@@ -15,6 +15,12 @@ Two things we add to the converter's output, each for a failure seen or read in 
   (C1 81 for "A") passes the grammar as the character it spells, and Python decodes it as U+FFFD replacement
   characters. The JSON still parses, but a string can then fail `maxLength`/`pattern` when validated. Real
   tokenizers do not make such sequences; a random model over byte tokens can (seen on the tiny test model).
+- Integer bounds (`minimum`, `maximum` and their exclusive forms), which the converter drops (a TODO in its
+  source) and llama.cpp's C++ converter enforces: common tool parameters (`{"type": "integer", "minimum": 1}`)
+  need them. Our converter subclass writes a digit-range rule: the set of integers in a range is a finite union of
+  digit-class sequences per length, so the rule is exact, with no leading zero and no -0. An open side ends at 16
+  digits, as an unbounded integer does. Bounds on a `number` stay refused: its range holds endless decimals, so a
+  grammar must cap them and then refuses valid values; an integer or an enum says the same thing exactly.
 - The grammar checks the drawn token first, and masks the whole vocabulary only when that token is refused (what
   llama.cpp's own `common_sampler` does). Masking costs a walk of every token's text through the grammar's stacks
   (measured on SmolLM2's 49k vocabulary, 2 shared cores: 5-15 ms a step, about one decode step, so the grammar
@@ -33,6 +39,7 @@ budget, which forces `</think>`) are refused together with `json_schema` rather 
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 from functools import lru_cache
 from typing import Any
@@ -53,10 +60,11 @@ _STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F\uD800-\uDFFF]'
 #: JSON Schema keywords llama-cpp-python's converter does not turn into grammar (it reads type, format, $ref,
 #: properties, required, additionalProperties, items, prefixItems, min/maxItems, min/maxLength, pattern, const,
 #: enum, anyOf, oneOf, allOf, and skips the rest). A schema using one is refused: silently dropped, an answer with
-#: `"age": 121545` against `"maximum": 120` would look enforced and fail the caller's own validation.
+#: `"age": 121545` against `"maximum": 120` would look enforced and fail the caller's own validation. The numeric
+#: bounds (BOUNDS) are the exception we enforce ourselves, on integers: see `_Converter`.
 UNENFORCED = frozenset(
     {
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems", "contains",
+        "multipleOf", "uniqueItems", "contains",
         "minContains", "maxContains", "minProperties", "maxProperties", "patternProperties", "propertyNames",
         "dependentRequired", "dependentSchemas", "dependencies", "not", "if", "then", "else",
         "unevaluatedProperties", "unevaluatedItems",
@@ -73,6 +81,16 @@ _NAMED = ("properties", "$defs", "definitions", "patternProperties", "dependentS
 _checked: set[str] = set()
 
 
+#: Numeric bounds: enforced by our own digit-range rule on a plain `"type": "integer"`, refused anywhere else.
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+#: The widest integer llama.cpp's converter writes (`integral-part`: 16 digits); a side the caller left open ends
+#: here, so a bounded integer is never longer than an unbounded one.
+INTEGER_LIMIT = 10**16 - 1
+#: Keywords that the converter reads before `type` (llama_grammar.SchemaConverter.visit); a node with one of them is
+#: not a plain integer, and its bounds would be dropped, so they are refused there.
+_BEFORE_TYPE = ("$ref", "anyOf", "oneOf", "allOf", "const", "enum")
+
+
 def _refuse_unenforced(node: Any, path: str = "") -> None:
     if isinstance(node, list):
         for i, item in enumerate(node):
@@ -82,6 +100,8 @@ def _refuse_unenforced(node: Any, path: str = "") -> None:
         return
     for key in UNENFORCED.intersection(node):
         raise InvalidOptionError("json_schema", f"'{key}' (at {path or '/'}) cannot be enforced by llama.cpp's grammar")
+    if any(key in node for key in BOUNDS):
+        integer_bounds(node, path)  # refuses bounds it cannot enforce
     for key in _ONE + _MANY:
         if key in node:
             _refuse_unenforced(node[key], f"{path}/{key}")
@@ -91,16 +111,119 @@ def _refuse_unenforced(node: Any, path: str = "") -> None:
                 _refuse_unenforced(sub, f"{path}/{key}/{name}")
 
 
+def integer_bounds(node: dict[str, Any], path: str = "") -> tuple[int, int]:
+    """The inclusive range [low, high] a bounded integer schema allows (an open side ends at +-INTEGER_LIMIT).
+
+    Raises InvalidOptionError naming `json_schema` for bounds the grammar cannot enforce: on anything but a plain
+    `"type": "integer"` (a number's range is not a finite set of digit strings: 0.5 < x < 1 has endless decimals,
+    so a grammar would have to cap them and quietly refuse valid values), on a non-number, or an empty range.
+    """
+    where = path or "/"
+    if node.get("type") != "integer" or any(key in node for key in _BEFORE_TYPE):
+        raise InvalidOptionError(
+            "json_schema", f"minimum/maximum (at {where}) are enforced by llama.cpp's grammar only on a plain "
+            '"type": "integer" (not a number, a union, an enum or a $ref)',
+        )  # fmt: skip
+    values = {key: node[key] for key in BOUNDS if key in node}
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidOptionError("json_schema", f"'{key}' (at {where}) must be a finite number")
+    # Integer bounds from any number: x >= 0.5 is x >= 1, x > 2 is x >= 3, x > 2.5 is x >= 3.
+    lows = [math.ceil(values["minimum"])] if "minimum" in values else []
+    if "exclusiveMinimum" in values:
+        lows.append(math.floor(values["exclusiveMinimum"]) + 1)
+    highs = [math.floor(values["maximum"])] if "maximum" in values else []
+    if "exclusiveMaximum" in values:
+        highs.append(math.ceil(values["exclusiveMaximum"]) - 1)
+    low, high = max(lows, default=-INTEGER_LIMIT), min(highs, default=INTEGER_LIMIT)
+    if low > high:
+        why = "is empty" if lows and highs else f"lies beyond the {len(str(INTEGER_LIMIT))}-digit integers it writes"
+        raise InvalidOptionError("json_schema", f"the integer range at {where} {why} ({low} > {high})")
+    return low, high
+
+
+def integer_range_rule(low: int, high: int) -> str:
+    """A GBNF expression matching exactly the JSON integers in [low, high] (no leading zeros, no -0)."""
+    parts = []
+    if low < 0:
+        parts.append('"-" ' + _natural_range(max(1, -high), -low))
+    if high >= 0:
+        parts.append(_natural_range(max(0, low), high))
+    return "(" + " | ".join(parts) + ")"
+
+
+def _natural_range(low: int, high: int) -> str:
+    """[low, high] of non-negative integers, split by digit count so that only 0 itself starts with a 0."""
+    parts = []
+    for digits in range(len(str(low)), len(str(high)) + 1):
+        first = 0 if digits == 1 else 10 ** (digits - 1)
+        lo, hi = max(low, first), min(high, 10**digits - 1)
+        parts.append(_same_length(str(lo), str(hi)))
+    return "(" + " | ".join(parts) + ")"
+
+
+def _same_length(lo: str, hi: str) -> str:
+    """Digit strings of len(lo) == len(hi) between lo and hi (inner positions may be 0)."""
+    if len(lo) == 1:
+        return f"[{lo}-{hi}]"
+    rest = len(lo) - 1
+    if lo[0] == hi[0]:
+        return f'"{lo[0]}" {_same_length(lo[1:], hi[1:])}'
+    # lo's first digit with any tail >= lo's tail, then the whole digits strictly between, then hi's first digit
+    # with any tail <= hi's tail; a tail of all 0s (or all 9s) lets its digit join the middle class instead.
+    alternatives = []
+    start, end = int(lo[0]), int(hi[0])
+    if lo[1:] != "0" * rest:
+        alternatives.append(f'"{lo[0]}" {_same_length(lo[1:], "9" * rest)}')
+        start += 1
+    high_tail = hi[1:] != "9" * rest
+    if high_tail:
+        end -= 1
+    if start <= end:
+        alternatives.append(f"[{start}-{end}]" + " [0-9]" * rest)
+    if high_tail:
+        alternatives.append(f'"{hi[0]}" {_same_length("0" * rest, hi[1:])}')
+    return "(" + " | ".join(alternatives) + ")"
+
+
+@lru_cache(maxsize=1)
+def _converter_class() -> type:
+    from llama_cpp import llama_grammar
+
+    class _Converter(llama_grammar.SchemaConverter):  # type: ignore[misc,name-defined]
+        """llama-cpp-python's converter, plus integer bounds: its own `visit` drops them (a TODO in its source),
+        where llama.cpp's C++ converter writes a digit-range rule; this writes one of ours."""
+
+        def visit(self, schema: Any, name: str) -> Any:
+            if isinstance(schema, dict) and any(key in schema for key in BOUNDS):
+                low, high = integer_bounds(schema)
+                rule_name = name + "-" if name in llama_grammar.RESERVED_NAMES else name or "root"
+                return self._add_rule(rule_name, integer_range_rule(low, high) + " space")
+            return super().visit(schema, name)
+
+    return _Converter
+
+
+def _schema_to_gbnf(schema_json: str) -> str:
+    """llama_grammar.json_schema_to_gbnf with our converter (the same settings: no fetching, no property order)."""
+    import json
+
+    converter = _converter_class()(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    schema = converter.resolve_refs(json.loads(schema_json), "stdin")
+    converter.visit(schema, "")
+    return str(converter.format_grammar())
+
+
 @lru_cache(maxsize=64)
 def gbnf_for_schema(schema_json: str) -> str:
     """The GBNF grammar of a JSON Schema (compact JSON text, as GenerateOptions holds it)."""
     import json
 
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
     _refuse_unenforced(json.loads(schema_json))
     try:
-        grammar = json_schema_to_gbnf(schema_json)
+        grammar = _schema_to_gbnf(schema_json)
+    except InvalidOptionError:
+        raise
     except Exception as exc:  # the converter asserts, raises KeyError, ValueError ... on schemas it cannot read
         raise InvalidOptionError(
             "json_schema", f"llama.cpp cannot turn this JSON Schema into a grammar: {exc}"

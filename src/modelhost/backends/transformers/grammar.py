@@ -45,6 +45,72 @@ CONFLICTS = ("min_tokens", "suppress_tokens", "thinking_budget")
 _JSON_DEFAULTS: JsonCompileOptions = {"whitespace_flexible": False}
 
 
+#: The largest integer part a number may have: 16 digits, as llama.cpp's converter allows (`integral-part` is one
+#: digit and up to 15 more), so an answer is accepted or cut alike on both backends.
+NUMBER_BOUND = 10**16 - 1
+#: The finest step of a number without one of its own: ten decimals. llguidance bounds decimals only through
+#: `multipleOf`, and refuses a step finer than 1e-10 ("too many digits": it reads the step as an f64's digits);
+#: llama.cpp allows 16 decimals, so a value such as pi is cut to 3.1415926535 here.
+NUMBER_STEP = 1e-10
+#: Keywords whose value is one schema, a list of schemas, or a map of names to schemas (walked by `bounded`).
+#: Not `not`: a bound inside it would widen what it forbids (llguidance refuses `not` anyway).
+_ONE = ("items", "additionalProperties", "if", "then", "else", "contains", "additionalItems")
+_MANY = ("anyOf", "oneOf", "prefixItems")
+_NAMED = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+
+
+def bounded(schema: Any, *, in_all_of: bool = False) -> Any:
+    """A copy of `schema` in which every value can end, as llama.cpp's grammar makes it end; the caller's schema is
+    untouched (an answer is still validated, by the caller, against the schema they sent).
+
+    llguidance follows JSON Schema to the letter where llama.cpp's converter does not, and to the letter a random or
+    weak model runs on until `max_tokens` cuts the answer into text that does not parse (seen on the tiny test
+    model, 8 answers of 8: an object with `properties` and no `additionalProperties` got one extra key whose string
+    never closed; a number's exponent ran to 50 digits). So, as llama.cpp's converter does:
+
+    - an integer or number gets at most 16 integer digits (`minimum`/`maximum` of +-NUMBER_BOUND, only where the
+      caller set no bound of that side), a number at most ten decimals (`multipleOf` NUMBER_STEP, only where the
+      caller set none), and therefore no exponent (llguidance refuses one on a bounded number);
+    - an object that lists `properties` and says nothing of `additionalProperties` is closed. That is what OpenAI's
+      strict mode demands of every object, what vLLM's xgrammar backend does by default, and what llama.cpp's
+      converter already does; a caller who wants extra keys says `"additionalProperties": true` (or a schema), and
+      gets them on both backends. Not inside `allOf`: closing each branch would forbid the keys of the others.
+    """
+    if isinstance(schema, list):
+        return [bounded(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _ONE + _MANY:
+        if key in out:
+            out[key] = bounded(out[key])
+    if isinstance(out.get("allOf"), list):
+        out["allOf"] = [bounded(branch, in_all_of=True) for branch in out["allOf"]]
+    for key in _NAMED:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: bounded(sub) for name, sub in out[key].items()}
+    types = out.get("type")
+    types = set(types) if isinstance(types, list) else {types}
+    if types & {"integer", "number"}:
+        # JSON Schema applies these keywords to numbers only, so a `["integer", "null"]` union keeps its null. A
+        # caller's own bound beyond ours (a minimum of 1e20) asks for longer numbers: that side is left open.
+        low = _number(out.get("minimum", out.get("exclusiveMinimum")))
+        high = _number(out.get("maximum", out.get("exclusiveMaximum")))
+        if low is None and (high is None or high >= -NUMBER_BOUND):
+            out["minimum"] = -NUMBER_BOUND
+        if high is None and (low is None or low <= NUMBER_BOUND):
+            out["maximum"] = NUMBER_BOUND
+        if "number" in types and "multipleOf" not in out:
+            out["multipleOf"] = NUMBER_STEP
+    if "properties" in out and "additionalProperties" not in out and not in_all_of:
+        out["additionalProperties"] = False
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 @lru_cache(maxsize=64)
 def grammar_for_schema(schema_json: str) -> str:
     """llguidance's grammar text for a JSON Schema (compact JSON text, as GenerateOptions holds it), checked.
@@ -55,7 +121,8 @@ def grammar_for_schema(schema_json: str) -> str:
     import llguidance
 
     try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(json.loads(schema_json), defaults=_JSON_DEFAULTS)
+        schema = bounded(json.loads(schema_json))
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=_JSON_DEFAULTS)
         failed, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
     except Exception as exc:  # the compiler raises ValueError/TypeError on schemas it cannot read at all
         raise InvalidOptionError("json_schema", f"llguidance cannot compile this JSON Schema: {exc}") from None
