@@ -244,6 +244,37 @@ def test_auto_answers_in_prose_or_a_call_and_streams_the_same(tiny: HttpServer) 
     assert "".join(pieces) == (message.content or "")
 
 
+def test_tool_choice_none_shows_the_tools_but_never_reads_a_call(
+    tiny: HttpServer, plain: HttpServer, tools_dir: Path, tiny_llama_dir: Path
+) -> None:
+    # As OpenAI and vLLM do: the model sees its tools (through the template, or the generic turn), only the call is
+    # forbidden. The answer is made to be a call's very text (response_format holds it to a call's JSON Schema),
+    # which "auto" would read as a call; under "none" it is content, whole and streamed.
+    expected = {
+        "tiny": hf_prompt_tokens(tools_dir, ask("hi"), tools=TOOLS),
+        "plain": hf_prompt_tokens(tiny_llama_dir, [{"role": "system", "content": generic_prompt(TOOLS)}, *ask("hi")]),
+    }
+    call_format: Any = {"type": "json_schema", "json_schema": {"name": "call", "schema": WEATHER_CALL}}
+    for server, name in ((tiny, "tiny"), (plain, "plain")):
+        client = client_of(server)
+        kw: dict[str, Any] = {"model": name, "messages": ask("hi"), "tools": TOOLS, "tool_choice": "none",
+                              "response_format": call_format, "max_tokens": 200, "temperature": 0}  # fmt: skip
+        answer = client.chat.completions.create(**kw)
+        assert answer.usage is not None and answer.usage.prompt_tokens == expected[name]
+        result = answer.choices[0]
+        assert result.finish_reason == "stop" and not result.message.tool_calls
+        assert json.loads(result.message.content or "")["name"] == "weather"
+        auto = client.chat.completions.create(**{**kw, "tool_choice": "auto"}).choices[0]
+        assert auto.finish_reason == "tool_calls", "the same text is a call under auto"
+        pieces, finish = [], None
+        for chunk in client.chat.completions.create(stream=True, **kw):
+            for choice in chunk.choices:
+                assert not choice.delta.tool_calls
+                pieces.append(choice.delta.content or "")
+                finish = choice.finish_reason or finish
+        assert "".join(pieces) == result.message.content and finish == "stop"
+
+
 def test_ollama_chat_takes_tools_and_answers_calls_in_its_shape(tiny: HttpServer) -> None:
     body: dict[str, Any] = {
         "model": "tiny",

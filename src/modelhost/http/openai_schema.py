@@ -442,7 +442,7 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     if req.functions:
         raise _unsupported("functions", "the legacy functions API is not supported; use tools")
     tool_plan = tooling.plan(req.tools, req.tool_choice, _invalid, req.parallel_tool_calls)
-    if tool_plan is not None and tool_plan.choice != "auto" and req.response_format is not None:
+    if tool_plan is not None and tool_plan.schema() is not None and req.response_format is not None:
         raise _unsupported("tool_choice", "a required tool call cannot be combined with response_format")
     if req.function_call not in (None, "none", "auto"):
         raise _unsupported("function_call", "the legacy functions API is not supported; use tool_choice")
@@ -478,7 +478,7 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         stream=req.stream,
         include_usage=bool(req.stream_options and req.stream_options.include_usage),
         logprobs=bool(req.logprobs),
-        tools=tool_plan,
+        tools=tool_plan if tool_plan is not None and tool_plan.reads_calls else None,  # "none": content only
         n=req.n or 1,
         wire_names=names,
     )

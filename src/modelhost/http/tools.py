@@ -20,6 +20,10 @@ is generated. Text before that point is held back; if it turns out not to be a c
 text is never lost. The arguments are the model's own JSON text (not re-serialised), so streamed fragments join to
 exactly the non-streamed call.
 
+`tool_choice: "none"`: the tools still reach the prompt, as for "auto" (OpenAI and vLLM show the model its tools and
+forbid only the call; a model that never sees the tools of a conversation full of earlier calls and results answers
+worse), and the answer is never read as a call: it is content, even when it is a call's text.
+
 Several calls: honoured (`parallel_tool_calls` true or absent) when the model writes several, since the tagged and
 list formats carry them naturally; `parallel_tool_calls: false` reads only the first call, and any text after it is
 content. A required call's grammar allows one call, so a required answer has exactly one.
@@ -37,7 +41,7 @@ import msgspec
 
 from modelhost.inference.types import ToolCall
 
-ToolChoice = Literal["auto", "required", "named"]
+ToolChoice = Literal["none", "auto", "required", "named"]
 
 #: Openings of a call (or of a run of calls) in an answer, tried in this order ("```json" before its prefix "```").
 _OPENERS = ("<tool_call>", "```json", "```", "[", "{")
@@ -363,9 +367,14 @@ class ToolPlan:
             out.append({"type": "function", "function": function})
         return out
 
+    @property
+    def reads_calls(self) -> bool:
+        """False for `tool_choice: "none"`: the answer is content whatever it says."""
+        return self.choice != "none"
+
     def schema(self) -> dict[str, Any] | None:
         """The JSON Schema a required call must match (None when the model may answer in prose)."""
-        if self.choice == "auto":
+        if self.choice in ("auto", "none"):
             return None
         chosen = [t for t in self.tools if self.choice == "required" or t.name == self.named]
         calls = [
@@ -412,8 +421,9 @@ Errors = Callable[[str, str], Exception]
 def plan(
     tools: Sequence[Any] | None, tool_choice: Any, errors: Errors, parallel: bool | None = None
 ) -> ToolPlan | None:
-    """The ToolPlan of a request's `tools`, `tool_choice` and `parallel_tool_calls`, or None when no tool may be
-    called. `errors(param, message)` builds the door's 400 (so this module spells no status codes)."""
+    """The ToolPlan of a request's `tools`, `tool_choice` and `parallel_tool_calls`, or None when it has no tools
+    (a "none" plan still carries them to the prompt). `errors(param, message)` builds the door's 400 (so this
+    module spells no status codes)."""
     if not tools:
         if tool_choice not in (None, "none", "auto"):
             raise errors("tool_choice", "names a tool choice but the request has no tools")
@@ -431,7 +441,7 @@ def plan(
     if tool_choice in (None, "auto"):
         return ToolPlan(specs, "auto", parallel=several)
     if tool_choice == "none":
-        return None
+        return ToolPlan(specs, "none", parallel=several)
     if tool_choice == "required":
         return ToolPlan(specs, "required", parallel=several)
     if isinstance(tool_choice, dict) and tool_choice.get("type") == "function":
