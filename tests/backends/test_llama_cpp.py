@@ -168,6 +168,27 @@ def test_a_lora_gguf_adapter_is_applied_at_load(model: LlamaCppModel, tiny_llama
         assert not np.allclose(b.logits, m.logits), "the adapter did not change the logits"
 
 
+def test_the_adapter_reaches_the_grown_context_and_the_batch_context(
+    model: LlamaCppModel, tiny_llama_gguf: Path, tmp_path: Path
+) -> None:
+    # llama.cpp applies a LoRA per context: the one-at-a-time context grown from the standby one (parallel > 1) and
+    # the batch engine's context must both run the adapted weights.
+    info = model.info()
+    adapter = write_lora_gguf(tmp_path / "lora.gguf", n_embd=info.hidden_size, n_vocab=info.vocab_size)
+    base = ids(model, max_tokens=8, temperature=0)
+    with load(tiny_llama_gguf, adapter=str(adapter), parallel=2) as adapted:
+        alone = ids(adapted, max_tokens=8, temperature=0)
+        with adapted.open_batch() as engine:
+            engine.admit(PROMPT, max_tokens=8, temperature=0)
+            batched: list[int] = []
+            done = False
+            while not done:
+                for out in engine.step().outputs:
+                    batched += [out.token.id] if out.token is not None else []
+                    done = done or out.finish_reason is not None
+    assert batched == alone != base
+
+
 # --- the model --------------------------------------------------------------------------------------------------------
 
 

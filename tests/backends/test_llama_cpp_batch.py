@@ -180,6 +180,28 @@ def test_a_full_slot_context_ends_with_length(tiny_llama_gguf: Path) -> None:
         assert reason == "length" and tokens == expected
 
 
+def test_a_batching_model_holds_only_a_standby_context_until_a_one_at_a_time_call(tiny_llama_gguf: Path) -> None:
+    # The memory win: the engine's context serves every batched request, so the Llama's own context stays at
+    # llama.cpp's minimum (256 cells) instead of holding a second, idle copy of a whole context.
+    long_prompt = " ".join(PROMPTS * 12)
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, parallel=4, context_length=1024) as m:
+        standby = m._llm.n_ctx()
+        assert standby < m.context_length
+        n = len(m.encode(long_prompt))
+        assert standby < n < m.context_length  # a prompt the standby context could not hold
+        with m.open_batch() as engine:
+            batched = drive(engine, [(0, {"prompt": long_prompt, "max_tokens": 8, "temperature": 0})])[0]
+            assert m._llm.n_ctx() == standby
+        # The first one-at-a-time call grows the context to context_length; the long prompt works, gives the
+        # engine's tokens, and the grown context reuses its prefix as before.
+        assert sequential(m, long_prompt, max_tokens=8, temperature=0) == batched
+        assert m._llm.n_ctx() >= m.context_length
+        assert sequential(m, long_prompt, max_tokens=1, temperature=0) == batched[:1]
+        assert m.metrics().cached_prompt_tokens == n - 1
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, parallel=1, context_length=1024) as one:
+        assert one._llm.n_ctx() >= one.context_length  # served one at a time: full size from the load
+
+
 def test_chat_messages_are_admitted_with_the_template(model: LlamaCppModel) -> None:
     from modelhost.inference.types import Message
 

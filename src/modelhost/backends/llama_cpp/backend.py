@@ -40,6 +40,14 @@ FLASH_ATTENTION = True
 #: a fifth request waits in the host's queue rather than slowing four others further.
 DEFAULT_PARALLEL = 4
 
+#: Context size `llama_cpp.Llama` is opened with (llama.cpp pads it to 256 cells, with a 1-token batch). The Llama
+#: must own a context, but a batching host never uses it: every request goes through the batch engine's context.
+#: Opened at full size it would hold a second, idle copy of a whole context: on SmolLM2-135M at 4096 tokens a
+#: 90 MiB KV buffer plus a 98 MiB compute buffer (n_ubatch 512 x a 49152-token vocabulary of logits); 2 GiB of KV
+#: for a Llama-2-7B at 4096 tokens. The model grows it to `context_length` at load when it serves one request at a time
+#: (parallel 1), else at its first one-at-a-time call (model.py, `_ensure_context`).
+STANDBY_CONTEXT = 1
+
 
 def default_threads() -> int:
     """CPUs this process may run on (its affinity mask, not the machine's count): one OpenMP thread per CPU."""
@@ -102,20 +110,18 @@ class LlamaCppBackend:
         )
         adapter = _resolve_adapter(opts.adapter) if opts.adapter else None
         threads = opts.threads or default_threads()
-        context = opts.context_length or DEFAULT_CONTEXT_LENGTH
         try:
-            llm = _open(resolved, context, threads, opts, adapter)
-            if opts.context_length is None and llm._model.n_ctx_train() < DEFAULT_CONTEXT_LENGTH:
-                # A model trained on fewer positions would only produce noise past them: reopen at its own length
-                # (the weights are memory-mapped, so this costs a context allocation, not a second load).
-                context = int(llm._model.n_ctx_train())
-                llm.close()
-                llm = _open(resolved, context, threads, opts, adapter)
+            llm = _open(resolved, STANDBY_CONTEXT, threads, opts, adapter)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(f"backend {self.name!r} failed to load {resolved!r}: {exc}") from exc
         from modelhost.backends.llama_cpp import vision as _vision
         from modelhost.backends.llama_cpp.model import LlamaCppModel
 
+        context = opts.context_length or DEFAULT_CONTEXT_LENGTH
+        trained = int(llm._model.n_ctx_train())
+        if opts.context_length is None and 0 < trained < DEFAULT_CONTEXT_LENGTH:
+            # A model trained on fewer positions would only produce noise past them: its own length is the limit.
+            context = trained
         try:
             mmproj = _vision.resolve_mmproj(opts.mmproj, resolved)
             if mmproj is not None:

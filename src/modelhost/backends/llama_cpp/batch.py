@@ -20,7 +20,6 @@ conversation's cache survives longest), as llama-server does. Only the rest of t
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -86,6 +85,7 @@ class LlamaBatchEngine:
         from llama_cpp import _internals
 
         from modelhost.backends.llama_cpp.backend import BATCH_SIZE
+        from modelhost.backends.llama_cpp.model import apply_adapter
 
         if slots < 1 or prefill_chunk < 2:
             raise ValueError("a batch engine needs at least one slot and a prefill chunk of at least 2 tokens")
@@ -110,11 +110,9 @@ class LlamaBatchEngine:
         if per_seq < self.slot_context:
             self._ctx.close()
             raise ModelLoadError(f"llama.cpp gave each slot {per_seq} cells, fewer than {self.slot_context}")
-        adapter = getattr(llm, "_lora_adapter", None)
-        if adapter is not None:
-            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
-            scales = (ctypes.c_float * 1)(float(llm.lora_scale))
-            llama_cpp.llama_set_adapters_lora(self._ctx.ctx, adapters, 1, scales)
+        if not apply_adapter(self._ctx, llm):  # adapters are per context: without it the slots would run the base
+            self._ctx.close()
+            raise ModelLoadError(f"llama.cpp could not apply the LoRA adapter {model.adapter!r} to the batch context")
         self._n_batch = n_batch
         self._batch: Any = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)

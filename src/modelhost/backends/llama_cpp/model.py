@@ -10,6 +10,13 @@ Threading: llama.cpp runs its compute on an OpenMP thread group bound to the cal
 model from one long-lived thread, and nothing here starts threads of its own, so the group is created once and
 reused. The model is not safe to call from two threads at once; one operation at a time is the host's promise.
 
+Memory: the Llama is opened with a standby context of a few cells (backend.STANDBY_CONTEXT), grown to
+`context_length` before its first one-at-a-time use (at load when `parallel` is 1). A batching host drives every
+request through the batch engine's context (batch.py), so the one-at-a-time context would otherwise hold a second,
+idle copy of a whole context (SmolLM2-135M at 4096 tokens: 90 MiB of KV and a 98 MiB compute buffer). It grows
+once, straight to full size, and never shrinks: growing in steps mid-generation would have to carry the KV cache
+over, and re-evaluating the history in one batch rounds differently from the tokens evaluated one by one.
+
 Prefix reuse: the context remembers which tokens its KV cache holds (`Llama.input_ids[:n_tokens]`). A new prompt
 re-evaluates only what follows the longest common prefix, so a chat that grows turn by turn, or a repeated system
 prompt, pays for its new tokens only. The last prompt token is always re-evaluated, because its logits are what
@@ -36,6 +43,7 @@ from modelhost.errors import (
     InvalidInputError,
     ModelClosedError,
     ModelHostError,
+    ModelLoadError,
     UnsupportedAttachmentError,
 )
 from modelhost.inference.generation import LoopOutcome, MetricsClock, ThoughtMarkers, decode_loop
@@ -190,8 +198,9 @@ class LlamaCppModel:
         self._vocab = vocab
         self._n_vocab: int = llm.n_vocab()
         # llama.cpp pads its context to a multiple of 256; the caller's number is the limit we enforce, so a
-        # context_length=1000 behaves the same on every build.
-        self._n_ctx: int = min(llm.n_ctx(), context_length or llm.n_ctx())
+        # context_length=1000 behaves the same on every build. The Llama's own context may still be the standby
+        # one (see the module doc): `_ensure_context` grows it to this size.
+        self._n_ctx: int = context_length or llm.n_ctx()
         self._parallel = parallel
         self._recurrent = bool(getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False))
         # Every end-of-generation token the vocabulary declares (EOS, EOT, <|im_end|>, <|eom_id|> ...): a model
@@ -221,6 +230,8 @@ class LlamaCppModel:
         # its cleanup runs as soon as the caller drops it.
         self._live: weakref.ref[Iterator[Token]] | None = None
         self._embedder: LlamaEmbedder | None = None  # made at the first embed() (see embedding.py)
+        if parallel <= 1:
+            self._allocate_context()  # served one at a time: the host uses this context from the first request
 
     # --- the TextModel contract ---------------------------------------------------------------------------------
 
@@ -247,6 +258,7 @@ class LlamaCppModel:
         options = self._options(opts)
         encoded = [self._encode_prompt(p) for p in prompts]  # every prompt is checked before any compute
         self._release_live()
+        self._ensure_context()
         clock = MetricsClock()
         results: list[ClassifyResult] = []
         try:
@@ -394,6 +406,7 @@ class LlamaCppModel:
         # Runs on the first next(): creating a stream costs nothing, and a stream never iterated never computes.
         self._check_open()
         self._release_live()
+        self._ensure_context()
         # Only a weak reference to ourselves: a strong one in this frame would make the stream a reference cycle,
         # and an abandoned `for` loop would then wait for the cycle collector to free the context.
         me = weakref.ref(holder.pop())
@@ -534,6 +547,60 @@ class LlamaCppModel:
         ids = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         return int(ids[0]) if len(ids) == 1 else None
 
+    def _ensure_context(self) -> None:
+        """Grow the Llama's standby context to `context_length` before a one-at-a-time operation uses it.
+
+        A new llama.cpp context replaces the old one (llama.cpp cannot resize one: `llama_memory_clear` empties the
+        KV cache but keeps its buffer), with the LoRA adapter applied as at load, and the Llama's batch and token
+        record sized to match. The standby context holds nothing worth keeping, so nothing is carried over.
+        """
+        import contextlib
+
+        from llama_cpp import _internals
+
+        from modelhost.backends.llama_cpp.backend import BATCH_SIZE
+
+        llm = self._llm
+        n_batch = min(BATCH_SIZE, self._n_ctx)
+        # The standby context has 256 cells but a 1-token batch: a context_length of 256 or less still needs the
+        # full batch, or its prefill would run token by token (slower, and rounded unlike the batch engine's).
+        if llm.n_ctx() >= self._n_ctx and llm.n_batch >= n_batch:
+            return
+        params = self._lib.llama_context_params.from_buffer_copy(llm.context_params)
+        params.n_ctx = self._n_ctx
+        params.n_batch = params.n_ubatch = n_batch  # as Llama() sizes its batch
+        try:
+            ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        except ValueError as exc:
+            raise GenerationError(f"llama.cpp could not create a context of {self._n_ctx} tokens") from exc
+        try:
+            if not apply_adapter(ctx, llm):
+                raise GenerationError(f"llama.cpp could not apply the LoRA adapter {self.adapter!r}")
+            batch = _internals.LlamaBatch(n_tokens=int(params.n_batch), embd=0, n_seq_max=1, verbose=False)
+        except BaseException:
+            ctx.close()
+            raise
+        old_ctx, old_batch = llm._ctx, llm._batch
+        # Registered with the Llama, so `llm.close()` frees them (before the adapter and the weights, as at load).
+        llm._ctx = llm._stack.enter_context(contextlib.closing(ctx))
+        llm._batch = llm._stack.enter_context(contextlib.closing(batch))
+        old_batch.close()
+        old_ctx.close()
+        llm.context_params = params
+        llm.n_batch = int(params.n_batch)
+        llm._n_ctx = int(llm.n_ctx())
+        llm.input_ids = np.zeros((llm._n_ctx,), dtype=np.intc)
+        llm.reset()
+        if llm._n_ctx < self._n_ctx:
+            raise GenerationError(f"llama.cpp gave the context {llm._n_ctx} cells, fewer than {self._n_ctx}")
+
+    def _allocate_context(self) -> None:
+        """`_ensure_context` at load: a context that cannot be made fails the load, not the first request."""
+        try:
+            self._ensure_context()
+        except GenerationError as exc:
+            raise ModelLoadError(f"{exc} for {self.path!r}") from exc
+
     def _check_open(self) -> None:
         if self._llm is None:
             raise ModelClosedError(f"the llama_cpp model {self.path!r} was closed; load it again to use it")
@@ -553,6 +620,20 @@ class LlamaCppModel:
         if isinstance(exc, ModelHostError):
             return exc
         return GenerationError(f"llama.cpp failed while generating: {exc}")
+
+
+def apply_adapter(ctx: Any, llm: Any) -> bool:
+    """Apply the Llama's LoRA adapter (if it has one) to another of its contexts (a llama_cpp LlamaContext):
+    llama.cpp applies adapters per context, and Llama() applied it only to the context it opened. False if
+    llama.cpp refused."""
+    import llama_cpp
+
+    adapter = getattr(llm, "_lora_adapter", None)
+    if adapter is None:
+        return True
+    adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+    scales = (ctypes.c_float * 1)(float(llm.lora_scale))
+    return int(llama_cpp.llama_set_adapters_lora(ctx.ctx, adapters, 1, scales)) == 0
 
 
 def _logprob_of(opts: GenerateOptions, state: _ThoughtState) -> Any:

@@ -378,7 +378,8 @@ class LlamaCppVisionModel(LlamaCppModel):
         super().__init__(llm, **kwargs)
         self._projector = projector
         self.mmproj = projector.path
-        self._n_batch = int(llm.n_batch)
+        if self.batch_slots() <= 1:
+            self._allocate_context()  # an M-RoPE projector serves one request at a time, from this context
 
     def accepts_images(self) -> bool:
         """A live probe: the model is open and its mtmd context is loaded with a vision encoder."""
@@ -526,7 +527,7 @@ class LlamaCppVisionModel(LlamaCppModel):
             # Part of the first text chunk is cached: evaluate its tail as text, then the rest through mtmd.
             llm.eval(head[keep:])
             start, n_past = 1, len(head)
-        n_past = self._projector.eval(llm.ctx, chunks, start, n_past, seq_id=0, n_batch=self._n_batch)
+        n_past = self._projector.eval(llm.ctx, chunks, start, n_past, seq_id=0, n_batch=int(llm.n_batch))
         llm.input_ids[:n_past] = _cache_record(chunks, n_past, self._projector.mrope)
         llm.n_tokens = n_past
         return keep
