@@ -14,7 +14,7 @@ real one. `check_close` closes the model: run it last or on a model of its own (
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from modelhost.inference.model import TextModel
 from modelhost.inference.types import BatchResult, ClassifyResult, GenerateMetrics, Message, ModelInfo, Token
@@ -190,6 +190,62 @@ def check_embeddings(model: TextModel) -> None:
     assert before == after, "an embedding changed the greedy output of the next generation"
 
 
+#: A small schema every value of which is bounded (a boolean, an enum, at most two booleans), so even a random model
+#: ends its answer well inside STRUCTURED_MAX_TOKENS: a grammar guarantees the shape, not that a free string closes.
+STRUCTURED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "pick": {"enum": ["a", "b", 3, None]},
+        "flags": {"type": "array", "items": {"type": "boolean"}, "maxItems": 2},
+    },
+    "required": ["ok", "pick", "flags"],
+    "additionalProperties": False,
+}
+STRUCTURED_MAX_TOKENS = 96
+
+
+def _follows_structured_schema(value: object) -> bool:
+    # By hand rather than with a JSON Schema validator: the kit needs nothing the contract does not.
+    if not isinstance(value, dict) or set(value) != {"ok", "pick", "flags"}:
+        return False
+    flags = value["flags"]
+    pick_ok = value["pick"] in ("a", "b", None) or (type(value["pick"]) is int and value["pick"] == 3)
+    return (
+        isinstance(value["ok"], bool) and pick_ok and isinstance(flags, list) and len(flags) <= 2
+        and all(isinstance(f, bool) for f in flags)
+    )  # fmt: skip
+
+
+def check_structured_output(model: TextModel) -> None:
+    """A model that takes the `json_schema` option answers, greedily, valid JSON of a small schema, the same twice
+    and ending by itself (plain generation and chat); one that cannot refuses the option with InvalidOptionError
+    naming `json_schema`, before any work (nothing else to check on it)."""
+    import json
+
+    from modelhost.errors import InvalidOptionError
+
+    def answer(run: Callable[..., Iterable[Token]], ask: object) -> str:
+        text = "".join(t.text for t in run(ask, json_schema=STRUCTURED_SCHEMA, max_tokens=STRUCTURED_MAX_TOKENS,
+                                           temperature=0))  # fmt: skip
+        assert model.metrics().finish_reason == "stop", f"a schema answer must end by itself: {text!r}"
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise AssertionError(f"a json_schema answer is not JSON: {text!r}") from None
+        assert _follows_structured_schema(value), f"a json_schema answer does not follow the schema: {text!r}"
+        return text
+
+    try:
+        first = answer(model.generate, PROMPT)
+    except InvalidOptionError as exc:
+        assert exc.option == "json_schema", f"refusing structured output must name json_schema, not {exc.option!r}"
+        return
+    assert answer(model.generate, PROMPT) == first, "greedy structured output differed between calls"
+    answer(model.chat, MESSAGES)
+    assert model.err() is None
+
+
 def check_close(model: TextModel) -> None:
     """close() is clean and idempotent; the model is a context manager."""
     model.close()
@@ -210,6 +266,7 @@ CHECKS: tuple[Callable[[TextModel], None], ...] = (
     check_cancel_token,
     check_invalid_option,
     check_embeddings,
+    check_structured_output,
 )
 """Every check except `check_close`, which ends the model's life."""
 
