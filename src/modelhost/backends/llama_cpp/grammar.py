@@ -9,12 +9,17 @@ What we add to the converter's output, each for a failure seen or read in llama.
 
 - Strings exclude control characters. The converter's `char` rule is `[^"\\\\]`, which lets a raw newline or tab
   into a JSON string; Python's `json.loads` (and JSON itself) refuses those, so a small model's stray newline made
-  the whole answer unparseable. Upstream llama.cpp later tightened its own rule the same way. Surrogates go too.
+  the whole answer unparseable. Upstream llama.cpp later tightened its own rule the same way. Surrogates go too,
+  and so does every "code point" past U+10FFFF: llama.cpp decodes a token's bytes leniently, so a byte no UTF-8
+  character starts with (0xF5-0xFF, a lone byte token of a byte-level vocabulary) followed by continuation bytes
+  reads as a value up to 0x3FFFFF, which Python shows as U+FFFD replacement characters (seen on the tiny model:
+  FE A6 90 B0 inside a string broke its `maxLength`).
 
-  What stays open: llama.cpp decodes a token's bytes to code points leniently, so an *overlong* UTF-8 sequence
-  (C1 81 for "A") passes the grammar as the character it spells, and Python decodes it as U+FFFD replacement
-  characters. The JSON still parses, but a string can then fail `maxLength`/`pattern` when validated. Real
-  tokenizers do not make such sequences; a random model over byte tokens can (seen on the tiny test model).
+  What stays open: an *overlong* UTF-8 sequence (C1 81 for "A", E0 8C B5 for U+0335) still passes the grammar as
+  the character it spells, and Python decodes it as U+FFFD replacement characters; only a byte-level check of each
+  token against the pending bytes could refuse it. The JSON still parses, but a string can then fail
+  `maxLength`/`pattern` when validated. Real tokenizers do not make such sequences; a random model over byte
+  tokens can (seen on the tiny test model).
 - Integer bounds (`minimum`, `maximum` and their exclusive forms), which the converter drops (a TODO in its
   source) and llama.cpp's C++ converter enforces: common tool parameters (`{"type": "integer", "minimum": 1}`)
   need them. Our converter subclass writes a digit-range rule: the set of integers in a range is a finite union of
@@ -53,9 +58,11 @@ from modelhost.inference.options import GenerateOptions
 #: token the grammar forbids, and that aborts the process instead of raising.
 CONFLICTS = ("min_tokens", "suppress_tokens", "thinking_budget")
 
-#: The converter's string character rule, and ours: no raw control characters (JSON forbids them in strings).
+#: The converter's string character rule, and ours: no raw control characters (JSON forbids them in strings), no
+#: surrogates, no value past U+10FFFF (what llama.cpp reads from a byte no UTF-8 character starts with).
+#: (The module doc says why each.)
 _CHAR_RULE = re.compile(r'^char ::= \[\^"\\\\\]', re.MULTILINE)
-_STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F\uD800-\uDFFF]'
+_STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F\uD800-\uDFFF\U00110000-\U7FFFFFFF]'
 
 #: JSON Schema keywords llama-cpp-python's converter does not turn into grammar (it reads type, format, $ref,
 #: properties, required, additionalProperties, items, prefixItems, min/maxItems, min/maxLength, pattern, const,
