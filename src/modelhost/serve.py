@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import signal
 import sys
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from modelhost.host import DEFAULT_MAX_QUEUE
 from modelhost.host.models import Models, ModelSpec, resident_size
 from modelhost.inference import catalogue, registry
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from modelhost._serving import ClientLimits
@@ -56,7 +59,8 @@ class ServeConfig:
     lazy: bool = False
     #: Unload a model idle this many seconds (the socket's model excepted); None: never.
     keep_alive: float | None = None
-    #: Bytes all loaded models may hold, by their file sizes; the least recently used idle one makes room.
+    #: Bytes all loaded models may hold, each by its backend's estimate (a GGUF: file plus KV cache), else its files;
+    #: the least recently used idle one makes room.
     max_memory: int | None = None
     backend: str | None = None
     socket: str | None = None
@@ -92,6 +96,18 @@ def split_model(arg: str) -> tuple[str | None, str]:
     return None, arg
 
 
+def _estimated_size(path: str, backend: str | None, load_opts: dict[str, Any]) -> int:
+    """What the memory budget counts for a model: its backend's estimate of the loaded model (weights and the KV
+    cache of its batch slots), else its files' size. An estimate that fails (an unreadable header) must not stop
+    `serve`: the load itself will say what is wrong."""
+    try:
+        estimate = registry.memory_estimate(path, backend, **load_opts)
+    except Exception as exc:
+        log.warning("cannot estimate the memory of %s (%s); counting its files' size", path, exc)
+        estimate = None
+    return estimate if estimate is not None else resident_size(path)
+
+
 def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, str]]]:
     """The model set's specs (each resolved now: fail fast, before binding anything, on a model that is not there)
     and the sockets, (model name, path), the main one first. ValueError for a bad --socket-model or --model-socket."""
@@ -125,7 +141,7 @@ def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, s
             name,
             functools.partial(registry.load_model, path, config.backend, **load_opts),
             path=path,
-            size=resident_size(path),
+            size=_estimated_size(path, config.backend, load_opts),
             pinned=name in on_socket,
             aliases=(what,) if what in catalogue.ENTRIES and what != name else (),
         )

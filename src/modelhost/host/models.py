@@ -474,7 +474,9 @@ class _ModelSetCollector(Collector):
     def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
         labels = ["model_name"]
         resident = GaugeMetricFamily(
-            "modelhost_model_resident_bytes", "A loaded model's size (its files), 0 when unloaded.", labels=labels
+            "modelhost_model_resident_bytes",
+            "A loaded model's estimated size (weights and KV cache), 0 when unloaded.",
+            labels=labels,
         )
         loads = CounterMetricFamily("modelhost_model_loads", "Loads of the model that succeeded.", labels=labels)
         unloads = CounterMetricFamily(

@@ -128,6 +128,19 @@ class DeviceInfoProvider(Protocol):
 
 
 @runtime_checkable
+class MemoryEstimator(Protocol):
+    """A backend that can say, before loading, about how many bytes a model will hold once loaded with given load
+    options: its weights and the caches the load sets up (a KV cache per batch slot). A model set's memory budget
+    (`serve --max-memory`) decides with it what fits; the file's size alone misses the KV cache, which for a
+    batching host can outweigh the weights. Reads the model's header only: cheap, no model loaded."""
+
+    def memory_estimate(self, path: str, **load_opts: Any) -> int:
+        """Bytes `load_model(path, **load_opts)` will hold; raises the backend's own error for a file it cannot
+        read (the caller falls back to the file's size)."""
+        ...
+
+
+@runtime_checkable
 class BatchEngine(Protocol):
     """A step-level engine over a fixed number of slots, one request per slot: the host drives it from one thread.
 

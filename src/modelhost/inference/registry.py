@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from modelhost.errors import (
@@ -23,7 +23,7 @@ from modelhost.errors import (
     NotTrainableError,
 )
 from modelhost.inference import catalogue
-from modelhost.inference.capabilities import DeviceInfoProvider, TrainableModel, as_capability
+from modelhost.inference.capabilities import DeviceInfoProvider, MemoryEstimator, TrainableModel, as_capability
 from modelhost.inference.model import Backend, FormatProbe, TextModel
 from modelhost.inference.options import LoadOptions
 from modelhost.inference.types import DeviceInfo
@@ -103,14 +103,27 @@ class Registry:
 
     def load_model(self, path: str, backend: str | None = None, **opts: Any) -> TextModel:
         """Resolve `path` through the catalogue and load it with the pinned backend or the first suitable one."""
-        load = LoadOptions.parse(opts, backend=backend)
         resolved = catalogue.resolve(path)
         load_opts = {k: v for k, v in opts.items() if v is not None}
+        return self._load_with(self._choose(path, resolved, backend, opts), resolved, load_opts)
+
+    def memory_estimate(self, path: str, backend: str | None = None, **opts: Any) -> int | None:
+        """Bytes the model at `path` will hold once `load_model(path, backend, **opts)` loads it, from the backend
+        that would load it (the MemoryEstimator capability); None when that backend cannot say."""
+        resolved = catalogue.resolve(path)
+        estimator = as_capability(self._choose(path, resolved, backend, opts), MemoryEstimator)
+        if estimator is None:
+            return None
+        return estimator.memory_estimate(resolved, **{k: v for k, v in opts.items() if v is not None})
+
+    def _choose(self, path: str, resolved: str, backend: str | None, opts: Mapping[str, Any]) -> Backend:
+        """The backend `load_model` uses: the pinned one, else the first available one that accepts the file."""
+        load = LoadOptions.parse(opts, backend=backend)
         if load.backend is not None:
             chosen = self.get(load.backend)
             if not _safe_available(chosen):
                 raise BackendUnavailableError(f"backend {chosen.name!r} is not available on this machine")
-            return self._load_with(chosen, resolved, load_opts)
+            return chosen
         candidates = [b for b in self.ordered() if _safe_available(b)]
         if not candidates:
             raise NoBackendsError(
@@ -121,7 +134,7 @@ class Registry:
             raise ModelLoadError(
                 f"no available backend loads {resolved!r} (available: {', '.join(b.name for b in candidates)})"
             )
-        return self._load_with(suitable[0], resolved, load_opts)
+        return suitable[0]
 
     def load_trainable(self, path: str, backend: str | None = None, **opts: Any) -> TextModel:
         """Load a model that implements TrainableModel; close it again and raise NotTrainableError otherwise."""
@@ -198,6 +211,12 @@ def default() -> Backend:
 def load_model(path: str, backend: str | None = None, **opts: Any) -> TextModel:
     """Load a model (a GGUF file, a Hugging Face folder, `default`, a cached hub name) with a suitable backend."""
     return _default_registry.load_model(path, backend, **opts)
+
+
+def memory_estimate(path: str, backend: str | None = None, **opts: Any) -> int | None:
+    """Bytes the model will hold once loaded with these options, from the backend that would load it (None: it
+    cannot say). Reads headers only; loads nothing."""
+    return _default_registry.memory_estimate(path, backend, **opts)
 
 
 def load_trainable(path: str, backend: str | None = None, **opts: Any) -> TextModel:

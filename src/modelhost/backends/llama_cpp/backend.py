@@ -84,6 +84,23 @@ class LlamaCppBackend:
         """The CPU this backend computes on: processor name, architecture and total RAM."""
         return DeviceInfo(name=_cpu_name(), architecture=platform.machine(), memory_size=_total_memory())
 
+    def memory_estimate(self, path: str, **load_opts: Any) -> int:
+        """Bytes the model will hold once loaded with these options (the MemoryEstimator capability): the GGUF file,
+        its projector, and the KV cache of `parallel` slots plus the one-at-a-time context (memory.py)."""
+        from modelhost.backends.llama_cpp import memory
+        from modelhost.backends.llama_cpp import vision as _vision
+
+        opts = LoadOptions.parse(load_opts)
+        resolved = catalogue.resolve(path)
+        mmproj = _vision.resolve_mmproj(opts.mmproj, resolved)
+        return memory.estimate(
+            resolved,
+            context=opts.context_length,
+            default_context=DEFAULT_CONTEXT_LENGTH,
+            parallel=opts.parallel or DEFAULT_PARALLEL,
+            mmproj=str(mmproj) if mmproj is not None else None,
+        )
+
     def load_model(self, path: str, **load_opts: Any) -> Any:
         """Load a GGUF file (or a catalogue name such as "default") as a LlamaCppModel.
 
