@@ -129,9 +129,14 @@ def from_host_error(code: str, message: str, *, param: str | None = None) -> Api
 def from_host_exception(exc: ModelHostError, wire_names: Mapping[str, str]) -> ApiError:
     """The wire error for an exception `Host.submit` raised; an option error names the parameter the client sent."""
     param = None
+    message = str(exc)
     if isinstance(exc, InvalidOptionError):
         param = wire_names.get(exc.option, exc.option)
-    return from_host_error(exc.code, str(exc), param=param)
+        if param != exc.option:
+            # The message names it too: Ollama's error body is the message alone, and `option 'max_tokens'` names
+            # nothing an Ollama client sent (it sent options.num_predict).
+            message = f"{param}: {exc.detail}"
+    return from_host_error(exc.code, message, param=param)
 
 
 # -- the request the app hands to the host --------------------------------------------------------------------------
@@ -854,7 +859,9 @@ def sse_error(err: ApiError) -> bytes:
 _OLLAMA_LOAD_OPTIONS = frozenset(
     {
         "num_ctx", "num_batch", "num_gpu", "main_gpu", "low_vram", "num_thread", "use_mmap", "use_mlock", "numa",
-        "vocab_only", "f16_kv", "num_keep", "logits_all",
+        "vocab_only", "f16_kv", "num_keep", "logits_all", "embedding_only",
+        # mirostat's own tuning: without mirostat (only 0 is accepted, below) they change nothing, at any value.
+        "mirostat_tau", "mirostat_eta",
     }
 )  # fmt: skip
 # Ollama sampling options accepted only at the value that disables them.
@@ -865,6 +872,8 @@ _OLLAMA_NEUTRAL: dict[str, Any] = {
     "presence_penalty": 0.0,
     "frequency_penalty": 0.0,
     "penalize_newline": False,
+    # Not "off" but the window both backends' repeat_penalty looks at (Ollama's default too); no other is built.
+    "repeat_last_n": 64,
 }
 # Ollama option -> contract option.
 _OLLAMA_SAMPLING = {
@@ -894,7 +903,9 @@ class _OllamaCommon(msgspec.Struct, forbid_unknown_fields=True):
     options: dict[str, Any] | None = None
     format: str | dict[str, Any] | None = None
     keep_alive: str | float | None = None  # the host keeps its model loaded for its whole life
-    think: bool | None = None
+    # true/false, or an effort level ("low", "medium", "high": Ollama's values, the client's `think` type), which
+    # turns thinking on: the contract has no effort option, and a thinking template only opens or closes the thought.
+    think: bool | Literal["low", "medium", "high"] | None = None
     tools: list[Any] | None = None
 
 
@@ -946,7 +957,7 @@ def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]
         options[target] = value
         names[target] = f"options.{key}"
     if req.think is not None:
-        options["enable_thinking"] = req.think
+        options["enable_thinking"] = req.think is not False
         names["enable_thinking"] = "think"
     schema = _ollama_format(req.format)
     if schema is not None:
