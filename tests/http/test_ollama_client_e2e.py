@@ -360,3 +360,22 @@ def test_errors_reach_the_client_with_their_status(client: ollama.Client) -> Non
     with pytest.raises(ollama.ResponseError) as info:
         client.generate(model="tiny", prompt="hi", keep_alive="soon")
     assert info.value.status_code == 400 and "keep_alive" in info.value.error
+
+
+# -- a model unloaded by keep_alive (last: it unloads models the other tests use) ---------------------------------
+
+
+def test_a_request_for_an_unloaded_model_waits_for_its_load(client: ollama.Client) -> None:
+    # Ollama's requests wait for their model to load, and the client does not retry: before the fix the first
+    # request after an unload was a ResponseError 503 "model 'tools' is loading; retry shortly".
+    for name, use in (
+        ("tools", lambda: client.chat(model="tools", messages=ask("hi"), options={"num_predict": 2}).done),
+        ("tiny", lambda: len(client.embed(model="tiny", input="hi").embeddings) == 1),
+        ("think", lambda: client.generate(model="think").done_reason == "load"),  # Ollama's "load the model"
+        ("smol", lambda: all(p.done is not None for p in client.generate(model="smol", prompt="hi", stream=True,
+                                                                         options={"num_predict": 2}))),
+    ):  # fmt: skip
+        unloaded = client.generate(model=name, keep_alive=0)  # Ollama's "unload the model now"
+        assert unloaded.done_reason == "unload" and name not in {m.model for m in client.ps().models}
+        assert use(), name
+        assert name in {m.model for m in client.ps().models}

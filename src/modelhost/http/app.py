@@ -55,6 +55,10 @@ Flavour = Literal["openai", "ollama"]
 #: minute means the estimate is unreliable and a client should back off on its own schedule.
 _RETRY_AFTER_MIN, _RETRY_AFTER_MAX = 1, 60
 
+#: How often an Ollama request waiting for its model's load looks again. The host layer offers no awaitable for a
+#: load it started in the background; a load takes seconds, so 50 ms of lateness is noise and the polls are cheap.
+_OLLAMA_LOAD_POLL_SECONDS = 0.05
+
 #: The routes that carry work (and so need the API key). /health, /ready and /metrics stay open: an orchestrator or
 #: a Prometheus scraper must see the process without holding the key, and they reveal no model output.
 _PROTECTED_PREFIXES = ("/v1/", "/api/")
@@ -446,9 +450,7 @@ class _Door:
         served.keep_for(keep)
         if parsed is None:
             # Ollama's "load the model" request: a lazy model starts loading; answered once it is loaded.
-            served.load()
-            if not served.ready:
-                raise self._not_ready(served)
+            await self._ollama_loaded(request, served)
             return Response(writer.loaded(), media_type="application/json")
         return await self._ollama(request, served, parsed, writer)
 
@@ -503,6 +505,7 @@ class _Door:
         keep = ollama_models.body_keep_alive(body)
         served = self._route(body)
         served.keep_for(keep)
+        await self._ollama_loaded(request, served)
         result, seconds = await self._embed(request, served, parsed)
         if legacy:
             answer = embeddings.ollama_embeddings_response(result)  # one vector
@@ -560,6 +563,7 @@ class _Door:
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
     ) -> Response:
+        await self._ollama_loaded(request, served)
         choices = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, choices, [writer], "application/x-ndjson")
@@ -567,6 +571,27 @@ class _Door:
         return Response(
             writer.done(answer.done, seconds, answer.text, answer.reasoning or ""), media_type="application/json"
         )
+
+    async def _ollama_loaded(self, request: Request, served: ServedModel) -> None:
+        """Wait until `served` is loaded, starting the load of an unloaded one: Ollama's requests wait for their
+        model, and its clients (the official one included) never retry, so the OpenAI door's 503 "loading, retry"
+        reached an Ollama user as an error on the first request after a keep_alive unload. A load that cannot start
+        (busy models hold the memory budget) or fails is answered as before; a client that hangs up ends the wait."""
+        if served.ready:
+            return
+        served.load()
+        gone = asyncio.create_task(_disconnect(request.receive))
+        try:
+            while served.state in ("new", "loading") and not gone.done():
+                await asyncio.sleep(_OLLAMA_LOAD_POLL_SECONDS)
+            hung_up = gone.done()
+        finally:
+            gone.cancel()
+        if hung_up:
+            self.metrics.disconnects.labels(request.url.path).inc()
+            raise ApiError(499, "client closed the request", code="cancelled")
+        if not served.ready:
+            raise self._not_ready(served)
 
     # -- the shared path -------------------------------------------------------------------------------------------
     def _submit(self, served: ServedModel, parsed: ParsedRequest) -> _Choices:
