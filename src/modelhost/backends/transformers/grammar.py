@@ -14,6 +14,14 @@ a 400 naming `json_schema` when llguidance cannot follow it. Each sequence then 
 its RowState; the sampler's `constrain` step sets every token the matcher refuses to -inf (end-of-sequence
 included until the grammar accepts; only end-of-sequence once it is complete), and RowState feeds the drawn token
 back. `max_tokens` can still cut an answer short, which decode_loop reports as "length", as on llama.cpp.
+
+Before compiling, the schema is `bounded` as llama.cpp's converter bounds it (numbers end at 16 integer digits, an
+object that lists its properties is closed unless it says otherwise), so both backends accept the same answers and
+a weak model's number or stray key cannot run on. What no grammar can end is a free string (no maxLength) or an
+object the caller opened explicitly (`"additionalProperties": true`, whose values may nest objects): measured with
+that opening, the tiny random model left 8 of 8 answers unparseable here and 6 of 8 on llama.cpp, and SmolLM2
+sampled at temperature 1 nested new keys until max_tokens (200) in 4 of 6 chat answers. A capable model usually
+closes them; "length" says when not.
 """
 
 from __future__ import annotations
