@@ -344,3 +344,28 @@ def test_ollama_malformed_tools_are_400s_naming_the_parameter(plain: HttpServer)
         assert answer.status_code == 400 and param in answer.text, answer.text
     generate = httpx.post(f"{plain.url}/api/generate", json={"model": "plain", "prompt": "hi", "tools": TOOLS})
     assert generate.status_code == 400 and "tools" in generate.text
+
+
+def test_n_choices_each_make_their_own_call_streamed_as_whole(tiny: HttpServer) -> None:
+    """`n` with a required call: every choice is a valid call of its own (sampled with seed + i), and the stream's
+    deltas, told apart by choice index, join to the same calls as the whole answer."""
+    client = client_of(tiny)
+    kw: dict[str, Any] = {
+        "model": "tiny", "messages": ask("Weather in Oslo?"), "tools": TOOLS, "tool_choice": "required",
+        "max_tokens": 200, "temperature": 1.0, "seed": 11, "n": 3,
+    }  # fmt: skip
+    whole = client.chat.completions.create(**kw)
+    assert [c.index for c in whole.choices] == [0, 1, 2]
+    for choice in whole.choices:
+        assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls or []) == 1
+        assert_valid_call((choice.message.tool_calls or [])[0])
+    arguments = ["", "", ""]
+    names: dict[int, str] = {}
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for choice in chunk.choices:
+            for delta in choice.delta.tool_calls or []:
+                if delta.function is not None and delta.function.name:
+                    names[choice.index] = delta.function.name
+                arguments[choice.index] += (delta.function.arguments or "") if delta.function is not None else ""
+    assert arguments == [(c.message.tool_calls or [])[0].function.arguments for c in whole.choices]  # type: ignore[union-attr]
+    assert names == {c.index: (c.message.tool_calls or [])[0].function.name for c in whole.choices}  # type: ignore[union-attr]
