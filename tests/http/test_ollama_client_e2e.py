@@ -208,6 +208,28 @@ def test_smollm2_chats_in_words(client: ollama.Client) -> None:
     assert "paris" in (answer.message.content or "").lower()
 
 
+def test_logprobs_whole_and_streamed(client: ollama.Client) -> None:
+    # Refused (400, unrecognised argument) before the door read them.
+    options = {"temperature": 0, "num_predict": 5}
+    whole = client.chat(model="tiny", messages=ask("hi"), options=options, logprobs=True, top_logprobs=2)
+    assert whole.logprobs is not None and len(whole.logprobs) == whole.eval_count == 5
+    for entry in whole.logprobs:
+        # The client parses each entry as its Logprob type (not exported at its root).
+        assert isinstance(entry, ollama._types.Logprob) and entry.logprob <= 0 and isinstance(entry.token, str)
+        assert entry.top_logprobs is not None and len(entry.top_logprobs) == 2
+        assert entry.top_logprobs[0].logprob >= entry.logprob  # greedy: the chosen token is the likeliest
+    parts = list(client.chat(model="tiny", messages=ask("hi"), options=options, logprobs=True, top_logprobs=2,
+                             stream=True))  # fmt: skip
+    assert [e for p in parts for e in p.logprobs or ()] == list(whole.logprobs)
+    generated = client.generate(model="tiny", prompt="hi", options=options, logprobs=True)
+    assert generated.logprobs is not None and len(generated.logprobs) == 5
+    assert all(not e.top_logprobs for e in generated.logprobs)
+    assert client.chat(model="tiny", messages=ask("hi"), options=options).logprobs is None, "only when asked"
+    with pytest.raises(ollama.ResponseError) as info:
+        client.chat(model="tiny", messages=ask("hi"), options=options, top_logprobs=2)
+    assert info.value.status_code == 400 and "top_logprobs" in info.value.error
+
+
 # -- structured output ---------------------------------------------------------------------------------------------
 
 

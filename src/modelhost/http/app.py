@@ -567,10 +567,9 @@ class _Door:
         choices = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, choices, [writer], "application/x-ndjson")
-        (answer,), seconds = await self._collect(request, choices, logprobs=False, split=True)
-        return Response(
-            writer.done(answer.done, seconds, answer.text, answer.reasoning or ""), media_type="application/json"
-        )
+        (answer,), seconds = await self._collect(request, choices, logprobs=parsed.logprobs, split=True)
+        body = writer.done(answer.done, seconds, answer.text, answer.reasoning or "", answer.logprobs or ())
+        return Response(body, media_type="application/json")
 
     async def _ollama_loaded(self, request: Request, served: ServedModel) -> None:
         """Wait until `served` is loaded, starting the load of an unloaded one: Ollama's requests wait for their

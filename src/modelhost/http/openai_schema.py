@@ -907,6 +907,9 @@ class _OllamaCommon(msgspec.Struct, forbid_unknown_fields=True):
     # turns thinking on: the contract has no effort option, and a thinking template only opens or closes the thought.
     think: bool | Literal["low", "medium", "high"] | None = None
     tools: list[Any] | None = None
+    # Each token's log-probability (and `top_logprobs` alternatives): the entries of OpenAI's chat logprobs.
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
 
 
 class OllamaChatRequest(_OllamaCommon, forbid_unknown_fields=True):
@@ -956,6 +959,11 @@ def _ollama_options(req: _OllamaCommon) -> tuple[dict[str, Any], dict[str, str]]
             continue  # Ollama's -1 ("no limit") and -2 ("fill the context"): the checkpoint's own bound applies
         options[target] = value
         names[target] = f"options.{key}"
+    if req.top_logprobs and not req.logprobs:
+        raise _invalid("top_logprobs", "requires logprobs: true")
+    if req.logprobs:
+        options["logprobs"] = req.top_logprobs or 0
+        names["logprobs"] = "top_logprobs" if req.top_logprobs else "logprobs"
     if req.think is not None:
         options["enable_thinking"] = req.think is not False
         names["enable_thinking"] = "think"
@@ -1006,7 +1014,7 @@ def parse_ollama_chat(data: Any, request_id: str = "") -> ParsedRequest:
         messages.append(Message(msg.role, msg.content, attached, tool_calls=calls, name=msg.tool_name or ""))
         images += len(messages[-1].images)
     return ParsedRequest(GenerationRequest(messages=messages, options=options, request_id=request_id), req.stream,
-                         tools=tool_plan, wire_names=names)  # fmt: skip
+                         logprobs=bool(req.logprobs), tools=tool_plan, wire_names=names)  # fmt: skip
 
 
 def parse_ollama_generate(data: Any, request_id: str = "") -> ParsedRequest | None:
@@ -1036,7 +1044,7 @@ def parse_ollama_generate(data: Any, request_id: str = "") -> ParsedRequest | No
         turns = [Message("system", req.system)] if req.system else []
         turns.append(Message("user", req.prompt, images))
         generation = GenerationRequest(messages=turns, options=options, request_id=request_id)
-    return ParsedRequest(generation, req.stream, wire_names=names)
+    return ParsedRequest(generation, req.stream, logprobs=bool(req.logprobs), wire_names=names)
 
 
 # -- Ollama responses ---------------------------------------------------------------------------------------------
@@ -1065,6 +1073,12 @@ def _ollama_stats(done: Done, total_seconds: float) -> dict[str, Any]:
     }
 
 
+def ollama_logprobs(entries: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
+    """Ollama's `logprobs`: [{token, logprob, bytes, top_logprobs}] (OpenAI's chat entries, without the wrapper)."""
+    content: list[dict[str, Any]] = chat_logprobs(entries)["content"]
+    return content
+
+
 class OllamaStream:
     """Serialises an Ollama answer as NDJSON lines (`/api/chat` puts text in message.content, `/api/generate` in
     response). Also builds the single object of a non-streaming answer."""
@@ -1085,6 +1099,7 @@ class OllamaStream:
         extra: Mapping[str, Any] | None = None,
         thinking: str = "",
         calls: Sequence[ToolCall] = (),
+        logprobs: Sequence[TokenLogprob] = (),
     ) -> bytes:
         body: dict[str, Any] = {"model": self.model, "created_at": ollama_timestamp()}
         if self.kind == "chat":
@@ -1101,6 +1116,8 @@ class OllamaStream:
             if thinking:
                 body["thinking"] = thinking
         body["done"] = done
+        if logprobs:
+            body["logprobs"] = ollama_logprobs(logprobs)
         if extra:
             body.update(extra)
         return msgspec.json.encode(body) + b"\n"
@@ -1110,8 +1127,9 @@ class OllamaStream:
         return b""
 
     def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
-        """One line of text or thinking (Ollama requests cannot ask for logprobs). With tools, content that may be a
-        call is held back; the calls go out in one message at the end, as Ollama sends them."""
+        """One line of text or thinking, with its tokens' logprobs when asked. With tools, content that may be a
+        call is held back (its logprobs still go out, on a line of no text); the calls go out in one message at the
+        end, as Ollama sends them."""
         if self._reader is not None and channel == "content":
             self._fed.append(text)
             text = "".join(e.text for e in self._reader.feed(text) if isinstance(e, tooling.Content))
@@ -1119,17 +1137,26 @@ class OllamaStream:
                 self._after.append(text)
                 text = ""
         content, thought = self._split.feed(text, channel)
-        return self._line(content, False, thinking=thought) if content or thought else b""
+        return (
+            self._line(content, False, thinking=thought, logprobs=logprobs) if content or thought or logprobs else b""
+        )
 
-    def done(self, done: Done, total_seconds: float, text: str = "", thinking: str = "") -> bytes:
-        """The final line with counts and durations (with the whole text and thinking when not streaming); a
-        request with tools gets its calls in a message of their own (streaming) or in the final one."""
+    def done(
+        self,
+        done: Done,
+        total_seconds: float,
+        text: str = "",
+        thinking: str = "",
+        logprobs: Sequence[TokenLogprob] = (),
+    ) -> bytes:
+        """The final line with counts and durations (with the whole text, thinking and logprobs when not
+        streaming); a request with tools gets its calls in a message of their own (streaming) or in the final one."""
         stats = _ollama_stats(done, total_seconds)
         if self._reader is None or self.tools is None:
-            return self._line(text, True, stats, thinking)
+            return self._line(text, True, stats, thinking, logprobs=logprobs)
         if not self._fed:
             read = self.tools.read(text)
-            return self._line(read.content or "", True, stats, thinking, read.calls)
+            return self._line(read.content or "", True, stats, thinking, read.calls, logprobs)
         held = "".join(e.text for e in self._reader.close() if isinstance(e, tooling.Content))
         calls = self._reader.calls
         if not calls:
