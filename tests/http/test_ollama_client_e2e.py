@@ -197,6 +197,8 @@ def test_keep_alive_shows_in_ps(client: ollama.Client) -> None:
     # "10m": unloaded ten minutes after its last use; -1: kept for good (far in the future).
     assert now < tiny_expiry <= now + timedelta(minutes=10, seconds=5)
     assert smol_expiry > now + timedelta(days=365)
+    # The context each model runs with (the embedded SmolLM2's own 8192; the tiny Llamas' 512).
+    assert listed["smol"].context_length == 8192 and listed["tiny"].context_length == 512
 
 
 def test_smollm2_chats_in_words(client: ollama.Client) -> None:
@@ -401,3 +403,10 @@ def test_a_request_for_an_unloaded_model_waits_for_its_load(client: ollama.Clien
         assert unloaded.done_reason == "unload" and name not in {m.model for m in client.ps().models}
         assert use(), name
         assert name in {m.model for m in client.ps().models}
+    # The wait shows as load_duration (it was always 0), within total_duration.
+    client.generate(model="tiny", keep_alive=0)
+    answer = client.chat(model="tiny", messages=ask("hi"), options={"num_predict": 2})
+    assert answer.load_duration and answer.total_duration and 0 < answer.load_duration < answer.total_duration
+    client.generate(model="tiny", keep_alive=0)
+    embedded = client.embed(model="tiny", input="hi")
+    assert embedded.load_duration and embedded.total_duration and 0 < embedded.load_duration < embedded.total_duration

@@ -505,12 +505,12 @@ class _Door:
         keep = ollama_models.body_keep_alive(body)
         served = self._route(body)
         served.keep_for(keep)
-        await self._ollama_loaded(request, served)
+        waited = await self._ollama_loaded(request, served)
         result, seconds = await self._embed(request, served, parsed)
         if legacy:
             answer = embeddings.ollama_embeddings_response(result)  # one vector
         else:
-            answer = await asyncio.to_thread(embeddings.ollama_embed_response, served.name, result, seconds)
+            answer = await asyncio.to_thread(embeddings.ollama_embed_response, served.name, result, seconds, waited)
         return Response(answer, media_type="application/json")
 
     async def _embed(
@@ -563,7 +563,7 @@ class _Door:
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
     ) -> Response:
-        await self._ollama_loaded(request, served)
+        writer.load_seconds = await self._ollama_loaded(request, served)
         choices = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, choices, [writer], "application/x-ndjson")
@@ -571,13 +571,15 @@ class _Door:
         body = writer.done(answer.done, seconds, answer.text, answer.reasoning or "", answer.logprobs or ())
         return Response(body, media_type="application/json")
 
-    async def _ollama_loaded(self, request: Request, served: ServedModel) -> None:
-        """Wait until `served` is loaded, starting the load of an unloaded one: Ollama's requests wait for their
-        model, and its clients (the official one included) never retry, so the OpenAI door's 503 "loading, retry"
-        reached an Ollama user as an error on the first request after a keep_alive unload. A load that cannot start
-        (busy models hold the memory budget) or fails is answered as before; a client that hangs up ends the wait."""
+    async def _ollama_loaded(self, request: Request, served: ServedModel) -> float:
+        """Wait until `served` is loaded, starting the load of an unloaded one; the seconds waited (Ollama's
+        load_duration). Ollama's requests wait for their model, and its clients (the official one included) never
+        retry, so the OpenAI door's 503 "loading, retry" reached an Ollama user as an error on the first request
+        after a keep_alive unload. A load that cannot start (busy models hold the memory budget) or fails is
+        answered as before; a client that hangs up ends the wait."""
         if served.ready:
-            return
+            return 0.0
+        began = time.perf_counter()
         served.load()
         gone = asyncio.create_task(_disconnect(request.receive))
         try:
@@ -591,6 +593,7 @@ class _Door:
             raise ApiError(499, "client closed the request", code="cancelled")
         if not served.ready:
             raise self._not_ready(served)
+        return time.perf_counter() - began
 
     # -- the shared path -------------------------------------------------------------------------------------------
     def _submit(self, served: ServedModel, parsed: ParsedRequest) -> _Choices:

@@ -158,15 +158,15 @@ def parse_ollama_embeddings(body: Any) -> ParsedEmbedding:
     return ParsedEmbedding([req.prompt], {"normalize": False, "truncate": True})
 
 
-def ollama_embed_response(model: str, result: EmbeddingResult, seconds: float) -> bytes:
+def ollama_embed_response(model: str, result: EmbeddingResult, seconds: float, load_seconds: float = 0.0) -> bytes:
     """Ollama's /api/embed answer: {"model", "embeddings": [[...]], "total_duration", "load_duration",
-    "prompt_eval_count"}; durations in nanoseconds, load 0 (the model was loaded before the request)."""
+    "prompt_eval_count"}; durations in nanoseconds, load the time the request waited for its model (0: loaded)."""
     return msgspec.json.encode(
         {
             "model": model,
             "embeddings": [encode_floats(v) for v in result.vectors],
-            "total_duration": int(seconds * 1e9),
-            "load_duration": 0,
+            "total_duration": int((seconds + load_seconds) * 1e9),
+            "load_duration": int(load_seconds * 1e9),
             "prompt_eval_count": int(result.prompt_tokens),
         }
     )

@@ -149,15 +149,17 @@ def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes
         left = FOREVER_SECONDS if keep is None or math.isinf(keep) else max(0.0, model.last_used + keep - now)
         family = model.model.model_type if model.ready else ""
         details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
-        entries.append(
-            {
-                "name": model.name,
-                "model": model.name,
-                "size": model.size,
-                "digest": "",
-                "details": details,
-                "expires_at": ollama_timestamp(now_wall + left),
-                "size_vram": 0,
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": model.name,
+            "model": model.name,
+            "size": model.size,
+            "digest": "",
+            "details": details,
+            "expires_at": ollama_timestamp(now_wall + left),
+            "size_vram": 0,
+        }
+        if model.ready and model.model.info().context_length:
+            # Ollama lists the context each loaded model runs with (the client reads it as ps().context_length).
+            entry["context_length"] = model.model.info().context_length
+        entries.append(entry)
     return msgspec.json.encode({"models": entries})

@@ -1060,12 +1060,12 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1e9) if math.isfinite(seconds) else 0
 
 
-def _ollama_stats(done: Done, total_seconds: float) -> dict[str, Any]:
+def _ollama_stats(done: Done, total_seconds: float, load_seconds: float = 0.0) -> dict[str, Any]:
     m = done.metrics
     return {
         "done_reason": "length" if done.finish_reason == "length" else "stop",
-        "total_duration": _ns(total_seconds),
-        "load_duration": 0,  # the model was loaded before the host admitted anything
+        "total_duration": _ns(total_seconds + load_seconds),  # Ollama's total includes the load
+        "load_duration": _ns(load_seconds),  # how long the request waited for its model to load (0: it was loaded)
         "prompt_eval_count": done.prompt_tokens,
         "prompt_eval_duration": _ns(m.prefill_seconds),
         "eval_count": done.completion_tokens,
@@ -1091,6 +1091,7 @@ class OllamaStream:
         self._reader = tools.reader() if tools is not None else None
         self._fed: list[str] = []  # content fed through the reader (a stream); else done() reads the whole text
         self._after: list[str] = []  # content after a call began: held, since the call may yet not parse
+        self.load_seconds = 0.0  # how long the request waited for its model's load (the door sets it)
 
     def _line(
         self,
@@ -1151,7 +1152,7 @@ class OllamaStream:
     ) -> bytes:
         """The final line with counts and durations (with the whole text, thinking and logprobs when not
         streaming); a request with tools gets its calls in a message of their own (streaming) or in the final one."""
-        stats = _ollama_stats(done, total_seconds)
+        stats = _ollama_stats(done, total_seconds, self.load_seconds)
         if self._reader is None or self.tools is None:
             return self._line(text, True, stats, thinking, logprobs=logprobs)
         if not self._fed:
