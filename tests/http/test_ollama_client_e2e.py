@@ -12,6 +12,8 @@ thinking Llama (its template opens `<think>`) and the embedded SmolLM2-135M-Inst
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import math
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 from http_support import LoopThread
+from PIL import Image
 
 import modelhost.inference
 from modelhost.host.models import Models, ModelSpec
@@ -384,6 +387,25 @@ def test_errors_reach_the_client_with_their_status(client: ollama.Client) -> Non
     with pytest.raises(ollama.ResponseError) as info:
         client.generate(model="tiny", prompt="hi", keep_alive="soon")
     assert info.value.status_code == 400 and "keep_alive" in info.value.error
+    # An image (the client base64-encodes bytes) for a model without vision: refused before any compute.
+    png = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(png, "PNG")
+    with pytest.raises(ollama.ResponseError) as info:
+        client.chat(model="tiny", messages=[{"role": "user", "content": "hi", "images": [png.getvalue()]}])
+    assert info.value.status_code == 400 and "image" in info.value.error
+
+
+def test_the_async_client(server: HttpServer) -> None:
+    async def talk() -> None:
+        client = ollama.AsyncClient(host=server.url, timeout=120)
+        options = {"temperature": 0, "num_predict": 3}
+        whole = await client.chat(model="tiny", messages=ask("hi"), options=options)
+        parts = [p async for p in await client.chat(model="tiny", messages=ask("hi"), options=options, stream=True)]
+        assert "".join(p.message.content or "" for p in parts) == whole.message.content and parts[-1].done
+        embedded = await client.embed(model="tiny", input=["hi", "there"])
+        assert len(embedded.embeddings) == 2
+
+    asyncio.run(talk())
 
 
 # -- a model unloaded by keep_alive (last: it unloads models the other tests use) ---------------------------------
