@@ -6,7 +6,9 @@ parser is pinned on its own first.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -15,13 +17,15 @@ from typing import Any
 import httpx
 import pytest
 from http_support import LoopThread, serving
-from test_models import door, spec, wait_until
+from prometheus_client.parser import text_string_to_metric_families
+from test_models import chat, door, spec, wait_until
 
 import modelhost.inference
 from modelhost.host import Host
-from modelhost.host.models import Models
+from modelhost.host.models import Models, ModelSpec
 from modelhost.http.ollama_models import parse_keep_alive
 from modelhost.http.openai_schema import ApiError
+from modelhost.testing.standins import ScriptedModel
 
 
 @pytest.mark.parametrize(
@@ -59,6 +63,15 @@ def test_a_bad_keep_alive_is_refused_by_name(value: Any) -> None:
 def ollama_chat(url: str, model: str, **extra: Any) -> httpx.Response:
     body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": False, **extra}
     return httpx.post(f"{url}/api/chat", json=body, timeout=30)
+
+
+def sample(url: str, name: str, **labels: str) -> float:
+    """One sample of /metrics (0 when absent)."""
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return 0.0
 
 
 def ps(url: str) -> dict[str, Any]:
@@ -149,3 +162,33 @@ def test_show_on_a_real_model_lists_embedding_and_its_sizes(loop_thread: LoopThr
         shown = httpx.post(f"{server.url}/api/show", json={"model": "tiny"}).json()
         assert shown["capabilities"] == ["completion", "embedding"]
         assert shown["model_info"]["llama.embedding_length"] == 64 and shown["model_info"]["llama.block_count"] == 2
+
+
+def test_an_ollama_request_waits_for_its_models_load_until_it_fails_or_the_client_hangs_up(
+    loop_thread: LoopThread,
+) -> None:
+    gate = threading.Event()
+
+    def gated() -> ScriptedModel:
+        gate.wait(30)
+        return ScriptedModel(["b1 "], name="beta")
+
+    def broken() -> ScriptedModel:
+        raise RuntimeError("no such weights")
+
+    models = Models([spec("alpha", "a1"), ModelSpec("beta", gated), ModelSpec("gamma", broken)], lazy=True)
+    with door(loop_thread, models) as url:
+        # Ollama's clients never retry a 503, so its door waits for the load; the OpenAI door still answers 503.
+        assert chat(url, "beta").status_code == 503 and models.get("beta").state == "loading"
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up while the model loads: the wait ends
+            httpx.post(f"{url}/api/chat", json={"model": "beta", "messages": [{"role": "user", "content": "hi"}],
+                                                "stream": False}, timeout=0.3)  # fmt: skip
+        wait_until(lambda: sample(url, "modelhost_http_client_disconnects_total", route="/api/chat") == 1)
+        # Sent while the model loads (or just after: either way it is answered, never a 503).
+        waiting = loop_thread.spawn(asyncio.to_thread(ollama_chat, url, "beta"))
+        gate.set()
+        answer = waiting.result(30)
+        assert answer.status_code == 200 and answer.json()["message"]["content"] == "b1 "
+        # A load that fails ends the wait with the door's usual 503 (the model cannot serve), not a hang.
+        failed = ollama_chat(url, "gamma")
+        assert failed.status_code == 503 and "gamma" in failed.json()["error"]
