@@ -425,6 +425,8 @@ def test_a_request_for_an_unloaded_model_waits_for_its_load(client: ollama.Clien
         assert unloaded.done_reason == "unload" and name not in {m.model for m in client.ps().models}
         assert use(), name
         assert name in {m.model for m in client.ps().models}
+    # keep_alive 0 on an unloaded model: loaded, answered, then unloaded (the sweep must not take it in between).
+    assert client.chat(model="tiny", messages=ask("hi"), options={"num_predict": 2}, keep_alive=0).done
     # The wait shows as load_duration (it was always 0), within total_duration.
     client.generate(model="tiny", keep_alive=0)
     answer = client.chat(model="tiny", messages=ask("hi"), options={"num_predict": 2})
