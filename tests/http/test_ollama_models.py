@@ -192,3 +192,17 @@ def test_an_ollama_request_waits_for_its_models_load_until_it_fails_or_the_clien
         # A load that fails ends the wait with the door's usual 503 (the model cannot serve), not a hang.
         failed = ollama_chat(url, "gamma")
         assert failed.status_code == 503 and "gamma" in failed.json()["error"]
+
+
+def test_a_model_kept_alive_zero_seconds_still_answers_every_ollama_request(loop_thread: LoopThread) -> None:
+    """With `--keep-alive 0` the sweep unloads an idle model at once (every 20 ms): each Ollama request loads the
+    model, and the wait for that load counts as use, so the model cannot be unloaded between its load and the
+    request's submit. Every request is answered; none gets 503."""
+    loads: list[int] = []
+    models = Models([spec("alpha", "a1 a2", loads=loads)], keep_alive=0.0, lazy=True)
+    with door(loop_thread, models) as url:
+        for _ in range(5):
+            answer = ollama_chat(url, "alpha")
+            assert answer.status_code == 200 and answer.json()["message"]["content"] == "a1 a2 ", answer.text
+            wait_until(lambda: models.get("alpha").state == "unloaded")
+        assert len(loads) == 5

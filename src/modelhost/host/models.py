@@ -135,6 +135,8 @@ class ServedModel:
         #: Seconds to stay loaded after use that the last request asked for (Ollama's per-request keep_alive; inf:
         #: for good); None: the set's own keep_alive. Cleared when the model unloads.
         self.hold: float | None = None
+        self._load_task: asyncio.Task[None] | None = None  # the load running now, for `wait_loaded`
+        self._waiters = 0  # requests waiting in `wait_loaded`: they count as use, so no sweep unloads under them
         self._models = models
         self._name = spec.name
 
@@ -177,8 +179,27 @@ class ServedModel:
 
     @property
     def busy(self) -> bool:
-        """True while requests wait for or run on the model."""
+        """True while requests wait for (or for the load of) or run on the model."""
+        if self._waiters:
+            return True
         return self.host is not None and (self.host.waiting > 0 or self.host.running > 0)
+
+    async def wait_loaded(self) -> None:
+        """Start loading the model if it is unloaded and wait until its load ends: ready, or failed (the caller looks
+        at `ready`). While a caller waits the model counts as busy, so neither the keep-alive sweep nor the memory
+        budget unloads it between its load and the caller's submit. MemoryBudgetError when busy models hold the
+        room it needs (nothing waited for)."""
+        self._waiters += 1
+        try:
+            while not self.ready:
+                if self.host is None:
+                    self._models.load_soon(self)
+                task = self._load_task
+                if task is None or self.host is None or self.host.state not in ("new", "loading"):
+                    return  # failed or closing: nothing more to wait for
+                await asyncio.shield(task)
+        finally:
+            self._waiters -= 1
 
     def submit(self, request: GenerationRequest) -> RequestStream:
         """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
@@ -357,7 +378,7 @@ class Models:
         host = Host(model.spec.loader, name=model.name, max_queue=self.max_queue, metrics=self.metrics)
         model.host = host
         closing = [self._release(victim) for victim in victims]
-        self._spawn(self._load(model, host, closing), f"modelhost-load-{model.name}")
+        model._load_task = self._spawn(self._load(model, host, closing), f"modelhost-load-{model.name}")
 
     def _make_room(self, model: ServedModel) -> list[ServedModel]:
         if self.max_memory is None or not model.size:
@@ -440,10 +461,11 @@ class Models:
                 elif keep is not None and model.ready and now - model.last_used >= keep:
                     self.unload(model)
 
-    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(work, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def cancel_all(self) -> None:
         for model in self:

@@ -40,7 +40,7 @@ from modelhost import _serving
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError, QueueFullError
 from modelhost.host import Delta, Done, Failed, Host, RequestStream, Started
 from modelhost.host.events import Event, GenerationRequest
-from modelhost.host.models import Models, ModelState, ServedModel, as_models
+from modelhost.host.models import MemoryBudgetError, Models, ModelState, ServedModel, as_models
 from modelhost.http import embeddings, ollama_models
 from modelhost.http import openai_schema as schema
 from modelhost.http.openai_schema import ApiError, ParsedRequest
@@ -54,15 +54,6 @@ Flavour = Literal["openai", "ollama"]
 #: Bounds on the Retry-After we advertise with a 429: under a second is pointless (clients round up anyway), over a
 #: minute means the estimate is unreliable and a client should back off on its own schedule.
 _RETRY_AFTER_MIN, _RETRY_AFTER_MAX = 1, 60
-
-#: How often an Ollama request waiting for its model's load looks again. The host layer offers no awaitable for a
-#: load it started in the background; a load takes seconds, so 10 ms of lateness is noise and the polls are cheap.
-#: Short, too, because a set with keep_alive 0 sweeps every 20 ms and unloads a model the moment it loads idle: the
-#: request must see it ready (and submit) first.
-_OLLAMA_LOAD_POLL_SECONDS = 0.01
-#: Loads one Ollama request starts at most: a model unloaded again before the request could submit (the race above)
-#: is loaded once more, but not forever; past this the request gets the door's usual 503 "loading, retry".
-_OLLAMA_LOAD_STARTS = 3
 
 #: The routes that carry work (and so need the API key). /health, /ready and /metrics stay open: an orchestrator or
 #: a Prometheus scraper must see the process without holding the key, and they reveal no model output.
@@ -581,33 +572,28 @@ class _Door:
         load_duration). Ollama's requests wait for their model, and its clients (the official one included) never
         retry, so the OpenAI door's 503 "loading, retry" reached an Ollama user as an error on the first request
         after a keep_alive unload. A load that cannot start (busy models hold the memory budget) or fails is
-        answered as before; a client that hangs up ends the wait. No await lies between the last look at the
-        state and the caller's submit, so the model cannot unload in between (host/models.py's rule)."""
+        answered as before; a client that hangs up ends the wait. The waiting request counts as use of the model
+        (ServedModel.wait_loaded), and no await lies between the end of the wait and the caller's submit, so the
+        model cannot unload in between."""
         if served.ready:
             return 0.0
         began = time.perf_counter()
-        starts = 0
+        loaded = asyncio.ensure_future(served.wait_loaded())
         gone = asyncio.create_task(_disconnect(request.receive))
         try:
-            while not served.ready and not gone.done():
-                if served.state == "unloaded":
-                    # Start its load; again if the keep-alive sweep took it away the moment it loaded idle (a
-                    # keep_alive of 0 asks for that). One the memory budget cannot start now ends the wait.
-                    if starts == _OLLAMA_LOAD_STARTS:
-                        break
-                    starts += 1
-                    served.load()
-                    if served.state == "unloaded":
-                        break
-                elif served.state not in ("new", "loading"):
-                    break  # failed or closing: answered below
-                await asyncio.sleep(_OLLAMA_LOAD_POLL_SECONDS)
-            hung_up = gone.done()
+            await asyncio.wait({loaded, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone.cancel()
-        if hung_up:
+            if not loaded.done():
+                loaded.cancel()  # the load itself goes on (a shielded task): only this wait ends
+        if not loaded.done() or loaded.cancelled():
             self.metrics.disconnects.labels(request.url.path).inc()
             raise ApiError(499, "client closed the request", code="cancelled")
+        error = loaded.exception()
+        if isinstance(error, MemoryBudgetError):
+            raise self._not_ready(served, str(error))
+        if error is not None:
+            raise error
         if not served.ready:
             raise self._not_ready(served)
         return time.perf_counter() - began
