@@ -15,8 +15,8 @@ from modelhost.inference.types import DeviceInfo
 class TransformersBackend:
     """Loads Hugging Face folders (config.json + safetensors + tokenizer) and GGUF files through transformers.
 
-    Implements Backend, FormatProbe and DeviceInfoProvider. Where llama.cpp can also load a GGUF file the registry's
-    preference order picks llama.cpp; folders (and vision-language models) come here.
+    Implements Backend, FormatProbe, DeviceInfoProvider and MemoryEstimator. Where llama.cpp can also load a GGUF
+    file the registry's preference order picks llama.cpp; folders (and vision-language models) come here.
     """
 
     name = "transformers"
@@ -38,6 +38,15 @@ class TransformersBackend:
         from modelhost.backends.transformers.device import describe_device, pick_device
 
         return describe_device(pick_device(None))
+
+    def memory_estimate(self, path: str, **load_opts: Any) -> int:
+        """Bytes the model will hold once loaded with these options (the MemoryEstimator capability): its weights at
+        the dtype the load gives them, and the KV cache of `parallel` slots grown to the context (memory.py)."""
+        from modelhost.backends.transformers import memory
+        from modelhost.backends.transformers.model import DEFAULT_PARALLEL
+
+        opts = LoadOptions.parse(load_opts)
+        return memory.estimate(catalogue.resolve(path), opts, default_parallel=DEFAULT_PARALLEL)
 
     def load_model(self, path: str, **load_opts: Any) -> TextModel:
         """Load a folder or GGUF file; options as in `LoadOptions` (dtype, threads, gpu_layers, adapter, ...)."""
