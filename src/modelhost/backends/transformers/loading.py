@@ -258,6 +258,12 @@ def gguf_cache_key(gguf: Path) -> str:
     return digest.hexdigest()[:20]
 
 
+def gguf_cache_folder(gguf: Path) -> Path:
+    """Where the dequantised safetensors of `gguf` are (or will be) cached: one folder per file's name and content
+    key, so a changed file never reuses a stale conversion."""
+    return cache_root() / "gguf" / f"{gguf.stem}-{gguf_cache_key(gguf)}"
+
+
 def dequantised_gguf_folder(gguf: Path) -> Path:
     """The cached safetensors folder for `gguf`, dequantising it first if this is the first load.
 
@@ -265,7 +271,7 @@ def dequantised_gguf_folder(gguf: Path) -> Path:
     one. The folder is written under a temporary name and renamed, so a crash or a concurrent load never leaves a
     half-written folder where a later load would trust it.
     """
-    folder = cache_root() / "gguf" / f"{gguf.stem}-{gguf_cache_key(gguf)}"
+    folder = gguf_cache_folder(gguf)
     if (folder / "config.json").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -56,14 +56,14 @@ def estimate(path: str, opts: LoadOptions, *, default_parallel: int) -> int:
     """Bytes `load(path, opts)` will hold (see the module doc). ModelLoadError when the checkpoint's config or
     headers cannot be read, or nothing bounds its context."""
     from modelhost.backends.transformers.device import pick_device
-    from modelhost.backends.transformers.loading import cache_root, gguf_cache_key, pick_dtype
+    from modelhost.backends.transformers.loading import gguf_cache_folder, pick_dtype
 
     p = Path(path).expanduser()
     dtype = pick_dtype(opts.dtype, pick_device(opts.gpu_layers))
     loaded = _dtype_bytes(dtype)  # None for "auto": the checkpoint's own dtype
     folder = p
     if p.is_file() and catalogue.is_gguf(p):
-        folder = cache_root() / "gguf" / f"{p.stem}-{gguf_cache_key(p)}"  # where dequantised_gguf_folder writes it
+        folder = gguf_cache_folder(p)
     elif not catalogue.is_model_folder(p):
         raise ModelLoadError(f"transformers backend: {path!r} is neither a model folder (config.json) nor a GGUF file")
     if folder is not p and not (folder / "config.json").is_file():
