@@ -359,6 +359,10 @@ def test_list_show_and_version(client: ollama.Client, server: HttpServer) -> Non
     assert isinstance(shown, ollama.ShowResponse) and shown.capabilities and "completion" in shown.capabilities
     assert shown.modelinfo and shown.modelinfo["general.architecture"] == "llama"
     assert shown.details is not None and shown.details.family == "llama"
+    # What Open WebUI reads to offer tools or a thinking toggle: the tools template, the thought channel.
+    capabilities = {name: client.show(name).capabilities for name in ("tiny", "tools", "think")}
+    assert capabilities == {"tiny": ["completion", "embedding"], "tools": ["completion", "tools", "embedding"],
+                            "think": ["completion", "thinking", "embedding"]}  # fmt: skip
     version = httpx.get(f"{server.url}/api/version").json()  # the client has no version(); other Ollama tools probe it
     assert isinstance(version["version"], str) and version["version"]
 
@@ -385,6 +389,18 @@ def test_errors_reach_the_client_with_their_status(client: ollama.Client) -> Non
     with pytest.raises(ollama.ResponseError) as info:
         client.chat(model="tiny", messages=ask("hi"), think="extreme")  # type: ignore[arg-type]
     assert info.value.status_code == 400 and "think" in info.value.error
+    # Thinking asked of a model without a thought channel: Ollama's 400 naming `think`, streamed or not, on both
+    # routes; `think: false` is always fine.
+    for stream in (False, True):
+        for route in ("chat", "generate"):
+            with pytest.raises(ollama.ResponseError) as info:
+                if route == "chat":
+                    result: Any = client.chat(model="tools", messages=ask("hi"), think=True, stream=stream)
+                else:
+                    result = client.generate(model="tiny", prompt="hi", think="low", stream=stream)
+                list(result) if stream else None
+            assert info.value.status_code == 400 and "think" in info.value.error
+    assert client.chat(model="tiny", messages=ask("hi"), think=False, options={"num_predict": 2}).done
     with pytest.raises(ollama.ResponseError) as info:
         client.generate(model="tiny", prompt="hi", keep_alive="soon")
     assert info.value.status_code == 400 and "keep_alive" in info.value.error

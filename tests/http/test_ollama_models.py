@@ -25,6 +25,8 @@ from modelhost.host import Host
 from modelhost.host.models import Models, ModelSpec
 from modelhost.http.ollama_models import parse_keep_alive
 from modelhost.http.openai_schema import ApiError
+from modelhost.inference.capabilities import ChatFeatures
+from modelhost.testing import tinymodels
 from modelhost.testing.standins import ScriptedModel
 
 
@@ -162,6 +164,79 @@ def test_show_on_a_real_model_lists_embedding_and_its_sizes(loop_thread: LoopThr
         shown = httpx.post(f"{server.url}/api/show", json={"model": "tiny"}).json()
         assert shown["capabilities"] == ["completion", "embedding"]
         assert shown["model_info"]["llama.embedding_length"] == 64 and shown["model_info"]["llama.block_count"] == 2
+
+
+class Featured(ScriptedModel):
+    """A stand-in that says what its chat path can do (ChatFeatures)."""
+
+    def __init__(self, pieces: list[str], *, tools: bool, thinks: bool, name: str) -> None:
+        super().__init__(pieces, name=name)
+        self._tools, self._thinks = tools, thinks
+
+    def renders_tools(self) -> bool:
+        return self._tools
+
+    def thinks(self) -> bool:
+        return self._thinks
+
+
+def test_show_lists_tools_and_thinking_as_the_model_says_and_think_is_refused_where_it_cannot(
+    loop_thread: LoopThread,
+) -> None:
+    built: dict[str, ScriptedModel] = {}
+
+    def featured(name: str, **facts: bool) -> ModelSpec:
+        def load() -> ScriptedModel:
+            built[name] = Featured(["x "], name=name, **facts)
+            return built[name]
+
+        return ModelSpec(name, load)
+
+    models = Models([featured("plain", tools=False, thinks=False), featured("tooled", tools=True, thinks=False),
+                     featured("thinker", tools=True, thinks=True), spec("silent", "s1")])  # fmt: skip
+    with door(loop_thread, models) as url:
+        assert isinstance(built["plain"], ChatFeatures)
+        capabilities = {name: httpx.post(f"{url}/api/show", json={"model": name}).json()["capabilities"]
+                        for name in ("plain", "tooled", "thinker", "silent")}  # fmt: skip
+        assert capabilities == {"plain": ["completion"], "tooled": ["completion", "tools"],
+                                "thinker": ["completion", "tools", "thinking"], "silent": ["completion"]}  # fmt: skip
+        # `think: true` (or a level) on a model without a thought channel: Ollama's 400 naming `think`, before any
+        # work (the model is never asked), through both routes and whether streamed or not.
+        for stream in (False, True):
+            for value in (True, "high"):
+                refused = ollama_chat(url, "tooled", think=value, stream=stream)
+                assert refused.status_code == 400 and "think" in refused.json()["error"], refused.text
+                body = {"model": "plain", "prompt": "hi", "think": value, "stream": stream}
+                refused = httpx.post(f"{url}/api/generate", json=body, timeout=30)
+                assert refused.status_code == 400 and "think" in refused.json()["error"], refused.text
+        assert built["tooled"].prompts == [] and built["plain"].prompts == []
+        # `think: false` is always fine, and a thinking model takes `think: true`.
+        assert ollama_chat(url, "plain", think=False).json()["message"]["content"] == "x "
+        assert ollama_chat(url, "thinker", think=True).status_code == 200
+        # A model that does not say what it can do is not refused: the door refuses only what a model says it cannot.
+        assert ollama_chat(url, "silent", think=True).status_code == 200
+
+
+@pytest.mark.slow
+def test_show_on_real_models_lists_tools_and_thinking_from_their_templates_and_vocabularies(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tiny_thinking_dir: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("llama_cpp")
+    tools_gguf = tinymodels.write_llama_gguf(tinymodels.build_tiny_tools_llama(tmp_path / "tools"), tmp_path / "t.gguf")
+    think_gguf = tinymodels.write_llama_gguf(tiny_thinking_dir, tmp_path / "think.gguf")
+
+    def real(name: str, path: Path) -> ModelSpec:
+        return ModelSpec(name, lambda: modelhost.inference.load_model(str(path), backend="llama_cpp", threads=1))
+
+    models = Models([real("tiny", tiny_llama_gguf), real("tools", tools_gguf), real("think", think_gguf)])
+    with door(loop_thread, models) as url:
+        capabilities = {name: httpx.post(f"{url}/api/show", json={"model": name}).json()["capabilities"]
+                        for name in ("tiny", "tools", "think")}  # fmt: skip
+        assert capabilities == {"tiny": ["completion", "embedding"], "tools": ["completion", "tools", "embedding"],
+                                "think": ["completion", "thinking", "embedding"]}  # fmt: skip
+        refused = ollama_chat(url, "tools", think=True)
+        assert refused.status_code == 400 and "think" in refused.json()["error"]
+        assert ollama_chat(url, "think", think=True, options={"num_predict": 2}).status_code == 200
 
 
 def test_an_ollama_request_waits_for_its_models_load_until_it_fails_or_the_client_hangs_up(

@@ -458,7 +458,7 @@ class _Door:
 
     @_answers_errors("ollama")
     async def ollama_show(self, request: Request) -> Response:
-        """POST /api/show: what a model is and can do (its capabilities: vision, embedding)."""
+        """POST /api/show: what a model is and can do (its capabilities: vision, tools, thinking, embedding)."""
         body = await _read_json(request)
         name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
         if not isinstance(name, str) or not name:
@@ -560,6 +560,7 @@ class _Door:
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
     ) -> Response:
         writer.load_seconds = await self._ollama_loaded(request, served)
+        ollama_models.check_think(served, parsed)  # needs the loaded model: only it knows whether it can think
         choices = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, choices, [writer], "application/x-ndjson")

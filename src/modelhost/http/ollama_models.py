@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from modelhost.host.models import ServedModel
-from modelhost.http.openai_schema import ApiError, ollama_timestamp, shown
-from modelhost.inference.capabilities import EmbeddingModel, as_capability
+from modelhost.http.openai_schema import ApiError, ParsedRequest, ollama_timestamp, shown
+from modelhost.inference.capabilities import ChatFeatures, EmbeddingModel, as_capability
 
 #: Seconds per unit of a Go duration (Ollama parses `keep_alive` strings with Go's time.ParseDuration).
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -96,9 +96,10 @@ def unloaded(model: str) -> bytes:
 
 def show(model: ServedModel) -> bytes:
     """POST /api/show: what a model is and can do, in Ollama's shape. `capabilities` is what clients such as Open
-    WebUI read to offer image upload or embeddings for a model: "completion" always, "vision" when the loaded
-    checkpoint takes images, "embedding" when it pools vectors. An unloaded model is described by name only (showing
-    a model must not load it)."""
+    WebUI read to offer image upload, tools, a thinking toggle or embeddings for a model: "completion" always,
+    "vision" when the loaded checkpoint takes images, "tools" when its chat template renders tools, "thinking" when
+    it has a thought channel, "embedding" when it pools vectors. An unloaded model is described by name only
+    (showing a model must not load it)."""
     info: dict[str, Any] = {}
     capabilities = ["completion"]
     family = ""
@@ -118,6 +119,11 @@ def show(model: ServedModel) -> bytes:
                 info[f"{arch}.{key}"] = value
         if model.accepts_images:
             capabilities.append("vision")
+        features = as_capability(loaded, ChatFeatures)
+        if features is not None and features.renders_tools():
+            capabilities.append("tools")
+        if features is not None and features.thinks():
+            capabilities.append("thinking")
         if as_capability(loaded, EmbeddingModel) is not None:
             capabilities.append("embedding")
     details = {"parent_model": "", "format": "", "family": family, "families": [family] if family else [],
@@ -133,6 +139,19 @@ def show(model: ServedModel) -> bytes:
             "modified_at": ollama_timestamp(),
         }
     )
+
+
+def check_think(model: ServedModel, parsed: ParsedRequest) -> None:
+    """Refuse `think: true` (or an effort level) for a loaded model without a thought channel, as Ollama does (a 400
+    naming `think`), so a client that asked for a thought is told it gets none instead of a plain answer it would
+    take for a thoughtless one. `think: false` is always fine. A model that does not say (no ChatFeatures: a stand-in,
+    a third-party backend) is not refused: the door refuses only what the model says it cannot do."""
+    if not parsed.generation.options.get("enable_thinking") or not model.ready:
+        return
+    features = as_capability(model.model, ChatFeatures)
+    if features is not None and not features.thinks():
+        raise ApiError(400, f"think: model {model.name!r} does not support thinking (it has no thought channel); "
+                       "send think: false or leave it out", param="think", code="invalid_value")  # fmt: skip
 
 
 def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes:

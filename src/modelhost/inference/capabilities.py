@@ -44,6 +44,28 @@ class VisionModel(Protocol):
 
 
 @runtime_checkable
+class ChatFeatures(Protocol):
+    """What a loaded model's chat path can do beyond plain turns: render tools, and think in a thought channel.
+
+    Why a capability: a door must say so before any request (Ollama's /api/show lists "tools" and "thinking", and
+    clients such as Open WebUI offer tools or a thinking toggle only for a model that lists them), and must refuse
+    `think: true` on a model that cannot think before anything is queued, as Ollama does, rather than answer as if
+    it had thought. Both facts are fixed for the life of the loaded model; the answers are cached by the backend
+    (at most one template probe, never a render per request), so any thread may ask, beside a generation.
+    """
+
+    def renders_tools(self) -> bool:
+        """True when the model's own chat template renders the `tools` it is given (chat_tools.probe); False when
+        tools would reach it only through the generic tools turn."""
+        ...
+
+    def thinks(self) -> bool:
+        """True when the model has a thought channel (its vocabulary has one pair of ThoughtMarkers), so a chat
+        answer can carry a thought apart from its reply."""
+        ...
+
+
+@runtime_checkable
 class Adapter(Protocol):
     """Trainable LoRA parameters attached to a model."""
 

@@ -174,7 +174,8 @@ class TokenChooser:
 
 
 class LlamaCppModel:
-    """A loaded GGUF model. Satisfies TextModel; a context manager; `close()` frees the weights and the KV cache."""
+    """A loaded GGUF model. Satisfies TextModel and ChatFeatures; a context manager; `close()` frees the weights and
+    the KV cache."""
 
     def __init__(
         self,
@@ -362,6 +363,15 @@ class LlamaCppModel:
     def accepts_images(self) -> bool:
         """Always False: llama.cpp's text path takes no images (the VisionModel probe, answered honestly)."""
         return False
+
+    def renders_tools(self) -> bool:
+        """Whether the GGUF's chat template renders `tools` (ChatFeatures): the probe chat rendering already makes,
+        from the same per-template cache, so asking again renders nothing."""
+        return chat_template.tool_support(self._template, self._bos_text, self._eos_text).tools
+
+    def thinks(self) -> bool:
+        """Whether the vocabulary has a thought channel's markers (ChatFeatures): found once, at load."""
+        return self._think is not None
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` with the model's own tokenizer, special tokens parsed, no BOS added."""

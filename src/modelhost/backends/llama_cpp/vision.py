@@ -372,7 +372,8 @@ class VisionPrompt(list[int]):
 
 
 class LlamaCppVisionModel(LlamaCppModel):
-    """A LlamaCppModel with an mmproj: `chat()` takes images; one request at a time (`batch_slots()` is 1)."""
+    """A LlamaCppModel with an mmproj: `chat()` takes images; one request at a time (`batch_slots()` is 1). Its
+    ChatFeatures are the text model's: images are rendered through the same template and vocabulary."""
 
     def __init__(self, llm: Any, *, projector: Projector, **kwargs: Any) -> None:
         super().__init__(llm, **kwargs)

@@ -83,10 +83,11 @@ class _BatchRow:
 
 
 class TransformersModel(TrainingMixin):
-    """A checkpoint loaded with transformers. TextModel, VisionModel, AttentionInspector, and (through
+    """A checkpoint loaded with transformers. TextModel, VisionModel, ChatFeatures, AttentionInspector, and (through
     TrainingMixin, see training.py) TrainableModel and TrainerModel for LoRA fine-tuning.
 
-    Not thread-safe: the host drives each model from one long-lived thread.
+    Not thread-safe: the host drives each model from one long-lived thread. ChatFeatures are the exception (a door
+    asks them beside a generation): the tools probe renders the template text only, touching no weights or cache.
     """
 
     def __init__(self, checkpoint: Checkpoint) -> None:
@@ -263,6 +264,15 @@ class TransformersModel(TrainingMixin):
         if self._closed or self._processor is None or getattr(self._processor, "image_processor", None) is None:
             return False
         return any(name.rsplit(".", 1)[-1] in _VISION_TOWERS for name, _ in self._model.named_modules())
+
+    def renders_tools(self) -> bool:
+        """Whether the chat template renders `tools` (ChatFeatures): the probe chat rendering already makes, run
+        once per model and cached."""
+        return self._tool_support().tools
+
+    def thinks(self) -> bool:
+        """Whether the vocabulary has a thought channel's markers (ChatFeatures): found once, at load."""
+        return self._thought is not None
 
     def inspect_attention(self, prompt: str, **opts: Any) -> AttentionSnapshot:
         """One prefill over `prompt`, capturing each layer's post-RoPE keys and queries as numpy arrays.
