@@ -23,7 +23,7 @@ import time
 import typing
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -50,6 +50,7 @@ from modelhost.inference.types import Channel, EmbeddingResult, TokenLogprob
 log = logging.getLogger(__name__)
 
 Flavour = Literal["openai", "ollama"]
+T = TypeVar("T")
 
 #: Bounds on the Retry-After we advertise with a 429: under a second is pointless (clients round up anyway), over a
 #: minute means the estimate is unreliable and a client should back off on its own schedule.
@@ -515,23 +516,28 @@ class _Door:
         """Submit an embedding and await it (cancelled if the client hangs up first): (result, seconds)."""
         with self._admission(served, lambda exc: embeddings.error(exc, parsed.wire_names)):
             ticket = served.submit_embedding(parsed.texts, **parsed.options)
-        answer = asyncio.ensure_future(ticket.result())
-        gone = asyncio.create_task(_disconnect(request.receive))
         try:
-            await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            hung_up = not answer.done()
-            if hung_up:
-                answer.cancel()
-                ticket.cancel()  # a queued embedding is never computed
-        if hung_up:
-            self.metrics.disconnects.labels(request.url.path).inc()
-            raise ApiError(499, "client closed the request", code="cancelled")
-        try:
-            return answer.result(), time.perf_counter() - ticket.submitted_at
+            # Cancelling the awaiting of `result()` cancels the ticket: a queued embedding is never computed.
+            result = await self._unless_hung_up(request, ticket.result())
         except ModelHostError as exc:
             raise embeddings.error(exc, parsed.wire_names) from None
+        return result, time.perf_counter() - ticket.submitted_at
+
+    async def _unless_hung_up(self, request: Request, work: Awaitable[T]) -> T:
+        """`work`'s result, or, when the client hangs up first, `work` cancelled and a 499 (counted as a disconnect:
+        nobody reads it; nginx's "client closed request" keeps the request counter truthful)."""
+        task = asyncio.ensure_future(work)
+        gone = asyncio.create_task(_disconnect(request.receive))
+        try:
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not task.done():
+                task.cancel()
+        if not task.done() or task.cancelled():
+            self.metrics.disconnects.labels(request.url.path).inc()
+            raise ApiError(499, "client closed the request", code="cancelled")
+        return task.result()
 
     async def _openai(
         self,
@@ -579,22 +585,11 @@ class _Door:
         if served.ready:
             return 0.0
         began = time.perf_counter()
-        loaded = asyncio.ensure_future(served.wait_loaded())
-        gone = asyncio.create_task(_disconnect(request.receive))
         try:
-            await asyncio.wait({loaded, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-            if not loaded.done():
-                loaded.cancel()  # the load itself goes on (a shielded task): only this wait ends
-        if not loaded.done() or loaded.cancelled():
-            self.metrics.disconnects.labels(request.url.path).inc()
-            raise ApiError(499, "client closed the request", code="cancelled")
-        error = loaded.exception()
-        if isinstance(error, MemoryBudgetError):
-            raise self._not_ready(served, str(error))
-        if error is not None:
-            raise error
+            # A hang-up cancels only this wait: the load itself goes on (wait_loaded shields it).
+            await self._unless_hung_up(request, served.wait_loaded())
+        except MemoryBudgetError as exc:
+            raise self._not_ready(served, str(exc)) from None
         if not served.ready:
             raise self._not_ready(served)
         return time.perf_counter() - began
