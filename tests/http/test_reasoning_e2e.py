@@ -141,3 +141,26 @@ def test_a_schema_answer_of_a_thinking_model_is_the_reply_not_its_thought(
     message = whole.choices[0].message
     assert getattr(message, "reasoning_content", None) is None
     assert message.content is not None and "answer" in json.loads(message.content)
+
+
+def test_openai_clients_switch_the_thought_off_as_vllm_and_openai_spell_it(thinking: HttpServer) -> None:
+    """`chat_template_kwargs: {"enable_thinking": false}` (what Qwen3 users send vLLM and llama-server through
+    `extra_body`) and OpenAI's `reasoning_effort: "none"` close the thought in the prompt: the answer is all reply."""
+    client = openai.OpenAI(base_url=f"{thinking.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    on = client.chat.completions.create(**chat_kw(), reasoning_effort="high")  # type: ignore[arg-type]
+    assert getattr(on.choices[0].message, "reasoning_content", None)
+    for off in (
+        {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}},
+        {"reasoning_effort": "none"},
+    ):
+        answer = client.chat.completions.create(**chat_kw(), **off)
+        message = answer.choices[0].message
+        assert getattr(message, "reasoning_content", None) is None and message.content, off
+    for bad, param in (
+        ({"extra_body": {"chat_template_kwargs": {"add_vision_id": True}}}, "chat_template_kwargs.add_vision_id"),
+        ({"extra_body": {"chat_template_kwargs": {"enable_thinking": "no"}}}, "chat_template_kwargs.enable_thinking"),
+        ({"extra_body": {"reasoning_effort": "extreme"}}, "reasoning_effort"),
+    ):
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(**chat_kw(), **bad)
+        assert info.value.body["param"] == param  # type: ignore[index]

@@ -366,6 +366,36 @@ class ChatCompletionRequest(_Sampling, forbid_unknown_fields=True):
     functions: list[Any] | None = None
     function_call: str | dict[str, Any] | None = None
     response_format: ResponseFormat | None = None
+    # How a thinking model's thought is switched: OpenAI's `reasoning_effort`, and vLLM's / llama-server's
+    # `chat_template_kwargs` (`{"enable_thinking": false}`, what Qwen3 users send through `extra_body`).
+    reasoning_effort: str | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+
+
+#: `reasoning_effort` values: OpenAI's (`none` turns reasoning off). One thought channel has no effort levels, so
+#: every level but `none` turns it on, as Ollama's `think` levels do.
+REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high"})
+
+
+def _enable_thinking(req: ChatCompletionRequest) -> tuple[bool | None, str]:
+    """Whether the request turns a thinking model's thought on or off (None: the template's default), and the
+    parameter that said so. Template arguments other than `enable_thinking` are refused by name, not passed on: the
+    contract carries no free-form template variables."""
+    said: bool | None = None
+    param = ""
+    if req.reasoning_effort is not None:
+        if req.reasoning_effort not in REASONING_EFFORTS:
+            raise _invalid("reasoning_effort", f"must be one of {', '.join(sorted(REASONING_EFFORTS))}")
+        said, param = req.reasoning_effort != "none", "reasoning_effort"
+    for key, value in (req.chat_template_kwargs or {}).items():
+        if key != "enable_thinking":
+            raise _unsupported(f"chat_template_kwargs.{shown(key)}", "only enable_thinking is supported")
+        if not isinstance(value, bool):
+            raise _invalid("chat_template_kwargs.enable_thinking", "must be true or false")
+        if said is not None and said != value:
+            raise _invalid("chat_template_kwargs.enable_thinking", "contradicts reasoning_effort")
+        said, param = value, "chat_template_kwargs.enable_thinking"
+    return said, param
 
 
 class CompletionRequest(_Sampling, forbid_unknown_fields=True):
@@ -470,6 +500,10 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     if req.logprobs:
         options["logprobs"] = req.top_logprobs or 0
         names["logprobs"] = "top_logprobs" if req.top_logprobs else "logprobs"
+    thinking, thinking_param = _enable_thinking(req)
+    if thinking is not None:
+        options["enable_thinking"] = thinking
+        names["enable_thinking"] = thinking_param
     if tool_plan is not None:
         # The backend renders them through the model's own chat template (or its generic tools turn).
         options["tools"] = tool_plan.specs()
