@@ -126,3 +126,26 @@ def test_embed_prints_one_json_line_per_text_from_arguments_or_a_file(tiny_llama
     assert too_long.returncode == 2 and "input[65]" in too_long.stderr, too_long.stderr
     neither = modelhost(*args)
     assert neither.returncode == 2 and "--file" in neither.stderr
+
+
+def test_json_schema_makes_the_answer_json_of_that_schema(tiny_llama_gguf: Path, tmp_path: Path) -> None:
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {
+        "type": "object",
+        "properties": {"city": {"enum": ["Paris", "Oslo"]}, "days": {"type": "integer", "minimum": 1, "maximum": 9}},
+        "required": ["city", "days"],
+    }
+    listing = tmp_path / "schema.json"
+    listing.write_text(json.dumps(schema))
+    for given in (str(listing), json.dumps(schema)):
+        for command in ("chat", "generate"):
+            result = modelhost(command, "Weather?", "--model", str(tiny_llama_gguf), "-n", "60", "-t", "0",
+                               "--json-schema", given)  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            jsonschema.validate(json.loads(result.stdout), schema)
+    refused = modelhost("chat", "x", "--model", str(tiny_llama_gguf), "--json-schema", '{"uniqueItems": true}')
+    assert refused.returncode == 2 and "json_schema" in refused.stderr
+    broken = modelhost("chat", "x", "--model", str(tiny_llama_gguf), "--json-schema", "{nope")
+    assert broken.returncode == 2 and "--json-schema" in broken.stderr

@@ -44,6 +44,13 @@ BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Pin an 
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", "-n", help="Bound on generated tokens.")]
 TemperatureOpt = Annotated[float | None, typer.Option("--temperature", "-t", help="0 = greedy.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Sampling seed, for repeatable output.")]
+SchemaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--json-schema",
+        help="Answer JSON matching this JSON Schema (a file, or the schema itself); `{}`: any JSON object.",
+    ),
+]
 
 
 def _fail(exc: BaseException) -> typer.Exit:
@@ -86,8 +93,28 @@ def _summary(metrics: GenerateMetrics, ttft: float | None) -> None:
     )
 
 
-def _options(max_tokens: int, temperature: float | None, seed: int | None) -> dict[str, Any]:
-    return {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+def _options(
+    max_tokens: int, temperature: float | None, seed: int | None, json_schema: str | None = None
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
+    if json_schema is not None:
+        options["json_schema"] = _schema(json_schema)
+    return options
+
+
+def _schema(value: str) -> Any:
+    """`--json-schema`: a file holding a JSON Schema, or the schema's JSON itself (`{}` is JSON mode: any object)."""
+    import json
+
+    text = value
+    path = Path(value)
+    if not value.lstrip().startswith("{") and path.is_file():
+        text = path.read_text(encoding="utf-8")
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not a JSON Schema file nor JSON: {exc}", param_hint="--json-schema") from None
+    return schema or {"type": "object"}
 
 
 @app.command()
@@ -98,11 +125,13 @@ def generate(
     max_tokens: MaxTokensOpt = 256,
     temperature: TemperatureOpt = None,
     seed: SeedOpt = None,
+    json_schema: SchemaOpt = None,
 ) -> None:
     """Continue a raw prompt, streaming the tokens."""
+    options = _options(max_tokens, temperature, seed, json_schema)
     with _load(model, backend) as m:
         try:
-            _, ttft = _stream(m.generate(prompt, **_options(max_tokens, temperature, seed)))
+            _, ttft = _stream(m.generate(prompt, **options))
         except errors.ModelHostError as exc:
             raise _fail(exc) from exc
         _summary(m.metrics(), ttft)
@@ -129,21 +158,25 @@ def chat(
     adapter: Annotated[
         str | None, typer.Option("--adapter", help="A LoRA adapter folder (`modelhost train` output) to apply.")
     ] = None,
+    json_schema: SchemaOpt = None,
 ) -> None:
     """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
+    options = _options(max_tokens, temperature, seed, json_schema)
     history: list[Message] = [Message("system", system)] if system else []
     # Encoded bytes, as the contract allows: the backend that accepts images decodes (and bounds) them itself.
     images = tuple(path.read_bytes() for path in image or ())
     if socket is not None:
         if adapter is not None:
             raise typer.BadParameter("--adapter applies to a model loaded here; a served model has its own")
+        if json_schema is not None:
+            raise typer.BadParameter("inferd's wire carries no schema; use the HTTP door's response_format")
         _chat_over_socket(socket, history, message, max_tokens, temperature, images)
         return
     with _load(model, backend, adapter) as m:
 
         def answer(turns: list[Message]) -> str:
             try:
-                text, ttft = _stream(m.chat(turns, **_options(max_tokens, temperature, seed)))
+                text, ttft = _stream(m.chat(turns, **options))
             except errors.ModelHostError as exc:
                 raise _fail(exc) from exc
             _summary(m.metrics(), ttft)
