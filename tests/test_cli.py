@@ -149,3 +149,20 @@ def test_json_schema_makes_the_answer_json_of_that_schema(tiny_llama_gguf: Path,
     assert refused.returncode == 2 and "json_schema" in refused.stderr
     broken = modelhost("chat", "x", "--model", str(tiny_llama_gguf), "--json-schema", "{nope")
     assert broken.returncode == 2 and "--json-schema" in broken.stderr
+
+
+def test_no_think_closes_a_thinking_models_thought(tiny_thinking_dir: Path, tmp_path: Path) -> None:
+    from modelhost.testing import tinymodels
+
+    gguf = tinymodels.write_llama_gguf(tiny_thinking_dir, tmp_path / "think.gguf")
+    args = ["chat", "hi", "--model", str(gguf), "-n", "12", "-t", "0"]
+    thinking = modelhost(*args)
+    assert thinking.returncode == 0, thinking.stderr
+    # The template opens <think> in the prompt: the random model's answer starts as thought (the text shows it
+    # whole, markers included, as the CLI prints every token); --no-think closes an empty thought instead.
+    answered = modelhost(*args, "--no-think")
+    assert answered.returncode == 0, answered.stderr
+    prompt = [SUMMARY.search(r.stderr) for r in (thinking, answered)]
+    assert prompt[0] and prompt[1], (thinking.stderr, answered.stderr)
+    assert int(prompt[1].group(2)) > int(prompt[0].group(2)), "the closed empty thought is part of the prompt"
+    assert answered.stdout != thinking.stdout

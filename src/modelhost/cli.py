@@ -159,9 +159,15 @@ def chat(
         str | None, typer.Option("--adapter", help="A LoRA adapter folder (`modelhost train` output) to apply.")
     ] = None,
     json_schema: SchemaOpt = None,
+    think: Annotated[
+        bool | None,
+        typer.Option("--think/--no-think", help="A thinking model thinks first, or answers at once [its template's]."),
+    ] = None,
 ) -> None:
     """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
     options = _options(max_tokens, temperature, seed, json_schema)
+    if think is not None:
+        options["enable_thinking"] = think
     history: list[Message] = [Message("system", system)] if system else []
     # Encoded bytes, as the contract allows: the backend that accepts images decodes (and bounds) them itself.
     images = tuple(path.read_bytes() for path in image or ())
