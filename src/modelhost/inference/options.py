@@ -182,13 +182,19 @@ def _ids(name: str, value: Any) -> tuple[int, ...]:
     return result
 
 
+def _from_json_text(name: str, value: Any) -> Any:
+    """`value` itself, or, when a caller passed it as JSON text, what that text holds."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise InvalidOptionError(name, f"is not valid JSON: {exc}") from None
+
+
 def _json_schema(name: str, value: Any) -> str:
     # A mapping (the usual case) or JSON text; either way held as compact JSON text of an object.
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise InvalidOptionError(name, f"is not valid JSON: {exc}") from None
+    value = _from_json_text(name, value)
     if not isinstance(value, Mapping):
         raise InvalidOptionError(name, f"must be a JSON Schema object, got {type(value).__name__}")
     try:
@@ -202,11 +208,7 @@ def _json_schema(name: str, value: Any) -> str:
 
 def _tools(name: str, value: Any) -> str:
     # A list of OpenAI function specs (or its JSON text); each checked for the fields a chat template reads.
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise InvalidOptionError(name, f"is not valid JSON: {exc}") from None
+    value = _from_json_text(name, value)
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InvalidOptionError(name, f"must be a list of tools, got {type(value).__name__}")
     specs = list(value)
