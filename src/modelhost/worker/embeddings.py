@@ -23,19 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from modelhost.errors import (
-    EmbeddingUnsupportedError,
-    HostClosedError,
-    InvalidInputError,
-    InvalidOptionError,
-    ModelHostError,
-    ModelLoadingError,
-    QueueFullError,
-)
-from modelhost.host.models import Servable, ServedModel
+from modelhost.errors import InvalidInputError, InvalidOptionError, ModelHostError
+from modelhost.host.models import Servable
 from modelhost.inference.capabilities import EmbeddingModel, as_capability
 from modelhost.worker import protocol
-from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
+from modelhost.worker.executor import JobContext, submit_to_host
 from modelhost.worker.protocol import failed, input_path, invalid
 
 OPERATION = "text.embed"
@@ -173,33 +165,16 @@ async def text_embed(ctx: JobContext) -> list[str]:
 
 async def _embed(ctx: JobContext, chunk: list[str], offset: int, *, normalize: bool, truncate: bool) -> Any:
     """One call's vectors, waiting out a loading model or a full queue as the text operations do."""
-    while True:
+    ticket = await submit_to_host(ctx, lambda: ctx.host.submit_embedding(chunk, normalize=normalize, truncate=truncate))
+    ctx.on_cancel(ticket.cancel)
+    try:
+        return await ticket.result()
+    except (InvalidInputError, InvalidOptionError) as exc:
+        raise invalid(_shifted(str(exc), offset)) from exc
+    except ModelHostError as exc:
         if ctx.cancelled:
-            raise ctx.stopped()
-        if ctx.host.state in ("new", "loading", "unloaded"):
-            if isinstance(ctx.host, ServedModel):
-                ctx.host.load()  # unloaded meanwhile (to make room): load again, or wait for room
-            ctx.progress(protocol.STAGE_LOADING_MODEL)
-            await asyncio.sleep(HOST_RETRY_SECONDS)
-            continue
-        try:
-            ticket = ctx.host.submit_embedding(chunk, normalize=normalize, truncate=truncate)
-        except (QueueFullError, ModelLoadingError):
-            await asyncio.sleep(HOST_RETRY_SECONDS)
-            continue
-        except HostClosedError as exc:
-            raise failed(protocol.WORKER_FAILED, str(exc)) from exc
-        except (EmbeddingUnsupportedError, InvalidInputError, InvalidOptionError) as exc:
-            raise invalid(_shifted(str(exc), offset)) from exc
-        ctx.on_cancel(ticket.cancel)
-        try:
-            return await ticket.result()
-        except (InvalidInputError, InvalidOptionError) as exc:
-            raise invalid(_shifted(str(exc), offset)) from exc
-        except ModelHostError as exc:
-            if ctx.cancelled:
-                raise ctx.stopped() from exc
-            raise failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}") from exc
+            raise ctx.stopped() from exc
+        raise failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}") from exc
 
 
 def _shifted(message: str, offset: int) -> str:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from modelhost.errors import HostClosedError, InvalidOptionError, ModelLoadingError, QueueFullError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Started
@@ -38,6 +38,7 @@ from modelhost.worker.pictures import uploaded_images
 from modelhost.worker.protocol import Failure, Record, failed, invalid
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: While the host's queue is full (other doors share it), a job waits this long before asking again: short enough
 #: to take a free slot promptly, long enough not to spin.
@@ -66,7 +67,7 @@ TEXT_OPTIONS = frozenset(
 )
 
 #: Input error codes of the host (modelhost.errors) that are the job's own fault, hence WORKER_INVALID_INPUT (400).
-INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsupported"})
+INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsupported", "embeddings_unsupported"})
 #: Errors of writing an operation's outputs that are the disk's fault, not the job's: the job is run again once the
 #: store takes writes, instead of ending failed for a result it did compute.
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
@@ -371,7 +372,9 @@ async def text_generate(ctx: JobContext) -> list[str]:
     return await _generate(ctx, request)
 
 
-async def _submit(ctx: JobContext, request: GenerationRequest) -> Any:
+async def submit_to_host(ctx: JobContext, submit: Callable[[], T]) -> T:
+    """`submit()` (a request to the job's host), retried while the model loads or the host's queue is full, with
+    the job's stage saying which; the host's refusal of the job's own input is the job's fault (invalid)."""
     while True:
         if ctx.cancelled:
             raise ctx.stopped()
@@ -381,7 +384,7 @@ async def _submit(ctx: JobContext, request: GenerationRequest) -> Any:
             await asyncio.sleep(HOST_RETRY_SECONDS)
             continue
         try:
-            return ctx.host.submit(request)
+            return submit()
         except QueueFullError:
             ctx.progress(protocol.STAGE_INITIALIZING)
             await asyncio.sleep(HOST_RETRY_SECONDS)
@@ -400,7 +403,7 @@ async def _submit(ctx: JobContext, request: GenerationRequest) -> Any:
 async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
     total = int(request.options["max_tokens"])
     ctx.progress(protocol.STAGE_INITIALIZING, 0, total)
-    stream = await _submit(ctx, request)
+    stream = await submit_to_host(ctx, lambda: ctx.host.submit(request))
     ctx.on_cancel(stream.cancel)
     pieces: list[str] = []
     queued = 0.0
