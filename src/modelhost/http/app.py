@@ -202,7 +202,10 @@ class _Choices:
         self.submitted_at = min(s.submitted_at for s in self.streams)
         self._events: asyncio.Queue[tuple[int, Event]] = asyncio.Queue()
         self._running = len(self.streams)
-        self._pumps = [asyncio.create_task(self._pump(i, s)) for i, s in enumerate(self.streams)]
+        # One stream (nearly every request) is read directly: a relay task and a queue hop per token buy nothing
+        # when there is nothing to interleave.
+        pumps = enumerate(self.streams) if len(self.streams) > 1 else ()
+        self._pumps = [asyncio.create_task(self._pump(i, s)) for i, s in pumps]
 
     async def _pump(self, index: int, stream: RequestStream) -> None:
         async for event in stream:
@@ -214,7 +217,10 @@ class _Choices:
     async def __anext__(self) -> tuple[int, Event]:
         if not self._running:
             raise StopAsyncIteration
-        index, event = await self._events.get()
+        if self._pumps:
+            index, event = await self._events.get()
+        else:
+            index, event = 0, await self.streams[0].__anext__()
         if isinstance(event, (Done, Failed)):
             self._running -= 1
         return index, event
