@@ -36,9 +36,9 @@ _FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q
 _STRING, _ARRAY = 8, 9
 
 
-def read_header(path: str | os.PathLike[str], wanted: Collection[str]) -> dict[str, Any]:
-    """The scalar values of the `wanted` keys of a GGUF file's header (arrays are skipped, never kept).
-    ModelLoadError when the file is not a GGUF or its header is damaged."""
+def read_header(path: str | os.PathLike[str], wanted: Collection[str] | None = None) -> dict[str, Any]:
+    """The scalar values of the `wanted` keys of a GGUF file's header (None: of every key; arrays are skipped,
+    never kept). ModelLoadError when the file is not a GGUF or its header is damaged."""
     try:
         with open(path, "rb") as f:
             if f.read(4) != b"GGUF":
@@ -51,7 +51,10 @@ def read_header(path: str | os.PathLike[str], wanted: Collection[str]) -> dict[s
                 key = _string(f, MAX_KEY_BYTES)
                 (kind,) = struct.unpack("<I", _exact(f, 4))
                 value = _value(f, kind)
-                if key in wanted:
+                if wanted is None:
+                    if value is not None:
+                        found[key] = value
+                elif key in wanted:
                     found[key] = value
                     if len(found) == len(wanted):
                         break
@@ -105,20 +108,14 @@ def kv_bytes_per_cell(header: dict[str, Any], arch: str) -> int:
     return layers * kv_heads * (key + value) * KV_BYTES
 
 
-def header_keys(arch: str) -> set[str]:
-    """The header keys `estimate` reads for an architecture."""
-    names = ("block_count", "attention.head_count", "attention.head_count_kv", "embedding_length",
-             "attention.key_length", "attention.value_length", "context_length")  # fmt: skip
-    return {f"{arch}.{name}" for name in names}
-
-
 def estimate(path: str, *, context: int | None, default_context: int, parallel: int, mmproj: str | None = None) -> int:
     """Bytes the loaded model will hold (see the module doc). `context` is the caller's context_length, else the
     model's own trained length when shorter than `default_context`, as the backend chooses it at load."""
-    arch = read_header(path, {"general.architecture"}).get("general.architecture")
+    # One pass over the header: the keys are named after the architecture, which the same header names.
+    header = read_header(path)
+    arch = header.get("general.architecture")
     if not isinstance(arch, str):
         raise ModelLoadError(f"{path}: the GGUF header names no architecture")
-    header = read_header(path, header_keys(arch))
     trained = int(header.get(f"{arch}.context_length", 0))
     cells_per_slot = context or (trained if 0 < trained < default_context else default_context)
     slots = parallel + 1 if parallel > 1 else 1  # the batch engine's slots, and the one-at-a-time context
