@@ -11,7 +11,7 @@ STAMP := $(VENV)/.modelhost-installed
 # a GGML_NATIVE build tuned to one CPU crashes with SIGILL on another machine that reuses the cached wheel.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test lint bench install clean
+.PHONY: run test lint bench install clean fuzz
 
 install: $(STAMP)
 
@@ -39,6 +39,10 @@ lint: $(STAMP)
 # pytest exits 5 when it collected no test; that is not a failure of the code, so it does not fail the target.
 test: lint
 	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; fi; exit $$rc
+
+# The fuzzers at length: the same tests the suite runs briefly, with the "fuzz" hypothesis profile (tests/conftest.py).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider -m fuzz --timeout 3600
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

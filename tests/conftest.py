@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from modelhost.testing import tinymodels
+
+#: Hypothesis profiles. Fuzz tests (marked `fuzz`) take their example count from the profile, never from their own
+#: decorator, so the suite runs each briefly ("ci", the default: bounded so a 2-core CI stays in budget) and
+#: `make fuzz` runs them long (HYPOTHESIS_PROFILE=fuzz). No deadline: a busy machine makes any per-example time
+#: limit flaky, and a hang is caught by pytest-timeout instead.
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=False
+)
+settings.register_profile(
+    "fuzz", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")
