@@ -1,0 +1,51 @@
+"""The document engine: a PDF page's text layer (or OCR's words) to a laid-out page, then to DocTags or docling.
+
+A leaf library: it imports nothing of modelhost but `modelhost.errors`, so the `ocr` backend and every door can use
+it. The stages, each a plain function of plain data (see `types`):
+
+    read_text_layer(pdf, index) -> PageContent      textlayer.py: words, rules, images, the layer's verdict
+    analyse(content, style) -> PageLayout            analyse.py: reading order, paragraphs, tables, kinds
+    mark_furniture(layouts) -> layouts               furniture.py: repeated headers, footers, page numbers
+    doctags_elements(layout) -> Iterator[str]        emit.py: one DocTags element at a time, for streaming
+    to_docling(name, layouts) -> DoclingDocument     emit.py: for Markdown, JSON and HTML
+"""
+
+from modelhost.docengine.analyse import Style, analyse, document_style
+from modelhost.docengine.emit import doctags_elements, doctags_page, to_docling
+from modelhost.docengine.furniture import mark_furniture
+from modelhost.docengine.textlayer import read_text_layer
+from modelhost.docengine.types import (
+    BBox,
+    Block,
+    Cell,
+    ImageRegion,
+    Kind,
+    PageContent,
+    PageLayout,
+    Segment,
+    Table,
+    Usability,
+    Word,
+)
+
+__all__ = [
+    "BBox",
+    "Block",
+    "Cell",
+    "ImageRegion",
+    "Kind",
+    "PageContent",
+    "PageLayout",
+    "Segment",
+    "Style",
+    "Table",
+    "Usability",
+    "Word",
+    "analyse",
+    "doctags_elements",
+    "doctags_page",
+    "document_style",
+    "mark_furniture",
+    "read_text_layer",
+    "to_docling",
+]

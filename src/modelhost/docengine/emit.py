@@ -1,0 +1,172 @@
+"""Layouts out: DocTags one element at a time (for streaming), or a DoclingDocument (Markdown, JSON, HTML).
+
+DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element by element:
+- locations are `<loc_x0><loc_y0><loc_x1><loc_y1>` on docling's 0-500 grid, top-down, `round(500 * v / size)`
+  clamped to 0-500, the rounding docling-core uses;
+- section headers are `section_header_level_N`; code carries its language tag (`<_unknown_>`) and its line breaks;
+  tables are OTSL (`ched` header cells, `fcel` full, `ecel` empty, `lcel`/`ucel`/`xcel` the spans, `nl` row ends);
+- list items are wrapped in `<unordered_list>`/`<ordered_list>`: the wrapper opens with the list's first item and
+  closes after its last, so each yielded string is still one complete item and a reader sees it at once;
+- text is written as printed: `<` and `>` stay literal, which is what pdf-spec's parser expects and what docling-core
+  itself writes. `escape=True` writes `&lt;`/`&gt;` for a reader that would take tag-shaped text for tags (docling's
+  own DocTags parser drops anything tag-shaped from element text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from modelhost.docengine.types import BBox, Block, Kind, PageLayout, Table
+
+#: DocTags' location grid: docling's models and docling-core both use 500 steps per page side.
+GRID = 500
+
+
+def loc(value: float, size: float) -> int:
+    """One coordinate on the DocTags grid."""
+    if size <= 0:
+        return 0
+    return max(0, min(round(GRID * value / size), GRID))
+
+
+def locations(bbox: BBox, width: float, height: float) -> str:
+    """The four location tokens of a box on a `width` x `height` page."""
+    x0, y0, x1, y1 = bbox
+    return "".join(f"<loc_{v}>" for v in (loc(x0, width), loc(y0, height), loc(x1, width), loc(y1, height)))
+
+
+def _text(text: str, escape: bool) -> str:
+    return text.replace("<", "&lt;").replace(">", "&gt;") if escape else text
+
+
+def tag(block: Block) -> str:
+    """The DocTags tag of a block."""
+    if block.kind is Kind.SECTION_HEADER:
+        return f"section_header_level_{max(1, block.level)}"
+    return block.kind.value
+
+
+def otsl(table: Table, escape: bool = False) -> str:
+    """A table's OTSL body: one token per grid slot, each row ended by `<nl>`."""
+    out: list[str] = []
+    for r, row in enumerate(table.grid()):
+        for c, cell in enumerate(row):
+            if cell is None:
+                out.append("<ecel>")
+            elif cell.row == r and cell.col == c:
+                out.append(
+                    ("<ched>" if cell.header else "<fcel>" if cell.text else "<ecel>") + _text(cell.text, escape)
+                )
+            elif cell.row == r:
+                out.append("<lcel>")
+            elif cell.col == c:
+                out.append("<ucel>")
+            else:
+                out.append("<xcel>")
+        out.append("<nl>")
+    return "".join(out)
+
+
+def element(block: Block, width: float, height: float, *, escape: bool = False) -> str:
+    """One block as one DocTags element (list wrappers are `doctags_elements`' business)."""
+    name = tag(block)
+    where = locations(block.bbox, width, height)
+    if block.kind is Kind.TABLE and block.table is not None:
+        return f"<{name}>{where}{otsl(block.table, escape)}</{name}>"
+    if block.kind is Kind.CODE:
+        return f"<{name}>{where}<_unknown_>{_text(block.text, escape)}</{name}>"
+    return f"<{name}>{where}{_text(block.text, escape)}</{name}>"
+
+
+def doctags_elements(layout: PageLayout, *, escape: bool = False) -> Iterator[str]:
+    """The page's DocTags, one element a string, in reading order (no `<doctag>` wrapper)."""
+    blocks = layout.blocks
+    for i, block in enumerate(blocks):
+        text = element(block, layout.width, layout.height, escape=escape)
+        if block.kind is Kind.LIST_ITEM:
+            wrapper = "ordered_list" if block.ordered else "unordered_list"
+            previous = blocks[i - 1] if i else None
+            following = blocks[i + 1] if i + 1 < len(blocks) else None
+            if previous is None or previous.kind is not Kind.LIST_ITEM or previous.ordered != block.ordered:
+                text = f"<{wrapper}>{text}"
+            if following is None or following.kind is not Kind.LIST_ITEM or following.ordered != block.ordered:
+                text = f"{text}</{wrapper}>"
+        yield text
+
+
+def doctags_page(layout: PageLayout, *, escape: bool = False) -> str:
+    """The whole page's DocTags, wrapped in `<doctag>` as a model answers a page."""
+    return "<doctag>" + "\n".join(doctags_elements(layout, escape=escape)) + "\n</doctag>"
+
+
+def to_docling(name: str, layouts: Sequence[PageLayout]) -> Any:
+    """A DoclingDocument of the pages: body blocks in reading order, furniture in docling's furniture layer."""
+    from docling_core.types.doc.base import Size
+    from docling_core.types.doc.document import ContentLayer, DoclingDocument  # type: ignore[attr-defined]
+    from docling_core.types.doc.labels import DocItemLabel
+
+    doc = DoclingDocument(name=name)
+    for layout in layouts:
+        doc.add_page(page_no=layout.number, size=Size(width=layout.width, height=layout.height))
+        group: Any = None
+        group_ordered = False
+        for block in layout.blocks:
+            prov = _prov(block, layout)
+            text = block.text
+            if block.kind is not Kind.LIST_ITEM:
+                group = None
+            if block.kind.furniture:
+                label = DocItemLabel.PAGE_HEADER if block.kind is Kind.PAGE_HEADER else DocItemLabel.PAGE_FOOTER
+                doc.add_text(label, text, prov=prov, content_layer=ContentLayer.FURNITURE)
+            elif block.kind is Kind.TITLE:
+                doc.add_title(text, prov=prov)
+            elif block.kind is Kind.SECTION_HEADER:
+                doc.add_heading(text, level=max(1, block.level), prov=prov)
+            elif block.kind is Kind.LIST_ITEM:
+                if group is None or group_ordered != block.ordered:
+                    group = doc.add_list_group()
+                    group_ordered = block.ordered
+                doc.add_list_item(text, enumerated=block.ordered, marker=block.marker, parent=group, prov=prov)
+            elif block.kind is Kind.CODE:
+                doc.add_code(text, prov=prov)
+            elif block.kind is Kind.TABLE and block.table is not None:
+                doc.add_table(data=_table_data(block.table), prov=prov)
+            elif block.kind is Kind.PICTURE:
+                doc.add_picture(prov=prov)
+            else:
+                labels = {
+                    Kind.FORMULA: DocItemLabel.FORMULA,
+                    Kind.CAPTION: DocItemLabel.CAPTION,
+                    Kind.FOOTNOTE: DocItemLabel.FOOTNOTE,
+                }
+                doc.add_text(labels.get(block.kind, DocItemLabel.TEXT), text, prov=prov)
+    return doc
+
+
+def _prov(block: Block, layout: PageLayout) -> Any:
+    from docling_core.types.doc.base import BoundingBox, CoordOrigin
+    from docling_core.types.doc.document import ProvenanceItem  # type: ignore[attr-defined]
+
+    x0, y0, x1, y1 = block.bbox
+    box = BoundingBox(l=x0, t=y0, r=x1, b=y1, coord_origin=CoordOrigin.TOPLEFT)
+    return ProvenanceItem(page_no=layout.number, bbox=box, charspan=(0, len(block.text)))
+
+
+def _table_data(table: Table) -> Any:
+    from docling_core.types.doc.document import TableCell, TableData  # type: ignore[attr-defined]
+
+    cells = [
+        TableCell(
+            text=cell.text,
+            start_row_offset_idx=cell.row,
+            end_row_offset_idx=cell.row + cell.row_span,
+            start_col_offset_idx=cell.col,
+            end_col_offset_idx=cell.col + cell.col_span,
+            row_span=cell.row_span,
+            col_span=cell.col_span,
+            column_header=cell.header,
+        )
+        for cell in table.cells
+    ]
+    return TableData(num_rows=table.rows, num_cols=table.cols, table_cells=cells)

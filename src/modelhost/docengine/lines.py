@@ -1,0 +1,96 @@
+"""Words into lines, and lines into pieces: the runs of words that no column gutter or table gap cuts.
+
+A text-layer line (pdfium's own line numbering) may run across two columns or across a table's cells when their
+baselines agree; OCR gives no line numbers at all. So lines are rebuilt from geometry: words of one direction whose
+vertical extents overlap by half the smaller height are one line, read left to right; then a line is cut into
+pieces wherever the gap between two words is wider than `PIECE_GAP` times the font size (word spaces are ~0.25-0.5
+em even in justified text; column gutters and cell gaps are wider). Pieces are what reading order and paragraphs
+work on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from modelhost.docengine.types import BBox, Word
+
+#: A gap wider than this many font sizes between two words of one line separates two pieces (gutter, table cell).
+#: Justified text stretches word spaces to ~1 em at worst; a two-column gutter is ~2 em and more.
+PIECE_GAP = 1.6
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Words of one line that belong together, left to right (right to left is already inside each word)."""
+
+    words: tuple[Word, ...]
+
+    @property
+    def bbox(self) -> BBox:
+        return (
+            min(w.x0 for w in self.words),
+            min(w.y0 for w in self.words),
+            max(w.x1 for w in self.words),
+            max(w.y1 for w in self.words),
+        )
+
+    @property
+    def text(self) -> str:
+        return " ".join(w.text for w in self.words)
+
+    @property
+    def size(self) -> float:
+        """The font size of the piece: its largest word's (an OCR word's size is its box height)."""
+        return max((w.size or w.height) for w in self.words)
+
+    @property
+    def x0(self) -> float:
+        return min(w.x0 for w in self.words)
+
+    @property
+    def x1(self) -> float:
+        return max(w.x1 for w in self.words)
+
+    @property
+    def y0(self) -> float:
+        return min(w.y0 for w in self.words)
+
+    @property
+    def y1(self) -> float:
+        return max(w.y1 for w in self.words)
+
+
+def lines(words: Iterable[Word]) -> list[list[Word]]:
+    """Horizontal words grouped into lines (top to bottom), each left to right."""
+    out: list[list[Word]] = []
+    spans: list[tuple[float, float]] = []
+    for word in sorted((w for w in words if w.rotation == 0), key=lambda w: ((w.y0 + w.y1) / 2, w.x0)):
+        placed = False
+        # Only the last few lines can still take a word: lines are built top to bottom.
+        for k in range(len(out) - 1, max(len(out) - 4, -1), -1):
+            top, bottom = spans[k]
+            overlap = min(bottom, word.y1) - max(top, word.y0)
+            if overlap >= 0.5 * min(word.y1 - word.y0, bottom - top):
+                out[k].append(word)
+                spans[k] = (min(top, word.y0), max(bottom, word.y1))
+                placed = True
+                break
+        if not placed:
+            out.append([word])
+            spans.append((word.y0, word.y1))
+    return [sorted(line, key=lambda w: w.x0) for line in out]
+
+
+def pieces(line: Sequence[Word]) -> list[Piece]:
+    """A line cut at its wide gaps."""
+    out: list[list[Word]] = []
+    for word in line:
+        if out:
+            last = out[-1][-1]
+            size = max(word.size or word.height, last.size or last.height, 1.0)
+            if word.x0 - last.x1 <= PIECE_GAP * size:
+                out[-1].append(word)
+                continue
+        out.append([word])
+    return [Piece(tuple(ws)) for ws in out]

@@ -1,0 +1,68 @@
+"""The emitters: DocTags element by element (literal text, OTSL, lists), and the DoclingDocument."""
+
+from __future__ import annotations
+
+from modelhost.docengine import Block, Cell, Kind, PageLayout, Table, doctags_elements, doctags_page, to_docling
+from modelhost.docengine.emit import loc
+
+TABLE = Table(
+    rows=2,
+    cols=2,
+    cells=(
+        Cell(0, 0, "A", header=True),
+        Cell(0, 1, "B", header=True),
+        Cell(1, 0, "wide", col_span=2),
+    ),
+)
+PAGE = PageLayout(
+    1,
+    600.0,
+    800.0,
+    (
+        Block(Kind.SECTION_HEADER, (60, 80, 300, 100), "1 Intro", level=1),
+        Block(Kind.TEXT, (60, 110, 540, 140), "if a < b and c > d"),
+        Block(Kind.LIST_ITEM, (60, 150, 540, 160), "first", marker="•"),
+        Block(Kind.LIST_ITEM, (60, 160, 540, 170), "second", marker="•"),
+        Block(Kind.TABLE, (60, 200, 540, 300), table=TABLE),
+        Block(Kind.CODE, (60, 310, 540, 340), "x = 1\ny = 2"),
+    ),
+)
+
+
+def test_elements_come_one_at_a_time_with_literal_text() -> None:
+    out = list(doctags_elements(PAGE))
+    assert len(out) == len(PAGE.blocks)
+    assert out[0] == "<section_header_level_1><loc_50><loc_50><loc_250><loc_62>1 Intro</section_header_level_1>"
+    assert out[1].endswith(">if a < b and c > d</text>")
+    assert out[2].startswith("<unordered_list><list_item>") and not out[2].endswith("</unordered_list>")
+    assert out[3].endswith("second</list_item></unordered_list>")
+    assert "<ched>A<ched>B<nl><fcel>wide<lcel><nl>" in out[4]
+    assert out[5].endswith("<_unknown_>x = 1\ny = 2</code>")
+
+
+def test_escape_writes_entities_for_readers_that_need_them() -> None:
+    out = list(doctags_elements(PAGE, escape=True))
+    assert out[1].endswith(">if a &lt; b and c &gt; d</text>")
+
+
+def test_the_grid_is_docling_cores() -> None:
+    assert (loc(0, 600), loc(600, 600), loc(10, 600), loc(-5, 600), loc(700, 600)) == (0, 500, 8, 0, 500)
+
+
+def test_docling_core_reads_back_what_is_emitted() -> None:
+    from docling_core.types.doc.document import DoclingDocument, DocTagsDocument  # type: ignore[attr-defined]
+    from PIL import Image
+
+    page = doctags_page(PAGE)
+    tags = DocTagsDocument.from_doctags_and_image_pairs([page], [Image.new("RGB", (600, 800), "white")])
+    parsed = DoclingDocument.load_from_doctags(tags).export_to_markdown()
+    assert "1 Intro" in parsed and "- first" in parsed and "- second" in parsed
+    assert "| A " in parsed and "x = 1\ny = 2" in parsed
+
+
+def test_to_docling_gives_markdown_with_headings_lists_tables_and_code() -> None:
+    md = to_docling("t", [PAGE]).export_to_markdown()
+    assert "## 1 Intro" in md
+    assert "- first\n- second" in md
+    assert "| A " in md and "wide" in md
+    assert "```\nx = 1\ny = 2\n```" in md
