@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,14 @@ IGNORE = -100
 #: Sorting the whole set would put every long example in the last batches (and make every epoch alike); sorting
 #: a window this size keeps the padding small and the order still random.
 SORT_WINDOW_BATCHES = 16
+
+#: Largest JSONL record (one line): a 50 MB record was tokenised whole (tens of millions of token ids as Python
+#: ints) and took the server out of memory, for an example truncated to the context anyway. 4 MiB is over 100,000
+#: tokens of any text, more than any context a trainable model here has.
+MAX_RECORD_BYTES = 4 << 20
+#: Largest training (or evaluation) file: every record is held in memory as Python objects (several times its
+#: bytes) and tokenised up front. 256 MiB is tens of millions of tokens, days of training on this machine class.
+MAX_DATA_BYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,29 +95,49 @@ def record_kind(record: Any) -> str:
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a JSONL file, each checked; errors name the line. Blank lines are skipped."""
+    """The records of a JSONL file, each checked; errors name the line. Blank lines are skipped.
+
+    Read a line at a time, each line bounded by MAX_RECORD_BYTES and the file by MAX_DATA_BYTES: a hostile file
+    costs at most one record's bytes to refuse."""
     records: list[dict[str, Any]] = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{path}: not UTF-8 text: {exc}") from exc
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > MAX_DATA_BYTES:
+                raise InvalidInputError(f"{path}: {size} bytes; a training file may have at most {MAX_DATA_BYTES}")
+            for number, raw in enumerate(iter(lambda: file.readline(MAX_RECORD_BYTES + 1), b""), 1):
+                if len(raw) > MAX_RECORD_BYTES:
+                    raise InvalidInputError(f"{path}:{number}: a record may have at most {MAX_RECORD_BYTES} bytes")
+                record = _parse_record(raw, f"{path}:{number}")
+                if record is not None:
+                    records.append(record)
     except OSError as exc:
         raise InvalidInputError(f"{path}: cannot read it: {exc}") from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise InvalidInputError(f"{path}:{number}: not JSON: {exc}") from exc
-        try:
-            record_kind(record)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{path}:{number}: {exc}") from exc
-        records.append(record)
     if not records:
         raise InvalidInputError(f"{path}: no training records")
     return records
+
+
+def _parse_record(raw: bytes, where: str) -> dict[str, Any] | None:
+    """One line as a checked record; None for a blank line."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{where}: not UTF-8 text: {exc}") from exc
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInputError(f"{where}: not JSON: {exc}") from exc
+    except RecursionError:
+        # `[` x100000 exhausts the decoder's recursion: uncaught it was a 500 for what is the file's own fault.
+        raise InvalidInputError(f"{where}: JSON nested too deeply") from None
+    try:
+        record_kind(record)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from exc
+    return dict(record)
 
 
 def split_eval(records: Sequence[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:

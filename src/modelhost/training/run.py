@@ -34,6 +34,31 @@ log = logging.getLogger(__name__)
 #: SmolLM2-135M: ~4.9 M parameters, 19 MB). A model without these names falls back to its architecture's own.
 DEFAULT_TARGETS: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
+#: The largest settings a run accepts. Each bound sits far above any useful value and below the one that hurts:
+#: without them `steps: 2**64` or `epochs: 10**15` was accepted and trained until someone cancelled it, and
+#: `gradient_accumulation: 10**9` made one optimiser step that never ends (cancel is only seen between steps).
+#: A million steps is days of training at the fastest step this host makes.
+MAX_STEPS = 1_000_000
+MAX_EPOCHS = 10_000
+MAX_GRADIENT_ACCUMULATION = 1024
+#: Examples per micro-batch: the batch is padded to its longest example and held as activations at once, so
+#: 10**6 examples of a full context would not fit anywhere; 1024 is beyond any CPU or single-GPU batch.
+MAX_BATCH_SIZE = 1024
+#: LoRA rank: published adapters use 4-256; `rank: 100000` allocated A and B matrices of 100000 x width for every
+#: adapted layer (out of memory), `10**9` overflowed inside torch (a 500). The trainer also refuses a rank above
+#: the smallest adapted layer's width (more than that adds parameters and no expressiveness).
+MAX_RANK = 4096
+#: The seed goes to torch.manual_seed, which takes at most 64 bits (`2**70` was a 500); 2**32 also suits numpy and
+#: any other generator a backend may seed.
+MAX_SEED = 2**32 - 1
+#: Tokens per example: bounds the truncation length itself; an example is also bounded by the record size
+#: (training.data.MAX_RECORD_BYTES) and the model's context.
+MAX_LENGTH = 1 << 20
+#: Target projection names: at most this many, each at most TARGET_NAME_CHARS characters (module names are short;
+#: a megabyte of them only slows the lookup and bloats metrics.json).
+MAX_TARGETS = 64
+TARGET_NAME_CHARS = 128
+
 METRICS_NAME = "metrics.json"
 PLOT_NAME = "loss.png"
 
@@ -64,28 +89,53 @@ class TrainSettings:
     save_on_cancel: bool = True
 
     def check(self) -> None:
-        """InvalidOptionError naming the first setting out of range."""
-        positive = {
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "gradient_accumulation": self.gradient_accumulation,
-            "rank": self.rank,
+        """InvalidOptionError naming the first setting out of range (the one check the CLI, the worker's
+        submission and the run itself share)."""
+        bounded = {
+            "epochs": (self.epochs, MAX_EPOCHS),
+            "batch_size": (self.batch_size, MAX_BATCH_SIZE),
+            "gradient_accumulation": (self.gradient_accumulation, MAX_GRADIENT_ACCUMULATION),
+            "rank": (self.rank, MAX_RANK),
         }
-        for name, value in positive.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InvalidOptionError(name, f"must be a positive integer, got {value!r}")
-        if self.steps is not None and (not isinstance(self.steps, int) or self.steps < 1):
-            raise InvalidOptionError("steps", f"must be a positive integer, got {self.steps!r}")
+        if self.steps is not None:
+            bounded["steps"] = (self.steps, MAX_STEPS)
+        for name, (value, most) in bounded.items():
+            if not _is_int(value) or not 1 <= value <= most:
+                raise InvalidOptionError(name, f"must be an integer from 1 to {most}, got {_shown(value)}")
+        if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
+            raise InvalidOptionError("seed", f"must be an integer from 0 to {MAX_SEED}, got {_shown(self.seed)}")
         if not (isinstance(self.learning_rate, (int, float)) and 0 < self.learning_rate < 1):
             raise InvalidOptionError("learning_rate", f"must be in (0, 1), got {self.learning_rate!r}")
+        if self.alpha is not None and not (
+            isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha) and 0 < self.alpha <= 1e6
+        ):
+            raise InvalidOptionError("alpha", f"must be a number in (0, 1e6], got {self.alpha!r}")
         if not 0 <= self.dropout < 1:
             raise InvalidOptionError("dropout", f"must be in [0, 1), got {self.dropout!r}")
         if not 0 <= self.eval_fraction < 1:
             raise InvalidOptionError("eval_fraction", f"must be in [0, 1), got {self.eval_fraction!r}")
-        if self.max_length is not None and self.max_length < 2:
-            raise InvalidOptionError("max_length", f"must be at least 2, got {self.max_length!r}")
-        if self.eval_every < 0:
-            raise InvalidOptionError("eval_every", f"must be 0 or more, got {self.eval_every!r}")
+        if self.max_length is not None and (not _is_int(self.max_length) or not 2 <= self.max_length <= MAX_LENGTH):
+            raise InvalidOptionError(
+                "max_length", f"must be an integer from 2 to {MAX_LENGTH}, got {_shown(self.max_length)}"
+            )
+        if not _is_int(self.eval_every) or not 0 <= self.eval_every <= MAX_STEPS:
+            raise InvalidOptionError(
+                "eval_every", f"must be an integer from 0 to {MAX_STEPS}, got {_shown(self.eval_every)}"
+            )
+        if not self.target_keys or len(self.target_keys) > MAX_TARGETS:
+            raise InvalidOptionError("targets", f"must name 1 to {MAX_TARGETS} projections")
+        if any(not isinstance(t, str) or not 0 < len(t) <= TARGET_NAME_CHARS for t in self.target_keys):
+            raise InvalidOptionError("targets", f"each must be a name of 1 to {TARGET_NAME_CHARS} characters")
+
+    def check_total(self, examples: int) -> int:
+        """The optimiser steps of a run over `examples` (total_steps), refused when epochs make more than
+        MAX_STEPS: `epochs` is bounded alone, but epochs x batches per epoch is what the run takes."""
+        total = total_steps(self, examples)
+        if total > MAX_STEPS:
+            raise InvalidOptionError(
+                "epochs", f"{self.epochs} epochs of {examples} examples make {total} steps; at most {MAX_STEPS}"
+            )
+        return total
 
     def training_config(self) -> TrainingConfig:
         """The contract's TrainingConfig for these settings."""
@@ -142,6 +192,18 @@ class TrainResult:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A rejected value for a message: a huge integer is named by its size (repr of one past 4300 digits raises,
+    and a megabyte of digits is no use in an error)."""
+    if _is_int(value) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)[:80]
+
+
 def total_steps(settings: TrainSettings, examples: int) -> int:
     """Optimiser steps the run takes: `steps`, else epochs x ceil(batches per epoch / accumulation)."""
     if settings.steps is not None:
@@ -180,7 +242,7 @@ def train(
     evals = encode_all(model, eval_records, settings.max_length) if eval_records else []
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    total = total_steps(settings, len(examples))
+    total = settings.check_total(len(examples))
     result = TrainResult(out, 0, total, examples=len(examples), eval_examples=len(evals))
     eval_batches = fixed_batches(evals, settings.batch_size) if evals else []
     batches = stream_batches(examples, settings.batch_size, settings.seed)

@@ -116,8 +116,12 @@ def lora_train_for(base: str | None = None, *, backend: str | None = "transforme
                 ctx.progress, STAGE_TRAINING, report.step, report.total, round(report.remaining_seconds, 3)
             )
 
+        # Messages name the caller's own file (`train.jsonl:2`), not the stored `inputs/1.jsonl` nor its path.
+        names = {data: _upload_name(value["data"], data)}
+        if eval_data is not None:
+            names[eval_data] = _upload_name(value["eval"], eval_data)
         result = await asyncio.to_thread(
-            _train, model, data, eval_data, ctx.dir, settings, backend, cancel, on_step, ctx.progress, loop
+            _train, model, names, data, eval_data, ctx.dir, settings, backend, cancel, on_step, ctx.progress, loop
         )
         if result.cancelled or ctx.cancelled:
             raise ctx.stopped()
@@ -137,8 +141,14 @@ def _resolve(model: str) -> str:
         raise failed(protocol.WORKER_FAILED, f"lora.train cannot find the files of model {model!r}: {exc}") from exc
 
 
+def _upload_name(value: Any, path: str) -> str:
+    name = value[protocol.INPUT_FILE].get("name")
+    return name if isinstance(name, str) and name else Path(path).name
+
+
 def _train(
     model: str,
+    names: dict[str, str],
     data: str,
     eval_data: str | None,
     out: Path,
@@ -157,7 +167,10 @@ def _train(
         records = read_jsonl(data)
         eval_records = read_jsonl(eval_data) if eval_data is not None else None
     except InvalidInputError as exc:
-        raise invalid(f"lora.train: {exc}".replace(str(Path(data).parent) + "/", "")) from exc
+        message = str(exc)
+        for path, name in names.items():
+            message = message.replace(path, name)
+        raise invalid(f"lora.train: {message}") from exc
     try:
         loaded = registry.load_trainable(model, backend)
     except NotTrainableError as exc:

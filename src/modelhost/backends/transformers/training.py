@@ -118,6 +118,17 @@ class TrainingMixin:
         if not 0.0 <= dropout < 1.0:
             raise InvalidOptionError("dropout", f"LoRA dropout must be in [0, 1), got {dropout}")
         targets = self._targets(config.target_keys)
+        narrowest = min(
+            min(module.weight.shape)  # (out, in) for Linear, (in, out) for Conv1D
+            for name, module in self._model.named_modules()
+            if _is_linear(module) and name.rsplit(".", 1)[-1] in targets
+        )
+        if config.rank > narrowest:
+            # A LoRA update of a d-wide layer has rank at most d: a larger rank only adds memory (rank 100000
+            # allocated gigabytes per layer) and learns nothing more.
+            raise InvalidOptionError(
+                "rank", f"LoRA rank {config.rank} is wider than the narrowest adapted layer ({narrowest}) of this model"
+            )
         peft_config = LoraConfig(
             r=config.rank,
             lora_alpha=config.alpha,  # type: ignore[arg-type]  # peft annotates int; floats work
