@@ -11,7 +11,7 @@ STAMP := $(VENV)/.modelhost-installed
 # a GGML_NATIVE build tuned to one CPU crashes with SIGILL on another machine that reuses the cached wheel.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test lint bench install clean fuzz
+.PHONY: run test lint bench bench-setup bench-documents install clean fuzz
 
 install: $(STAMP)
 
@@ -48,7 +48,7 @@ clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
 
 # Every benchmark, each printing its figures and its ratio against a baseline measured in the same run.
-bench: $(STAMP)
+bench: $(STAMP) bench-setup
 	$(PY) bench/generate.py
 	$(PY) bench/batching.py --threads 1
 	$(PY) bench/wire.py
@@ -57,3 +57,14 @@ bench: $(STAMP)
 	$(PY) bench/documents.py
 	$(PY) bench/concurrency.py
 	$(PY) bench/training.py
+	$(PY) bench/documents_quality.py
+
+# The document quality benchmark alone (modelhost against pymupdf4llm, pdftotext and RapidOCR on the corpus).
+bench-documents: $(STAMP) bench-setup
+	$(PY) bench/documents_quality.py
+
+# pdftotext, a baseline of bench/documents_quality.py, is a system program (Debian's poppler-utils), not a wheel.
+# Installed when missing and we may (root); otherwise the benchmark reports it unavailable and runs the others.
+bench-setup:
+	@command -v pdftotext >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils; } \
+		|| echo "pdftotext is missing (apt-get install poppler-utils): the benchmark will report it unavailable"

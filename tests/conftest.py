@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,10 @@ settings.register_profile(
     "fuzz", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+#: bench/'s document measures (docmetrics, doccorpus, doctools) are tested and reused by the corpus acceptance test.
+#: Appended, not prepended, so a bench script's module name never shadows an installed package.
+sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,39 @@
+"""bench/documents_quality.py end to end: a real baseline over real corpus files, its table and its JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "documents_quality.py"
+
+
+@pytest.mark.slow
+def test_the_benchmark_scores_pymupdf4llm_on_pdfspec_pages(tmp_path: Path) -> None:
+    pytest.importorskip("pymupdf4llm", reason="the bench extra is not installed")
+    out = tmp_path / "out.json"
+    args = ["--tools", "pymupdf4llm", "--files", "pdfspec/headings", "pdfspec/table", "--json", str(out)]
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "| pymupdf4llm" in done.stdout and "per file:" in done.stdout
+    report = json.loads(out.read_text())
+    group = report["groups"]["pymupdf4llm"]["pdfspec"]
+    # the two gold files hold 4 headings and a 3x3 table; pymupdf4llm's Markdown finds them all (as measured)
+    assert (group["headings"], group["cells"], group["pages"]) == (4, 9, 2)
+    assert group["heading_recall"] == 1.0 and group["cell_recall"] == 1.0
+    assert group["s_per_page"] > 0
+    assert [f["file"] for f in report["files"]["pymupdf4llm"]] == ["pdfspec/headings", "pdfspec/table"]
+
+
+def test_an_unknown_file_filter_is_refused() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--files", "no-such-file", "--tools", "pdftotext"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "no corpus entry matches" in done.stderr
