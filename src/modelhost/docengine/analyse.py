@@ -1,62 +1,184 @@
 """One page's content to its layout: blocks of the right kind in reading order.
 
-The stages, each its own module: `lines` (words to lines to pieces), `order` (XY-cut reading order), `tables`
-(ruled tables), `paragraphs` (pieces to paragraphs) and `classify` (what each paragraph is). `Style` carries what
-only the whole document knows (the body font size, the heading sizes), so a page is judged like its neighbours;
-`document_style` measures it from every page's words, cheaply, before any page is analysed.
+The stages, each its own module: `tables` (ruled tables take their words first), pictures (image objects take the
+text drawn over them: figure labels and chart ticks are not body text), `lines` (words to lines to pieces),
+`order` (XY-cut reading order), `paragraphs` (pieces to paragraphs) and `classify` (what each paragraph is).
+`Style` carries what only the whole document knows (body size, heading sizes, the title's size), so a page is judged
+like its neighbours; `document_style` measures it from every page's words, cheaply, before any page is analysed.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import replace
 
-from modelhost.docengine.types import Block, Kind, PageContent, PageLayout, Word
+from modelhost.docengine.classify import HEADING_RATIO, Style, classify
+from modelhost.docengine.lines import Piece, lines, pieces
+from modelhost.docengine.order import order
+from modelhost.docengine.paragraphs import join, paragraphs
+from modelhost.docengine.tables import find_tables
+from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Word
 
-#: A size this many times the body size, or more, is a heading's (LaTeX's \subsection is 1.2x, Word's 1.15x+).
-HEADING_RATIO = 1.12
+__all__ = ["Style", "analyse", "document_style"]
 
-
-@dataclass(frozen=True, slots=True)
-class Style:
-    """The document's body font size (points) and its heading sizes, largest first (level 1 is the first)."""
-
-    body_size: float
-    heading_sizes: tuple[float, ...] = ()
+#: An image covering this share of the page or more is a background (a cover, a scan under its own text layer):
+#: it is still a picture, but the text over it is the page's text.
+BACKGROUND_SHARE = 0.6
+#: The title's size must be used only in this top share of the first page to be the title's...
+TITLE_ZONE = 0.5
+#: ...by at most this many adjacent lines (each under 6% of the page height from the last).
+TITLE_LINES = 3
+#: A paragraph is continued across a column break only if it has this many words: a stray label or number
+#: above a column is no sentence to continue.
+MIN_CONTINUED_WORDS = 4
+#: A lone number that is the page's first or last line, inside this share of the page height at the top or
+#: bottom, is a page number (a page's own number sits below or above everything else).
+PAGE_NUMBER_ZONE = 0.2
+#: Lines wholly inside this share of the page height at the top or the bottom are margin lines.
+MARGIN = 0.075
+_PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?$", re.I)
+_SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 
 
 def document_style(contents: Iterable[PageContent]) -> Style:
-    """The body size is the size most characters are set in (a mode, so headings never move it), and every size
-    clearly above it that a few lines use is a heading size."""
+    """The body size is the size most characters are set in (a mode, so headings never move it); every size clearly
+    above it is a heading size; the largest is the title's when it is one block of lines at the first page's top."""
     chars: Counter[float] = Counter()
+    where: dict[float, set[tuple[int, float]]] = {}
     for content in contents:
         for word in content.words:
-            chars[round(word.size or word.height, 1)] += len(word.text)
+            if word.rotation:
+                continue
+            size = round(word.size or word.height, 1)
+            chars[size] += len(word.text)
+            where.setdefault(size, set()).add((content.number, round(word.y0 / content.height, 3)))
     if not chars:
         return Style(body_size=10.0)
     body = chars.most_common(1)[0][0]
-    heads = sorted((s for s in chars if s >= HEADING_RATIO * body), reverse=True)
-    return Style(body_size=body, heading_sizes=tuple(heads))
+    heads = tuple(sorted((s for s in chars if s >= HEADING_RATIO * body), reverse=True))
+    title = heads[0] if heads and _one_block_on_top(where[heads[0]]) else 0.0
+    return Style(body_size=body, heading_sizes=heads, title_size=title)
+
+
+def _one_block_on_top(places: set[tuple[int, float]]) -> bool:
+    # The title's lines: all on page 1, in its top part, and adjacent (at most TITLE_LINES lines in one run).
+    tops = sorted({y for page, y in places if page == 1})
+    if any(page != 1 for page, _ in places) or not tops or tops[-1] > TITLE_ZONE:
+        return False
+    lines = [tops[0]]
+    for y in tops[1:]:
+        if y - lines[-1] > 0.004:  # a new line (words of one line share their top within rounding)
+            lines.append(y)
+    return len(lines) <= TITLE_LINES and all(b - a < 0.06 for a, b in itertools.pairwise(lines))
 
 
 def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     """The page's blocks in reading order. Without a `style` the page's own words give it."""
-    from modelhost.docengine import lines as lines_mod
-
     style = style or document_style([content])
-    blocks: list[Block] = []
-    for line in lines_mod.lines(content.words):
-        for piece in lines_mod.pieces(line):
-            blocks.append(_block(piece.words, style))
-    return PageLayout(content.number, content.width, content.height, tuple(blocks))
+    words = list(content.words)
+    taken: set[int] = set()
+    fixed: list[Block] = []
+
+    for found in find_tables(content.rulings, words):
+        taken |= found.words
+        fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
+
+    page_area = max(content.width * content.height, 1.0)
+    for image in content.images:
+        x0, y0, x1, y1 = image.bbox
+        area = (x1 - x0) * (y1 - y0)
+        if any(_contains(b.bbox, image.bbox) for b in fixed):
+            continue  # an image inside a table cell (a logo, an icon) belongs to the table
+        if area < BACKGROUND_SHARE * page_area:
+            taken |= {i for i, w in enumerate(words) if i not in taken and _centre_in(w, image.bbox)}
+        fixed.append(Block(Kind.PICTURE, image.bbox))
+
+    # Rotated words outside tables are margin stamps (arXiv's identifier) or sideways labels: not body text.
+    free = [w for i, w in enumerate(words) if i not in taken and w.rotation == 0]
+    runs: list[Piece] = [p for line in lines(free) for p in pieces(line)]
+    top, bottom, runs = _margins(runs, content)
+    boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
+    blocks: list[Block] = list(top)
+    for leaf in order(boxes):
+        chunk: list[Piece] = []
+        for i in leaf:
+            if i < len(runs):
+                chunk.append(runs[i])
+                continue
+            _extend(blocks, _classified(chunk, style, content))
+            chunk = []
+            blocks.append(fixed[i - len(runs)])
+        _extend(blocks, _classified(chunk, style, content))
+    return PageLayout(content.number, content.width, content.height, tuple(blocks + bottom))
 
 
-def _block(words: tuple[Word, ...], style: Style) -> Block:
-    text = " ".join(w.text for w in words)
-    bbox = (min(w.x0 for w in words), min(w.y0 for w in words), max(w.x1 for w in words), max(w.y1 for w in words))
-    size = max(w.size or w.height for w in words)
-    if size >= HEADING_RATIO * style.body_size and style.heading_sizes:
-        level = 1 + sum(1 for s in style.heading_sizes if s > size + 0.05)
-        return Block(Kind.SECTION_HEADER, bbox, text, level=level)
-    return Block(Kind.TEXT, bbox, text)
+def _margins(runs: list[Piece], content: PageContent) -> tuple[list[Block], list[Block], list[Piece]]:
+    """Lines in the top and bottom margins, apart from the body: running heads, page numbers, footers.
+
+    They never join a body paragraph (a page number read into the first sentence of a page); a lone number is a
+    page header or footer at once, the rest waits for `mark_furniture` to see whether it repeats.
+    """
+    top: list[Block] = []
+    bottom: list[Block] = []
+    body: list[Piece] = []
+    highest = min((p.y0 for p in runs), default=0.0)
+    lowest = max((p.y1 for p in runs), default=0.0)
+    for piece in runs:
+        number = _PAGE_NUMBER.match(piece.text) is not None
+        if number and piece.y0 <= highest and piece.y1 <= PAGE_NUMBER_ZONE * content.height:
+            top.append(Block(Kind.PAGE_HEADER, piece.bbox, piece.text))
+            continue
+        if number and piece.y1 >= lowest and piece.y0 >= (1 - PAGE_NUMBER_ZONE) * content.height:
+            bottom.append(Block(Kind.PAGE_FOOTER, piece.bbox, piece.text))
+            continue
+        if piece.y1 <= MARGIN * content.height:
+            zone = top
+        elif piece.y0 >= (1 - MARGIN) * content.height:
+            zone = bottom
+        else:
+            body.append(piece)
+            continue
+        zone.append(Block(Kind.TEXT, piece.bbox, piece.text))
+    if not body:
+        # A page of nothing but margin lines (a title page set low, a short note): it is all body.
+        return [], [], runs
+    return top, bottom, body
+
+
+def _classified(chunk: list[Piece], style: Style, content: PageContent) -> list[Block]:
+    return [classify(p, style, content.number, content.height) for p in paragraphs(chunk)]
+
+
+def _extend(blocks: list[Block], chunk: list[Block]) -> None:
+    """A column chunk's blocks appended; its first paragraph joins the last paragraph before it (past footnotes
+    under the column) when a column break split it: that one ends mid-sentence (and is more than a stray
+    fragment), this one starts lowercase."""
+    if chunk and blocks:
+        k = len(blocks) - 1
+        while k > 0 and blocks[k].kind is Kind.FOOTNOTE:
+            k -= 1
+        prev, first = blocks[k], chunk[0]
+        if (
+            prev.kind is Kind.TEXT
+            and first.kind is Kind.TEXT
+            and first.text[:1].islower()
+            and len(prev.text.split()) >= MIN_CONTINUED_WORDS
+            and not _SENTENCE_END.search(prev.text)
+        ):
+            blocks[k] = replace(prev, text=join([prev.text, first.text]))
+            chunk = chunk[1:]
+    blocks.extend(chunk)
+
+
+def _centre_in(word: Word, box: BBox) -> bool:
+    cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _contains(outer: BBox, inner: BBox) -> bool:
+    return (
+        outer[0] <= inner[0] + 1 and outer[1] <= inner[1] + 1 and inner[2] <= outer[2] + 1 and inner[3] <= outer[3] + 1
+    )

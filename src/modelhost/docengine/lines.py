@@ -10,6 +10,7 @@ work on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,10 @@ from modelhost.docengine.types import BBox, Word
 #: A gap wider than this many font sizes between two words of one line separates two pieces (gutter, table cell).
 #: Justified text stretches word spaces to ~1 em at worst; a two-column gutter is ~2 em and more.
 PIECE_GAP = 1.6
+#: Code aligns with runs of spaces: between monospace words only a gap this wide (in font sizes) cuts.
+CODE_GAP = 6.0
+#: A list marker is followed by a tab stop, often wider than PIECE_GAP: the marker and its text stay one piece.
+_MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7\uf076\uf0d8\uf0fc]|\(?\d{1,3}[.)]|\(?[a-z][.)])$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +94,8 @@ def pieces(line: Sequence[Word]) -> list[Piece]:
         if out:
             last = out[-1][-1]
             size = max(word.size or word.height, last.size or last.height, 1.0)
-            if word.x0 - last.x1 <= PIECE_GAP * size:
+            limit = CODE_GAP if word.monospace and last.monospace else PIECE_GAP
+            if word.x0 - last.x1 <= limit * size or (len(out) == 1 and len(out[-1]) == 1 and _MARKER.match(last.text)):
                 out[-1].append(word)
                 continue
         out.append([word])

@@ -32,7 +32,7 @@ import ctypes
 import math
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -57,6 +57,11 @@ MIN_IMAGE_SIDE = 12.0
 #: A new word starts when the gap from the previous character exceeds this share of the font size, even where
 #: pdfium generated no space: table cells and tightly set columns.
 WORD_GAP = 0.3
+#: A font is monospaced when its words' per-character advance varies by less than this share (proportional type
+#: varies by 15-30%: "ill" against "mmm")...
+PITCH_SPREAD = 0.04
+#: ...over at least this many words of three characters or more.
+MIN_PITCH_WORDS = 5
 #: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold).
 BOLD_WEIGHT = 600
 
@@ -69,8 +74,8 @@ _FORCE_BOLD = 1 << 18
 _MONO_NAMES = ("mono", "courier", "cmtt", "sftt", "typewriter", "consol", "menlo", "inconsolata", "code", "lmtt")
 #: Font-name fragments of math fonts: TeX's math italic, symbols and extensions, AMS, STIX/Cambria Math...
 _MATH_NAMES = ("cmmi", "cmsy", "cmex", "msam", "msbm", "math", "stix", "eufm", "rsfs", "lmmi", "lmsy", "mathjax")
-_BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "cmbx")
-_ITALIC_NAMES = ("italic", "oblique", "cmti", "cmmi")
+_BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "cmbx", "sfbx", "lmbx", "ecbx", "cmb10", "ptmb")
+_ITALIC_NAMES = ("italic", "oblique", "cmti", "cmmi", "sfti", "sfsl", "cmsl", "ptmri")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +138,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
             textpage.close()
     finally:
         page.close()
-    words = tuple(_words(chars))
+    words = _fixed_pitch(list(_words(chars)))
     images = tuple(objects.images)
     usability = _verdict(chars, objects, images)
     regions: tuple[BBox, ...] = ()
@@ -310,6 +315,7 @@ def _axis_segment(p: tuple[float, float], q: tuple[float, float], width: float) 
         yield Segment((ax + bx) / 2, min(ay, by), (ax + bx) / 2, max(ay, by), width)
 
 
+_HYPHENS = {"\ufffe": "-", "\u00ad": "-", "\x02": "-"}
 _NO_FONT = _Font("", False, False, False, False, False)
 
 
@@ -318,21 +324,37 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
     tp = textpage.raw
     out: list[_Char] = []
     rect = raw.FS_RECTF()
-    text = textpage.get_text_range()  # one call for all the Unicode: index i is character i (pdfium's contract)
+    matrix = raw.FS_MATRIX()
+    # Size and angle are a text object's (its matrix), looked up once per object: per character they cost two
+    # more foreign calls each, a third of the reader's time on a dense page.
+    per_object: dict[int, tuple[_Font, float, int]] = {}
+    # Character by character: FPDFText_GetText's string is not indexed like the characters (it drops and inserts
+    # some around line ends: the Redbook's "2.1.7" came out as "2" on the line above and ".7" on its own).
     for i in range(raw.FPDFText_CountChars(tp)):
-        ch = text[i] if i < len(text) else chr(raw.FPDFText_GetUnicode(tp, i))
-        generated = raw.FPDFText_IsGenerated(tp, i) == 1
-        if generated or ch.isspace():
+        code = raw.FPDFText_GetUnicode(tp, i)
+        ch = chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
+        # A hyphen that breaks a word at a line end comes out as U+FFFE (pdfium's soft-hyphen marker) or U+00AD:
+        # it is a hyphen as printed, which the paragraph join removes before a lowercase continuation.
+        ch = _HYPHENS.get(ch, ch)
+        if ch.isspace() or raw.FPDFText_IsGenerated(tp, i) == 1:
             out.append(_Char(ch, 0, 0, 0, 0, 0, _NO_FONT, 0, True))
             continue
         raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
         x0, y0, x1, y1 = frame.box(rect.left, rect.bottom, rect.right, rect.top)
-        obj = raw.FPDFText_GetTextObject(tp, i)
-        font = fonts.get(ctypes.cast(obj, ctypes.c_void_p).value or 0, _NO_FONT)
-        angle = round(math.degrees(raw.FPDFText_GetCharAngle(tp, i)) / 90) % 4 * 90
-        # pdfium's angle is counter-clockwise in user space; on the displayed page it turns with /Rotate.
-        angle = (360 - angle + frame.rotation) % 360
-        out.append(_Char(ch, x0, y0, x1, y1, raw.FPDFText_GetFontSize(tp, i), font, angle, False))
+        key = ctypes.cast(raw.FPDFText_GetTextObject(tp, i), ctypes.c_void_p).value or 0
+        facts = per_object.get(key)
+        if facts is None:
+            # The size a reader sees: the Tf size times the character matrix's scale (Word writes Tf 1 and scales
+            # the matrix by 12; LaTeX writes Tf 10 and an identity matrix).
+            raw.FPDFText_GetMatrix(tp, i, ctypes.byref(matrix))
+            scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c)) or 1.0
+            size = round(raw.FPDFText_GetFontSize(tp, i) * scale, 2)
+            angle = round(math.degrees(raw.FPDFText_GetCharAngle(tp, i)) / 90) % 4 * 90
+            # pdfium's angle is counter-clockwise in user space; on the displayed page it turns with /Rotate.
+            angle = (360 - angle + frame.rotation) % 360
+            facts = (fonts.get(key, _NO_FONT), size, angle)
+            per_object[key] = facts
+        out.append(_Char(ch, x0, y0, x1, y1, facts[1], facts[0], facts[2], False))
     return out
 
 
@@ -408,6 +430,25 @@ def _word(chars: list[_Char], line: int) -> Word:
         rotation=first.angle,
         line=line,
     )
+
+
+def _fixed_pitch(words: list[Word]) -> tuple[Word, ...]:
+    """Words of fonts that advance every character by the same width marked monospace, whatever the font's flags
+    say (the Redbook's code is set in BookMasterGothic, whose descriptor does not claim FixedPitch)."""
+    advances: dict[str, list[float]] = {}
+    for word in words:
+        if len(word.text) >= 3 and not word.monospace and word.rotation == 0:
+            advances.setdefault(word.font, []).append((word.x1 - word.x0) / len(word.text))
+    fixed = set()
+    for font, values in advances.items():
+        if len(values) >= MIN_PITCH_WORDS:
+            mean = sum(values) / len(values)
+            spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+            if mean > 0 and spread / mean < PITCH_SPREAD:
+                fixed.add(font)
+    if not fixed:
+        return tuple(words)
+    return tuple(replace(w, monospace=True) if w.font in fixed else w for w in words)
 
 
 def _rtl(text: str) -> bool:

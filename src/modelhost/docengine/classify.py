@@ -1,0 +1,145 @@
+"""What a paragraph is: heading (and its level), title, list item, code, formula, caption, footnote or text.
+
+The tests in order, and why each comes where it does:
+- code first: monospace through and through (`CODE_SHARE` of its characters), its line breaks kept;
+- formula: set in math fonts (`MATH_SHARE`), so an equation is never taken for a heading however big its symbols;
+- caption: "Figure 3", "Table 2:", ... at the start;
+- list item: a bullet or a number marker;
+- heading: a short paragraph (at most `HEADING_WORDS` words, `HEADING_LINES` lines) set larger than the body
+  (`HEADING_RATIO`), or bold at body size with a section number or few words; never a sentence, never mostly digits
+  (chart ticks, table fragments), never small type. Its level: the depth of its section number when it has one
+  ("1.1.1" is 3), else its size's rank among the document's heading sizes;
+- title: the document's largest size, on the first page;
+- footnote: small type in the bottom quarter of the page, starting with a marker;
+- otherwise text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from modelhost.docengine.lines import Piece
+from modelhost.docengine.paragraphs import code_text, join, marker
+from modelhost.docengine.types import Block, Kind
+
+#: A size this many times the body size, or more, is a heading's (LaTeX's \subsection is 1.2x, Word's 1.15x+).
+HEADING_RATIO = 1.12
+#: Headings are short: longer paragraphs are text however they are set.
+HEADING_WORDS = 20
+HEADING_LINES = 3
+#: Share of characters in monospace fonts that makes a paragraph code.
+CODE_SHARE = 0.8
+#: Share of characters in math fonts that makes a paragraph a formula.
+MATH_SHARE = 0.4
+#: Type this much smaller than the body (or less) is small print: footnotes, affiliations.
+SMALL_RATIO = 0.88
+#: Small type starting below this share of the page height is a footnote, marker or not (an e-mail under a column).
+FOOTNOTE_ZONE = 0.8
+#: Deepest heading level (DocTags and Markdown both stop at 6).
+MAX_LEVEL = 6
+
+_NUMBERED = re.compile(
+    r"^(?:(?:chapter|section|appendix|part)\s+)?(\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?\s+\S", re.I
+)
+_CAPTION = re.compile(
+    r"^(?:figure|fig\.|table|tab\.|listing|algorithm|chart|scheme|plate)\s*[\dIVX]+[.:|]?(?:\s|$)", re.I
+)
+_FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """What only the whole document knows: its body size, its heading sizes (largest first), its title's size.
+
+    `title_size` is 0 when the document has no title-sized type of its own (its largest size is used beyond the
+    first page's top, like every chapter heading of a book).
+    """
+
+    body_size: float
+    heading_sizes: tuple[float, ...] = ()
+    title_size: float = 0.0
+
+
+def _share(pieces: Sequence[Piece], attr: str) -> float:
+    total = 0
+    hits = 0
+    for piece in pieces:
+        for word in piece.words:
+            total += len(word.text)
+            hits += len(word.text) if getattr(word, attr) else 0
+    return hits / total if total else 0.0
+
+
+def classify(pieces: Sequence[Piece], style: Style, page_number: int, page_height: float) -> Block:
+    """The block a paragraph is."""
+    bbox = (min(p.x0 for p in pieces), min(p.y0 for p in pieces), max(p.x1 for p in pieces), max(p.y1 for p in pieces))
+    text = join([p.text for p in pieces])
+    size = max(p.size for p in pieces)
+    if _share(pieces, "monospace") >= CODE_SHARE:
+        return Block(Kind.CODE, bbox, code_text(pieces))
+    if _share(pieces, "math") >= MATH_SHARE or _display_math(pieces, text):
+        return Block(Kind.FORMULA, bbox, text)
+    if _CAPTION.match(text):
+        return Block(Kind.CAPTION, bbox, text)
+    mark = marker(pieces[0])
+    # A numbered heading ("1. INTRODUCTION", "2.1 Roles" in bold) starts like an ordered list item: the heading test
+    # comes first for numbers, a bullet is always a list item.
+    level = heading_level(pieces, text, size, style) if mark is None or mark[1] else 0
+    if level:
+        if page_number == 1 and style.title_size and abs(size - style.title_size) < 0.3:
+            return Block(Kind.TITLE, bbox, text)
+        return Block(Kind.SECTION_HEADER, bbox, text, level=level)
+    if mark is not None:
+        sign, ordered = mark
+        rest = text[len(sign) :].strip() if text.startswith(sign) else text
+        return Block(Kind.LIST_ITEM, bbox, rest, marker=sign, ordered=ordered)
+    body = style.body_size
+    if size <= SMALL_RATIO * body and bbox[1] >= FOOTNOTE_ZONE * page_height:
+        return Block(Kind.FOOTNOTE, bbox, text)
+    if size <= SMALL_RATIO * body and bbox[1] >= 0.6 * page_height and _FOOTNOTE_MARK.match(text):
+        return Block(Kind.FOOTNOTE, bbox, text)
+    return Block(Kind.TEXT, bbox, text)
+
+
+def _display_math(pieces: Sequence[Piece], text: str) -> bool:
+    # A display equation: some of it in a math font, none of it prose (no word of four letters or more outside the
+    # math fonts: TeX sets an equation's digits and operators in the roman font, its variables in math italic).
+    words = [w for p in pieces for w in p.words]
+    if len(pieces) > 3 or len(text) > 300 or not any(w.math for w in words):
+        return False
+    return not any(not w.math and sum(c.isalpha() for c in w.text) >= 4 for w in words)
+
+
+def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style) -> int:
+    """The heading level of a paragraph (1 = top), or 0 when it is no heading."""
+    body = style.body_size
+    n_words = len(text.split())
+    if len(pieces) > HEADING_LINES or n_words > HEADING_WORDS or not text:
+        return 0
+    letters = sum(c.isalpha() for c in text)
+    big = size >= HEADING_RATIO * body
+    if letters < 2 and not (text.strip(".").isdigit() and size >= 1.5 * body):
+        return 0  # tick labels, page numbers, table fragments; a chapter's big number is the exception
+    if text.endswith((",", ";")) or (text.endswith(".") and n_words > 6 and not big):
+        return 0  # a sentence, not a heading
+    bold = all(w.bold for p in pieces for w in p.words)
+    numbered = _NUMBERED.match(text)
+    # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
+    capitals = text.upper() == text and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
+    if not big:
+        if not (bold or (capitals and numbered)) or size < SMALL_RATIO * body:
+            return 0
+        if not numbered and n_words > 12:
+            return 0
+        if text.endswith("."):
+            return 0
+    if numbered:
+        number = numbered.group(1)
+        return min(number.count(".") + 1, MAX_LEVEL)
+    sizes = [s for s in style.heading_sizes if not (style.title_size and abs(s - style.title_size) < 0.3)]
+    larger = sum(1 for s in sizes if s > size + 0.3)
+    if not big:
+        larger = len(sizes)
+    return min(larger + 1, MAX_LEVEL)

@@ -1,0 +1,138 @@
+"""Pieces of one column chunk into paragraphs, and a paragraph's lines into its text.
+
+A new paragraph starts, and why each rule:
+- at a style change (size, all-bold, monospace): a bold heading line directly above its body is its own block,
+  which is how "5.1 Hyper Parameter Optimization" stays out of the paragraph under it;
+- at a vertical gap wider than `PARAGRAPH_GAP` font sizes (Word-style spacing between paragraphs);
+- at an indented first line (`INDENT` font sizes right of the chunk's left edge, the line above flush): LaTeX and
+  pdf-spec's paragraphs.pdf separate paragraphs by indentation alone, with the same leading;
+- after a short line that ends a sentence (the line above stops well before the right edge): flush-left paragraphs
+  without spacing;
+- at a list marker (bullet or number); the item's wrapped lines, indented to its text, stay with it;
+- at a piece that shares its row with the one before (cells of a form, side by side).
+
+Text: lines are joined by spaces, a line-end hyphen before a lowercase continuation is removed ("Ef-" + "fects"),
+and code keeps its line breaks and its indentation (from the monospace character width).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from modelhost.docengine.lines import Piece
+
+#: A vertical gap (between loose line boxes) wider than this many font sizes separates paragraphs. Loose boxes of
+#: consecutive lines at 1.2 leading are ~0.1-0.25 em apart; paragraph spacing adds half a line or more.
+PARAGRAPH_GAP = 0.55
+#: In code, only a gap of this many font sizes (a blank line and more) separates two blocks.
+CODE_GAP = 1.5
+#: A first line indented by this many font sizes (or more) starts a paragraph: LaTeX's \parindent is 1.5 em.
+INDENT = 0.8
+#: A line ending this many font sizes short of the chunk's right edge, on a sentence end, ends its paragraph.
+SHORT_LINE = 4.0
+
+BULLETS = "•·▪◦‣●○■□➢►▶✓✔-–—*\uf0b7\uf0a7\uf076\uf0d8\uf0fc"
+_ORDERED = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-z][.)]|\(?[ivx]{1,5}[.)])$")
+_SENTENCE_END = re.compile(r"[.!?:;]['\")\]]*$")
+
+
+def marker(piece: Piece) -> tuple[str, bool] | None:
+    """The list marker a piece starts with, and whether it is ordered; None when it starts no list item."""
+    first = piece.words[0].text
+    if len(piece.words) >= 2 or len(first) > 1:
+        if first in BULLETS or (len(first) == 1 and first in BULLETS):
+            return first, False
+        if first[0] in "•▪◦●○■□➢►▶✓✔\uf0b7\uf0a7\uf076\uf0d8\uf0fc" and len(first) > 1:
+            return first[0], False
+    if len(piece.words) >= 2 and _ORDERED.match(first):
+        return first, True
+    return None
+
+
+def _style(piece: Piece) -> tuple[float, bool, bool]:
+    words = piece.words
+    return (round(piece.size * 2) / 2, all(w.bold for w in words), all(w.monospace for w in words))
+
+
+def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
+    """One column chunk's pieces (top to bottom) grouped into paragraphs."""
+    if not chunk:
+        return []
+    left = min(p.x0 for p in chunk)
+    right = max(p.x1 for p in chunk)
+    out: list[list[Piece]] = []
+    item_text_x: float | None = None  # where a list item's text starts: its wrapped lines align there
+    for piece in chunk:
+        if not out:
+            out.append([piece])
+            item_text_x = _item_text_x(piece)
+            continue
+        prev = out[-1][-1]
+        size = max(min(piece.size, prev.size), 1.0)
+        code = _style(piece)[2] and _style(prev)[2]
+        new = False
+        if _style(piece) != _style(prev) and not code:
+            new = True
+        elif piece.y0 < prev.y1 - 0.5 * min(piece.y1 - piece.y0, prev.y1 - prev.y0):
+            new = True  # side by side with the previous piece
+        elif code:
+            # Code keeps its indentation and short lines: only a blank line (or more) ends a listing's block.
+            new = piece.y0 - prev.y1 > CODE_GAP * size
+        elif piece.y0 - prev.y1 > PARAGRAPH_GAP * size or marker(piece) is not None:
+            new = True
+        elif item_text_x is not None:
+            new = abs(piece.x0 - item_text_x) > INDENT * size and piece.x0 < item_text_x
+        elif (piece.x0 - left >= INDENT * size and prev.x0 - left < INDENT * size) or (
+            right - prev.x1 > SHORT_LINE * size and _SENTENCE_END.search(prev.text)
+        ):
+            new = True
+        if new:
+            out.append([piece])
+            item_text_x = _item_text_x(piece)
+        else:
+            out[-1].append(piece)
+    return out
+
+
+def _item_text_x(piece: Piece) -> float | None:
+    if marker(piece) is None:
+        return None
+    words = piece.words
+    return words[1].x0 if len(words) > 1 and len(words[0].text) == 1 else words[0].x0
+
+
+def join(lines: Sequence[str]) -> str:
+    """Lines of a paragraph as one text: spaces between, a line-end hyphen dropped before a lowercase letter."""
+    text = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if text.endswith("-") and len(text) >= 2 and text[-2].isalpha() and line[0].islower():
+            text = text[:-1] + line
+        elif text:
+            text = f"{text} {line}"
+        else:
+            text = line
+    return text
+
+
+def code_text(pieces: Sequence[Piece]) -> str:
+    """A code block's text: one line per piece, indentation and inner spacing from the monospace advance."""
+    words = [w for p in pieces for w in p.words]
+    advances = [(w.x1 - w.x0) / len(w.text) for w in words if w.text]
+    advance = sorted(advances)[len(advances) // 2] if advances else 5.0
+    left = min(p.x0 for p in pieces)
+    out: list[str] = []
+    for piece in pieces:
+        line = " " * max(0, round((piece.x0 - left) / advance))
+        end = piece.x0
+        for word in piece.words:
+            if line.strip():
+                # pdfium splits code at punctuation it takes for a word end ("console" ".log"): no gap, no space.
+                line += " " * max(0, round((word.x0 - end) / advance))
+            line += word.text
+            end = word.x1
+        out.append(line.rstrip())
+    return "\n".join(out)

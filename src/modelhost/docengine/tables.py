@@ -1,0 +1,282 @@
+"""Ruled tables: the page's ruling lines and the words inside them, into a grid of cells with spans.
+
+How, and why each step:
+- Rules are merged first: producers draw one visual rule as many pieces (LaTeX draws each row's `|` separately,
+  Word each cell's border), and a gap of a point between pieces is the same rule.
+- A table is a connected group of rules (touching within `JOIN` points), or a stack of horizontal rules of the
+  same extent (booktabs: `\\toprule`, `\\midrule`, `\\bottomrule`, no verticals). A lone rule (an underline, a
+  footnote separator) or a box around one paragraph (1 x 1) is not a table.
+- The grid's row lines are the horizontal rules' y positions; its column lines the vertical rules' x positions.
+  Where a table has no interior verticals, columns come from the gaps in the words' x coverage; where it has no
+  interior horizontals, rows come from the text lines (multi-line cells then read as rows: nothing better is known).
+- Spans: two neighbouring grid slots are one cell when no rule separates them at that point (a header cell drawn
+  over three columns). Every slot belongs to exactly one cell, so no cell is ever dropped, and every word goes to
+  the cell under its centre.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
+
+#: Rules (and rule ends) this close (points) touch: pieces of one rule, or a horizontal meeting a vertical.
+JOIN = 2.5
+#: Horizontal rules stacked closer than this (points) with the same extent are one booktabs-style table.
+STACK_GAP = 120.0
+#: A column gap in a table without vertical rules is at least this wide (points): wider than a word space.
+COLUMN_GAP = 6.0
+#: At least this share of a table's cells hold text: a diagram of boxes and arrows has mostly empty "cells".
+MIN_FILLED = 0.4
+#: A cell with more words than this is running text in a frame, not a table cell.
+MAX_CELL_WORDS = 80
+#: A grid line within this distance (points) of another is the same line (double rules, rounding).
+LINE_MERGE = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class FoundTable:
+    """A table found on the page: its box, its grid, and which words it took (indices into the page's words)."""
+
+    bbox: BBox
+    table: Table
+    words: frozenset[int]
+
+
+def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
+    """Collinear rule pieces joined into whole rules."""
+    out: list[Segment] = []
+    for horizontal in (True, False):
+        group = [s for s in rules if s.horizontal == horizontal]
+        # along = position along the rule, across = its coordinate
+        keyed = sorted(
+            ((s.y0, s.x0, s.x1, s.width) if horizontal else (s.x0, s.y0, s.y1, s.width) for s in group),
+        )
+        merged: list[list[float]] = []
+        for across, start, end, width in keyed:
+            for m in reversed(merged[-8:]):
+                if abs(m[0] - across) <= LINE_MERGE / 2 and start <= m[2] + JOIN:
+                    m[2] = max(m[2], end)
+                    break
+            else:
+                merged.append([across, start, end, width])
+        for across, start, end, width in merged:
+            if horizontal:
+                out.append(Segment(start, across, end, across, width))
+            else:
+                out.append(Segment(across, start, across, end, width))
+    return out
+
+
+def _touch(a: Segment, b: Segment) -> bool:
+    return a.x0 - JOIN <= b.x1 and b.x0 - JOIN <= a.x1 and a.y0 - JOIN <= b.y1 and b.y0 - JOIN <= a.y1
+
+
+def _groups(rules: list[Segment]) -> list[list[Segment]]:
+    """Connected groups of touching rules; then groups of horizontal rules only, of the same extent and stacked
+    within `STACK_GAP`, joined (booktabs draws no verticals). A framed box below a ruled table is never joined to it:
+    only rule-only-horizontal groups stack."""
+    parent = list(range(len(rules)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(rules):
+        for j in range(i + 1, len(rules)):
+            if _touch(a, rules[j]):
+                parent[find(i)] = find(j)
+    groups: dict[int, list[Segment]] = {}
+    for i, rule in enumerate(rules):
+        groups.setdefault(find(i), []).append(rule)
+    touching = list(groups.values())
+    flat = sorted((g for g in touching if all(s.horizontal for s in g)), key=lambda g: g[0].y0)
+    out = [g for g in touching if not all(s.horizontal for s in g)]
+    for group in flat:
+        last = out[-1] if out and all(s.horizontal for s in out[-1]) else None
+        rule, prev = group[0], (last[-1] if last else None)
+        if (
+            last is not None
+            and prev is not None
+            and abs(rule.x0 - prev.x0) <= 3 * JOIN
+            and abs(rule.x1 - prev.x1) <= 3 * JOIN
+            and 0 <= rule.y0 - prev.y0 <= STACK_GAP
+        ):
+            last.extend(group)
+        else:
+            out.append(list(group))
+    return out
+
+
+def _lines(values: Sequence[float]) -> list[float]:
+    out: list[float] = []
+    for v in sorted(values):
+        if out and v - out[-1] <= LINE_MERGE:
+            continue
+        out.append(v)
+    return out
+
+
+def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTable]:
+    """The ruled tables of a page, with the words each one takes."""
+    found: list[FoundTable] = []
+    taken: set[int] = set()
+    for group in _groups(merge_rules(rules)):
+        table = _table(group, words, taken)
+        if table is not None:
+            found.append(table)
+            taken |= table.words
+    return found
+
+
+def _inside(word: Word, box: BBox) -> bool:
+    cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> FoundTable | None:
+    horizontals = [s for s in group if s.horizontal]
+    verticals = [s for s in group if not s.horizontal]
+    if len(group) < 2 or not horizontals:
+        return None
+    box = (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))
+    if box[3] - box[1] < 8:
+        return None
+    members = [i for i, w in enumerate(words) if i not in taken and w.rotation in (0, 90, 270) and _inside(w, box)]
+    if not members:
+        return None
+    ys = _lines([box[1], box[3], *(s.y0 for s in horizontals)])
+    xs = _lines([box[0], box[2], *(s.x0 for s in verticals)])
+    ruled_columns = len(xs) > 2
+    ruled_rows = len(ys) > 2
+    if not ruled_columns:
+        xs = _word_columns([words[i] for i in members], box)
+    if not ruled_rows:
+        ys = _word_rows([words[i] for i in members], box)
+    rows, cols = len(ys) - 1, len(xs) - 1
+    if rows < 2 or cols < 2:
+        return None
+
+    def vertical_rule_at(x: float, y_mid: float) -> bool:
+        if not ruled_columns:
+            return True
+        return any(abs(s.x0 - x) <= LINE_MERGE and s.y0 - JOIN <= y_mid <= s.y1 + JOIN for s in verticals) or (
+            x in (xs[0], xs[-1])
+        )
+
+    def horizontal_rule_at(y: float, x_mid: float) -> bool:
+        if not ruled_rows:
+            return True
+        return any(abs(s.y0 - y) <= LINE_MERGE and s.x0 - JOIN <= x_mid <= s.x1 + JOIN for s in horizontals)
+
+    # Each slot's words, by centre.
+    slot_words: dict[tuple[int, int], list[Word]] = {}
+    for i in members:
+        w = words[i]
+        cx, cy = (w.x0 + w.x1) / 2, (w.y0 + w.y1) / 2
+        r = _index(ys, cy)
+        c = _index(xs, cx)
+        slot_words.setdefault((r, c), []).append(w)
+
+    owner: dict[tuple[int, int], int] = {}
+    cells: list[Cell] = []
+    for r in range(rows):
+        for c in range(cols):
+            if (r, c) in owner:
+                continue
+            y_mid = (ys[r] + ys[r + 1]) / 2
+            col_span = 1
+            while (
+                c + col_span < cols
+                and not vertical_rule_at(xs[c + col_span], y_mid)
+                and (
+                    r,
+                    c + col_span,
+                )
+                not in owner
+            ):
+                col_span += 1
+            row_span = 1
+            while r + row_span < rows and all(
+                not horizontal_rule_at(ys[r + row_span], (xs[k] + xs[k + 1]) / 2) and (r + row_span, k) not in owner
+                for k in range(c, c + col_span)
+            ):
+                row_span += 1
+            text_words = [
+                w
+                for rr in range(r, r + row_span)
+                for cc in range(c, c + col_span)
+                for w in slot_words.get((rr, cc), [])
+            ]
+            for rr in range(r, r + row_span):
+                for cc in range(c, c + col_span):
+                    owner[(rr, cc)] = len(cells)
+            cells.append(
+                Cell(
+                    row=r,
+                    col=c,
+                    text=_cell_text(text_words),
+                    row_span=row_span,
+                    col_span=col_span,
+                    header=r == 0,
+                    bbox=(xs[c], ys[r], xs[c + col_span], ys[r + row_span]),
+                )
+            )
+    filled = sum(1 for cell in cells if cell.text)
+    if filled < 2 or filled < MIN_FILLED * len(cells):
+        return None  # boxes of a vector drawing (a network diagram, a flow chart), not a table
+    if any(len(cell.text.split()) > MAX_CELL_WORDS for cell in cells):
+        return None  # a ruled frame around running text (a cover, a sidebar), not a table
+    if sum(words[i].monospace for i in members) >= 0.8 * len(members):
+        return None  # a framed code listing
+    if not ruled_columns:
+        full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
+        if full_rows < 0.5 * rows:
+            return None  # columns guessed from gaps must be filled on most rows, or they are no columns
+    return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members))
+
+
+def _index(lines: list[float], v: float) -> int:
+    for k in range(len(lines) - 1):
+        if v < lines[k + 1]:
+            return k
+    return len(lines) - 2
+
+
+def _word_columns(words: list[Word], box: BBox) -> list[float]:
+    # Column lines at the middle of every x gap no word covers (a table without vertical rules).
+    spans = sorted((w.x0, w.x1) for w in words)
+    lines = [box[0]]
+    end = spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - end >= COLUMN_GAP:
+            lines.append((end + x0) / 2)
+        end = max(end, x1)
+    lines.append(box[2])
+    return lines
+
+
+def _word_rows(words: list[Word], box: BBox) -> list[float]:
+    # Row lines between text lines (a table with rules only above and below).
+    spans = sorted((w.y0, w.y1) for w in words)
+    lines = [box[1]]
+    end = spans[0][1]
+    for y0, y1 in spans[1:]:
+        if y0 > end:
+            lines.append((end + y0) / 2)
+        end = max(end, y1)
+    lines.append(box[3])
+    return lines
+
+
+def _cell_text(words: list[Word]) -> str:
+    # Reading order inside a cell: lines top to bottom (by overlap), each left to right.
+    from modelhost.docengine.lines import lines
+
+    flat = " ".join(" ".join(w.text for w in line) for line in lines(words))
+    # Rotated header text (read bottom to top or top to bottom) joins after: its words are in drawing order.
+    turned = " ".join(w.text for w in words if w.rotation != 0)
+    return f"{flat} {turned}".strip()
