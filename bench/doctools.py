@@ -5,6 +5,7 @@ Each tool turns one PDF into Markdown (or plain text) through its own public ent
 - `modelhost`: `modelhost.documents.convert` with the host held for the whole run, exactly what `modelhost convert`
   calls (its model is loaded once, before timing, as a served host does); the result rendered as Markdown.
 - `modelhost-cli`: the `modelhost convert` command, one process per file, so its start-up is in its time.
+- `docengine`: `modelhost.docengine`'s stages called directly on the text layer (no OCR, no doors).
 - `pymupdf4llm`: `pymupdf4llm.to_markdown` (PyMuPDF 2.x with its layout model).
 - `pdftotext`: poppler-utils' command (Debian's `poppler-utils`), default reading-order mode, UTF-8.
 - `rapidocr`: RapidOCR's own default pipeline (detection, angle classifier, recognition) on each page rendered by
@@ -99,6 +100,36 @@ class ModelhostCli:
         pass
 
 
+class Docengine:
+    """modelhost.docengine's stages called directly, text layer only (no OCR, no doors): the engine's own figures
+    while it is not yet behind `modelhost convert`, so its stages can be tuned against the same measures."""
+
+    name = "docengine"
+
+    def start(self) -> None:
+        try:
+            import modelhost.docengine  # noqa: F401
+        except ImportError as exc:
+            raise Unavailable(f"docengine: {exc}") from exc
+
+    def convert(self, pdf: Path) -> str:
+        import pypdfium2
+
+        from modelhost import docengine
+
+        document = pypdfium2.PdfDocument(pdf)
+        try:
+            contents = [docengine.read_text_layer(document, i) for i in range(len(document))]
+        finally:
+            document.close()
+        style = docengine.document_style(contents)
+        layouts = docengine.mark_furniture([docengine.analyse(c, style) for c in contents])
+        return str(docengine.to_docling(pdf.stem, layouts).export_to_markdown())
+
+    def close(self) -> None:
+        pass
+
+
 class PyMuPdf4Llm:
     """pymupdf4llm's Markdown (PyMuPDF 2.x; with pymupdf-layout installed it uses its layout model)."""
 
@@ -179,6 +210,7 @@ TOOLS: dict[str, type[Any]] = {
     "pdftotext": PdfToText,
     "rapidocr": RapidOcr,
     "modelhost-cli": ModelhostCli,
+    "docengine": Docengine,
 }
 
 #: What runs without --tools: modelhost and the three baselines (modelhost-cli is the same engine plus start-up).
