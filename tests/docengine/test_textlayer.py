@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 
 import pypdfium2 as pdfium
+import pytest
 
-from modelhost.docengine import Usability, read_text_layer
+from modelhost.docengine import Usability, analyse, read_text_layer
 
 Open = Callable[[str], pdfium.PdfDocument]
 
@@ -48,3 +50,57 @@ def test_the_result_crosses_a_process_boundary(open_pdf: Open) -> None:
     content = read_text_layer(open_pdf("pdf/2305.03393v1-pg9.pdf"), 0)
     assert pickle.loads(pickle.dumps(content)) == content
     assert len(content.words) > 300
+
+
+def _korean_and_arabic(tmp_path: Path) -> tuple[Path, Path]:
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfbase.ttfonts import TTFont
+    from reportlab.pdfgen import canvas
+
+    # Korean through a CID font and its Unicode CMap (no font file needed); Arabic in DejaVu Sans (Debian's
+    # fonts-dejavu-core), drawn in visual order the way a shaping producer writes it: the first word rightmost,
+    # each word's letters from right to left.
+    pdfmetrics.registerFont(UnicodeCIDFont("HYSMyeongJo-Medium"))
+    pdfmetrics.registerFont(TTFont("DejaVu", DEJAVU))
+    korean, arabic = tmp_path / "ko.pdf", tmp_path / "ar.pdf"
+    c = canvas.Canvas(str(korean), pagesize=(595, 842))
+    c.setFont("HYSMyeongJo-Medium", 10)
+    c.drawString(72, 740, "모든 국민은 법 앞에 평등하다.")
+    c.save()
+    c = canvas.Canvas(str(arabic), pagesize=(595, 842))
+    c.setFont("DejaVu", 12)
+    x = 520.0
+    for word in ARABIC.split():
+        width = pdfmetrics.stringWidth(word, "DejaVu", 12)
+        c.drawString(x - width, 770, word[::-1])
+        x -= width + 8
+    c.save()
+    return korean, arabic
+
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+ARABIC = "مرحبا بالعالم الجميل"
+
+
+@pytest.mark.skipif(not Path(DEJAVU).exists(), reason="needs Debian's fonts-dejavu-core")
+def test_korean_and_arabic_text_layers_read_in_their_own_order(tmp_path: Path) -> None:
+    korean, arabic = _korean_and_arabic(tmp_path)
+    for path, expected in ((korean, "모든 국민은 법 앞에 평등하다."), (arabic, ARABIC)):
+        doc = pdfium.PdfDocument(str(path))
+        try:
+            content = read_text_layer(doc, 0)
+        finally:
+            doc.close()
+        assert content.usable
+        assert [b.text for b in analyse(content).blocks] == [expected]
+
+
+def test_garbled_words_become_ocr_regions_and_the_rest_stays_text(open_pdf: Open) -> None:
+    # The Redbook's page 3 has a sidebar in a font without ToUnicode: raw codes, not text.
+    content = read_text_layer(open_pdf("pdf/redp5110_sampled.pdf"), 2)
+    assert content.usable
+    assert all(not any(ord(c) < 32 for c in w.text) for w in content.words)
+    sidebar = [r for r in content.ocr_regions if r[0] < 150 and 340 < r[1] < 350]
+    assert len(sidebar) == 1
+    assert "No one else has the vast consulting experiences" in " ".join(w.text for w in content.words)

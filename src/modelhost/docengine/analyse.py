@@ -19,7 +19,7 @@ from modelhost.docengine.classify import HEADING_RATIO, Style, classify
 from modelhost.docengine.lines import Piece, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
-from modelhost.docengine.tables import find_tables
+from modelhost.docengine.tables import find_tables, rule_frames
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Word
 
 __all__ = ["Style", "analyse", "document_style"]
@@ -37,6 +37,10 @@ MIN_CONTINUED_WORDS = 4
 #: A lone number that is the page's first or last line, inside this share of the page height at the top or
 #: bottom, is a page number (a page's own number sits below or above everything else).
 PAGE_NUMBER_ZONE = 0.2
+#: A ruled frame smaller than this share of the page holds a figure or a note, whose lines are never headings.
+FRAME_SHARE = 0.4
+#: A page number is set at most this many times the body size.
+PAGE_NUMBER_SIZE = 1.3
 #: Lines wholly inside this share of the page height at the top or the bottom are margin lines.
 MARGIN = 0.075
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?$", re.I)
@@ -82,11 +86,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     taken: set[int] = set()
     fixed: list[Block] = []
 
+    page_area = max(content.width * content.height, 1.0)
+    # Small frames only: a box drawn around a diagram or a note. A frame around most of the page is a border.
+    frames = [f for f in rule_frames(content.rulings) if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area]
     for found in find_tables(content.rulings, words):
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
 
-    page_area = max(content.width * content.height, 1.0)
     for image in content.images:
         x0, y0, x1, y1 = image.bbox
         area = (x1 - x0) * (y1 - y0)
@@ -99,7 +105,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     # Rotated words outside tables are margin stamps (arXiv's identifier) or sideways labels: not body text.
     free = [w for i, w in enumerate(words) if i not in taken and w.rotation == 0]
     runs: list[Piece] = [p for line in lines(free) for p in pieces(line)]
-    top, bottom, runs = _margins(runs, content)
+    top, bottom, runs = _margins(runs, content, style.body_size)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
     blocks: list[Block] = list(top)
     for leaf in order(boxes):
@@ -108,14 +114,14 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             if i < len(runs):
                 chunk.append(runs[i])
                 continue
-            _extend(blocks, _classified(chunk, style, content))
+            _extend(blocks, _classified(chunk, style, content, frames))
             chunk = []
             blocks.append(fixed[i - len(runs)])
-        _extend(blocks, _classified(chunk, style, content))
+        _extend(blocks, _classified(chunk, style, content, frames))
     return PageLayout(content.number, content.width, content.height, tuple(blocks + bottom))
 
 
-def _margins(runs: list[Piece], content: PageContent) -> tuple[list[Block], list[Block], list[Piece]]:
+def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple[list[Block], list[Block], list[Piece]]:
     """Lines in the top and bottom margins, apart from the body: running heads, page numbers, footers.
 
     They never join a body paragraph (a page number read into the first sentence of a page); a lone number is a
@@ -127,7 +133,8 @@ def _margins(runs: list[Piece], content: PageContent) -> tuple[list[Block], list
     highest = min((p.y0 for p in runs), default=0.0)
     lowest = max((p.y1 for p in runs), default=0.0)
     for piece in runs:
-        number = _PAGE_NUMBER.match(piece.text) is not None
+        # A chapter's big number at the top of its first page is no page number: page numbers are body-sized.
+        number = _PAGE_NUMBER.match(piece.text) is not None and piece.size < PAGE_NUMBER_SIZE * body_size
         if number and piece.y0 <= highest and piece.y1 <= PAGE_NUMBER_ZONE * content.height:
             top.append(Block(Kind.PAGE_HEADER, piece.bbox, piece.text))
             continue
@@ -148,8 +155,13 @@ def _margins(runs: list[Piece], content: PageContent) -> tuple[list[Block], list
     return top, bottom, body
 
 
-def _classified(chunk: list[Piece], style: Style, content: PageContent) -> list[Block]:
-    return [classify(p, style, content.number, content.height) for p in paragraphs(chunk)]
+def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: list[BBox]) -> list[Block]:
+    out = []
+    for paragraph in paragraphs(chunk):
+        box = paragraph[0].bbox
+        framed = any(_contains(frame, box) for frame in frames)
+        out.append(classify(paragraph, style, content.number, content.height, framed=framed))
+    return out
 
 
 def _extend(blocks: list[Block], chunk: list[Block]) -> None:

@@ -46,6 +46,7 @@ _NUMBERED = re.compile(
 _CAPTION = re.compile(
     r"^(?:figure|fig\.|table|tab\.|listing|algorithm|chart|scheme|plate)\s*[\dIVX]+[.:|]?(?:\s|$)", re.I
 )
+_ADDRESS = re.compile(r"\w[./]\w+/|@\w|www\.|\.(?:com|org|net)\b|^[A-Z]+-\d+(?:-\d+)*$")
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")
 
 
@@ -72,8 +73,11 @@ def _share(pieces: Sequence[Piece], attr: str) -> float:
     return hits / total if total else 0.0
 
 
-def classify(pieces: Sequence[Piece], style: Style, page_number: int, page_height: float) -> Block:
-    """The block a paragraph is."""
+def classify(
+    pieces: Sequence[Piece], style: Style, page_number: int, page_height: float, *, framed: bool = False
+) -> Block:
+    """The block a paragraph is. `framed` paragraphs (inside a ruled box that is no table: a figure drawn with
+    rules, a sidebar) are never headings: bold lines of a syntax diagram are not the document's sections."""
     bbox = (min(p.x0 for p in pieces), min(p.y0 for p in pieces), max(p.x1 for p in pieces), max(p.y1 for p in pieces))
     text = join([p.text for p in pieces])
     size = max(p.size for p in pieces)
@@ -86,7 +90,7 @@ def classify(pieces: Sequence[Piece], style: Style, page_number: int, page_heigh
     mark = marker(pieces[0])
     # A numbered heading ("1. INTRODUCTION", "2.1 Roles" in bold) starts like an ordered list item: the heading test
     # comes first for numbers, a bullet is always a list item.
-    level = heading_level(pieces, text, size, style) if mark is None or mark[1] else 0
+    level = heading_level(pieces, text, size, style) if (mark is None or mark[1]) and not framed else 0
     if level:
         if page_number == 1 and style.title_size and abs(size - style.title_size) < 0.3:
             return Block(Kind.TITLE, bbox, text)
@@ -122,14 +126,20 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
     big = size >= HEADING_RATIO * body
     if letters < 2 and not (text.strip(".").isdigit() and size >= 1.5 * body):
         return 0  # tick labels, page numbers, table fragments; a chapter's big number is the exception
-    if text.endswith((",", ";")) or (text.endswith(".") and n_words > 6 and not big):
+    if _ADDRESS.search(text):
+        return 0  # a web or mail address set in bold on a cover is no section
+    if text.endswith((",", ";", ":")) or (text.endswith(".") and n_words > 6 and not big):
         return 0  # a sentence, not a heading
     bold = all(w.bold for p in pieces for w in p.words)
+    italic = all(w.italic for p in pieces for w in p.words[1:]) and len(pieces[0].words) > 1
     numbered = _NUMBERED.match(text)
     # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
     capitals = text.upper() == text and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
     if not big:
-        if not (bold or (capitals and numbered)) or size < SMALL_RATIO * body:
+        # At body size a heading must be set apart: bold; numbered and in capitals or italics ("3.1. Emission line
+        # fluxes" in AASTeX); or one to three words in capitals on a line of their own ("ABSTRACT").
+        marked = bold or (numbered and (capitals or italic)) or (capitals and n_words <= 3)
+        if not marked or size < SMALL_RATIO * body:
             return 0
         if not numbered and n_words > 12:
             return 0

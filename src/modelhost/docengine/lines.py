@@ -2,15 +2,16 @@
 
 A text-layer line (pdfium's own line numbering) may run across two columns or across a table's cells when their
 baselines agree; OCR gives no line numbers at all. So lines are rebuilt from geometry: words of one direction whose
-vertical extents overlap by half the smaller height are one line, read left to right; then a line is cut into
-pieces wherever the gap between two words is wider than `PIECE_GAP` times the font size (word spaces are ~0.25-0.5
-em even in justified text; column gutters and cell gaps are wider). Pieces are what reading order and paragraphs
-work on.
+vertical extents overlap by half the smaller height are one line, read in its direction (left to right, or right
+to left for Arabic and Hebrew); then a line is cut into pieces wherever the gap between two words is wider than
+`PIECE_GAP` times the font size (word spaces are ~0.25-0.5 em even in justified text; column gutters and cell gaps
+are wider). Pieces are what reading order and paragraphs work on.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\u
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """Words of one line that belong together, left to right (right to left is already inside each word)."""
+    """Words of one line that belong together, in reading order (a right-to-left line: rightmost first)."""
 
     words: tuple[Word, ...]
 
@@ -67,7 +68,7 @@ class Piece:
 
 
 def lines(words: Iterable[Word]) -> list[list[Word]]:
-    """Horizontal words grouped into lines (top to bottom), each left to right."""
+    """Horizontal words grouped into lines (top to bottom), each in reading order."""
     out: list[list[Word]] = []
     spans: list[tuple[float, float]] = []
     for word in sorted((w for w in words if w.rotation == 0), key=lambda w: ((w.y0 + w.y1) / 2, w.x0)):
@@ -84,7 +85,21 @@ def lines(words: Iterable[Word]) -> list[list[Word]]:
         if not placed:
             out.append([word])
             spans.append((word.y0, word.y1))
-    return [sorted(line, key=lambda w: w.x0) for line in out]
+    return [_reading_order(line) for line in out]
+
+
+def _reading_order(line: list[Word]) -> list[Word]:
+    # Left to right, or right to left when most of the line's letters are of a right-to-left script (Arabic,
+    # Hebrew): the words of "مرحبا بالعالم" stand on the page with the first one rightmost.
+    letters = sum(len(w.text) for w in line if rtl(w.text))
+    if 2 * letters > sum(len(w.text) for w in line):
+        return sorted(line, key=lambda w: -w.x1)
+    return sorted(line, key=lambda w: w.x0)
+
+
+def rtl(text: str) -> bool:
+    """True when the text holds letters of a right-to-left script."""
+    return any(unicodedata.bidirectional(c) in ("R", "AL") for c in text)
 
 
 def pieces(line: Sequence[Word]) -> list[Piece]:
@@ -95,7 +110,8 @@ def pieces(line: Sequence[Word]) -> list[Piece]:
             last = out[-1][-1]
             size = max(word.size or word.height, last.size or last.height, 1.0)
             limit = CODE_GAP if word.monospace and last.monospace else PIECE_GAP
-            if word.x0 - last.x1 <= limit * size or (len(out) == 1 and len(out[-1]) == 1 and _MARKER.match(last.text)):
+            gap = max(word.x0 - last.x1, last.x0 - word.x1)  # either reading direction
+            if gap <= limit * size or (len(out) == 1 and len(out[-1]) == 1 and _MARKER.match(last.text)):
                 out[-1].append(word)
                 continue
         out.append([word])

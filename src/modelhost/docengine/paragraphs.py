@@ -5,7 +5,8 @@ A new paragraph starts, and why each rule:
   which is how "5.1 Hyper Parameter Optimization" stays out of the paragraph under it;
 - at a vertical gap wider than `PARAGRAPH_GAP` font sizes (Word-style spacing between paragraphs);
 - at an indented first line (`INDENT` font sizes right of the chunk's left edge, the line above flush): LaTeX and
-  pdf-spec's paragraphs.pdf separate paragraphs by indentation alone, with the same leading;
+  pdf-spec's paragraphs.pdf separate paragraphs by indentation alone, with the same leading (not after a bold line:
+  a heading's wrapped line hangs at its text, "Chapter 1. Securing..." over "data");
 - after a short line that ends a sentence (the line above stops well before the right edge): flush-left paragraphs
   without spacing;
 - at a list marker (bullet or number); the item's wrapped lines, indented to its text, stay with it;
@@ -83,7 +84,7 @@ def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
             new = True
         elif item_text_x is not None:
             new = abs(piece.x0 - item_text_x) > INDENT * size and piece.x0 < item_text_x
-        elif (piece.x0 - left >= INDENT * size and prev.x0 - left < INDENT * size) or (
+        elif (piece.x0 - left >= INDENT * size and prev.x0 - left < INDENT * size and not _style(prev)[1]) or (
             right - prev.x1 > SHORT_LINE * size and _SENTENCE_END.search(prev.text)
         ):
             new = True

@@ -132,6 +132,17 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     return found
 
 
+def rule_frames(rules: Sequence[Segment]) -> list[BBox]:
+    """The boxes of closed rule groups (horizontal and vertical rules that touch), table or not."""
+    out = []
+    for group in _groups(merge_rules(rules)):
+        if any(s.horizontal for s in group) and any(not s.horizontal for s in group):
+            out.append(
+                (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))
+            )
+    return out
+
+
 def _inside(word: Word, box: BBox) -> bool:
     cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]

@@ -19,8 +19,8 @@ What "usable" means, and why each test: a page with no characters is a scan (OCR
 whose font had no ToUnicode map are codes, not text (a page of them OCRs better than it reads); private-use code
 points are the same story for symbol fonts; text drawn invisible (render mode 3) over an image is someone else's OCR
 layer, often poor, so the page is OCRed again and the region list says where. A page where such characters are a
-small share (under `BAD_SHARE`) keeps its layer: one bullet glyph in a private-use slot must not send a born-digital
-page to OCR.
+minority (under `BAD_SHARE`) keeps its layer, its garbled words (control characters, U+FFFD) moved out of the
+words into `ocr_regions`; private-use glyphs stay words (symbol-font bullets are private-use and are list markers).
 
 Every loop over the page's objects is bounded (`MAX_OBJECTS`, `MAX_FORM_DEPTH`): a Form XObject that draws itself,
 or a page of a million tiny paths, must not make this walk run away (issue 25's 733-byte PDF).
@@ -38,11 +38,13 @@ from typing import Any
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
+from modelhost.docengine.lines import rtl
 from modelhost.docengine.types import BBox, ImageRegion, PageContent, Segment, Usability, Word
 
-#: Share of characters that may be unusable (U+FFFD, private use, no Unicode map) before the page needs OCR. A few
-#: such glyphs (a bullet from a symbol font, a logo) are normal in born-digital pages; a third of them is not text.
-BAD_SHARE = 0.1
+#: Share of characters that may be unusable (U+FFFD, private use, no Unicode map) before the whole page needs OCR.
+#: Below it the page keeps its text layer and only the garbled words' places become OCR regions: one sidebar in a
+#: font without ToUnicode (the Redbook's page 3) must not send a page of good text to OCR.
+BAD_SHARE = 0.5
 #: Page objects visited at most, forms included. Real pages have a few thousand; a hostile file could have millions
 #: (or a form that draws itself), and the walk must end in bounded time either way.
 MAX_OBJECTS = 200_000
@@ -62,6 +64,8 @@ WORD_GAP = 0.3
 PITCH_SPREAD = 0.04
 #: ...over at least this many words of three characters or more.
 MIN_PITCH_WORDS = 5
+#: Garbled words closer than this (points, at most a line height) form one OCR region.
+MERGE_PAD = 12.0
 #: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold).
 BOLD_WEIGHT = 600
 
@@ -138,14 +142,19 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
             textpage.close()
     finally:
         page.close()
-    words = _fixed_pitch(list(_words(chars)))
+    every = list(_words(chars))
+    # Words of raw font codes (a font without a ToUnicode map: control characters, U+FFFD) are not text: they
+    # leave the words, and where they were is a region for OCR, so a page with one such sidebar keeps the rest.
+    garbled = [w for w in every if _garbled(w.text)]
+    words = _fixed_pitch([w for w in every if not _garbled(w.text)])
     images = tuple(objects.images)
     usability = _verdict(chars, objects, images)
     regions: tuple[BBox, ...] = ()
     if usability is not Usability.USABLE:
         regions = ((0.0, 0.0, float(width), float(height)),)
     else:
-        regions = tuple(image.bbox for image in images if not _covered(image.bbox, words))
+        unread = [image.bbox for image in images if not _covered(image.bbox, words)]
+        regions = tuple(unread + _merged([w.bbox for w in garbled]))
     return PageContent(
         number=page_index + 1,
         width=float(width),
@@ -413,7 +422,7 @@ def _same_line(prev: _Char, ch: _Char) -> bool:
 def _word(chars: list[_Char], line: int) -> Word:
     first = chars[0]
     text = "".join(c.text for c in chars)
-    if _rtl(text):
+    if rtl(text):
         # pdfium gives right-to-left scripts in drawing order (left to right on the page): the word reads reversed.
         # A word's characters are put in logical order by their x position, right to left.
         text = "".join(c.text for c in sorted(chars, key=lambda c: -c.x1))
@@ -451,8 +460,28 @@ def _fixed_pitch(words: list[Word]) -> tuple[Word, ...]:
     return tuple(replace(w, monospace=True) if w.font in fixed else w for w in words)
 
 
-def _rtl(text: str) -> bool:
-    return any(unicodedata.bidirectional(c) in ("R", "AL") for c in text)
+def _garbled(text: str) -> bool:
+    return any(c == "\ufffd" or unicodedata.category(c) == "Cc" for c in text)
+
+
+def _merged(boxes: list[BBox]) -> list[BBox]:
+    """Boxes that touch (within a line height) merged into regions: the OCR reads regions, not word fragments."""
+    regions = [list(b) for b in boxes]
+    changed = True
+    while changed:  # each pass merges at least two regions or ends: at most len(boxes) passes
+        changed = False
+        out: list[list[float]] = []
+        for x0, y0, x1, y1 in sorted(regions, key=lambda b: (b[1], b[0])):
+            pad = min(y1 - y0, MERGE_PAD)
+            for m in out:
+                if x0 <= m[2] + pad and m[0] <= x1 + pad and y0 <= m[3] + pad and m[1] <= y1 + pad:
+                    m[0], m[1], m[2], m[3] = min(m[0], x0), min(m[1], y0), max(m[2], x1), max(m[3], y1)
+                    changed = True
+                    break
+            else:
+                out.append([x0, y0, x1, y1])
+        regions = out
+    return [(m[0], m[1], m[2], m[3]) for m in regions]
 
 
 def _bad(ch: str) -> bool:
