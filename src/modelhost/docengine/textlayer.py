@@ -145,8 +145,9 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
     every = list(_words(chars))
     # Words of raw font codes (a font without a ToUnicode map: control characters, U+FFFD) are not text: they
     # leave the words, and where they were is a region for OCR, so a page with one such sidebar keeps the rest.
+    # A word with a stray code beside real letters (the Redbook's bullet "r" + U+0001) keeps its letters.
     garbled = [w for w in every if _garbled(w.text)]
-    words = _fixed_pitch([w for w in every if not _garbled(w.text)])
+    words = _fixed_pitch([_cleaned(w) for w in every if not _garbled(w.text)])
     images = tuple(objects.images)
     usability = _verdict(chars, objects, images)
     regions: tuple[BBox, ...] = ()
@@ -460,8 +461,19 @@ def _fixed_pitch(words: list[Word]) -> tuple[Word, ...]:
     return tuple(replace(w, monospace=True) if w.font in fixed else w for w in words)
 
 
+def _bad_char(c: str) -> bool:
+    return c == "\ufffd" or unicodedata.category(c) == "Cc"
+
+
 def _garbled(text: str) -> bool:
-    return any(c == "\ufffd" or unicodedata.category(c) == "Cc" for c in text)
+    # Mostly codes: a word of raw font codes, perhaps with a letter that happens to map.
+    return 2 * sum(_bad_char(c) for c in text) > len(text)
+
+
+def _cleaned(word: Word) -> Word:
+    if not any(_bad_char(c) for c in word.text):
+        return word
+    return replace(word, text="".join(c for c in word.text if not _bad_char(c)))
 
 
 def _merged(boxes: list[BBox]) -> list[BBox]:
