@@ -45,7 +45,7 @@ class Entry:
 @cache
 def _reference(truth: Path, arxiv: bool) -> docmetrics.Parsed:
     if truth.suffix == ".json":
-        from docling_core.types.doc import DoclingDocument
+        from docling_core.types.doc.document import DoclingDocument
 
         markdown = DoclingDocument.load_from_json(truth).export_to_markdown()
     else:

@@ -10,7 +10,8 @@ each tool converts one small file before timing, so a lazily loaded model is not
 only comparable within one run: compare the ratios, not the seconds, and read the load average printed with them.
 
     .venv/bin/python bench/documents_quality.py [--files redp arxiv] [--tools modelhost pymupdf4llm]
-        [--rounds 3] [--json out.json] [--save outputs/] [--verbose]
+        [--rounds 3] [--json out.json] [--save outputs/] [--verbose] [--floors TOOL]
+    .venv/bin/python bench/documents_quality.py --rescore outputs/   # score a saved (even unfinished) run again
 
 Targets (issue 19), printed beside modelhost's figures on the born-digital group: CER <= 0.15, word recall >= 0.97,
 heading recall >= 0.9, table cell recall >= 0.7, sentences whole >= 0.9 of pymupdf4llm's, every measure at or above
@@ -263,6 +264,16 @@ def cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
+#: In a --save folder: one JSON line per conversion (tool, file, round, wall and CPU seconds, error), appended as
+#: each ends, so a run stopped part-way (a 2-core machine shared by seven can take an hour over the OCR tools) can
+#: still be scored with --rescore, on the files every tool finished.
+TIMES = "times.jsonl"
+
+
+def _output_path(save: Path, tool: str, entry: str) -> Path:
+    return save / tool / (entry.replace("/", "__") + ".md")
+
+
 def run(
     tools: list[Any], entries: list[doccorpus.Entry], rounds: int, save: Path | None = None
 ) -> dict[str, list[FileScore]]:
@@ -290,21 +301,55 @@ def run(
                     text, error = tool.convert(entry.pdf), ""
                 except Exception as exc:
                     text, error = "", f"{type(exc).__name__}: {exc}"
-                times.setdefault(key, []).append((time.perf_counter() - wall, cpu_seconds() - cpu))
+                spent = (time.perf_counter() - wall, cpu_seconds() - cpu)
+                times.setdefault(key, []).append(spent)
                 if key not in outputs:
                     outputs[key] = (text, error)
-                    if save is not None:
-                        place = save / tool.name / (entry.name.replace("/", "__") + ".md")
+                if save is not None:
+                    if r == 0:
+                        place = _output_path(save, tool.name, entry.name)
                         place.parent.mkdir(parents=True, exist_ok=True)
                         place.write_text(text, encoding="utf-8")
+                    line = {"tool": tool.name, "file": entry.name, "round": r, "wall": spent[0], "cpu": spent[1]}
+                    with (save / TIMES).open("a", encoding="utf-8") as log:
+                        log.write(json.dumps({**line, "error": error}) + "\n")
             print(f"  round {r + 1}/{rounds}: {entry.name} done", file=sys.stderr)
+    return _scores([t.name for t in tools], entries, outputs, times, pages)
+
+
+def rescore(
+    save: Path, names: list[str], entries: list[doccorpus.Entry]
+) -> tuple[dict[str, list[FileScore]], list[str]]:
+    """Score a --save folder's outputs and times again, on the entries that every tool named there finished."""
+    outputs: dict[tuple[str, str], tuple[str, str]] = {}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for raw in (save / TIMES).read_text(encoding="utf-8").splitlines():
+        line = json.loads(raw)
+        key = (line["tool"], line["file"])
+        times.setdefault(key, []).append((line["wall"], line["cpu"]))
+        if line["round"] == 0:
+            text = _output_path(save, *key).read_text(encoding="utf-8") if not line["error"] else ""
+            outputs[key] = (text, line["error"])
+    tools = [n for n in names if any(k[0] == n for k in outputs)]
+    done = [e for e in entries if all((n, e.name) in outputs for n in tools)]
+    pages = {e.name: doccorpus.page_count(e.pdf) for e in done}
+    return _scores(tools, done, outputs, times, pages), tools
+
+
+def _scores(
+    tools: list[str],
+    entries: list[doccorpus.Entry],
+    outputs: dict[tuple[str, str], tuple[str, str]],
+    times: dict[tuple[str, str], list[tuple[float, float]]],
+    pages: dict[str, int],
+) -> dict[str, list[FileScore]]:
     scores: dict[str, list[FileScore]] = {}
-    for tool in tools:
+    for name in tools:
         for entry in entries:
-            key = (tool.name, entry.name)
+            key = (name, entry.name)
             text, error = outputs[key]
             seconds = (statistics.median(t[0] for t in times[key]), statistics.median(t[1] for t in times[key]))
-            scores.setdefault(tool.name, []).append(score(entry, text, seconds, pages[entry.name], error))
+            scores.setdefault(name, []).append(score(entry, text, seconds, pages[entry.name], error))
     return scores
 
 
@@ -333,37 +378,51 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this file")
     parser.add_argument("--verbose", action="store_true", help="list missed and false headings per file")
     parser.add_argument("--floors", default=None, help="print this tool's FLOORS rows for the corpus acceptance test")
-    parser.add_argument("--save", type=Path, default=None, help="write each tool's output to SAVE/TOOL/FILE.md")
+    parser.add_argument("--save", type=Path, default=None, help="write each output to SAVE/TOOL/FILE.md as it is made")
+    parser.add_argument("--rescore", type=Path, default=None, help="convert nothing: score a --save folder again")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     entries = [e for e in doccorpus.entries() if not args.files or any(f in e.name for f in args.files)]
     if not entries:
         parser.error(f"--files {args.files}: no corpus entry matches")
-    load_before = os.getloadavg()
-    tools: list[Any] = []
     startup: dict[str, float] = {}
     unavailable: dict[str, str] = {}
-    for name in args.tools:
-        tool = doctools.TOOLS[name]()
-        start = time.perf_counter()
+    if args.rescore is not None:
+        meta = json.loads((args.rescore / "meta.json").read_text(encoding="utf-8"))
+        scores, names = rescore(args.rescore, args.tools, entries)
+        finished = {s.file for files in scores.values() for s in files}
+        entries = [e for e in entries if e.name in finished]
+        measured, startup, unavailable = meta["commit"], meta["startup_s"], meta["unavailable"]
+        load_before, load_after = meta["load_average"], None
+        print(f"rescored {args.rescore}: {', '.join(names)} on the {len(entries)} files all of them finished")
+    else:
+        load_before = os.getloadavg()
+        tools: list[Any] = []
+        for name in args.tools:
+            tool = doctools.TOOLS[name]()
+            start = time.perf_counter()
+            try:
+                tool.start()
+            except doctools.Unavailable as exc:
+                unavailable[name] = str(exc)
+                continue
+            startup[name] = time.perf_counter() - start
+            tools.append(tool)
+        measured = commit()
+        if args.save is not None:
+            args.save.mkdir(parents=True, exist_ok=True)
+            meta = {"commit": measured, "startup_s": startup, "unavailable": unavailable, "load_average": load_before}
+            (args.save / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         try:
-            tool.start()
-        except doctools.Unavailable as exc:
-            unavailable[name] = str(exc)
-            continue
-        startup[name] = time.perf_counter() - start
-        tools.append(tool)
-    try:
-        scores = run(tools, entries, args.rounds, args.save)
-    finally:
-        for tool in tools:
-            tool.close()
-    load_after = os.getloadavg()
-    measured = commit()
+            scores = run(tools, entries, args.rounds, args.save)
+        finally:
+            for tool in tools:
+                tool.close()
+        load_after = os.getloadavg()
     print(
         f"\ndocuments_quality at {measured}: {len(entries)} files, {args.rounds} round(s), {os.cpu_count()} cores, "
-        f"load average {load_before[0]:.2f} before / {load_after[0]:.2f} after"
+        f"load average {load_before[0]:.2f} before / " + (f"{load_after[0]:.2f} after" if load_after else "? after")
     )
     for name, why in unavailable.items():
         print(f"  {name}: unavailable: {why}")

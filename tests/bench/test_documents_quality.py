@@ -15,8 +15,9 @@ SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "documents_quality.py"
 @pytest.mark.slow
 def test_the_benchmark_scores_pymupdf4llm_on_pdfspec_pages(tmp_path: Path) -> None:
     pytest.importorskip("pymupdf4llm", reason="the bench extra is not installed")
-    out = tmp_path / "out.json"
-    args = ["--tools", "pymupdf4llm", "--files", "pdfspec/headings", "pdfspec/table", "--json", str(out)]
+    out, saved = tmp_path / "out.json", tmp_path / "saved"
+    files = ["--tools", "pymupdf4llm", "--files", "pdfspec/headings", "pdfspec/table"]
+    args = [*files, "--json", str(out), "--save", str(saved)]
     done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "| pymupdf4llm" in done.stdout and "per file:" in done.stdout
@@ -27,6 +28,14 @@ def test_the_benchmark_scores_pymupdf4llm_on_pdfspec_pages(tmp_path: Path) -> No
     assert group["heading_recall"] == 1.0 and group["cell_recall"] == 1.0
     assert group["s_per_page"] > 0
     assert [f["file"] for f in report["files"]["pymupdf4llm"]] == ["pdfspec/headings", "pdfspec/table"]
+    assert "|Header A|Header B|Header C|" in (saved / "pymupdf4llm" / "pdfspec__table.md").read_text()
+
+    # --rescore converts nothing and gives the same figures from the saved outputs and times
+    again = tmp_path / "again.json"
+    args = [*files, "--json", str(again), "--rescore", str(saved)]
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(again.read_text())["groups"] == report["groups"]
 
 
 def test_an_unknown_file_filter_is_refused() -> None:
