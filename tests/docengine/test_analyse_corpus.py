@@ -65,7 +65,11 @@ def test_pdfspec_ruled_table_gives_every_cell(open_pdf: Open) -> None:
 def test_redbook_ruled_tables_keep_their_cells(open_pdf: Open) -> None:
     pages = layouts(open_pdf, "pdf/redp5110_sampled.pdf")
     tables = {p.number: b.table for p in pages for b in p.blocks if b.kind is Kind.TABLE and b.table}
-    assert sorted(tables) == [8, 9, 11, 12]  # Tables 2-1, 2-2, 3-1 and 3-2; no framed box taken for a table
+    # the contents (dot leaders), Tables 2-1, 2-2, 3-1 and 3-2; no framed box taken for a table
+    assert sorted(tables) == [2, 8, 9, 11, 12]
+    contents = [[c.text if c else "" for c in row] for row in tables[2].grid()]
+    assert contents[0][1] == "vii" and contents[0][0].startswith("Notices . . .")
+    assert ["Chapter 1. Securing and protecting IBM DB2 data", "1"] in [[r[0].rstrip(" ."), r[1]] for r in contents]
     usage = tables[8]
     assert (usage.rows, usage.cols) == (5, 3)
     grid = [[c.text if c else "" for c in row] for row in usage.grid()]

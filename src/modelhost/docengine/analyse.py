@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from modelhost.docengine.classify import HEADING_RATIO, Style, classify
+from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
@@ -104,6 +105,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
 
     # Rotated words outside tables are margin stamps (arXiv's identifier) or sideways labels: not body text.
     free = [w for i, w in enumerate(words) if i not in taken and w.rotation == 0]
+    index = {id(w): i for i, w in enumerate(free)}
+    contents = find_contents([[index[id(w)] for w in line] for line in lines(free)], free)
+    for toc in contents:
+        fixed.append(Block(Kind.TABLE, toc.bbox, table=toc.table))
+    if contents:
+        gone = frozenset().union(*(toc.words for toc in contents))
+        free = [w for i, w in enumerate(free) if i not in gone]
     runs: list[Piece] = [p for line in lines(free) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style.body_size)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
