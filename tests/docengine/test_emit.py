@@ -66,3 +66,26 @@ def test_to_docling_gives_markdown_with_headings_lists_tables_and_code() -> None
     assert "- first\n- second" in md
     assert "| A " in md and "wide" in md
     assert "```\nx = 1\ny = 2\n```" in md
+
+
+def test_captions_attach_to_their_picture_or_table() -> None:
+    from modelhost.docengine import analyse
+    from modelhost.docengine.types import ImageRegion, PageContent, Word
+
+    def word(text: str, x: float, y: float) -> Word:
+        return Word(text, (x, y, x + 6 * len(text), y + 10), size=10.0)
+
+    content = PageContent(
+        1,
+        600,
+        800,
+        (word("Figure", 100, 320), word("1:", 140, 320), word("A", 160, 320), word("cat", 172, 320)),
+        images=(ImageRegion((100, 100, 400, 300)),),
+    )
+    layout = analyse(content)
+    assert [b.kind for b in layout.blocks] == [Kind.PICTURE, Kind.CAPTION]
+    assert layout.blocks[0].caption == 1
+    doc = to_docling("c", [layout])
+    (picture,) = doc.pictures
+    assert picture.caption_text(doc) == "Figure 1: A cat"
+    assert doc.export_to_markdown().count("Figure 1: A cat") == 1

@@ -122,3 +122,20 @@ def test_an_empty_page_and_a_page_of_one_word_analyse() -> None:
     assert analyse(PageContent(1, 600, 800)).blocks == ()
     (block,) = analyse(PageContent(1, 600, 800, (word("alone", 100, 400),))).blocks
     assert block.text == "alone"
+
+
+def test_hostile_sizes_are_bounded() -> None:
+    import time
+
+    from modelhost.docengine.tables import MAX_RULES
+
+    # a page claiming to be a billion points wide, boxes spread across it, and far more rules than any table has
+    boxes = [(float(i) * 1e6, 10.0 * (i % 7), float(i) * 1e6 + 5e5, 10.0 * (i % 7) + 8) for i in range(1000)]
+    assert sorted(i for leaf in order(boxes) for i in leaf) == list(range(1000))
+    rules = tuple(Segment(0, float(y), 500, float(y)) for y in range(10 * MAX_RULES))
+    words = tuple(word("w", 10 + 20 * (i % 20), 5 + 12 * (i // 20)) for i in range(400))
+    started = time.process_time()
+    layout = analyse(PageContent(1, 1e9, 1e9, words, rules))
+    assert sum(len(b.text.split()) for b in layout.blocks if b.kind is not Kind.TABLE) <= 400
+    # bounded work: well under a CPU minute even on a slow machine (the unbounded pairwise rule grouping took hours)
+    assert time.process_time() - started < 60

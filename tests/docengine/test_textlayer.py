@@ -104,3 +104,24 @@ def test_garbled_words_become_ocr_regions_and_the_rest_stays_text(open_pdf: Open
     sidebar = [r for r in content.ocr_regions if r[0] < 160 and 340 < r[1] < 350 and r[3] > 420]
     assert len(sidebar) == 1
     assert "No one else has the vast consulting experiences" in " ".join(w.text for w in content.words)
+
+
+def test_a_page_of_too_many_characters_is_refused_by_name(tmp_path: Path) -> None:
+    from reportlab.pdfgen import canvas
+
+    from modelhost.docengine.textlayer import MAX_CHARS
+    from modelhost.errors import InvalidInputError
+
+    path = tmp_path / "dense.pdf"
+    c = canvas.Canvas(str(path), pagesize=(595, 842))
+    c.setFont("Helvetica", 1)
+    line = "x" * 2000
+    for k in range(MAX_CHARS // len(line) + 2):
+        c.drawString(0, 1 + (k % 800), line)
+    c.save()
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        with pytest.raises(InvalidInputError, match="characters"):
+            read_text_layer(doc, 0)
+    finally:
+        doc.close()

@@ -126,7 +126,24 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             chunk = []
             blocks.append(fixed[i - len(runs)])
         _extend(blocks, _classified(chunk, style, content, frames))
-    return PageLayout(content.number, content.width, content.height, tuple(blocks + bottom))
+    return PageLayout(content.number, content.width, content.height, tuple(_captioned(blocks + bottom)))
+
+
+def _captioned(blocks: list[Block]) -> list[Block]:
+    """Pictures and tables linked to the caption beside them: a table's caption is usually above it, a figure's
+    below, so each looks that way first; a caption serves one of them."""
+    used: set[int] = set()
+    out = list(blocks)
+    for i, block in enumerate(blocks):
+        if block.kind not in (Kind.PICTURE, Kind.TABLE):
+            continue
+        sides = (i - 1, i + 1) if block.kind is Kind.TABLE else (i + 1, i - 1)
+        for j in sides:
+            if 0 <= j < len(blocks) and blocks[j].kind is Kind.CAPTION and j not in used:
+                used.add(j)
+                out[i] = replace(block, caption=j)
+                break
+    return out
 
 
 def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple[list[Block], list[Block], list[Piece]]:

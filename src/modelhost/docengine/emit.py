@@ -101,47 +101,72 @@ def doctags_page(layout: PageLayout, *, escape: bool = False) -> str:
 
 
 def to_docling(name: str, layouts: Sequence[PageLayout]) -> Any:
-    """A DoclingDocument of the pages: body blocks in reading order, furniture in docling's furniture layer."""
+    """A DoclingDocument of the pages: body blocks in reading order, furniture in docling's furniture layer,
+    captions attached to their picture or table."""
     from docling_core.types.doc.base import Size
-    from docling_core.types.doc.document import ContentLayer, DoclingDocument  # type: ignore[attr-defined]
-    from docling_core.types.doc.labels import DocItemLabel
+    from docling_core.types.doc.document import DoclingDocument  # type: ignore[attr-defined]
 
     doc = DoclingDocument(name=name)
     for layout in layouts:
         doc.add_page(page_no=layout.number, size=Size(width=layout.width, height=layout.height))
-        group: Any = None
-        group_ordered = False
-        for block in layout.blocks:
-            prov = _prov(block, layout)
-            text = block.text
-            if block.kind is not Kind.LIST_ITEM:
-                group = None
-            if block.kind.furniture:
-                label = DocItemLabel.PAGE_HEADER if block.kind is Kind.PAGE_HEADER else DocItemLabel.PAGE_FOOTER
-                doc.add_text(label, text, prov=prov, content_layer=ContentLayer.FURNITURE)
-            elif block.kind is Kind.TITLE:
-                doc.add_title(text, prov=prov)
-            elif block.kind is Kind.SECTION_HEADER:
-                doc.add_heading(text, level=max(1, block.level), prov=prov)
-            elif block.kind is Kind.LIST_ITEM:
-                if group is None or group_ordered != block.ordered:
-                    group = doc.add_list_group()
-                    group_ordered = block.ordered
-                doc.add_list_item(text, enumerated=block.ordered, marker=block.marker, parent=group, prov=prov)
-            elif block.kind is Kind.CODE:
-                doc.add_code(text, prov=prov)
-            elif block.kind is Kind.TABLE and block.table is not None:
-                doc.add_table(data=_table_data(block.table), prov=prov)
-            elif block.kind is Kind.PICTURE:
-                doc.add_picture(prov=prov)
-            else:
-                labels = {
-                    Kind.FORMULA: DocItemLabel.FORMULA,
-                    Kind.CAPTION: DocItemLabel.CAPTION,
-                    Kind.FOOTNOTE: DocItemLabel.FOOTNOTE,
-                }
-                doc.add_text(labels.get(block.kind, DocItemLabel.TEXT), text, prov=prov)
+        _Page(doc, layout).add()
     return doc
+
+
+class _Page:
+    """One layout's blocks added to a DoclingDocument, lists grouped, captions linked."""
+
+    def __init__(self, doc: Any, layout: PageLayout) -> None:
+        self.doc = doc
+        self.layout = layout
+        self.items: dict[int, Any] = {}  # block index -> its docling item
+        self.group: Any = None
+        self.group_ordered = False
+        # caption index -> the picture/table that takes it
+        self.owner = {b.caption: i for i, b in enumerate(layout.blocks) if b.caption >= 0}
+
+    def add(self) -> None:
+        for i, block in enumerate(self.layout.blocks):
+            if block.kind is not Kind.LIST_ITEM:
+                self.group = None
+            self.items[i] = self._item(i, block)
+
+    def _item(self, i: int, block: Block) -> Any:
+        from docling_core.types.doc.document import ContentLayer  # type: ignore[attr-defined]
+        from docling_core.types.doc.labels import DocItemLabel
+
+        doc, prov, text = self.doc, _prov(block, self.layout), block.text
+        if block.kind.furniture:
+            label = DocItemLabel.PAGE_HEADER if block.kind is Kind.PAGE_HEADER else DocItemLabel.PAGE_FOOTER
+            return doc.add_text(label, text, prov=prov, content_layer=ContentLayer.FURNITURE)
+        if block.kind is Kind.TITLE:
+            return doc.add_title(text, prov=prov)
+        if block.kind is Kind.SECTION_HEADER:
+            return doc.add_heading(text, level=max(1, block.level), prov=prov)
+        if block.kind is Kind.LIST_ITEM:
+            if self.group is None or self.group_ordered != block.ordered:
+                self.group = doc.add_list_group()
+                self.group_ordered = block.ordered
+            return doc.add_list_item(text, enumerated=block.ordered, marker=block.marker, parent=self.group, prov=prov)
+        if block.kind is Kind.CODE:
+            return doc.add_code(text, prov=prov)
+        caption = self.items.get(block.caption) if block.caption >= 0 else None
+        if block.kind is Kind.TABLE and block.table is not None:
+            return doc.add_table(data=_table_data(block.table), prov=prov, caption=caption)
+        if block.kind is Kind.PICTURE:
+            return doc.add_picture(prov=prov, caption=caption)
+        if block.kind is Kind.CAPTION and self.owner.get(i, len(self.layout.blocks)) < i:
+            # the caption of a picture or table already added: it becomes that item's caption
+            holder = self.items[self.owner[i]]
+            item = doc.add_text(DocItemLabel.CAPTION, text, prov=prov, parent=holder)
+            holder.captions.append(item.get_ref())
+            return item
+        labels = {
+            Kind.FORMULA: DocItemLabel.FORMULA,
+            Kind.CAPTION: DocItemLabel.CAPTION,
+            Kind.FOOTNOTE: DocItemLabel.FOOTNOTE,
+        }
+        return doc.add_text(labels.get(block.kind, DocItemLabel.TEXT), text, prov=prov)
 
 
 def _prov(block: Block, layout: PageLayout) -> Any:

@@ -15,6 +15,7 @@ indices top to bottom. The rules, and why:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from modelhost.docengine.types import BBox
@@ -27,6 +28,8 @@ MAX_SPANNERS = 0.34
 TEXT_FILL = 0.55
 #: A text column is at least this many line heights wide (a two-column paper's are ~24, a newspaper's ~15).
 COLUMN_MEASURE = 10.0
+#: Steps of the coverage count at most (1 point each on real pages).
+MAX_STEPS = 4096
 #: Recursion bound: real pages need 3-6 levels; a hostile page of boxes must not recurse without end.
 MAX_DEPTH = 24
 
@@ -106,15 +109,20 @@ def _bands(boxes: Sequence[BBox], idx: list[int]) -> list[list[int]]:
     right = max(boxes[i][2] for i in idx)
     if right - left < 3 * MIN_GUTTER:
         return [idx]
-    # Coverage count over the inner 80% of the region, in 1-point steps (pages are ~600 points wide).
+    # Coverage count over the inner 80% of the region, in 1-point steps (pages are ~600 points wide), at most
+    # MAX_STEPS of them: a page that claims to be a million points wide gets coarser steps, not a huge list.
     lo, hi = left + 0.1 * (right - left), right - 0.1 * (right - left)
-    steps = max(1, int(hi - lo))
-    counts = [0] * steps
+    steps = max(1, min(int(hi - lo), MAX_STEPS))
+    scale = steps / max(hi - lo, 1e-9)  # steps per point
+    # (a difference array: one pass over the boxes and one over the steps, whatever the boxes' widths)
+    delta = [0] * (steps + 1)
     for i in idx:
-        a = max(0, int(boxes[i][0] - lo))
-        b = min(steps, int(boxes[i][2] - lo) + 1)
-        for k in range(a, b):
-            counts[k] += 1
+        a = max(0, int((boxes[i][0] - lo) * scale))
+        b = min(steps, int((boxes[i][2] - lo) * scale) + 1)
+        if a < b:
+            delta[a] += 1
+            delta[b] -= 1
+    counts = list(itertools.accumulate(delta[:steps]))
     best = min(counts)
     if best == 0 or best > MAX_SPANNERS * len(idx):
         return [idx]
@@ -127,9 +135,9 @@ def _bands(boxes: Sequence[BBox], idx: list[int]) -> list[list[int]]:
             if k - start > run_len:
                 run_start, run_len = start, k - start
             start = -1
-    if run_len < MIN_GUTTER / 2:
+    if run_len / scale < MIN_GUTTER / 2:
         return [idx]
-    x = lo + run_start + run_len / 2
+    x = lo + (run_start + run_len / 2) / scale
     spanners = {i for i in idx if boxes[i][0] <= x <= boxes[i][2]}
     # A gutter has columns on both sides; a ragged right edge (one long line over short ones) has not.
     if not any(boxes[i][2] < x for i in idx if i not in spanners) or not any(

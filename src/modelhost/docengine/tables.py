@@ -25,6 +25,9 @@ from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 JOIN = 2.5
 #: Horizontal rules stacked closer than this (points) with the same extent are one booktabs-style table.
 STACK_GAP = 120.0
+#: Rules considered at most (grouping compares them pairwise): whatever made the PageContent, a page of a hundred
+#: thousand rules must not take minutes. The text layer keeps the same number.
+MAX_RULES = 2_000
 #: A column gap in a table without vertical rules is at least this wide (points): wider than a word space.
 COLUMN_GAP = 6.0
 #: At least this share of a table's cells hold text: a diagram of boxes and arrows has mostly empty "cells".
@@ -124,7 +127,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     """The ruled tables of a page, with the words each one takes."""
     found: list[FoundTable] = []
     taken: set[int] = set()
-    for group in _groups(merge_rules(rules)):
+    for group in _groups(merge_rules(rules[:MAX_RULES])):
         table = _table(group, words, taken)
         if table is not None:
             found.append(table)
@@ -135,7 +138,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
 def rule_frames(rules: Sequence[Segment]) -> list[BBox]:
     """The boxes of closed rule groups (horizontal and vertical rules that touch), table or not."""
     out = []
-    for group in _groups(merge_rules(rules)):
+    for group in _groups(merge_rules(rules[:MAX_RULES])):
         if any(s.horizontal for s in group) and any(not s.horizontal for s in group):
             out.append(
                 (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))

@@ -39,7 +39,9 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
 from modelhost.docengine.lines import rtl
+from modelhost.docengine.tables import MAX_RULES
 from modelhost.docengine.types import BBox, ImageRegion, PageContent, Segment, Usability, Word
+from modelhost.errors import InvalidInputError
 
 #: Share of characters that may be unusable (U+FFFD, private use, no Unicode map) before the whole page needs OCR.
 #: Below it the page keeps its text layer and only the garbled words' places become OCR regions: one sidebar in a
@@ -48,6 +50,10 @@ BAD_SHARE = 0.5
 #: Page objects visited at most, forms included. Real pages have a few thousand; a hostile file could have millions
 #: (or a form that draws itself), and the walk must end in bounded time either way.
 MAX_OBJECTS = 200_000
+#: Characters read from one page at most. The densest real pages (a 6-point index, a spreadsheet) hold ~20,000;
+#: each character read costs ~0.5 KB of Python objects, so a hostile page of millions must be refused before its
+#: characters are read, not after memory is gone. The error names the page's count and the bound.
+MAX_CHARS = 250_000
 #: Nesting of Form XObjects followed at most: real documents nest 2-4 deep; self-reference would recurse forever.
 MAX_FORM_DEPTH = 8
 #: A path whose box is thinner than this (points) is a rule: a line, or a filled hairline rectangle.
@@ -161,7 +167,8 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
         width=float(width),
         height=float(height),
         words=words,
-        rulings=tuple(objects.rules),
+        # the table finder's bound: a vector drawing of 100,000 hairlines keeps its first MAX_RULES as rules
+        rulings=tuple(objects.rules[:MAX_RULES]),
         images=images,
         usability=usability,
         ocr_regions=regions,
@@ -340,7 +347,10 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
     per_object: dict[int, tuple[_Font, float, int]] = {}
     # Character by character: FPDFText_GetText's string is not indexed like the characters (it drops and inserts
     # some around line ends: the Redbook's "2.1.7" came out as "2" on the line above and ".7" on its own).
-    for i in range(raw.FPDFText_CountChars(tp)):
+    count = raw.FPDFText_CountChars(tp)
+    if count > MAX_CHARS:
+        raise InvalidInputError(f"page: {count} characters in its text layer, more than the {MAX_CHARS} allowed")
+    for i in range(count):
         code = raw.FPDFText_GetUnicode(tp, i)
         ch = chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
         # A hyphen that breaks a word at a line end comes out as U+FFFE (pdfium's soft-hyphen marker) or U+00AD:
