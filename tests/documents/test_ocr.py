@@ -59,6 +59,57 @@ def test_streams_elements_and_keeps_a_cut_page(ocr_model: OcrModel, page: Page, 
     assert page_doctags.startswith("".join(t.text for t in cut))
 
 
+def test_each_element_streams_before_the_rest_of_the_page_is_recognised(ocr_model: OcrModel, page: Page) -> None:
+    reader = ocr_model.reader
+    start = reader.recognition_calls
+    seen = []  # recognition calls made when each token arrived
+    for token in ocr_model.chat([Message("user", "Convert this page to docling.", (page.image,))]):
+        seen.append((token.text, reader.recognition_calls - start))
+    total = reader.recognition_calls - start
+    assert seen[0] == ("<doctag>", 0)  # the page's first delta comes before any recognition
+    first_element = seen[1]
+    assert first_element[0].startswith("<section_header_level_1>") and first_element[1] == 1 < total
+    assert [calls for _, calls in seen] == sorted(calls for _, calls in seen)  # recognised as it is streamed
+
+
+def test_max_tokens_bounds_the_work(ocr_model: OcrModel, page: Page) -> None:
+    reader = ocr_model.reader
+    start = reader.recognition_calls
+    list(ocr_model.chat([Message("user", "", (page.image,))]))
+    whole = reader.recognition_calls - start
+    start = reader.recognition_calls
+    cut = list(ocr_model.chat([Message("user", "", (page.image,))], max_tokens=2))
+    assert len(cut) == 2
+    assert reader.recognition_calls - start == 1 < whole  # one region recognised, not the page
+    start = reader.recognition_calls
+    assert len(list(ocr_model.chat([Message("user", "", (page.image,))], max_tokens=1))) == 1
+    assert reader.recognition_calls == start  # `<doctag>` alone needs no recognition at all
+
+
+def test_markdown_when_the_prompt_asks_for_it(ocr_model: OcrModel, page: Page, md_words: Any) -> None:
+    # docling's VLM API pipeline's own prompt (vlm_model_specs, response format MARKDOWN)
+    prompt = "Convert this page to markdown. Do not miss any text and only output the bare markdown!"
+    tokens = list(ocr_model.chat([Message("user", prompt, (page.image,))]))
+    markdown = "".join(t.text for t in tokens)
+    assert "<doctag>" not in markdown and "<loc_" not in markdown
+    assert markdown.startswith(f"## {page.heading}\n\n")
+    assert "| Region " in markdown and "| North " in markdown  # the table is a Markdown table
+    assert cer(page.known_text, md_words(markdown)) <= 0.02, markdown
+    assert len(tokens) > 3  # streamed block by block, not as one piece
+
+
+def test_angle_brackets_go_out_literally(ocr_model: OcrModel) -> None:
+    from PIL import Image, ImageDraw
+
+    from modelhost.testing.pages import _font
+
+    img = Image.new("RGB", (1275, 300), "white")
+    ImageDraw.Draw(img).text((100, 100), "if x < y and z > w then stop", font=_font(28), fill="black")
+    doctags = ocr_model.page_doctags(img)
+    assert ">if x < y and z > w then stop</" in doctags, doctags
+    assert "&lt;" not in doctags and "&gt;" not in doctags
+
+
 def test_refuses_a_request_without_an_image(ocr_model: OcrModel) -> None:
     with pytest.raises(InvalidInputError, match="reads page images"):
         ocr_model.chat([Message("user", "Convert this page to docling.")])

@@ -1,37 +1,47 @@
-"""OcrModel: RapidOCR's PP-OCR ONNX models as a vision TextModel that answers a page image with DocTags.
+"""OcrModel: the document engine's pixel path as a vision TextModel that answers a page image with DocTags.
 
-A page goes detection -> recognition -> layout (`layout.py`) -> DocTags, streamed one element a token: `<doctag>`,
-each element in reading order, `</doctag>`. The shared `decode_loop` does the stopping, so `max_tokens` (counted
-in elements), stop strings and `cancel=` behave as for any backend, and a page cut by its bound keeps every element
-before the cut. Cancellation is also honoured inside the page: between detection and recognition, and between
-recognition batches, which is where the seconds go.
+A page streams ONE ELEMENT PER TOKEN, as soon as each is known: `<doctag>` before any model runs, then detection
+(lines, orientation, layout regions: the page's reading order is known before any text is read), then each region
+is recognised only when the consumer asks for its next element (docengine.scanpage), then `</doctag>`. So the
+first element arrives after one region's recognition, not the page's, and `max_tokens` bounds the WORK: 2 tokens
+detect the page and recognise its first region only. The shared `decode_loop` does the stopping, so `max_tokens`,
+stop strings and `cancel=` behave as for any backend, and a page cut by its bound keeps every element before it.
 
-The prompt is not read (pdf-spec sends "Convert this page to docling."): the model does one thing. A request
-without an image is refused before any compute, as pdf-spec's own host refuses it.
+Text goes out as recognised: `<` and `>` are written literally, as pdf-spec's DocTags parser reads them (escaping
+for docling-core is the business of `convert`, which parses with docling).
+
+The prompt picks the answer's format: a prompt that asks for Markdown (docling's VLM API pipeline sends "Convert
+this page to markdown. Do not miss any text and only output the bare markdown!" with its MARKDOWN response format,
+see docling's `vlm_model_specs`) gets Markdown, one block per token, blocks separated by a blank line, page
+furniture left out as docling's Markdown leaves it out; any other prompt ("Convert this page to docling.", pdf-spec's)
+gets DocTags. A request without an image is refused before any compute, as pdf-spec's own host refuses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+from modelhost.docengine import scanpage
+from modelhost.docengine.emit import element, to_docling
+from modelhost.docengine.pixels import PixelReader, check_image, check_size
+from modelhost.docengine.types import Block, Kind, PageLayout
 from modelhost.errors import GenerationError, InvalidInputError, ModelClosedError, ModelHostError
 from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import BatchResult, ClassifyResult, GenerateMetrics, Message, ModelInfo, Token
 
-from . import layout
-
 #: Elements a page may stream unless the request bounds it: far above any real page (a dense page is ~200 lines).
 DEFAULT_MAX_ELEMENTS = 4096
 #: The token id of the end of the page; elements are numbered from 1.
 EOS_ID = 0
-#: Text lines recognised per batch, between which a cancel is noticed.
-REC_CHUNK = 24
-#: Bounds of an image, as the inferd wire's: an axis of at most 2^16, 128 MiB of RGB.
-MAX_IMAGE_AXIS = 1 << 16
-MAX_IMAGE_PIXELS = (128 << 20) // 3
+#: A page image carries no DPI; it is taken as a letter/A4 page (its long side 11 inches), so sizes in points are
+#: about right whatever the scan's resolution. DocTags locations are relative, so they never depend on it.
+PAGE_LONG_SIDE_INCHES = 11.0
+#: A prompt asking for Markdown (docling's "Convert this page to markdown.", any "... as Markdown").
+_MARKDOWN = re.compile(r"\bmark\s*down\b", re.IGNORECASE)
 
 NO_IMAGE = (
     "the ocr model reads page images: send one image in the last user message "
@@ -51,70 +61,45 @@ def rgb_array(image: Any) -> Any:
             img = Image.open(io.BytesIO(bytes(image)), formats=("PNG", "JPEG"))
         except Exception as exc:
             raise InvalidInputError(f"the page image is not a readable PNG or JPEG ({exc})") from exc
-        _check(img.width, img.height)
+        check_size(img.width, img.height)
         image = img.convert("RGB")
     if isinstance(image, Image.Image):
-        _check(image.width, image.height)
+        check_size(image.width, image.height)
         return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
-    shape = getattr(image, "shape", None)
-    if shape is None or len(shape) != 3 or shape[2] != 3 or str(getattr(image, "dtype", "")) != "uint8":
-        raise InvalidInputError(f"the page image must be a PIL image, PNG/JPEG bytes or HxWx3 uint8, got {shape}")
-    _check(int(shape[1]), int(shape[0]))
-    return np.ascontiguousarray(image)
+    return np.ascontiguousarray(check_image(image))
 
 
-def _check(width: int, height: int) -> None:
-    if width <= 0 or height <= 0:
-        raise InvalidInputError(f"the page image is empty ({width}x{height})")
-    if width > MAX_IMAGE_AXIS or height > MAX_IMAGE_AXIS or width * height > MAX_IMAGE_PIXELS:
-        raise InvalidInputError(f"the page image is {width}x{height}, over {MAX_IMAGE_PIXELS} pixels")
+def wants_markdown(messages: Sequence[Message]) -> bool:
+    """True when the last user turn's prompt asks for Markdown."""
+    user = [m for m in messages if m.role == "user"]
+    return bool(user) and bool(_MARKDOWN.search(user[-1].content or ""))
 
 
 class OcrModel:
-    """A loaded RapidOCR pipeline (detection + recognition ONNX models). Drive it from one thread, as the host does."""
+    """A loaded pixel path (docengine.PixelReader). Drive it from one thread, as the host does."""
 
     model_type = "pp-ocr"
 
-    def __init__(self, engine: Any, folder: Path, *, architecture: str) -> None:
-        self._engine = engine
+    def __init__(self, reader: PixelReader, folder: Path, *, architecture: str) -> None:
+        self._reader: PixelReader | None = reader
         self.folder = folder
         self.architecture = architecture
         self._metrics = GenerateMetrics()
         self._err: BaseException | None = None
 
-    # -- the page --------------------------------------------------------------------------------------------------
-    def read_lines(self, image: Any, cancel: Any = None) -> list[layout.Line] | None:
-        """The text lines of a page (boxes in its pixels), or None when `cancel` was set on the way."""
-        engine = self._live()
-        if cancel is not None and cancel.is_set():
-            return None
-        bgr = rgb_array(image)[:, :, ::-1]
-        det = engine(bgr, use_det=True, use_cls=False, use_rec=False)
-        boxes = getattr(det, "boxes", None)
-        if boxes is None or len(boxes) == 0:
-            return []
-        if cancel is not None and cancel.is_set():
-            return None
-        # Crops come from the page at full resolution even when detection ran on a shrunken copy (max_side_len).
-        crops = engine.crop_text_regions(bgr, boxes)
-        lines: list[layout.Line] = []
-        threshold = float(engine.text_score)
-        for start in range(0, len(crops), REC_CHUNK):
-            if cancel is not None and cancel.is_set():
-                return None
-            rec = engine.recognize_txt(crops[start : start + REC_CHUNK])
-            for box, text, score in zip(boxes[start : start + REC_CHUNK], rec.txts, rec.scores, strict=True):
-                if text.strip() and float(score) >= threshold:
-                    lines.append(layout.Line.from_quad(box.tolist(), text.strip(), float(score)))
-        return lines
+    @property
+    def reader(self) -> PixelReader:
+        """The pixel path itself (for `convert` and tests that count its recognition calls)."""
+        return self._live()
 
+    # -- the page --------------------------------------------------------------------------------------------------
     def page_doctags(self, image: Any) -> str:
         """The whole DocTags of one page, at once (for callers outside the host, and the benchmark)."""
         return "".join(t.text for t in self.chat([Message("user", "", (image,))]))
 
     # -- the contract ----------------------------------------------------------------------------------------------
     def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
-        """Stream the DocTags of the last user turn's one image, element by element."""
+        """Stream the DocTags (or Markdown, when asked) of the last user turn's one image, element by element."""
         self._live()
         user = [m for m in messages if m.role == "user"]
         images = user[-1].images if user else ()
@@ -123,23 +108,54 @@ class OcrModel:
         o = GenerateOptions.parse(opts)
         o.refuse("ocr", ["json_schema", "logprobs", "tools"], "it answers DocTags")
         o = o.resolved({"max_tokens": DEFAULT_MAX_ELEMENTS})
-        return self._run(images[0], o)
+        return self._run(images[0], o, markdown=wants_markdown(messages))
 
-    def _run(self, image: Any, opts: GenerateOptions) -> Iterator[Token]:
+    def _pieces(
+        self, image: Any, opts: GenerateOptions, clock: MetricsClock, markdown: bool
+    ) -> Generator[str, None, None]:
+        # The page's text, piece by piece; each piece is computed only when decode_loop asks for the next token.
+        if not markdown:
+            yield "<doctag>"
+        rgb = rgb_array(image)
+        if opts.cancelled():
+            return
+        reader = self._live()
+        detection = reader.detect(rgb, max(rgb.shape[:2]) / PAGE_LONG_SIDE_INCHES)
+        clock.prefill_done(len(detection.quads))
+        previous: Block | None = None
+        pending = ""  # a list's closing tag waits until the next block is known not to continue it
+        for block in scanpage.blocks(reader, detection):
+            if markdown:
+                text = _markdown(block, detection.width, detection.height)
+                if text:
+                    yield text if previous is None else "\n\n" + text
+                    previous = block
+                continue
+            name = _wrapper(block)
+            same = bool(name) and name == _wrapper(previous)
+            opening = "" if same or not name else f"<{name}>"
+            yield ("" if same else pending) + opening + element(block, detection.width, detection.height)
+            pending = f"</{name}>" if name else ""
+            previous = block
+        if not markdown:
+            yield pending + "</doctag>"
+
+    def _run(self, image: Any, opts: GenerateOptions, *, markdown: bool) -> Iterator[Token]:
         clock = MetricsClock()
         outcome = LoopOutcome()
         self._err = None
+        pieces: list[str] = []
+        source = self._pieces(image, opts, clock, markdown)
+
+        def ids() -> Iterator[int]:
+            for piece in source:
+                pieces.append(piece)
+                yield len(pieces)
+            yield EOS_ID
+
         try:
-            array = rgb_array(image)
-            lines = self.read_lines(array, opts.cancel)
-            if lines is None:
-                return  # cancelled inside the page: outcome stays "cancelled"
-            clock.prefill_done(len(lines))
-            height, width = array.shape[:2]
-            pieces = ["<doctag>", *(layout.doctags(e, width, height) for e in layout.elements(lines)), "</doctag>"]
-            ids = iter([*range(1, len(pieces) + 1), EOS_ID])
             yield from decode_loop(
-                ids, lambda i: pieces[i - 1].encode(), opts, eos_ids=(EOS_ID,), clock=clock, outcome=outcome
+                ids(), lambda i: pieces[i - 1].encode(), opts, eos_ids=(EOS_ID,), clock=clock, outcome=outcome
             )
         except ModelHostError as exc:
             self._err = exc
@@ -151,6 +167,7 @@ class OcrModel:
             outcome.finish_reason = "error"
             raise error from exc
         finally:
+            source.close()
             self._metrics = clock.finish(outcome.finish_reason)
 
     def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
@@ -158,33 +175,54 @@ class OcrModel:
         raise InvalidInputError(NO_IMAGE)
 
     def classify(self, prompts: Sequence[str], **opts: Any) -> list[ClassifyResult]:
+        """Refused: pages only."""
         raise InvalidInputError(NO_IMAGE)
 
     def batch_generate(self, prompts: Sequence[str], **opts: Any) -> list[BatchResult]:
+        """Each prompt refused: pages only."""
         return [BatchResult(error=InvalidInputError(NO_IMAGE), finish_reason="error") for _ in prompts]
 
     def accepts_images(self) -> bool:
+        """Always: a page image is all it reads."""
         return True
 
     def info(self) -> ModelInfo:
+        """The detection model's family (e.g. pp-ocrv6)."""
         return ModelInfo(self.architecture)
 
     def metrics(self) -> GenerateMetrics:
+        """The last page's metrics (prompt tokens: detected lines; generated: elements)."""
         return self._metrics
 
     def err(self) -> BaseException | None:
+        """The last page's error, if it failed."""
         return self._err
 
-    def _live(self) -> Any:
-        if self._engine is None:
+    def _live(self) -> PixelReader:
+        if self._reader is None:
             raise ModelClosedError("the ocr model was closed")
-        return self._engine
+        return self._reader
 
     def close(self) -> None:
-        self._engine = None
+        """Release the models."""
+        if self._reader is not None:
+            self._reader.close()
+        self._reader = None
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _wrapper(block: Block | None) -> str:
+    if block is None or block.kind is not Kind.LIST_ITEM:
+        return ""
+    return "ordered_list" if block.ordered else "unordered_list"
+
+
+def _markdown(block: Block, width: float, height: float) -> str:
+    # docling-core's own Markdown of a one-block page: headings, lists, tables and pictures as docling writes them.
+    doc = to_docling("page", [PageLayout(1, width, height, (block,))])
+    return str(doc.export_to_markdown()).strip()

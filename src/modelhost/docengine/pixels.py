@@ -1,0 +1,456 @@
+"""The pixel path: a page image to the same `PageContent` the text layer gives, with the layout model's regions.
+
+`PixelReader` holds RapidOCR's PP-OCR ONNX models (detection, recognition and the text-line classifier, all inside
+the rapidocr wheel) and the layout model (`layoutmodel.py`), loaded once per process. A page goes:
+
+    detect(image, dpi) -> Detection     text-line boxes, the page's orientation (orientation.py), layout regions
+    groups(detection) -> [Group]        lines gathered into the layout model's regions, in reading order
+    recognise(detection, lines) -> [Word]   only the lines asked for: the `ocr` model streams region by region
+    read(image, dpi) -> PageContent     all of it at once, for `analyse()` (docdoors' engine)
+    ocr_regions(image, regions, dpi)    words inside boxes of an otherwise born-digital page (figures, inserts)
+
+Speed, and why each choice (measured on this 2-core machine, bench/ocr_speed.py has the command and the ratio):
+- Detection dominates a sparse page: RapidOCR shrinks a page's long side to 2000 px and detects on that (3.6-14 s
+  a 200 DPI page here, under load). Detecting on a long side of DET_MAX_SIDE (1280) costs a third as much and found
+  the same lines: word recall 1.000/1.000/0.924/0.973 at 1280 against 1.000/0.976/0.924/0.968 at 2000 on
+  scanned.pdf, 2305.03393v1-pg9 and two Redbook pages rendered at 200 DPI. Recognition then reads crops cut from the
+  page at full resolution, so small print is read as sharply as RapidOCR reads it.
+- RapidOCR classifies every line (0 or 180 degrees) before recognition (0.2-1 s a dense page); here only the page's
+  orientation is decided, from VOTE_LINES lines (orientation.py), and every line is recognised in that frame.
+- Lines RapidOCR keeps are kept: the same recogniser, the same score threshold (RapidOCR's `text_score`, 0.5).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelhost.docengine import orientation
+from modelhost.docengine.layoutmodel import LayoutModel, Region
+from modelhost.docengine.order import order
+from modelhost.docengine.scantable import table_runs
+from modelhost.docengine.types import BBox, PageContent, Usability, Word
+from modelhost.errors import InvalidInputError, ModelLoadError
+
+#: The page's long side is shrunk to this for detection (see the module doc for the measurement).
+DET_MAX_SIDE = 1280
+#: Lines recognised per model call: RapidOCR batches 6 crops of similar width; bigger batches pad more.
+REC_BATCH = 6
+#: A line whose recogniser score is under this is dropped, as RapidOCR drops it (its `Global.text_score`).
+TEXT_SCORE = 0.5
+#: A line belongs to a layout region when this share of its box lies inside the region.
+IN_REGION = 0.5
+#: Line heights within this ratio of the page's body height are the body size: detector boxes of one font vary by
+#: 10-25% with ascenders and descenders (a table cell "Region" is 1.22x the body lines of its page), and a heading
+#: must not be made of a body line's tall letters.
+BODY_TOLERANCE = 1.3
+#: Sizes of taller lines are snapped to steps of this ratio, so one heading style gives one size (one level).
+SIZE_STEP = 1.12
+#: The bound of a page image: an axis of at most 2^16 and 128 MiB of RGB, the inferd wire's own bounds.
+MAX_IMAGE_AXIS = 1 << 16
+MAX_IMAGE_PIXELS = (128 << 20) // 3
+
+
+def models_folder() -> Path:
+    """The folder of PP-OCR models inside the rapidocr wheel (nothing is downloaded, ever)."""
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError("the pixel path needs rapidocr and onnxruntime (the `documents` extra)")
+    return Path(next(iter(spec.submodule_search_locations))) / "models"
+
+
+def find_models(folder: Path) -> dict[str, Path] | None:
+    """The detection, recognition and line-classifier models of a folder (`*_det*`, `*_rec*`, `*_cls*`), or None
+    when detection or recognition is missing (the classifier is optional: without it pages are taken upright)."""
+    if not folder.is_dir():
+        return None
+    onnx = sorted(folder.glob("*.onnx"))
+    found = {kind: [p for p in onnx if f"_{kind}" in p.name.lower()] for kind in ("det", "rec", "cls")}
+    if not found["det"] or not found["rec"]:
+        return None
+    return {kind: paths[0] for kind, paths in found.items() if paths}
+
+
+def import_rapidocr() -> Any:
+    """rapidocr's RapidOCR class, imported without parsing its model-download table.
+
+    Where the start-up went: importing rapidocr parses its 85 KB `default_models.yaml` (the URLs it downloads models
+    from) into OmegaConf objects twice, at module level (`utils.model_resolver`, `inference_engine.base`): 2.5-9 s of
+    a 5-13 s load on this machine (cProfile: OmegaConf.load 9.0 s of 16.7 s, under load), for a table that only
+    serves downloads, which the pixel path never makes (every model is named by path). So for the import alone
+    that one file loads as an empty table; a download attempt, should any code path try one, then fails with
+    rapidocr's own "Unsupported configuration" instead of fetching. Every other file loads as usual.
+    """
+    import sys
+
+    if "rapidocr.main" not in sys.modules:
+        from omegaconf import OmegaConf
+
+        real = OmegaConf.load
+
+        def load(file_: Any, *args: Any, **kwargs: Any) -> Any:
+            if Path(str(file_)).name == "default_models.yaml" and "rapidocr" in Path(str(file_)).parts:
+                return OmegaConf.create({"model_routes": {}, "lang_mapping": {}})
+            return real(file_, *args, **kwargs)
+
+        OmegaConf.load = load  # type: ignore[method-assign]
+        try:
+            importlib.import_module("rapidocr.main")
+        finally:
+            OmegaConf.load = real  # type: ignore[method-assign]
+    return sys.modules["rapidocr.main"].RapidOCR
+
+
+def check_image(image: Any) -> np.ndarray:
+    """An HxWx3 uint8 RGB array, checked against the size bounds before any model sees it."""
+    shape = getattr(image, "shape", None)
+    if shape is None or len(shape) != 3 or shape[2] != 3 or str(getattr(image, "dtype", "")) != "uint8":
+        raise InvalidInputError(f"image: a page image must be HxWx3 uint8 RGB, got shape {shape}")
+    check_size(int(shape[1]), int(shape[0]))
+    return np.asarray(image)
+
+
+def check_size(width: int, height: int) -> None:
+    """Refuse an empty image or one over the bounds (checkable from an image file's header, before decoding)."""
+    if width <= 0 or height <= 0:
+        raise InvalidInputError(f"image: the page image is empty ({width}x{height})")
+    if width > MAX_IMAGE_AXIS or height > MAX_IMAGE_AXIS or width * height > MAX_IMAGE_PIXELS:
+        raise InvalidInputError(f"image: the page image is {width}x{height}, over {MAX_IMAGE_PIXELS} pixels")
+
+
+@dataclass(slots=True)
+class Detection:
+    """One page after detection: the upright image (BGR, as the models read it), its line quads in that frame
+    (full-resolution pixels, reading direction top-left -> top-right), the rotation undone, and layout regions."""
+
+    image: np.ndarray
+    quads: list[np.ndarray]
+    rotation: int
+    scale: float  # points per pixel: 72 / dpi
+    regions: tuple[Region, ...] = ()
+    body_height: float = 0.0  # the page's usual line height, pixels
+
+    @property
+    def width(self) -> float:
+        """The upright page's width in points."""
+        return float(self.image.shape[1]) * self.scale
+
+    @property
+    def height(self) -> float:
+        """The upright page's height in points."""
+        return float(self.image.shape[0]) * self.scale
+
+    def box(self, index: int) -> BBox:
+        """Line `index`'s axis-aligned box in points."""
+        q = self.quads[index]
+        s = self.scale
+        return (float(q[:, 0].min()) * s, float(q[:, 1].min()) * s, float(q[:, 0].max()) * s, float(q[:, 1].max()) * s)
+
+
+@dataclass(slots=True)
+class Group:
+    """Lines read as one unit: a layout region's lines (its `label`), or lines no region holds ("text")."""
+
+    label: str
+    bbox: BBox
+    lines: list[int] = field(default_factory=list)
+
+
+class PixelReader:
+    """PP-OCR detection + recognition (+ the line classifier) and the layout model, loaded once per process.
+
+    Not thread-safe: drive one reader from one thread (the host's model thread does), as onnxruntime sessions on
+    2 cores gain nothing from concurrent calls.
+    """
+
+    def __init__(self, engine: Any, layout: LayoutModel | None, *, det_max_side: int = DET_MAX_SIDE) -> None:
+        self._engine = engine
+        self._det = engine._load_det_model()
+        self._rec = engine._load_rec_model()
+        self._cls = engine._load_cls_model() if engine.cfg.Cls.model_path else None
+        self._layout = layout
+        self._det_max_side = det_max_side
+        #: Recognition model calls made so far: what `max_tokens` bounds (tests count them, never seconds).
+        self.recognition_calls = 0
+
+    @classmethod
+    def load(cls, folder: Path | None = None, *, threads: int | None = None, layout: bool = True) -> PixelReader:
+        """Load the models of `folder` (default: the rapidocr wheel's) and, with `layout`, the layout model."""
+        folder = folder or models_folder()
+        models = find_models(folder)
+        if models is None:
+            raise ModelLoadError(f"{str(folder)!r} holds no PP-OCR detection and recognition models")
+        try:
+            RapidOCR = import_rapidocr()
+        except ImportError as exc:
+            raise ModelLoadError(f"the pixel path needs rapidocr and onnxruntime ({exc})") from exc
+        params: dict[str, Any] = {
+            "Global.log_level": "warning",
+            "Global.model_root_dir": str(folder),
+            "Det.model_path": str(models["det"]),
+            "Rec.model_path": str(models["rec"]),
+            # RapidOCR would download a classifier it cannot find: name one, or none (pages are then upright)
+            "Cls.model_path": str(models["cls"]) if "cls" in models else None,
+            "Rec.rec_batch_num": REC_BATCH,
+        }
+        if threads is not None:
+            params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
+        try:
+            engine = RapidOCR(params=params)
+            return cls(engine, LayoutModel.load(threads=threads) if layout and LayoutModel.installed() else None)
+        except ModelLoadError:
+            raise
+        except Exception as exc:
+            raise ModelLoadError(f"ocr models in {str(folder)!r} failed to load: {type(exc).__name__}: {exc}") from exc
+
+    @property
+    def has_layout(self) -> bool:
+        """True when a layout model labels the regions (else every region is plain text)."""
+        return self._layout is not None
+
+    # -- detection -------------------------------------------------------------------------------------------------
+    def _quads(self, bgr: np.ndarray) -> list[np.ndarray]:
+        import cv2
+
+        height, width = bgr.shape[:2]
+        ratio = min(1.0, self._det_max_side / max(height, width))
+        small = cv2.resize(bgr, (max(1, round(width * ratio)), max(1, round(height * ratio)))) if ratio < 1 else bgr
+        result = self._det(small)
+        if result.boxes is None or len(result.boxes) == 0:
+            return []
+        return [np.asarray(box, dtype=np.float32) / ratio for box in result.boxes]
+
+    def detect(self, image: Any, dpi: float) -> Detection:
+        """Find the page's text lines, turn the page upright, and find its layout regions; no text is read yet."""
+        rgb = check_image(image)
+        if not dpi > 0:
+            raise InvalidInputError(f"dpi: must be positive, got {dpi}")
+        bgr = np.ascontiguousarray(rgb[:, :, ::-1])
+        quads = self._quads(bgr)
+        rotation = 0
+        if self._cls is not None and quads:
+            rotation = orientation.page_rotation(bgr, quads, _crop, orientation.classifier_votes(self._cls))
+        if rotation:
+            height, width = bgr.shape[:2]
+            bgr = orientation.upright(bgr, rotation)
+            quads = orientation.turn_quads(quads, rotation, width, height)
+        else:
+            quads = [orientation.order_corners(q) for q in quads]
+        scale = 72.0 / dpi
+        regions = self._layout(bgr, scale) if self._layout is not None else ()
+        heights = [_line_height(q) for q in quads]
+        body = _body_height(quads, heights)
+        order = sorted(range(len(quads)), key=lambda i: (float(quads[i][:, 1].min()), float(quads[i][:, 0].min())))
+        return Detection(bgr, [quads[i] for i in order], rotation, scale, tuple(regions), body)
+
+    # -- recognition -----------------------------------------------------------------------------------------------
+    def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
+        """The words of the given lines (boxes in points), lines the recogniser is unsure of dropped."""
+        from rapidocr.ch_ppocr_rec import TextRecInput
+
+        words: list[Word] = []
+        for start in range(0, len(lines), REC_BATCH * 4):
+            chunk = list(lines[start : start + REC_BATCH * 4])
+            crops = [_crop(detection.image, detection.quads[i]) for i in chunk]
+            self.recognition_calls += 1
+            result = self._rec(TextRecInput(img=crops))
+            for index, text, score in zip(chunk, result.txts or (), result.scores or (), strict=False):
+                if text.strip() and float(score) >= TEXT_SCORE:
+                    words.extend(_words(detection, index, text.strip(), float(score)))
+        return words
+
+    def read(self, image: Any, dpi: float, number: int = 1) -> PageContent:
+        """The whole page read at once: every line's words, for `analyse()`."""
+        detection = self.detect(image, dpi)
+        words = self.recognise(detection, [i for group in groups(detection) for i in group.lines])
+        return PageContent(
+            number,
+            detection.width,
+            detection.height,
+            words=tuple(words),
+            usability=Usability.USABLE,
+            rotation=detection.rotation,
+        )
+
+    def ocr_regions(self, image: Any, regions: Iterable[BBox], dpi: float) -> tuple[Word, ...]:
+        """Words inside the given boxes (points) of a page image: figures with text, scanned inserts.
+
+        Each region is detected on its own (a small crop is scaled up to the detector's 736 px minimum, so small
+        print in a figure is found) and taken upright: a born-digital page's images are rarely turned.
+        """
+        rgb = check_image(image)
+        scale = 72.0 / dpi
+        words: list[Word] = []
+        height, width = rgb.shape[:2]
+        for x0, y0, x1, y1 in regions:
+            left, top = max(0, math.floor(x0 / scale)), max(0, math.floor(y0 / scale))
+            right, bottom = min(width, math.ceil(x1 / scale)), min(height, math.ceil(y1 / scale))
+            if right - left < 4 or bottom - top < 4:
+                continue  # no text fits in a box a few pixels wide
+            bgr = np.ascontiguousarray(rgb[top:bottom, left:right, ::-1])
+            quads = [orientation.order_corners(q) for q in self._quads(bgr)]
+            if not quads:
+                continue
+            heights = [_line_height(q) for q in quads]
+            detection = Detection(bgr, quads, 0, scale, (), _body_height(quads, heights))
+            for word in self.recognise(detection, range(len(quads))):
+                bx0, by0, bx1, by1 = word.bbox
+                dx, dy = left * scale, top * scale
+                words.append(_moved(word, (bx0 + dx, by0 + dy, bx1 + dx, by1 + dy)))
+        return tuple(words)
+
+    def close(self) -> None:
+        """Drop the sessions (their memory goes with the last reference)."""
+        self._det = self._rec = self._cls = self._engine = None
+        self._layout = None
+
+
+def _crop(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
+    from rapidocr.utils.process_img import get_rotate_crop_image
+
+    return np.asarray(get_rotate_crop_image(image, quad.astype(np.float32).copy()))
+
+
+def _line_height(quad: np.ndarray) -> float:
+    return max(float(np.linalg.norm(quad[0] - quad[3])), float(np.linalg.norm(quad[1] - quad[2])), 1.0)
+
+
+def _body_height(quads: Sequence[np.ndarray], heights: Sequence[float]) -> float:
+    # The height most text is set in: the median over lines weighted by their length, so a page of a few long body
+    # lines and many short table cells or headings still finds the body.
+    if not quads:
+        return 0.0
+    weighted = sorted(zip(heights, (float(np.linalg.norm(q[0] - q[1])) for q in quads), strict=True))
+    total = sum(w for _, w in weighted)
+    run = 0.0
+    for h, w in weighted:
+        run += w
+        if run >= total / 2:
+            return h
+    return weighted[-1][0]
+
+
+def font_size(height: float, body: float) -> float:
+    """A line's size from its detector height: the body height within BODY_TOLERANCE, else a SIZE_STEP step."""
+    if body <= 0 or height <= 0:
+        return height
+    ratio = height / body
+    if 1 / BODY_TOLERANCE <= ratio <= BODY_TOLERANCE:
+        return body
+    return body * SIZE_STEP ** round(math.log(ratio) / math.log(SIZE_STEP))
+
+
+def _words(detection: Detection, index: int, text: str, score: float) -> list[Word]:
+    # A line's words share its box, split along x by their share of the characters (a proportional font's average;
+    # the recogniser gives no word positions without a second pass). CJK lines without spaces stay one word.
+    x0, y0, x1, y1 = detection.box(index)
+    size = font_size(_line_height(detection.quads[index]), detection.body_height) * detection.scale
+    tokens = text.split()
+    total = sum(len(t) for t in tokens) + max(len(tokens) - 1, 0)
+    out = []
+    pos = 0
+    for token in tokens:
+        start = x0 + (x1 - x0) * pos / total
+        pos += len(token)
+        end = x0 + (x1 - x0) * pos / total
+        pos += 1
+        out.append(Word(token, (start, y0, end, y1), size=size, line=index, score=score))
+    return out
+
+
+def _moved(word: Word, bbox: BBox) -> Word:
+    return Word(word.text, bbox, word.font, word.size, word.bold, word.italic, word.monospace, word.math,
+                word.rotation, word.line, word.score)  # fmt: skip
+
+
+# -- regions and reading order -------------------------------------------------------------------------------------
+def groups(detection: Detection) -> list[Group]:
+    """The page's lines gathered into layout regions (lines outside every region into their own blocks), in
+    reading order: docengine's XY-cut on the groups' boxes, so a two-column page reads down each column and a
+    full-width title reads before both."""
+    boxes = [detection.box(i) for i in range(len(detection.quads))]
+    regions = list(detection.regions)
+    members: list[list[int]] = [[] for _ in regions]
+    loose: list[int] = []
+    for i, box in enumerate(boxes):
+        # The region holding most of the line; a text-bearing region beats a figure it overlaps (CDLA often boxes
+        # a title page's title both as a title and as a figure), then the smaller region (the finer one) wins.
+        best, rank = -1, (0.0, False, 0.0)
+        for r, region in enumerate(regions):
+            inside = _overlap(box, region.bbox) / max(_area(box), 1e-6)
+            key = (round(inside, 1) if inside >= IN_REGION else 0.0, region.label != "figure", -_area(region.bbox))
+            if inside >= IN_REGION and key > rank:
+                best, rank = r, key
+        if best >= 0:
+            members[best].append(i)
+        else:
+            loose.append(i)
+    out: list[Group] = []
+    for region, m in zip(regions, members, strict=True):
+        if region.label == "text":
+            # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
+            for run in table_runs([(boxes[i], i) for i in m]):
+                cells = {i for row in run for i in row}
+                out.append(Group("table", _union([boxes[i] for i in cells]), sorted(cells)))
+                m = [i for i in m if i not in cells]
+        if m or region.label in ("figure", "table"):
+            out.append(Group(region.label, region.bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
+    out.extend(_blocks_of_loose(loose, boxes, detection.body_height * detection.scale))
+    order = xy_cut([g.bbox for g in out])
+    return [out[i] for i in order]
+
+
+def _union(boxes: Sequence[BBox]) -> BBox:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def _area(b: BBox) -> float:
+    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+
+
+def _overlap(a: BBox, b: BBox) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float) -> list[Group]:
+    # Lines no region holds: runs of rows cut into cells by wide gaps are a table the layout model missed (an
+    # unruled table); of the rest, consecutive lines that overlap horizontally and sit less than a line apart are
+    # one block (a paragraph the layout model missed); anything else is a block of its own.
+    out: list[Group] = []
+    tabled: set[int] = set()
+    for run in table_runs([(boxes[i], i) for i in lines]):
+        members = [i for row in run for i in row]
+        tabled.update(members)
+        out.append(Group("table", _union([boxes[i] for i in members]), members))
+    gap = max(body, 1.0)
+    for i in sorted((i for i in lines if i not in tabled), key=lambda i: (boxes[i][1], boxes[i][0])):
+        x0, y0, x1, y1 = boxes[i]
+        for group in reversed(out):
+            gx0, gy0, gx1, gy1 = group.bbox
+            if min(x1, gx1) > max(x0, gx0) and 0 <= y0 - gy1 + 0.3 * gap < gap:
+                group.lines.append(i)
+                group.bbox = (min(x0, gx0), gy0, max(x1, gx1), max(y1, gy1))
+                break
+        else:
+            out.append(Group("text", boxes[i], [i]))
+    return out
+
+
+def xy_cut(boxes: Sequence[BBox]) -> list[int]:
+    """Reading order of region boxes: docengine's XY-cut (order.py: gutters, full-width bands), leaves flattened."""
+    return [i for leaf in order(boxes) for i in leaf]
+
+
+def body_style_sizes(detection: Detection) -> tuple[float, tuple[float, ...]]:
+    """The page's body size and heading sizes in points, from line heights alone (before any text is read)."""
+    body = detection.body_height
+    sizes = {font_size(_line_height(q), body) for q in detection.quads}
+    heads = tuple(sorted((s * detection.scale for s in sizes if s > body * 1.01), reverse=True))
+    return body * detection.scale, heads

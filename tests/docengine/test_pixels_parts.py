@@ -1,0 +1,114 @@
+"""The pixel path's pure parts on hand-made boxes: reading order, orientation geometry, sizes, tables, regions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modelhost.docengine import orientation
+from modelhost.docengine.layoutmodel import Region
+from modelhost.docengine.pixels import Detection, font_size, groups, xy_cut
+from modelhost.docengine.scantable import table_block, table_runs
+from modelhost.docengine.types import Kind, Word
+
+
+def test_xy_cut_reads_down_each_column_after_a_full_width_title() -> None:
+    boxes = [
+        (300, 100, 500, 140),  # right column, top
+        (50, 10, 500, 40),  # title across both columns
+        (50, 100, 250, 140),  # left column, top
+        (50, 160, 250, 200),  # left column, bottom
+        (300, 160, 500, 200),  # right column, bottom (its top aligns with the left's: a horizontal gap exists)
+        (50, 230, 500, 260),  # a footer across both
+    ]
+    assert xy_cut(boxes) == [1, 2, 3, 0, 4, 5]
+
+
+def test_page_rotation_from_box_shapes_and_votes() -> None:
+    tall = [np.array([[10, 10], [40, 10], [40, 300], [10, 300]], np.float32)] * 3
+    wide = [np.array([[10, 10], [300, 10], [300, 40], [10, 40]], np.float32)] * 3
+    image = np.zeros((400, 400, 3), np.uint8)
+
+    def crop(img: np.ndarray, quad: np.ndarray) -> np.ndarray:
+        return np.zeros((30, 290, 3), np.uint8)  # a horizontal line crop, as the turned page gives
+
+    assert orientation.page_rotation(image, wide, crop, lambda crops: [False] * len(crops)) == 0
+    assert orientation.page_rotation(image, wide, crop, lambda crops: [True] * len(crops)) == 180
+    assert orientation.page_rotation(image, tall, crop, lambda crops: [False] * len(crops)) == 90
+    assert orientation.page_rotation(image, tall, crop, lambda crops: [True] * len(crops)) == 270
+    assert orientation.page_rotation(image, [], crop, lambda crops: [True] * len(crops)) == 0
+    # one sideways label on an upright page does not turn it
+    assert not orientation.vertical([*wide, tall[0]])
+
+
+@pytest.mark.parametrize("rotation", [0, 90, 180, 270])
+def test_quads_turn_with_the_image(rotation: int) -> None:
+    image = np.zeros((200, 300, 3), np.uint8)
+    image[20:40, 50:150] = 255  # a white bar where the quad is
+    quad = np.array([[50, 20], [150, 20], [150, 40], [50, 40]], np.float32)
+    # content turned clockwise by `rotation`: np.rot90 with a negative k turns clockwise
+    turned = np.ascontiguousarray(np.rot90(image, k=-(rotation // 90)))
+    moved_in = orientation.turn_quads([quad], (360 - rotation) % 360, 300, 200)[0] if rotation else quad
+    # the bar on the turned image sits under the quad moved onto it
+    x0, y0 = moved_in.min(axis=0).astype(int)
+    x1, y1 = moved_in.max(axis=0).astype(int)
+    assert turned[y0 + 2 : y1 - 2, x0 + 2 : x1 - 2].min() == 255
+    # and turning it upright again brings the quad back, corners in reading order
+    back = orientation.turn_quads([moved_in], rotation, turned.shape[1], turned.shape[0])[0]
+    assert np.allclose(back, quad, atol=1.0)
+    assert np.array_equal(orientation.upright(turned, rotation), image)
+
+
+def test_font_sizes_snap_so_one_style_is_one_size() -> None:
+    assert font_size(21.0, 18.0) == 18.0  # a body line with tall letters is body
+    assert font_size(15.0, 18.0) == 18.0
+    heading = font_size(33.0, 18.0)
+    assert heading > 18.0 * 1.3 and font_size(32.0, 18.0) == heading  # two lines of one heading style
+
+
+def _words(rows: list[list[tuple[float, str]]], y0: float = 100, h: float = 12) -> list[Word]:
+    out = []
+    for r, row in enumerate(rows):
+        for c, (x, text) in enumerate(row):
+            y = y0 + r * (h + 8)
+            out.append(Word(text, (x, y, x + 7 * len(text), y + h), size=h, line=r * 10 + c))
+    return out
+
+
+def test_an_unruled_table_from_word_positions() -> None:
+    words = _words(
+        [
+            [(10, "Name"), (200, "Qty"), (400, "Note")],
+            [(10, "apple"), (205, "12")],
+            [(10, "pear"), (400, "x")],
+        ]
+    )
+    block = table_block(words)
+    assert block is not None and block.kind is Kind.TABLE and block.table is not None
+    grid = [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
+    assert grid == [["Name", "Qty", "Note"], ["apple", "12", ""], ["pear", "", "x"]]
+    assert all(cell.header for cell in block.table.cells if cell.row == 0)
+    # one row of cells, or one column, is not a table
+    assert table_block(_words([[(10, "a"), (300, "b")]])) is None
+    assert table_block(_words([[(10, "a")], [(10, "b")]])) is None
+
+
+def test_table_runs_need_two_rows_of_cells() -> None:
+    boxes = [((10, 0, 60, 10), 1), ((200, 0, 260, 10), 2), ((10, 20, 60, 30), 3), ((200, 21, 260, 31), 4)]
+    assert table_runs(boxes) == [[[1, 2], [3, 4]]]
+    # a paragraph's lines (one box a row) are no table
+    assert table_runs([((10, 0, 400, 10), 1), ((10, 20, 400, 30), 2)]) == []
+
+
+def test_lines_go_to_the_text_region_over_a_figure_that_overlaps_it() -> None:
+    quads = [
+        np.array([[100, 100], [400, 100], [400, 130], [100, 130]], np.float32),
+        np.array([[100, 500], [400, 500], [400, 530], [100, 530]], np.float32),  # in no region
+    ]
+    regions = (
+        Region("figure", (50.0, 50.0, 450.0, 450.0)),
+        Region("title", (90.0, 90.0, 410.0, 140.0)),
+    )
+    detection = Detection(np.zeros((800, 600, 3), np.uint8), quads, 0, 1.0, regions, 30.0)
+    found = groups(detection)
+    assert [(g.label, g.lines) for g in found] == [("figure", []), ("title", [0]), ("text", [1])]
