@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
-from modelhost.docengine.classify import HEADING_RATIO, Style, classify
+from modelhost.docengine.classify import CAPTION, HEADING_RATIO, Style, classify
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, lines, pieces
 from modelhost.docengine.order import order
@@ -38,6 +38,9 @@ MIN_CONTINUED_WORDS = 4
 #: A lone number that is the page's first or last line, inside this share of the page height at the top or
 #: bottom, is a page number (a page's own number sits below or above everything else).
 PAGE_NUMBER_ZONE = 0.2
+#: An image with this many words drawn over it is a background too (a back cover's photo under its blurb): a
+#: figure carries a few labels, not paragraphs.
+BACKGROUND_WORDS = 50
 #: A ruled frame smaller than this share of the page holds a figure or a note, whose lines are never headings.
 FRAME_SHARE = 0.4
 #: A page number is set at most this many times the body size.
@@ -99,8 +102,9 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         area = (x1 - x0) * (y1 - y0)
         if any(_contains(b.bbox, image.bbox) for b in fixed):
             continue  # an image inside a table cell (a logo, an icon) belongs to the table
-        if area < BACKGROUND_SHARE * page_area:
-            taken |= {i for i, w in enumerate(words) if i not in taken and _centre_in(w, image.bbox)}
+        over = [i for i, w in enumerate(words) if i not in taken and _centre_in(w, image.bbox)]
+        if area < BACKGROUND_SHARE * page_area and len(over) < BACKGROUND_WORDS:
+            taken |= set(over) - _caption_words(over, words)
         fixed.append(Block(Kind.PICTURE, image.bbox))
 
     # Rotated words outside tables are margin stamps (arXiv's identifier) or sideways labels: not body text.
@@ -208,6 +212,16 @@ def _extend(blocks: list[Block], chunk: list[Block]) -> None:
             blocks[k] = replace(prev, text=join([prev.text, first.text]))
             chunk = chunk[1:]
     blocks.extend(chunk)
+
+
+def _caption_words(over: list[int], words: list[Word]) -> set[int]:
+    # Lines over a picture that start like a caption ("Figure 3-11 Selecting...") are its caption, not its labels.
+    index = {id(words[i]): i for i in over}
+    keep: set[int] = set()
+    for line in lines([words[i] for i in over]):
+        if CAPTION.match(" ".join(w.text for w in line)):
+            keep |= {index[id(w)] for w in line}
+    return keep
 
 
 def _centre_in(word: Word, box: BBox) -> bool:

@@ -43,7 +43,7 @@ MAX_LEVEL = 6
 _NUMBERED = re.compile(
     r"^(?:(?:chapter|section|appendix|part)\s+)?(\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?\s+\S", re.I
 )
-_CAPTION = re.compile(
+CAPTION = re.compile(
     r"^(?:figure|fig\.|table|tab\.|listing|algorithm|chart|scheme|plate)\s*[\dIVX]+[.:|]?(?:\s|$)", re.I
 )
 _ADDRESS = re.compile(r"\w[./]\w+/|@\w|www\.|\.(?:com|org|net)\b|^[A-Z]+-\d+(?:-\d+)*$")
@@ -85,7 +85,7 @@ def classify(
         return Block(Kind.CODE, bbox, code_text(pieces))
     if _share(pieces, "math") >= MATH_SHARE or _display_math(pieces, text):
         return Block(Kind.FORMULA, bbox, text)
-    if _CAPTION.match(text):
+    if CAPTION.match(text):
         return Block(Kind.CAPTION, bbox, text)
     mark = marker(pieces[0])
     # A numbered heading ("1. INTRODUCTION", "2.1 Roles" in bold) starts like an ordered list item: the heading test

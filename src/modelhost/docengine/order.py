@@ -26,8 +26,9 @@ MIN_GUTTER = 9.0
 MAX_SPANNERS = 0.34
 #: A column reads as text when its boxes' median width is at least this share of the column's width.
 TEXT_FILL = 0.55
-#: A text column is at least this many line heights wide (a two-column paper's are ~24, a newspaper's ~15).
-COLUMN_MEASURE = 10.0
+#: A text column's lines are at least this many line heights long (a two-column paper's ~24, a newspaper's ~15, a
+#: cover's sidebar of three-word lines ~7); a table's cells of a number or two are 2-4.
+COLUMN_MEASURE = 5.0
 #: Steps of the coverage count at most (1 point each on real pages).
 MAX_STEPS = 4096
 #: Recursion bound: real pages need 3-6 levels; a hostile page of boxes must not recurse without end.
@@ -98,8 +99,8 @@ def _text_like(boxes: Sequence[BBox], columns: list[list[int]]) -> bool:
         heights = sorted(boxes[i][3] - boxes[i][1] for i in column)
         if widths[len(widths) // 2] < TEXT_FILL * (right - left):
             return False
-        if right - left < COLUMN_MEASURE * heights[len(heights) // 2]:
-            return False  # a column of cells, a few words wide: a table's, not a text column
+        if widths[len(widths) // 2] < COLUMN_MEASURE * heights[len(heights) // 2]:
+            return False  # a column of cells a word or two wide: a table's, not a text column
     return True
 
 
