@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
-from modelhost.docengine.classify import CAPTION, HEADING_RATIO, Style, classify
+from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, lines, pieces
 from modelhost.docengine.order import order
@@ -187,9 +187,15 @@ def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple
 def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: list[BBox]) -> list[Block]:
     out = []
     for paragraph in paragraphs(chunk):
-        box = paragraph[0].bbox
-        framed = any(_contains(frame, box) for frame in frames)
+        framed = any(_contains(frame, paragraph[0].bbox) for frame in frames)
         out.append(classify(paragraph, style, content.number, content.height, framed=framed))
+    # Unnumbered headings of one level one after another are emphasis (a cover's selling points, a sidebar), not
+    # sections: a section heading is followed by what it heads.
+    plain = [b.kind is Kind.SECTION_HEADER and not NUMBERED.match(b.text) for b in out]
+    for i, block in enumerate(out):
+        same = [j for j in (i - 1, i + 1) if 0 <= j < len(out) and plain[j] and out[j].level == block.level]
+        if plain[i] and same:
+            out[i] = replace(block, kind=Kind.TEXT, level=0)
     return out
 
 

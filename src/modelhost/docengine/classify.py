@@ -40,7 +40,7 @@ FOOTNOTE_ZONE = 0.8
 #: Deepest heading level (DocTags and Markdown both stop at 6).
 MAX_LEVEL = 6
 
-_NUMBERED = re.compile(
+NUMBERED = re.compile(
     r"^(?:(?:chapter|section|appendix|part)\s+)?(\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?\s+\S", re.I
 )
 CAPTION = re.compile(
@@ -132,7 +132,7 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
         return 0  # a sentence, not a heading
     bold = all(w.bold for p in pieces for w in p.words)
     italic = all(w.italic for p in pieces for w in p.words[1:]) and len(pieces[0].words) > 1
-    numbered = _NUMBERED.match(text)
+    numbered = NUMBERED.match(text)
     # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
     capitals = text.upper() == text and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
     if not big:
