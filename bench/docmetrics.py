@@ -61,6 +61,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 
 #: CommonMark plus the two GFM extensions converters emit: pipe tables and ~~strikethrough~~ (pymupdf4llm marks
 #: struck-out text so; its words still count as text).
+_BR = re.compile(r"<br\s*/?>", re.I)
 _PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
@@ -104,8 +105,8 @@ def _inline_text(token: Token) -> str:
     for child in token.children or []:
         if child.type in ("text", "code_inline"):
             parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append("\n")
+        elif child.type in ("softbreak", "hardbreak") or (child.type == "html_inline" and _BR.match(child.content)):
+            parts.append("\n")  # <br>: pymupdf4llm's line break inside a cell, which separates words
         elif child.type == "image":
             parts.append(_inline_text(child))
     return "".join(parts)

@@ -398,6 +398,7 @@ def main() -> None:
         print(f"rescored {args.rescore}: {', '.join(names)} on the {len(entries)} files all of them finished")
     else:
         load_before = os.getloadavg()
+        doctools.import_baselines_first()
         tools: list[Any] = []
         for name in args.tools:
             tool = doctools.TOOLS[name]()

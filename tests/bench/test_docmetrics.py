@@ -46,6 +46,11 @@ def test_markdown_syntax_is_stripped_and_its_text_kept() -> None:
     assert "<!--" not in parsed.text and "http" not in parsed.text
 
 
+def test_a_line_break_tag_separates_words_and_other_tags_vanish() -> None:
+    parsed = docmetrics.parse_markdown("| top<br>bottom | x<sup>2</sup> |\n|---|---|\n| a | b |\n")
+    assert parsed.tables[0][0] == ["top bottom", "x2"]
+
+
 def test_plain_text_parses_as_paragraphs() -> None:
     parsed = docmetrics.parse_markdown("first line\nsecond line\n\nnext paragraph\n")
     assert parsed.paragraphs == ["first line second line", "next paragraph"]
