@@ -164,9 +164,29 @@ def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, in
     return (host.strip("[]") or default_host), number
 
 
+def raise_open_file_limit() -> int:
+    """Raise this process's soft limit of open file descriptors to its hard limit; return the soft limit now.
+
+    Every door caps its connections (the HTTP doors and the socket door at 256 each), which keeps them under the
+    common soft limit of 1024 together; the rest of the process (the model's files, the worker's job files, uvicorn's
+    own sockets) needs descriptors too. The hard limit is what the administrator allows; the soft one is only a
+    default, often far below it (1024 under a hard 524288 on systemd hosts). Raising it leaves room for everything
+    the caps do not count, as nginx's worker_rlimit_nofile and most servers do.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return soft
+
+
 async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None) -> None:
     """Run until SIGTERM or SIGINT, then stop in order. `say` prints the ready and stop lines."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    raise_open_file_limit()
     specs, sockets = model_specs(config)
     models = Models(
         specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory

@@ -24,7 +24,7 @@ from modelhost.host import Host
 from modelhost.inference.types import Message, Token
 from modelhost.testing.standins import EOS, ScriptedModel
 from modelhost.wire import codec
-from modelhost.wire.server import WireServer
+from modelhost.wire.server import WireLimits, WireServer
 
 T = TypeVar("T")
 
@@ -99,12 +99,12 @@ class LoopThread:
 class Served:
     """A Host around `model` and a WireServer on `path`, running on a LoopThread."""
 
-    def __init__(self, model: Any, path: Path, *, max_queue: int = 8) -> None:
+    def __init__(self, model: Any, path: Path, *, max_queue: int = 8, limits: WireLimits | None = None) -> None:
         self.model = model
         self.path = str(path)
         self.loop = LoopThread()
         self.host = Host.from_model(model, name="echo", max_queue=max_queue)
-        self.server = WireServer(self.host, self.path)
+        self.server = WireServer(self.host, self.path, limits=limits)
 
         async def start() -> None:
             await self.host.start()

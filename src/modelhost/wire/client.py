@@ -267,10 +267,12 @@ class Client(_Session):
 
     @staticmethod
     def _peer_closed(sock: socket.socket) -> bool:
-        # Between requests the host sends nothing, so a readable socket now means its EOF (or a reset). select()
-        # rather than MSG_DONTWAIT: on a socket with a timeout Python would wait that long for the peek.
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
+        # Between requests the host sends nothing, so a readable socket now means its EOF (or a reset). poll()
+        # rather than MSG_DONTWAIT: on a socket with a timeout Python would wait that long for the peek; and not
+        # select(), which refuses a descriptor numbered past 1023 (a client process with many files open).
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        if not poller.poll(0):
             return False
         try:
             return sock.recv(1, socket.MSG_PEEK) == b""

@@ -59,6 +59,7 @@ __all__ = [
     "MAX_ATTACHMENT_BYTES",
     "MAX_FRAME",
     "MAX_HEADER_LEN",
+    "MAX_ID_CHARS",
     "MAX_IMAGE_AXIS",
     "MAX_VARINT_BYTES",
     "WIRE_VERSION",
@@ -150,6 +151,11 @@ MAX_ATTACHMENTS: Final = 32
 # 128 MiB summed over the declared descriptor lens: each blob is already under MAX_FRAME, but 32 of them would be
 # 2 GiB held at once for one request. Charged per descriptor, before its blob is read; over it is frame_too_large.
 MAX_ATTACHMENT_BYTES: Final = 128 << 20
+
+# Longest request or attachment id, in characters. inferd's ids are UUIDs (36 characters) and pdf-spec's are page
+# numbers: 256 leaves room for any naming scheme. Without it a 1 MB id was echoed in every delta frame, a megabyte
+# written per token (80 s for one short answer). Over it is invalid_request, answered with no id echoed.
+MAX_ID_CHARS: Final = 256
 
 # pdf-spec's ocr.PromptPage: the instruction that makes granite-docling emit DocTags for a whole page.
 DEFAULT_PROMPT: Final = "Convert this page to docling."
@@ -997,11 +1003,19 @@ def _decode_message(raw: Any, where: str) -> Message:
     return Message(Role(role), content)
 
 
+def _id(obj: Mapping[str, Any], key: str, where: str, *, default: str | None = "") -> str:
+    """A request or attachment id: a string of at most MAX_ID_CHARS characters."""
+    value = _str(obj, key, where, default=default)
+    if len(value) > MAX_ID_CHARS:
+        raise _invalid(f"decode: {where}.{key} is {len(value)} characters; at most {MAX_ID_CHARS}")
+    return value
+
+
 def _decode_attachment(raw: Any, where: str) -> Attachment:
     obj = _object(raw, where)
     return Attachment(
         kind=_str(obj, "kind", where, default=None),
-        id=_str(obj, "id", where),
+        id=_id(obj, "id", where),
         # Missing axes read as 0 (Go omits a 0 axis); the axis bound then refuses it semantically.
         width=_uint(obj, "width", where) or 0,
         height=_uint(obj, "height", where) or 0,
@@ -1018,7 +1032,9 @@ def decode_request_json(payload: Buffer, *, check_version: bool = True) -> Reque
     """
     obj = _loads_object(payload, "request")
     raw_id = obj.get("id")
-    echo_id = raw_id if type(raw_id) is str and not _SURROGATE_RE.search(raw_id) else ""
+    echo_id = ""
+    if type(raw_id) is str and len(raw_id) <= MAX_ID_CHARS and not _SURROGATE_RE.search(raw_id):
+        echo_id = raw_id
     try:
         version = _uint(obj, "wire_version", "request") or 0
         if check_version and version != WIRE_VERSION:
@@ -1029,7 +1045,7 @@ def decode_request_json(payload: Buffer, *, check_version: bool = True) -> Reque
             )
         return Request(
             wire_version=version,
-            id=_str(obj, "id", "request"),
+            id=_id(obj, "id", "request"),
             messages=tuple(
                 _decode_message(m, f"messages[{i}]") for i, m in enumerate(_list(obj, "messages", "request"))
             ),
@@ -1057,7 +1073,7 @@ def decode_blob_descriptor(payload: Buffer) -> BlobDescriptor:
     length = _uint(obj, "len", "descriptor", maximum=_U64_MAX)
     if length is None:
         raise _invalid("decode: descriptor.len is missing")
-    return BlobDescriptor(_str(obj, "attachment_id", "descriptor", default=None), length)
+    return BlobDescriptor(_id(obj, "attachment_id", "descriptor", default=None), length)
 
 
 def decode_response(payload: Buffer, frame_type: FrameType = FrameType.JSON) -> ResponseEvent | None:

@@ -15,6 +15,16 @@ Cancellation. Closing the connection is the protocol's only cancel. The protocol
 answered, so an EOF or a reset is seen the moment it arrives, not when the next delta write fails: the answering
 task is cancelled, which closes the request's host stream, which frees the model within one token.
 
+Limits (what the HTTP doors have in _serving.ClientGuard, for the socket). At most `max_connections` clients at
+once: the next one is answered a queue_full error frame and closed, so a flood of connections cannot take the
+process's file descriptors (4,212 one-byte connections once left the HTTP doors and the worker unable to accept).
+At most `max_buffered_bytes` of requests being received or waiting to be answered, across all connections: a
+frame header that would pass it is answered queue_full and the connection closed (20 connections each holding a
+64 MiB frame short by one byte added 1.3 GB). A connection that sends nothing for `idle_timeout` is closed; a
+request must arrive whole within `request_timeout` of its first byte (a trickle cannot hold a connection and its
+buffer forever). Every refusal is counted in `modelhost_wire_client_refusals_total{reason}` in the host's registry,
+beside the HTTP doors' own counters.
+
 Connection fate follows spec §6 (inferd's stricter side): a framing or decoding error, a wire version mismatch, a
 descriptor/blob problem, and a closing host answer one error frame and close; a semantic refusal (validation,
 queue_full, an image for a text-only model) and a generation failure answer one error frame and keep the
@@ -32,9 +42,12 @@ import logging
 import os
 import socket
 import stat
+import weakref
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
+from prometheus_client import CollectorRegistry, Counter
 
 from modelhost.host.models import Servable
 from modelhost.wire import codec
@@ -42,7 +55,7 @@ from modelhost.wire.codec import Buffer, FrameHeader, RequestReader, ResponseEve
 from modelhost.wire.errors import SocketPathError
 from modelhost.wire.handler import respond
 
-__all__ = ["LISTEN_BACKLOG", "WRITE_TIMEOUT", "WireServer"]
+__all__ = ["LISTEN_BACKLOG", "REFUSALS", "WRITE_TIMEOUT", "WireLimits", "WireServer"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +70,60 @@ WRITE_HIGH_WATER: Final = 64 * 1024
 
 #: Pending connections the kernel queues before refusing more; clients retry ECONNREFUSED for 10 s anyway.
 LISTEN_BACKLOG: Final = 128
+
+#: Clients one socket door holds at once. Each costs a file descriptor: with the two HTTP doors' 256 each, the
+#: process stays under the common soft limit of 1024 (and `serve` raises the soft limit to the hard one). The model
+#: answers one request at a time behind a bounded queue, so more connections than this only wait.
+DEFAULT_MAX_CONNECTIONS: Final = 256
+#: Bytes of requests being received or waiting to be answered, over all connections: twice the largest request (a
+#: 64 MiB JSON frame and 128 MiB of attachments), so two of the largest fit and twenty half-sent ones do not.
+DEFAULT_MAX_BUFFERED_BYTES: Final = 2 * (codec.MAX_FRAME + codec.MAX_ATTACHMENT_BYTES)
+#: A connection that sends nothing between requests for this long is closed (nginx's keepalive_timeout is 75 s).
+#: A client that renders its next page for longer simply reconnects, which costs a millisecond on a local socket.
+DEFAULT_IDLE_TIMEOUT: Final = 120.0
+#: A request's frames must all arrive within this long of its first byte: 64 MiB crosses a local socket in tens of
+#: milliseconds, so this only ever cuts a client that trickles (or stopped mid-frame) and gives its buffer back.
+DEFAULT_REQUEST_TIMEOUT: Final = 60.0
+
+#: Why the door refused a client: the label values of `modelhost_wire_client_refusals_total`.
+REFUSALS: Final = ("connection_limit", "buffer_limit", "idle_timeout", "request_timeout")
+
+
+@dataclass(frozen=True, slots=True)
+class WireLimits:
+    """How many clients the socket door holds, how many request bytes, and how long it waits (defaults above)."""
+
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.max_connections < 1 or self.max_buffered_bytes < 1:
+            raise ValueError("max_connections and max_buffered_bytes must be at least 1")
+        if not (self.idle_timeout > 0 and self.request_timeout > 0):
+            raise ValueError("the idle and request timeouts must be positive")
+
+
+# One counter per registry: several socket doors over one host (a test, two sockets of one model) share it, since a
+# registry refuses the same name twice.
+_COUNTERS: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+
+
+def _refusal_counter(registry: CollectorRegistry) -> Counter:
+    counter = _COUNTERS.get(registry)
+    if counter is None:
+        counter = Counter(
+            "modelhost_wire_client_refusals",
+            "Clients refused by the socket door: too many connections or buffered bytes, idle or too slow.",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in REFUSALS:
+            counter.labels(reason)
+        _COUNTERS[registry] = counter
+    return counter
+
 
 # Between frames the kernel copies into this scratch buffer: frame headers, small JSON frames and the first bytes
 # of a payload. Bytes of a payload found there are copied once into the payload's own buffer; 64 KiB keeps that
@@ -110,14 +177,25 @@ class _Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
         self._lost = False
+        # Limits: bytes this connection holds of the server's budget (the request being read, then each request
+        # delivered and not yet answered), and the clock of its idle and request deadlines (one timer, re-armed
+        # only when it fires: a payload's thousands of reads never touch it).
+        self._reading_bytes = 0
+        self._item_bytes: collections.deque[int] = collections.deque()
+        self._idle_since = 0.0
+        self._request_since: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- asyncio callbacks -----------------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run())
         self._server._connections.add(self)
+        self._idle_since = loop.time()
+        self._arm()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._payload is not None:
@@ -127,6 +205,9 @@ class _Connection(asyncio.BufferedProtocol):
         return self._scratch
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self._request_since is None and not self._stopped:
+            self._request_since = asyncio.get_running_loop().time()
+            self._arm(sooner=True)  # once a request: its deadline may come before the idle one that is armed
         if self._payload is not None:
             self._filled += nbytes
             self._drain_payload()
@@ -145,6 +226,9 @@ class _Connection(asyncio.BufferedProtocol):
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         self._server._connections.discard(self)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -208,6 +292,8 @@ class _Connection(asyncio.BufferedProtocol):
 
     def _start_payload(self, header: FrameHeader) -> None:
         size = self._reader.accept_header(header)  # type, blob length and cap checked before this allocation
+        self._server._reserve(size)  # and the door's budget over every connection, before it too
+        self._reading_bytes += size
         self._payload_buffer = _allocate(size)
         self._payload = memoryview(self._payload_buffer).cast("B")
         self._filled = 0
@@ -222,6 +308,9 @@ class _Connection(asyncio.BufferedProtocol):
         if self._reader.complete:
             request = self._reader.request
             self._reader = RequestReader()
+            self._item_bytes.append(self._reading_bytes)
+            self._reading_bytes = 0
+            self._request_since = None
             self._deliver(request)
             if self._items:
                 self._pause_reading()
@@ -272,6 +361,72 @@ class _Connection(asyncio.BufferedProtocol):
             self._transport.resume_reading()
         return item
 
+    # -- deadlines -----------------------------------------------------------------------------------------------
+    def _deadline(self) -> float | None:
+        """When this connection times out as things stand; None while a request is queued or answered (a slow
+        answer is the model's time, not the client's; writes have WRITE_TIMEOUT)."""
+        if self._busy or self._items or self._stopped:
+            return None
+        limits = self._server.limits
+        if self._request_since is not None:
+            return self._request_since + limits.request_timeout
+        return self._idle_since + limits.idle_timeout
+
+    def _arm(self, *, sooner: bool = False) -> None:
+        """Set the timer for the current deadline if none is set (`sooner`: also if the set one is later)."""
+        if self._lost:
+            return
+        if self._timer is not None:
+            deadline = self._deadline()
+            if not sooner or deadline is None or deadline >= self._timer.when():
+                return
+            self._timer.cancel()
+            self._timer = None
+        deadline = self._deadline()
+        if deadline is not None:
+            self._timer = asyncio.get_running_loop().call_at(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        deadline = self._deadline()
+        if deadline is None or self._lost:
+            return  # busy: re-armed when the answer ends
+        if asyncio.get_running_loop().time() < deadline:
+            self._arm()  # activity moved the deadline since this timer was set
+            return
+        limits = self._server.limits
+        if self._request_since is not None:
+            self._server._refused("request_timeout")
+            log.warning("wire: dropping a client whose request was not whole after %.0f s", limits.request_timeout)
+            self._fail(
+                WireError(
+                    codec.ErrorCode.INVALID_REQUEST,
+                    f"the request did not arrive whole within {limits.request_timeout:g} s of its first byte",
+                    fatal=True,
+                )
+            )
+        else:
+            self._server._refused("idle_timeout")
+            self._deliver(_EOF)
+            self._stopped = True
+            self._pause_reading()
+
+    def _answered(self) -> None:
+        """The request at the head of the queue is done: its bytes go back to the budget, and the idle clock (or a
+        pipelined request's clock, which ran while this one was answered) starts now."""
+        if self._item_bytes:
+            self._server._release(self._item_bytes.popleft())
+        now = asyncio.get_running_loop().time()
+        self._idle_since = now
+        if self._request_since is not None:
+            self._request_since = now
+        self._arm()
+
+    def _release_all(self) -> None:
+        self._server._release(self._reading_bytes + sum(self._item_bytes))
+        self._reading_bytes = 0
+        self._item_bytes.clear()
+
     # -- writing -----------------------------------------------------------------------------------------------------
     async def _send(self, event: ResponseEvent) -> None:
         """Write one response frame; flushed at once, bounded by WRITE_TIMEOUT in all (F-17)."""
@@ -309,11 +464,16 @@ class _Connection(asyncio.BufferedProtocol):
                     keep = await self._answer(item)
                 finally:
                     self._busy = False
+                    self._answered()
                 if not keep:
                     break
         except (ConnectionError, TimeoutError):
             pass
         finally:
+            self._release_all()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             if self._transport is not None:
                 self._transport.close()
 
@@ -355,9 +515,12 @@ class WireServer:
     a symlink at the path is refused, a stale socket (one nobody answers on) is removed, and a live one is refused.
     """
 
-    def __init__(self, host: Servable, path: str | os.PathLike[str]) -> None:
+    def __init__(self, host: Servable, path: str | os.PathLike[str], *, limits: WireLimits | None = None) -> None:
         self.host = host
         self.path = os.fspath(path)
+        self.limits = limits or WireLimits()
+        self.refusals = _refusal_counter(host.metrics.registry)
+        self._buffered = 0  # bytes reserved by every connection's requests (see WireLimits.max_buffered_bytes)
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._connections: set[_Connection] = set()
@@ -398,6 +561,9 @@ class WireServer:
                 await asyncio.sleep(0.1)
                 continue
             conn.setblocking(False)
+            if len(self._connections) >= self.limits.max_connections:
+                self._refuse_connection(conn)
+                continue
             try:
                 await loop.connect_accepted_socket(functools.partial(_Connection, self, conn), conn)
             except BaseException as exc:
@@ -406,10 +572,46 @@ class WireServer:
                     raise
                 log.warning("wire: could not set up a connection: %s", exc)
 
+    def _refuse_connection(self, conn: socket.socket) -> None:
+        """Answer a client past the connection limit with one queue_full frame (a retry-later code: the client
+        knows it is load, not a fault) and close it, without giving it a transport, a task or a buffer."""
+        self._refused("connection_limit")
+        frame = codec.encode_response(
+            codec.Error("", codec.ErrorCode.QUEUE_FULL, f"too many connections (at most {self.limits.max_connections})")
+        )
+        with contextlib.suppress(OSError):
+            conn.send(frame)  # a hundred bytes into an empty socket buffer: never blocks
+            # Closing with the client's first bytes unread would reset the connection, and a reset can reach the
+            # client before the frame does: take what has already arrived (non-blocking, one read) first.
+            conn.recv(_SCRATCH)
+        conn.close()
+
+    def _reserve(self, size: int) -> None:
+        if self._buffered + size > self.limits.max_buffered_bytes:
+            self._refused("buffer_limit")
+            raise WireError(
+                codec.ErrorCode.QUEUE_FULL,
+                f"the socket door holds {self._buffered} bytes of requests; a frame of {size} more would pass its "
+                f"bound of {self.limits.max_buffered_bytes}: retry when they are answered",
+                fatal=True,  # the payload is not read, so the stream position is lost
+            )
+        self._buffered += size
+
+    def _release(self, size: int) -> None:
+        self._buffered -= size
+
+    def _refused(self, reason: str) -> None:
+        self.refusals.labels(reason).inc()
+
     @property
     def connections(self) -> int:
         """Open client connections (for tests and operators)."""
         return len(self._connections)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of requests the door holds now, being received or waiting to be answered (see WireLimits)."""
+        return self._buffered
 
     async def aclose(self, grace: float = 10.0) -> None:
         """Stop accepting and remove the socket, let in-flight requests finish for up to ``grace`` seconds, then
