@@ -139,3 +139,34 @@ def test_hostile_sizes_are_bounded() -> None:
     assert sum(len(b.text.split()) for b in layout.blocks if b.kind is not Kind.TABLE) <= 400
     # bounded work: well under a CPU minute even on a slow machine (the unbounded pairwise rule grouping took hours)
     assert time.process_time() - started < 60
+
+
+def test_a_paragraph_split_by_a_page_break_is_joined_for_the_whole_document() -> None:
+    from modelhost.docengine import to_docling
+    from modelhost.docengine.analyse import join_pages
+
+    first = page(
+        1,
+        Block(Kind.TEXT, (50, 700, 500, 740), "The bearing is clamped at both ends and the most"),
+        Block(Kind.FOOTNOTE, (50, 750, 500, 760), "1 A footnote."),
+        Block(Kind.PAGE_FOOTER, (290, 775, 310, 785), "1"),
+    )
+    second = page(
+        2,
+        Block(Kind.PAGE_HEADER, (50, 20, 400, 30), "Running head"),
+        Block(Kind.TEXT, (50, 60, 500, 100), "common ranges in size are listed below."),
+        Block(Kind.PICTURE, (50, 120, 500, 300), caption=3),
+        Block(Kind.CAPTION, (50, 310, 500, 320), "Figure 1: Sizes"),
+    )
+    joined = join_pages([first, second])
+    assert (
+        joined[0].blocks[0].text
+        == "The bearing is clamped at both ends and the most common ranges in size are listed below."
+    )
+    assert [b.kind for b in joined[1].blocks] == [Kind.PAGE_HEADER, Kind.PICTURE, Kind.CAPTION]
+    assert joined[1].blocks[1].caption == 2
+    md = to_docling("d", [first, second]).export_to_markdown()
+    assert "the most common ranges in size" in md
+    # a sentence that ended, or a next page that starts a new sentence, stays apart
+    ended = page(1, Block(Kind.TEXT, (50, 700, 500, 740), "The bearing is clamped at both ends."))
+    assert join_pages([ended, second])[1].blocks[1].text == "common ranges in size are listed below."

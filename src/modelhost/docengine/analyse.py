@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify
@@ -23,7 +23,7 @@ from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import find_tables, rule_frames
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Word
 
-__all__ = ["Style", "analyse", "document_style"]
+__all__ = ["Style", "analyse", "continues", "document_style", "join_pages"]
 
 #: An image covering this share of the page or more is a background (a cover, a scan under its own text layer):
 #: it is still a picture, but the text over it is the page's text.
@@ -201,23 +201,48 @@ def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: 
 
 def _extend(blocks: list[Block], chunk: list[Block]) -> None:
     """A column chunk's blocks appended; its first paragraph joins the last paragraph before it (past footnotes
-    under the column) when a column break split it: that one ends mid-sentence (and is more than a stray
-    fragment), this one starts lowercase."""
+    under the column) when a column break split it."""
     if chunk and blocks:
         k = len(blocks) - 1
         while k > 0 and blocks[k].kind is Kind.FOOTNOTE:
             k -= 1
-        prev, first = blocks[k], chunk[0]
-        if (
-            prev.kind is Kind.TEXT
-            and first.kind is Kind.TEXT
-            and first.text[:1].islower()
-            and len(prev.text.split()) >= MIN_CONTINUED_WORDS
-            and not _SENTENCE_END.search(prev.text)
-        ):
-            blocks[k] = replace(prev, text=join([prev.text, first.text]))
+        if continues(blocks[k], chunk[0]):
+            blocks[k] = replace(blocks[k], text=join([blocks[k].text, chunk[0].text]))
             chunk = chunk[1:]
     blocks.extend(chunk)
+
+
+def continues(prev: Block, block: Block) -> bool:
+    """Whether `block` continues the paragraph `prev` across a column or page break: both text, `prev` ends
+    mid-sentence (and is more than a stray fragment), `block` starts lowercase."""
+    return (
+        prev.kind is Kind.TEXT
+        and block.kind is Kind.TEXT
+        and block.text[:1].islower()
+        and len(prev.text.split()) >= MIN_CONTINUED_WORDS
+        and not _SENTENCE_END.search(prev.text)
+    )
+
+
+def join_pages(layouts: Sequence[PageLayout]) -> list[PageLayout]:
+    """Paragraphs split by a page break joined: the last body paragraph of a page (past its footnotes and
+    furniture) takes the next page's first body paragraph when `continues` says so. A document-level pass, for
+    whole-document output (Markdown, JSON); a page-by-page stream cannot take text back from a page it has sent."""
+    out = list(layouts)
+    skip = (Kind.FOOTNOTE, Kind.PAGE_HEADER, Kind.PAGE_FOOTER)
+    for n in range(1, len(out)):
+        prev_blocks, next_blocks = list(out[n - 1].blocks), list(out[n].blocks)
+        k = max((i for i, b in enumerate(prev_blocks) if b.kind not in skip), default=-1)
+        m = min((i for i, b in enumerate(next_blocks) if b.kind not in skip), default=-1)
+        if k < 0 or m < 0 or not continues(prev_blocks[k], next_blocks[m]):
+            continue
+        prev_blocks[k] = replace(prev_blocks[k], text=join([prev_blocks[k].text, next_blocks[m].text]))
+        del next_blocks[m]
+        # captions point at block indices: the removed block shifts those after it
+        next_blocks = [replace(b, caption=b.caption - (b.caption > m)) if b.caption >= 0 else b for b in next_blocks]
+        out[n - 1] = replace(out[n - 1], blocks=tuple(prev_blocks))
+        out[n] = replace(out[n], blocks=tuple(next_blocks))
+    return out
 
 
 def _caption_words(over: list[int], words: list[Word]) -> set[int]:

@@ -102,12 +102,14 @@ def doctags_page(layout: PageLayout, *, escape: bool = False) -> str:
 
 def to_docling(name: str, layouts: Sequence[PageLayout]) -> Any:
     """A DoclingDocument of the pages: body blocks in reading order, furniture in docling's furniture layer,
-    captions attached to their picture or table."""
+    captions attached to their picture or table, and paragraphs that a page break split joined again."""
     from docling_core.types.doc.base import Size
     from docling_core.types.doc.document import DoclingDocument  # type: ignore[attr-defined]
 
+    from modelhost.docengine.analyse import join_pages
+
     doc = DoclingDocument(name=name)
-    for layout in layouts:
+    for layout in join_pages(layouts):
         doc.add_page(page_no=layout.number, size=Size(width=layout.width, height=layout.height))
         _Page(doc, layout).add()
     return doc
