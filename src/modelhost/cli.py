@@ -25,6 +25,7 @@ import typer
 
 from modelhost import errors
 from modelhost.inference import registry
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import GenerateMetrics, Message, Token
 from modelhost.training.cli import train as train_command
 
@@ -114,7 +115,12 @@ def _schema(value: str) -> Any:
         schema = json.loads(text)
     except ValueError as exc:
         raise typer.BadParameter(f"not a JSON Schema file nor JSON: {exc}", param_hint="--json-schema") from None
-    return schema or {"type": "object"}
+    schema = schema or {"type": "object"}
+    try:  # the bounds every engine needs (inference/schema_limits.py), before a model is loaded for nothing
+        GenerateOptions.parse(json_schema=schema)
+    except errors.InvalidOptionError as exc:
+        raise typer.BadParameter(exc.detail, param_hint="--json-schema") from None
+    return schema
 
 
 @app.command()

@@ -123,3 +123,19 @@ class HostClosedError(ModelHostError):
     """The host is shutting down and admits no new requests."""
 
     code = "host_closed"
+
+
+class SchemaError(InvalidOptionError):
+    """A JSON Schema (the `json_schema` option) that no grammar engine here may be given: too large, too deep, too
+    costly a step, or one no value satisfies. `at` is where, as JSON pointer parts, so a door whose schema wraps the
+    client's (a tool call's schema wraps each tool's parameters) can name the parameter the client sent."""
+
+    def __init__(self, at: tuple[str, ...], reason: str) -> None:
+        super().__init__("json_schema", f"{reason} (at {pointer(at)})")
+        self.at = at
+        self.reason = reason
+
+
+def pointer(parts: tuple[str, ...]) -> str:
+    """A JSON pointer of `parts` ("/" for the root), escaped as RFC 6901 says."""
+    return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts) if parts else "/"

@@ -5,7 +5,9 @@ Start order matters. The HTTP door binds first, so `/health` answers and `/ready
 (llama.cpp's operations view: health that tells the truth). The socket door binds only after the model is loaded,
 because on the inferd wire a bound socket IS the readiness signal (no health frame exists; a client that connects
 early must get ECONNREFUSED and retry). Stop order is the reverse: stop accepting, let in-flight requests finish
-for a bounded grace period, then close the model and remove the socket.
+for a bounded grace period, then close the model and remove the socket. A stop that has not ended
+HARD_EXIT_SECONDS after the grace (a model thread stuck in a native call never sees its cancel) exits the process
+hard, with a line saying so: a stop signal always stops the process.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,12 @@ if TYPE_CHECKING:
 #: How long a stop signal waits for in-flight requests before cancelling them. Long enough for a typical answer
 #: on a small model, short enough that a service manager's own kill timeout (systemd: 90 s) never fires first.
 DEFAULT_GRACE_SECONDS = 30.0
+
+#: How long after its grace (after a second signal: after that signal) a stop may still take before the process
+#: exits hard. The orderly rest (cancelled requests end at their next token, the model closes) takes well under a
+#: second; a model thread wedged inside a C call (issue 25: one grammar step of minutes) never gets there, and
+#: neither SIGTERM nor a second one stopped the process, only kill -9.
+HARD_EXIT_SECONDS = 10.0
 
 
 class Door(Protocol):
@@ -197,11 +206,16 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
+    deadline: list[threading.Timer] = []
+
     def on_signal() -> None:
         # The first signal starts an orderly stop; a second one means "now": cancel what is still running.
         if stop.is_set():
             say("modelhost: second stop signal: cancelling in-flight requests")
             models.cancel_all()
+            _exit_hard_after(HARD_EXIT_SECONDS, say, deadline)
+        else:
+            _exit_hard_after(config.grace_seconds + HARD_EXIT_SECONDS, say, deadline)
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -268,7 +282,26 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 await http.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        for timer in deadline:
+            timer.cancel()  # stopped in time: nothing to force (and an embedding process must not be exited)
         say("modelhost: stopped")
+
+
+def _exit_hard_after(seconds: float, say: Callable[[str], None], timers: list[threading.Timer]) -> None:
+    """Exit the process `seconds` from now unless the stop ends first (the caller cancels `timers`). os._exit: a
+    wedged thread cannot be joined, and a normal exit joins every thread."""
+
+    def exit_now() -> None:
+        say(
+            f"modelhost: still not stopped {seconds:g} s after the stop began (a model thread is stuck in a native "
+            "call): exiting now, without a clean close"
+        )
+        os._exit(1)
+
+    timer = threading.Timer(seconds, exit_now)
+    timer.daemon = True
+    timer.start()
+    timers.append(timer)
 
 
 def run(config: ServeConfig, **kwargs: Any) -> None:

@@ -67,6 +67,8 @@ class Servable(Protocol):
     @property
     def slots(self) -> int: ...
 
+    async def precheck(self, request: GenerationRequest) -> None: ...
+
     def submit(self, request: GenerationRequest) -> RequestStream: ...
 
     def submit_embedding(
@@ -198,6 +200,18 @@ class ServedModel:
                 if task is None or self.host is None or self.host.state not in ("new", "loading"):
                     return  # failed or closing: nothing more to wait for
                 await asyncio.shield(task)
+        finally:
+            self._waiters -= 1
+
+    async def precheck(self, request: GenerationRequest) -> None:
+        """Host.precheck on the loaded model (nothing when unloaded: `submit` answers that). The model counts as
+        busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the caller's submit."""
+        host = self.host
+        if host is None:
+            return
+        self._waiters += 1
+        try:
+            await host.precheck(request)
         finally:
             self._waiters -= 1
 

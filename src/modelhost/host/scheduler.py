@@ -290,12 +290,7 @@ class Host:
             raise ModelLoadingError(f"model {self.name!r} is still loading")
         if self.state != "ready":
             raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
-        try:
-            options = self._validate(request)
-        except ModelHostError as exc:
-            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
-            raise
-        stream = RequestStream(self, request, options)
+        stream = RequestStream(self, request, self._admitted(request))
         with self._cond:
             self._check_room()
             self._waiting.append(stream)
@@ -303,6 +298,22 @@ class Host:
             self._idle.clear()
             self._cond.notify()
         return stream
+
+    async def precheck(self, request: GenerationRequest) -> None:
+        """Run the checks `submit` runs on a worker thread, raising what it would raise. A door awaits this first so
+        the event loop never compiles a grammar: the model's check (a JSON Schema turned into llama.cpp's grammar
+        or llguidance's, up to tens of milliseconds for a large schema) caches what it compiled, and `submit`'s own
+        check then finds it there. A host that is not ready is left to `submit` to refuse."""
+        if self.state == "ready":
+            await asyncio.to_thread(self._admitted, request)
+
+    def _admitted(self, request: GenerationRequest) -> dict[str, Any]:
+        """The request's checked options; a refusal is counted in the metrics and raised."""
+        try:
+            return self._validate(request)
+        except ModelHostError as exc:
+            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            raise
 
     def submit_embedding(
         self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False, dimensions: int | None = None

@@ -555,6 +555,7 @@ class _Door:
     ) -> Response:
         """Submit every choice; answer as SSE from `streamed(model, include_usage, choice)` writers (one per
         choice, sharing one id), or as one `whole(model, answers)` body."""
+        await self._precheck(served, parsed)
         choices = self._submit(served, parsed)
         if parsed.stream:
             writers = [streamed(served.name, parsed.include_usage, i) for i in range(len(choices.streams))]
@@ -571,6 +572,7 @@ class _Door:
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
     ) -> Response:
+        await self._precheck(served, parsed)  # before the load wait: none may lie between that wait and the submit
         writer.load_seconds = await self._ollama_loaded(request, served)
         ollama_models.check_think(served, parsed)  # needs the loaded model: only it knows whether it can think
         choices = self._submit(served, parsed)
@@ -613,6 +615,13 @@ class _Door:
                 stream.cancel()
             raise
         return _Choices(streams)
+
+    async def _precheck(self, served: ServedModel, parsed: ParsedRequest) -> None:
+        """The request's checks on a worker thread (Host.precheck: a JSON Schema's grammar is compiled there, not
+        on the event loop), refused as `_submit` would refuse them. The choices differ only in their seed, so one
+        check stands for all."""
+        with self._admission(served, lambda exc: schema.from_host_exception(exc, parsed.wire_names)):
+            await served.precheck(parsed.generation)
 
     def _submit_one(self, served: ServedModel, parsed: ParsedRequest, generation: GenerationRequest) -> RequestStream:
         with self._admission(served, lambda exc: schema.from_host_exception(exc, parsed.wire_names)):

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from modelhost.errors import InvalidOptionError, ModelHostError
+from modelhost.errors import InvalidOptionError, ModelHostError, SchemaError, pointer
 from modelhost.host.events import Done, GenerationRequest
 from modelhost.http import tools as tooling
 from modelhost.http.reasoning import ReasoningSplit
@@ -130,13 +130,25 @@ def from_host_exception(exc: ModelHostError, wire_names: Mapping[str, str]) -> A
     """The wire error for an exception `Host.submit` raised; an option error names the parameter the client sent."""
     param = None
     message = str(exc)
-    if isinstance(exc, InvalidOptionError):
+    if isinstance(exc, SchemaError):
+        param, message = _schema_refusal(exc, wire_names)
+    elif isinstance(exc, InvalidOptionError):
         param = wire_names.get(exc.option, exc.option)
         if param != exc.option:
             # The message names it too: Ollama's error body is the message alone, and `option 'max_tokens'` names
             # nothing an Ollama client sent (it sent options.num_predict).
             message = f"{param}: {exc.detail}"
     return from_host_error(exc.code, message, param=param)
+
+
+def _schema_refusal(exc: SchemaError, wire_names: Mapping[str, str]) -> tuple[str, str]:
+    """(param, message) of a refused schema: the parameter holding the deepest part of the schema the refusal is
+    in (a tool's parameters inside a call schema), and where inside that parameter."""
+    for cut in range(len(exc.at), -1, -1):
+        param = wire_names.get(exc.option + (pointer(exc.at[:cut]) if cut else ""))
+        if param is not None:
+            return param, f"{param}: {exc.reason} (at {pointer(exc.at[cut:])})"
+    return exc.option, str(exc)
 
 
 # -- the request the app hands to the host --------------------------------------------------------------------------
@@ -512,6 +524,7 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         if call_schema is not None:
             options["json_schema"] = call_schema
             names["json_schema"] = "tools"
+            names.update({"json_schema" + pointer(at): param for at, param in tool_plan.schema_params().items()})
     return ParsedRequest(
         GenerationRequest(messages=messages, options=options, request_id=request_id),
         stream=req.stream,

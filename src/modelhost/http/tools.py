@@ -391,6 +391,18 @@ class ToolPlan:
         ]
         return calls[0] if len(calls) == 1 else {"anyOf": calls}
 
+    def schema_params(self) -> dict[tuple[str, ...], str]:
+        """Where each chosen tool's parameters sit in `schema()` (JSON pointer parts) -> the request's name for
+        them, so a refusal inside the call schema names the tool the client sent (`tools[2].function.parameters`)."""
+        if self.choice in ("auto", "none"):
+            return {}
+        chosen = [i for i, t in enumerate(self.tools) if self.choice == "required" or t.name == self.named]
+        single = len(chosen) == 1
+        return {
+            (*(() if single else ("anyOf", str(k))), "properties", "arguments"): f"tools[{i}].function.parameters"
+            for k, i in enumerate(chosen)
+        }
+
     def reader(self) -> CallReader:
         """A reader for one answer to this request."""
         return CallReader(frozenset(t.name for t in self.tools), None if self.parallel else 1)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 from modelhost.errors import InvalidOptionError
+from modelhost.inference.schema_limits import check_schema
 
 
 class CancelToken(Protocol):
@@ -203,6 +204,7 @@ def _json_schema(name: str, value: Any) -> str:
         raise InvalidOptionError(name, f"is not JSON-serialisable: {exc}") from None
     if len(text) > MAX_JSON_SCHEMA_CHARS:
         raise InvalidOptionError(name, f"is {len(text)} characters as JSON; the limit is {MAX_JSON_SCHEMA_CHARS}")
+    check_schema(value)  # what every grammar engine must be spared (schema_limits.py), before any engine sees it
     return text
 
 

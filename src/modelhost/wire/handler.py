@@ -110,8 +110,10 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
     rid = request.id
     supported = (AttachmentKind.IMAGE,) if host.accepts_images else ()
     codec.validate_request(request, supported_kinds=supported)
+    generation = to_generation_request(request)
     try:
-        stream: RequestStream = host.submit(to_generation_request(request))
+        await host.precheck(generation)  # a JSON Schema's grammar compiled off the event loop (Host.precheck)
+        stream: RequestStream = host.submit(generation)
     except ModelHostError as exc:
         raise _wire_error(exc, rid) from None
     backend = backend_name(host)

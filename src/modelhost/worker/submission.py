@@ -110,14 +110,15 @@ def _parse_input(raw: bytes) -> Any:
         raise bad_request("the input is nested too deeply") from None
 
 
-def _check_input(board: JobBoard, model: str, operation: str, value: Any) -> None:
+async def _check_input(board: JobBoard, model: str, operation: str, value: Any) -> None:
     """The operation's own check of the input (options in range, no picture for a text model): refused with 400
-    before anything is reserved, rather than accepted and failed when it runs."""
+    before anything is reserved, rather than accepted and failed when it runs. On a worker thread: the model's
+    check compiles a JSON Schema's grammar, which the event loop must not wait for."""
     check = board.input_check(model, operation)
     if check is None:
         return
     try:
-        check(value)
+        await asyncio.to_thread(check, value)
     except protocol.Failure as failure:
         raise bad_request(failure.message) from None
     except RecursionError:
@@ -169,7 +170,7 @@ async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
     if checked or b'"$file"' in raw or b'"$inputFile"' in raw or b"\\u" in raw:
         value = _parse_input(raw)
         _resolve(value, None)
-        _check_input(board, submission.model, submission.operation, value)
+        await _check_input(board, submission.model, submission.operation, value)
     admitted = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
     if isinstance(admitted, Record):
         return admitted, False
@@ -323,7 +324,7 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
                 submission = _decode(upload.request)
                 # Parsed once, here: checked before a slot is reserved, resolved against the parts at the end.
                 value = _parse_input(bytes(submission.input))
-                _check_input(board, submission.model, submission.operation, value)
+                await _check_input(board, submission.model, submission.operation, value)
                 result = await board.reserve(submission.operation, submission.model, submission.idempotency_key)
                 if isinstance(result, Record):
                     return result, False

@@ -33,7 +33,13 @@ What we add to the converter's output, each for a failure seen or read in llama.
   allowed nearly every time. Greedy output is the same either way (the argmax, if allowed, is the masked
   argmax), and a sampled token is drawn from the same masked distribution: p(t) + P(refused) * p(t) / Z = p(t) / Z.
 - A grammar is checked once, when the request is admitted: a schema the converter cannot handle (an unknown type,
-  a remote `$ref`) or a grammar llama.cpp cannot parse is a 400 naming `json_schema`, before any compute.
+  a remote `$ref`) or a grammar llama.cpp cannot parse is a 400 naming `json_schema`, before any compute. Before
+  the converter sees a schema it is checked against LIMITS (the contract's schema_limits, with llama.cpp's lower
+  counts), and the grammar it writes against MAX_GBNF_CHARS.
+- The sampler never hands llama.cpp a token its grammar refused: a masked step that leaves no token allowed (an
+  unsatisfiable schema the checks could not see) ends the request with a SchemaError, and so does a masked step
+  slower than STEP_SECONDS (a grammar costlier than the checks measured), so one request cannot hold the model
+  thread; the request ends, the thread serves the next.
 
 What the grammar makes dangerous: llama.cpp *aborts the process* when a token outside the grammar is accepted (its
 grammar code calls GGML_ABORT). So options that force or forbid tokens behind the grammar's back (`min_tokens`,
@@ -44,15 +50,37 @@ budget, which forces `</think>`) are refused together with `json_schema` rather 
 from __future__ import annotations
 
 import ctypes
+import json
 import math
 import re
+import time
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from modelhost.errors import InvalidOptionError
+from modelhost.errors import InvalidOptionError, SchemaError
 from modelhost.inference.options import GenerateOptions
+from modelhost.inference.schema_limits import DEFAULT_LIMITS, SchemaLimits, check_schema
+
+#: The contract's schema bounds with llama.cpp's lower counts: its parser refuses a nested repetition past ~1,000
+#: ("exceeds sane defaults", after printing the whole grammar to stderr) and overflows the C stack at ~20,000
+#: (SIGSEGV); maxLength 1000 parses and masks in ~15 ms a step on SmolLM2 (measured, issue 25).
+LIMITS = SchemaLimits(
+    max_depth=DEFAULT_LIMITS.max_depth,
+    max_count=1000,
+    max_total=20_000,
+    max_skippable=DEFAULT_LIMITS.max_skippable,
+    max_pattern_depth=DEFAULT_LIMITS.max_pattern_depth,
+)
+#: Largest GBNF text handed to llama.cpp's parser: minLength 20,000 writes ~100 KB; a grammar several times that
+#: is a schema the limits above let through by breadth (many properties), and parsing costs with its size.
+MAX_GBNF_CHARS = 1 << 20
+#: Longest one masked step may take before the request is ended: a normal one costs 10-30 ms on SmolLM2's 49k
+#: vocabulary on 2 busy cores (a 150k vocabulary about three times that); two seconds is a margin of ~20x over the
+#: worst normal step, yet ends a wedging grammar before it holds the model thread from every other request.
+STEP_SECONDS = 2.0
 
 #: Options that cannot be combined with a grammar (see the module docstring): each could make llama.cpp accept a
 #: token the grammar forbids, and that aborts the process instead of raising.
@@ -84,8 +112,10 @@ _MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
 _NAMED = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 
 #: GBNF texts that llama.cpp already parsed once: parsing does not depend on the vocabulary for these grammars
-#: (they name characters, never tokens), so one check per distinct schema is enough.
-_checked: set[str] = set()
+#: (they name characters, never tokens), so one check per distinct schema is enough. Bounded, oldest first out:
+#: every distinct schema a client sends would otherwise stay in memory for the life of the process.
+_checked: OrderedDict[str, None] = OrderedDict()
+_CHECKED_KEPT = 256
 
 
 #: Numeric bounds: enforced by our own digit-range rule on a plain `"type": "integer"`, refused anywhere else.
@@ -133,7 +163,7 @@ def integer_bounds(node: dict[str, Any], path: str = "") -> tuple[int, int]:
         )  # fmt: skip
     values = {key: node[key] for key in BOUNDS if key in node}
     for key, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
             raise InvalidOptionError("json_schema", f"'{key}' (at {where}) must be a finite number")
     # Integer bounds from any number: x >= 0.5 is x >= 1, x > 2 is x >= 3, x > 2.5 is x >= 3.
     lows = [math.ceil(values["minimum"])] if "minimum" in values else []
@@ -147,6 +177,13 @@ def integer_bounds(node: dict[str, Any], path: str = "") -> tuple[int, int]:
         why = "is empty" if lows and highs else f"lies beyond the {len(str(INTEGER_LIMIT))}-digit integers it writes"
         raise InvalidOptionError("json_schema", f"the integer range at {where} {why} ({low} > {high})")
     return low, high
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer literal past a double (a 400-digit maximum): a 500 before issue 25
+        return False
 
 
 def integer_range_rule(low: int, high: int) -> str:
@@ -213,8 +250,6 @@ def _converter_class() -> type:
 
 def _schema_to_gbnf(schema_json: str) -> str:
     """llama_grammar.json_schema_to_gbnf with our converter (the same settings: no fetching, no property order)."""
-    import json
-
     converter = _converter_class()(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     schema = converter.resolve_refs(json.loads(schema_json), "stdin")
     converter.visit(schema, "")
@@ -223,10 +258,10 @@ def _schema_to_gbnf(schema_json: str) -> str:
 
 @lru_cache(maxsize=64)
 def gbnf_for_schema(schema_json: str) -> str:
-    """The GBNF grammar of a JSON Schema (compact JSON text, as GenerateOptions holds it)."""
-    import json
-
-    _refuse_unenforced(json.loads(schema_json))
+    """The GBNF grammar of a JSON Schema (compact JSON text, as GenerateOptions holds it), within LIMITS."""
+    schema = json.loads(schema_json)
+    check_schema(schema, LIMITS)  # before the converter: it would write whatever the counts ask (module doc)
+    _refuse_unenforced(schema)
     try:
         grammar = _schema_to_gbnf(schema_json)
     except InvalidOptionError:
@@ -235,6 +270,8 @@ def gbnf_for_schema(schema_json: str) -> str:
         raise InvalidOptionError(
             "json_schema", f"llama.cpp cannot turn this JSON Schema into a grammar: {exc}"
         ) from None
+    if len(grammar) > MAX_GBNF_CHARS:
+        raise SchemaError((), f"its grammar is {len(grammar)} characters; llama.cpp is given at most {MAX_GBNF_CHARS}")
     return _CHAR_RULE.sub(lambda _: _STRICT_CHAR, grammar)
 
 
@@ -246,9 +283,13 @@ def check(opts: GenerateOptions, vocab: Any) -> str | None:
         if getattr(opts, name):
             raise InvalidOptionError(name, "cannot be combined with json_schema (structured output) on llama.cpp")
     gbnf = gbnf_for_schema(opts.json_schema)
-    if gbnf not in _checked:
+    if gbnf in _checked:
+        _checked.move_to_end(gbnf)
+    else:
         parse(vocab, gbnf)  # raises if llama.cpp refuses it
-        _checked.add(gbnf)
+        _checked[gbnf] = None
+        while len(_checked) > _CHECKED_KEPT:
+            _checked.popitem(last=False)
     return gbnf
 
 
@@ -277,7 +318,7 @@ class GrammarSampler:
 
     _DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
-    def __init__(self, chain: Any, vocab: Any, gbnf: str, n_vocab: int) -> None:
+    def __init__(self, chain: Any, vocab: Any, gbnf: str, n_vocab: int, *, step_seconds: float | None = None) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
@@ -289,6 +330,7 @@ class GrammarSampler:
         self._cand = np.zeros(n_vocab, dtype=self._DTYPE)
         self._ids = np.arange(n_vocab, dtype=np.int32)
         self._one = (llama_cpp.llama_token_data * 1)()
+        self._step_seconds = STEP_SECONDS if step_seconds is None else step_seconds
         self.refused = 0  # steps where the drawn token was outside the grammar (for tests and the bench)
 
     def sample(self, ctx: Any, idx: int = -1) -> int:
@@ -316,11 +358,31 @@ class GrammarSampler:
         data = cand.ctypes.data_as(ctypes.POINTER(lib.llama_token_data))
         array = lib.llama_token_data_array(data, self._n_vocab, -1, False)
         if masked:
+            started = time.perf_counter()
             lib.llama_sampler_apply(self._grammar, ctypes.byref(array))
+            self._check_mask(cand["logit"], time.perf_counter() - started)
         lib.llama_sampler_apply(self._chain.sampler, ctypes.byref(array))
         if array.selected < 0:
             raise RuntimeError("the sampler chain selected no token")
-        return int(array.data[array.selected].id)
+        chosen = array.data[array.selected]
+        if masked and chosen.logit == float("-inf"):
+            # Accepting it would GGML_ABORT the process (the module docstring); a chain step that can pick a
+            # refused token (none of ours can) must end the request instead.
+            raise SchemaError((), f"the sampler picked token {chosen.id}, which the grammar refuses")
+        return int(chosen.id)
+
+    def _check_mask(self, logits: np.ndarray, seconds: float) -> None:
+        """End the request when a masked step leaves nothing allowed or took longer than the bound (module doc)."""
+        if seconds > self._step_seconds:
+            raise SchemaError(
+                (), f"one constrained step took {seconds:.1f} s (the bound is {self._step_seconds:g} s): this "
+                "schema's grammar is too costly to follow",
+            )  # fmt: skip
+        if not np.isfinite(logits).any():
+            raise SchemaError(
+                (), "the grammar allows no token here: no text can continue the answer (no value satisfies "
+                "this schema from this point)",
+            )  # fmt: skip
 
     def accept(self, token: int) -> None:
         """Advance the chain's and the grammar's state past `token`."""

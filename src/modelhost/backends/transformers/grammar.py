@@ -10,7 +10,10 @@ characters (xgrammar's let a tiny random model put bytes such as 0x03 inside a s
 quietly loosened.
 
 How a request uses it: the schema is checked when the options are (`check`), before any compute, and refused as
-a 400 naming `json_schema` when llguidance cannot follow it. Each sequence then gets its own `LLMatcher`, kept in
+a 400 naming `json_schema` when llguidance cannot follow it; the contract's bounds (schema_limits.py, run by
+`GenerateOptions.parse`) have refused what no engine may be given before that. A mask that leaves no token
+allowed, a matcher that gave up (its fuel limits) or a mask slower than STEP_SECONDS ends the request with a
+SchemaError rather than drawing a token the matcher refuses. Each sequence then gets its own `LLMatcher`, kept in
 its RowState; the sampler's `constrain` step sets every token the matcher refuses to -inf (end-of-sequence
 included until the grammar accepts; only end-of-sequence once it is complete), and RowState feeds the drawn token
 back. `max_tokens` can still cut an answer short, which decode_loop reports as "length", as on llama.cpp.
@@ -27,13 +30,14 @@ closes them; "length" says when not.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from modelhost.errors import GenerationError, InvalidOptionError
+from modelhost.errors import InvalidOptionError, SchemaError
 from modelhost.inference.options import GenerateOptions
 
 if TYPE_CHECKING:
@@ -51,6 +55,11 @@ CONFLICTS = ("min_tokens", "suppress_tokens", "thinking_budget")
 #: llguidance's JSON options. Compact separators: the flexible-whitespace default lets a weak model spend its
 #: whole max_tokens on spaces and newlines between values (llama.cpp's converter allows at most a little).
 _JSON_DEFAULTS: JsonCompileOptions = {"whitespace_flexible": False}
+
+#: Longest one mask may take before the request is ended, as on llama.cpp (its grammar.py says how it was chosen):
+#: llguidance's own fuel (LLParserLimits: step_lexer_fuel, step_max_items) already stops a step in ~15 ms of work
+#: and puts the matcher in its error state; this bound catches what fuel does not count.
+STEP_SECONDS = 2.0
 
 
 #: The largest integer part a number may have: 16 digits, as llama.cpp's converter allows (`integral-part` is one
@@ -200,16 +209,36 @@ def constrain(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
     # that needs a C compiler and seconds of compilation on the serving thread).
     words = np.full((len(constrained), (width + 31) // 32), -1, dtype="<i4")
     for i, r in enumerate(constrained):
-        rows[r].matcher.unsafe_compute_mask_ptr(words[i].ctypes.data, words[i].nbytes)
+        matcher = rows[r].matcher
+        started = time.perf_counter()
+        matcher.unsafe_compute_mask_ptr(words[i].ctypes.data, words[i].nbytes)
+        _check_step(matcher, time.perf_counter() - started)
     # Bit j of little-endian word w is token 32*w + j, so the bytes unpack in little bit order into token order.
     bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :width]
     refused = torch.from_numpy(bits == 0).to(logits.device)
     index = torch.tensor(constrained, device=logits.device)
     logits[index] = logits[index].masked_fill(refused, float("-inf"))
+    if not torch.isfinite(logits[index]).any(dim=-1).all():
+        # An empty mask: argmax or a draw would still pick a token the matcher refuses. End the request instead.
+        raise SchemaError(
+            (), "the grammar allows no token here: no text can continue the answer (no value satisfies this "
+            "schema from this point)",
+        )  # fmt: skip
     return logits
+
+
+def _check_step(matcher: Any, seconds: float) -> None:
+    """End the request when the matcher gave up (a resource limit, an unsatisfiable grammar) or was too slow."""
+    if matcher.is_error():
+        raise SchemaError((), f"llguidance stopped following the schema: {matcher.get_error()}")
+    if seconds > STEP_SECONDS:
+        raise SchemaError(
+            (), f"one constrained step took {seconds:.1f} s (the bound is {STEP_SECONDS:g} s): this schema's "
+            "grammar is too costly to follow",
+        )  # fmt: skip
 
 
 def advance(matcher: Any, token: int) -> None:
     """Feed the drawn token to a sequence's matcher; a refusal means the mask and the draw disagreed (a bug)."""
     if not matcher.consume_token(token):
-        raise GenerationError(f"the structured-output grammar refused token {token}: {matcher.get_error()}")
+        raise SchemaError((), f"the structured-output grammar refused token {token}: {matcher.get_error()}")
