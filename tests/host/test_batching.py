@@ -108,6 +108,12 @@ def test_requests_run_together_and_a_third_joins_when_a_slot_frees() -> None:
         assert m.batch_sequences.labels("batched")._sum.get() == 2 + 2 + 2 + 2 + 1  # sequences per step
         assert m.prompt_tokens_cached.labels("batched")._value.get() == 0  # the stand-in's metrics say none
         assert m.requests_running.labels("batched")._value.get() == 0
+        # Idle again: no slot is used (the gauge once kept the 1 of the last step's batch until the next request).
+        for _ in range(12000):  # a state polled for up to two minutes, not a deadline
+            if m.batch_slots_used.labels("batched")._value.get() == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert m.batch_slots_used.labels("batched")._value.get() == 0
         await host.aclose()
         assert model.engine.closed and model.closed
 

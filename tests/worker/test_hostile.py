@@ -128,6 +128,23 @@ def test_a_long_id_is_not_echoed_back_whole(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("field", ["idempotencyKey", "model", "operation"])
+def test_a_megabyte_name_or_key_is_refused_naming_the_field(tmp_path: Path, field: str) -> None:
+    async def main() -> None:
+        server, c = await serving(tmp_path)
+        submission = {**ECHO, field: "k" * (1 << 20)}
+        body = assert_error_body(await c.post("/v1/jobs", json=submission), 400, "WORKER_INVALID_INPUT")
+        assert field in body["message"] and len(body["message"]) < 300, body["message"][:300]
+        files = [("request", (None, json.dumps(submission))), ("p", ("p.txt", b"x"))]
+        body = assert_error_body(await c.post("/v1/jobs", files=files), 400, "WORKER_INVALID_INPUT")
+        assert field in body["message"], body
+        assert server.board.held == 0 and leftovers(tmp_path / "state") == []
+        assert (await c.post("/v1/jobs", json={**ECHO, field: ECHO.get(field, "k" * 1024)})).status_code == 202
+        await stop(server, c)
+
+    asyncio.run(main())
+
+
 def _multipart(boundary: str, parts: list[tuple[str, str | None, bytes]], close: bool = True) -> bytes:
     out = b""
     for name, filename, data in parts:

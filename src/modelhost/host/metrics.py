@@ -46,7 +46,7 @@ class HostMetrics:
             "modelhost_batch_slots", "Requests the model decodes at once (1: one at a time).", labels, registry=r
         )
         self.batch_slots_used = Gauge(
-            "modelhost_batch_slots_used", "Batch slots holding a request after the last admission.", labels, registry=r
+            "modelhost_batch_slots_used", "Batch slots holding a request (0 when idle).", labels, registry=r
         )
         self.batch_tokens = Histogram(
             "modelhost_batch_tokens",

@@ -674,6 +674,9 @@ class Host:
             while not self._waiting and not live and not self._embeddings:
                 if self.state in ("closing", "closed"):
                     return None
+                # Idle: no slot holds a request. Set here, where every path to idle passes (the last request
+                # finishing in a step, failing, cancelled), or the gauge kept its last busy value while idle.
+                self.metrics.batch_slots_used.labels(self.name).set(0)
                 self._idle.set()
                 self._cond.wait()
             taken: list[RequestStream] = []

@@ -42,8 +42,8 @@ RETRY_AFTER_CLOSED = 30
 RETRY_AFTER_MIN, RETRY_AFTER_MAX = 1, 60
 #: After a failed write the store is probed again after this long, doubling per failure up to the maximum. The first
 #: retry is quick because a transient error often clears at once; a full disk waits for an operator, and polling it
-#: more often than every few seconds only fills the log. The maximum is also the 507's Retry-After.
-STORAGE_RETRY_MIN_SECONDS, STORAGE_RETRY_MAX_SECONDS = 0.1, 5.0
+#: more often than every few seconds only fills the log. The maximum is every 507's Retry-After (protocol).
+STORAGE_RETRY_MIN_SECONDS, STORAGE_RETRY_MAX_SECONDS = 0.1, float(protocol.STORAGE_RETRY_AFTER)
 
 Journal = Callable[[str], None]
 #: Checks a submitted input the way its operation will read it; raises protocol.Failure for one it would refuse.
@@ -214,7 +214,7 @@ class JobBoard:
             if not self.intake_open:
                 raise protocol.busy("intake is closed", RETRY_AFTER_CLOSED)
             if self.storage_error:
-                raise protocol.storage_error(self.storage_error, retry_after=int(STORAGE_RETRY_MAX_SECONDS))
+                raise protocol.storage_error(self.storage_error)
             if self.held >= self.capacity:
                 raise protocol.busy(f"the worker holds {self.held} of {self.capacity} jobs", self.retry_after())
         except ApiError as exc:

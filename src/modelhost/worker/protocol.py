@@ -12,7 +12,7 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 
@@ -141,14 +141,21 @@ def encode(value: Any) -> bytes:
     return _record_encoder.encode(value)
 
 
+#: Longest operation, model name and idempotency key of a submission. giz's keys are UUIDs and model names are
+#: catalogue names or paths; 1024 holds any path. Unbounded, an 8 MiB key or model name was carried into the job's
+#: record and echoed back in error messages.
+MAX_NAME_CHARS: Final = 1024
+_Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
+
+
 class Submission(msgspec.Struct, rename={"idempotency_key": "idempotencyKey"}):
     """The body of `POST /v1/jobs` (or its multipart field `request`). Unknown fields are ignored, so a newer giz
     that sends more does not break an older worker."""
 
-    operation: str
-    model: str
+    operation: _Name
+    model: _Name
     input: msgspec.Raw = msgspec.Raw(b"null")
-    idempotency_key: str = ""
+    idempotency_key: _Name = ""
 
 
 _submission_decoder = msgspec.json.Decoder(Submission)
@@ -332,6 +339,12 @@ def busy(message: str, retry_after: int) -> ApiError:
     return ApiError(429, WORKER_BUSY, message, retry_after=retry_after)
 
 
-def storage_error(message: str, *, retry_after: int | None = None) -> ApiError:
+#: Retry-After of a 507: the worker retries its own storage at most this far apart (jobs.STORAGE_RETRY_MAX_SECONDS),
+#: so a caller that waits this long tries against a store that has been probed again. Every 507 carries it (the first
+#: of a full disk and the upload 507s once had none, and a client could only guess when to come back).
+STORAGE_RETRY_AFTER: Final = 5
+
+
+def storage_error(message: str, *, retry_after: int = STORAGE_RETRY_AFTER) -> ApiError:
     """507 WORKER_STORAGE: the job could not be made durable (disk full, I/O error); nothing was kept."""
     return ApiError(507, WORKER_STORAGE, message, retry_after=retry_after)
