@@ -89,3 +89,25 @@ def test_captions_attach_to_their_picture_or_table() -> None:
     (picture,) = doc.pictures
     assert picture.caption_text(doc) == "Figure 1: A cat"
     assert doc.export_to_markdown().count("Figure 1: A cat") == 1
+
+
+def test_docling_core_needs_escape_for_tag_shaped_text() -> None:
+    # What the escape flag is for: docling-core's DocTags parser drops tag-shaped text from literal DocTags, and
+    # keeps escaped text as entities (a reader of the parsed document unescapes them).
+    import html
+
+    from docling_core.types.doc.document import DoclingDocument, DocTagsDocument  # type: ignore[attr-defined]
+    from PIL import Image
+
+    text = "if x<y and z>w then <tag> ok"
+    page = PageLayout(1, 600.0, 800.0, (Block(Kind.TEXT, (10, 10, 200, 30), text),))
+
+    def parsed(escape: bool) -> str:
+        tags = DocTagsDocument.from_doctags_and_image_pairs(
+            [doctags_page(page, escape=escape)], [Image.new("RGB", (600, 800), "white")]
+        )
+        (item,) = DoclingDocument.load_from_doctags(tags).texts
+        return str(item.text)
+
+    assert parsed(escape=False) != text  # literal: what pdf-spec wants, but docling-core loses the tags' text
+    assert html.unescape(parsed(escape=True)) == text
