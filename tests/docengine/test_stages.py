@@ -170,3 +170,17 @@ def test_a_paragraph_split_by_a_page_break_is_joined_for_the_whole_document() ->
     # a sentence that ended, or a next page that starts a new sentence, stays apart
     ended = page(1, Block(Kind.TEXT, (50, 700, 500, 740), "The bearing is clamped at both ends."))
     assert join_pages([ended, second])[1].blocks[1].text == "common ranges in size are listed below."
+
+
+def test_a_page_of_many_images_keeps_its_largest() -> None:
+    from modelhost.docengine.analyse import MAX_IMAGES
+    from modelhost.docengine.types import ImageRegion
+
+    tiny = [
+        ImageRegion((float(i % 100) * 6, float(i // 100) * 6, float(i % 100) * 6 + 5, float(i // 100) * 6 + 5))
+        for i in range(5000)
+    ]
+    big = ImageRegion((0, 700, 600, 800))
+    layout = analyse(PageContent(1, 600, 800, images=(*tiny, big)))
+    pictures = [b for b in layout.blocks if b.kind is Kind.PICTURE]
+    assert len(pictures) == MAX_IMAGES and any(b.bbox == big.bbox for b in pictures)

@@ -21,7 +21,7 @@ from modelhost.docengine.lines import Piece, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import find_tables, rule_frames
-from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Word
+from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Word
 
 __all__ = ["Style", "analyse", "continues", "document_style", "join_pages"]
 
@@ -38,6 +38,9 @@ MIN_CONTINUED_WORDS = 4
 #: A lone number that is the page's first or last line, inside this share of the page height at the top or
 #: bottom, is a page number (a page's own number sits below or above everything else).
 PAGE_NUMBER_ZONE = 0.2
+#: Images considered per page at most: a figure page has a handful, a scan one; each image is matched against
+#: every word, so a hostile page of 100,000 tiny images keeps its MAX_IMAGES largest.
+MAX_IMAGES = 200
 #: An image with this many words drawn over it is a background too (a back cover's photo under its blurb): a
 #: figure carries a few labels, not paragraphs.
 BACKGROUND_WORDS = 50
@@ -97,7 +100,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
 
-    for image in content.images:
+    for image in largest_images(content.images):
         x0, y0, x1, y1 = image.bbox
         area = (x1 - x0) * (y1 - y0)
         if any(_contains(b.bbox, image.bbox) for b in fixed):
@@ -131,6 +134,18 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             blocks.append(fixed[i - len(runs)])
         _extend(blocks, _classified(chunk, style, content, frames))
     return PageLayout(content.number, content.width, content.height, tuple(_captioned(blocks + bottom)))
+
+
+def largest_images(images: Sequence[ImageRegion]) -> list[ImageRegion]:
+    """At most `MAX_IMAGES` of a page's images, the largest, in their page order."""
+    if len(images) <= MAX_IMAGES:
+        return list(images)
+    keep = set(sorted(range(len(images)), key=lambda i: -_area(images[i].bbox))[:MAX_IMAGES])
+    return [image for i, image in enumerate(images) if i in keep]
+
+
+def _area(box: BBox) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1])
 
 
 def _captioned(blocks: list[Block]) -> list[Block]:

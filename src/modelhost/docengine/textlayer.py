@@ -38,6 +38,7 @@ from typing import Any
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
+from modelhost.docengine.analyse import largest_images
 from modelhost.docengine.lines import rtl
 from modelhost.docengine.tables import MAX_RULES
 from modelhost.docengine.types import BBox, ImageRegion, PageContent, Segment, Usability, Word
@@ -154,7 +155,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
     # A word with a stray code beside real letters (the Redbook's bullet "r" + U+0001) keeps its letters.
     garbled = [w for w in every if _garbled(w.text)]
     words = _fixed_pitch([_cleaned(w) for w in every if not _garbled(w.text)])
-    images = tuple(objects.images)
+    images = tuple(largest_images(objects.images))
     usability = _verdict(chars, objects, images)
     regions: tuple[BBox, ...] = ()
     if usability is not Usability.USABLE:
