@@ -210,3 +210,54 @@ def test_a_string_never_takes_a_byte_that_starts_no_utf8_character(model: LlamaC
                                  json_schema=schema))  # fmt: skip
         bad = [t.id for t in tokens if model._piece(t.id)[:1] >= b"\xf5"]
         assert not bad, f"seed {seed}: tokens {bad} start with a byte no UTF-8 character starts with"
+
+
+def test_an_empty_mask_ends_the_request_instead_of_aborting_the_process(
+    model: LlamaCppModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grammar that opens the answer and then allows nothing, as an unsatisfiable schema the up-front checks cannot
+    see would: every token is masked, and before issue 25 the masked draw still returned one, which llama.cpp's
+    accept answered with GGML_ABORT (the whole process). Now the request ends with a SchemaError, greedy or sampled,
+    and the model serves the next request."""
+    from modelhost.backends.llama_cpp import grammar as constrained
+    from modelhost.errors import SchemaError
+
+    checked = constrained.check
+    monkeypatch.setattr(
+        constrained, "check", lambda opts, vocab: 'root ::= "{" [^\\x00-\\U7FFFFFFF]' if opts.json_schema else None
+    )
+    for sampling in ({"temperature": 0}, {"temperature": 1.0, "seed": 1}):
+        with pytest.raises(SchemaError, match="allows no token here"):
+            list(model.chat([Message("user", "hi")], json_schema={"type": "object"}, max_tokens=8, **sampling))
+    monkeypatch.setattr(constrained, "check", checked)
+    answer = "".join(
+        t.text for t in model.chat([Message("user", "hi")], json_schema=PERSON, max_tokens=120, temperature=0)
+    )
+    valid(answer)
+
+
+def test_a_masked_step_over_the_bound_ends_the_request(model: LlamaCppModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-step bound (grammar.STEP_SECONDS), lowered below any step's cost: the request ends with a SchemaError
+    saying so at its first masked step (a random model's first token is never the grammar's `{`), and the model
+    thread is free for the next request."""
+    from modelhost.backends.llama_cpp import grammar as constrained
+    from modelhost.errors import SchemaError
+
+    monkeypatch.setattr(constrained, "STEP_SECONDS", -1.0)
+    with pytest.raises(SchemaError, match="one constrained step took"):
+        list(model.chat([Message("user", "hi")], json_schema=PERSON, max_tokens=8, temperature=0))
+    monkeypatch.setattr(constrained, "STEP_SECONDS", 2.0)
+    answer = "".join(
+        t.text for t in model.chat([Message("user", "hi")], json_schema=PERSON, max_tokens=120, temperature=0)
+    )
+    valid(answer)
+
+
+def test_llama_cpp_refuses_counts_its_parser_cannot_take_before_parsing() -> None:
+    """maxLength 1,500 is within the contract's bounds but past llama.cpp's nested-repetition limit (~1,000; its
+    parser overflows the C stack at ~20,000): refused by grammar.LIMITS, naming where, before llama.cpp sees it."""
+    from modelhost.errors import SchemaError
+
+    with pytest.raises(SchemaError, match="the limit is 1000") as refused:
+        gbnf_for_schema(json.dumps({"type": "object", "properties": {"s": {"type": "string", "maxLength": 1500}}}))
+    assert refused.value.at == ("properties", "s", "maxLength")

@@ -261,3 +261,17 @@ def test_the_thinking_model_splits_its_thought(thinker: TransformersModel) -> No
 
 def test_a_model_without_markers_answers_only_content(model: TransformersModel) -> None:
     assert {t.channel for t in model.generate("hi <think>", max_tokens=6, temperature=0)} == {"content"}
+
+
+def test_a_slow_or_failed_mask_ends_the_request(model: TransformersModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-step bound (grammar.STEP_SECONDS) lowered below any mask's cost: a SchemaError saying so, not a token
+    the matcher refused; the next request is answered."""
+    from modelhost.backends.transformers import grammar
+    from modelhost.errors import SchemaError
+
+    schema = SCHEMAS[next(iter(SCHEMAS))]
+    monkeypatch.setattr(grammar, "STEP_SECONDS", -1.0)
+    with pytest.raises(SchemaError, match="one constrained step took"):
+        text(model.chat([Message("user", "hi")], json_schema=schema, max_tokens=8, temperature=0))
+    monkeypatch.setattr(grammar, "STEP_SECONDS", 2.0)
+    valid(text(model.chat([Message("user", "hi")], json_schema=schema, max_tokens=200, temperature=0)), schema)

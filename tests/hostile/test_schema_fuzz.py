@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from .serving import ServeProcess, serve
@@ -108,9 +108,11 @@ def test_a_fuzzed_schema_is_refused_or_followed(server: ServeProcess, schema: di
     if r.status_code == 400:
         error = r.json()["error"]
         assert error["param"] == "response_format" and error["code"] == "invalid_option", error
+        event("refused")  # --hypothesis-show-statistics says how the examples split
         return
     assert r.status_code == 200, (r.status_code, r.text[:500], json.dumps(schema)[:500])
     choice = r.json()["choices"][0]
+    event(f"answered, finish_reason {choice['finish_reason']}")
     if choice["finish_reason"] == "length":
         return  # cut short by max_tokens: a grammar guarantees the shape, not that a random model ends it
     jsonschema.validate(json.loads(choice["message"]["content"]), schema)
