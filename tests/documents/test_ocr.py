@@ -61,11 +61,11 @@ def test_streams_elements_and_keeps_a_cut_page(ocr_model: OcrModel, page: Page, 
 
 def test_each_element_streams_before_the_rest_of_the_page_is_recognised(ocr_model: OcrModel, page: Page) -> None:
     reader = ocr_model.reader
-    start = reader.recognition_calls
-    seen = []  # recognition calls made when each token arrived
+    start = reader.recognised_lines
+    seen = []  # lines recognised when each token arrived
     for token in ocr_model.chat([Message("user", "Convert this page to docling.", (page.image,))]):
-        seen.append((token.text, reader.recognition_calls - start))
-    total = reader.recognition_calls - start
+        seen.append((token.text, reader.recognised_lines - start))
+    total = reader.recognised_lines - start
     assert seen[0] == ("<doctag>", 0)  # the page's first delta comes before any recognition
     first_element = seen[1]
     assert first_element[0].startswith("<section_header_level_1>") and first_element[1] == 1 < total
@@ -74,16 +74,16 @@ def test_each_element_streams_before_the_rest_of_the_page_is_recognised(ocr_mode
 
 def test_max_tokens_bounds_the_work(ocr_model: OcrModel, page: Page) -> None:
     reader = ocr_model.reader
-    start = reader.recognition_calls
+    start = reader.recognised_lines
     list(ocr_model.chat([Message("user", "", (page.image,))]))
-    whole = reader.recognition_calls - start
-    start = reader.recognition_calls
+    whole = reader.recognised_lines - start
+    start = reader.recognised_lines
     cut = list(ocr_model.chat([Message("user", "", (page.image,))], max_tokens=2))
     assert len(cut) == 2
-    assert reader.recognition_calls - start == 1 < whole  # one region recognised, not the page
-    start = reader.recognition_calls
+    assert reader.recognised_lines - start == 1 < whole  # the heading's line recognised, not the page's lines
+    start = reader.recognised_lines
     assert len(list(ocr_model.chat([Message("user", "", (page.image,))], max_tokens=1))) == 1
-    assert reader.recognition_calls == start  # `<doctag>` alone needs no recognition at all
+    assert reader.recognised_lines == start  # `<doctag>` alone needs no recognition at all
 
 
 def test_markdown_when_the_prompt_asks_for_it(ocr_model: OcrModel, page: Page, md_words: Any) -> None:
@@ -118,7 +118,9 @@ def test_refuses_a_request_without_an_image(ocr_model: OcrModel) -> None:
     with pytest.raises(InvalidInputError, match="one page image per request"):
         ocr_model.chat([Message("user", "", (b"x", b"y"))])
     with pytest.raises(InvalidInputError, match="not a readable PNG"):
-        list(ocr_model.chat([Message("user", "", (b"not an image",))]))
+        ocr_model.chat([Message("user", "", (b"not an image",))])  # refused before any token
+    with pytest.raises(InvalidInputError, match="over"):
+        ocr_model.chat([Message("user", "", (np.zeros((1, 70000, 3), np.uint8),))])
 
 
 def test_cancel_set_before_recognition_stops_the_page(ocr_model: OcrModel, page: Page) -> None:

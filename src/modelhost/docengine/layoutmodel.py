@@ -45,6 +45,18 @@ LABELS = {
 }
 
 
+#: rapid_layout's loggers (its module names, and its package logger).
+_LOGGERS = (
+    "RapidLayout",
+    "rapid_layout.model_handler.utils",
+    "rapid_layout.model_handler.main",
+    "rapid_layout.inference_engine.base",
+    "rapid_layout.inference_engine.onnxruntime.main",
+    "rapid_layout.inference_engine.onnxruntime.provider_config",
+    "rapid_layout.utils.typings",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Region:
     """One region the layout model found: its label (a value of LABELS), box in points, and score."""
@@ -88,9 +100,14 @@ class LayoutModel:
     def load(cls, *, threads: int | None = None) -> LayoutModel:
         """Load the shipped model (its path is given, so rapid_layout never tries a download)."""
         path = model_path()
-        # rapid_layout logs every load at INFO on its own handlers; a host's log is not the place for it.
-        for name in ("rapid_layout", "rapid_layout.model_handler.utils", "rapid_layout.inference_engine.base"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+        # rapid_layout logs every load at INFO to stderr on handlers of its own (it adds one to each of its loggers
+        # that has none, and sets them to INFO): a handler given first, at WARNING, keeps its warnings only.
+        for name in _LOGGERS:
+            log = logging.getLogger(name)
+            if not log.handlers:
+                quiet = logging.StreamHandler()
+                quiet.setLevel(logging.WARNING)
+                log.addHandler(quiet)
         from rapid_layout import RapidLayout
 
         engine_cfg = {"intra_op_num_threads": threads} if threads else {}

@@ -108,15 +108,15 @@ class OcrModel:
         o = GenerateOptions.parse(opts)
         o.refuse("ocr", ["json_schema", "logprobs", "tools"], "it answers DocTags")
         o = o.resolved({"max_tokens": DEFAULT_MAX_ELEMENTS})
-        return self._run(images[0], o, markdown=wants_markdown(messages))
+        # Decoded and bounds-checked now: a bad image is refused before the stream starts, not after `<doctag>`.
+        return self._run(rgb_array(images[0]), o, markdown=wants_markdown(messages))
 
     def _pieces(
-        self, image: Any, opts: GenerateOptions, clock: MetricsClock, markdown: bool
+        self, rgb: Any, opts: GenerateOptions, clock: MetricsClock, markdown: bool
     ) -> Generator[str, None, None]:
         # The page's text, piece by piece; each piece is computed only when decode_loop asks for the next token.
         if not markdown:
             yield "<doctag>"
-        rgb = rgb_array(image)
         if opts.cancelled():
             return
         reader = self._live()
