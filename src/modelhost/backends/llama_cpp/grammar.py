@@ -38,8 +38,8 @@ What we add to the converter's output, each for a failure seen or read in llama.
   counts), and the grammar it writes against MAX_GBNF_CHARS.
 - The sampler never hands llama.cpp a token its grammar refused: a masked step that leaves no token allowed (an
   unsatisfiable schema the checks could not see) ends the request with a SchemaError, and so does a masked step
-  slower than STEP_SECONDS (a grammar costlier than the checks measured), so one request cannot hold the model
-  thread; the request ends, the thread serves the next.
+  costing more than STEP_SECONDS of CPU (a grammar costlier than the checks measured), so one request cannot hold
+  the model thread; the request ends, the thread serves the next.
 
 What the grammar makes dangerous: llama.cpp *aborts the process* when a token outside the grammar is accepted (its
 grammar code calls GGML_ABORT). So options that force or forbid tokens behind the grammar's back (`min_tokens`,
@@ -77,9 +77,11 @@ LIMITS = SchemaLimits(
 #: Largest GBNF text handed to llama.cpp's parser: minLength 20,000 writes ~100 KB; a grammar several times that
 #: is a schema the limits above let through by breadth (many properties), and parsing costs with its size.
 MAX_GBNF_CHARS = 1 << 20
-#: Longest one masked step may take before the request is ended: a normal one costs 10-30 ms on SmolLM2's 49k
-#: vocabulary on 2 busy cores (a 150k vocabulary about three times that); two seconds is a margin of ~20x over the
-#: worst normal step, yet ends a wedging grammar before it holds the model thread from every other request.
+#: Most CPU time one masked step may take before the request is ended. CPU time of the model thread, not wall
+#: time: on a loaded machine (load 14 on 2 cores) a normal step's wall time grew tenfold (15-30 ms to 110-270 ms)
+#: while its CPU time did not, and a wall-clock bound would end sound requests there. A normal step costs 10-30 ms
+#: of CPU on SmolLM2's 49k vocabulary (a 150k vocabulary about three times that); two seconds is a margin of ~20x
+#: over the worst normal step, yet ends a wedging grammar (minutes a step) before it holds the model thread.
 STEP_SECONDS = 2.0
 
 #: Options that cannot be combined with a grammar (see the module docstring): each could make llama.cpp accept a
@@ -358,9 +360,9 @@ class GrammarSampler:
         data = cand.ctypes.data_as(ctypes.POINTER(lib.llama_token_data))
         array = lib.llama_token_data_array(data, self._n_vocab, -1, False)
         if masked:
-            started = time.perf_counter()
+            started = time.thread_time()
             lib.llama_sampler_apply(self._grammar, ctypes.byref(array))
-            self._check_mask(cand["logit"], time.perf_counter() - started)
+            self._check_mask(cand["logit"], time.thread_time() - started)
         lib.llama_sampler_apply(self._chain.sampler, ctypes.byref(array))
         if array.selected < 0:
             raise RuntimeError("the sampler chain selected no token")
@@ -372,10 +374,10 @@ class GrammarSampler:
         return int(chosen.id)
 
     def _check_mask(self, logits: np.ndarray, seconds: float) -> None:
-        """End the request when a masked step leaves nothing allowed or took longer than the bound (module doc)."""
+        """End the request when a masked step leaves nothing allowed or cost more CPU than the bound (module doc)."""
         if seconds > self._step_seconds:
             raise SchemaError(
-                (), f"one constrained step took {seconds:.1f} s (the bound is {self._step_seconds:g} s): this "
+                (), f"one constrained step took {seconds:.1f} s of CPU (the bound is {self._step_seconds:g} s): this "
                 "schema's grammar is too costly to follow",
             )  # fmt: skip
         if not np.isfinite(logits).any():

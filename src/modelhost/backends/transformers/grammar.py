@@ -12,8 +12,8 @@ quietly loosened.
 How a request uses it: the schema is checked when the options are (`check`), before any compute, and refused as
 a 400 naming `json_schema` when llguidance cannot follow it; the contract's bounds (schema_limits.py, run by
 `GenerateOptions.parse`) have refused what no engine may be given before that. A mask that leaves no token
-allowed, a matcher that gave up (its fuel limits) or a mask slower than STEP_SECONDS ends the request with a
-SchemaError rather than drawing a token the matcher refuses. Each sequence then gets its own `LLMatcher`, kept in
+allowed, a matcher that gave up (its fuel limits) or a mask costing more than STEP_SECONDS of CPU ends the request
+with a SchemaError rather than drawing a token the matcher refuses. Each sequence then gets its own `LLMatcher`, kept in
 its RowState; the sampler's `constrain` step sets every token the matcher refuses to -inf (end-of-sequence
 included until the grammar accepts; only end-of-sequence once it is complete), and RowState feeds the drawn token
 back. `max_tokens` can still cut an answer short, which decode_loop reports as "length", as on llama.cpp.
@@ -56,7 +56,8 @@ CONFLICTS = ("min_tokens", "suppress_tokens", "thinking_budget")
 #: whole max_tokens on spaces and newlines between values (llama.cpp's converter allows at most a little).
 _JSON_DEFAULTS: JsonCompileOptions = {"whitespace_flexible": False}
 
-#: Longest one mask may take before the request is ended, as on llama.cpp (its grammar.py says how it was chosen):
+#: Most CPU time one mask may take before the request is ended, as on llama.cpp (its grammar.py says why CPU time
+#: and how the value was chosen):
 #: llguidance's own fuel (LLParserLimits: step_lexer_fuel, step_max_items) already stops a step in ~15 ms of work
 #: and puts the matcher in its error state; this bound catches what fuel does not count.
 STEP_SECONDS = 2.0
@@ -210,9 +211,9 @@ def constrain(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
     words = np.full((len(constrained), (width + 31) // 32), -1, dtype="<i4")
     for i, r in enumerate(constrained):
         matcher = rows[r].matcher
-        started = time.perf_counter()
+        started = time.thread_time()
         matcher.unsafe_compute_mask_ptr(words[i].ctypes.data, words[i].nbytes)
-        _check_step(matcher, time.perf_counter() - started)
+        _check_step(matcher, time.thread_time() - started)
     # Bit j of little-endian word w is token 32*w + j, so the bytes unpack in little bit order into token order.
     bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :width]
     refused = torch.from_numpy(bits == 0).to(logits.device)
@@ -233,7 +234,7 @@ def _check_step(matcher: Any, seconds: float) -> None:
         raise SchemaError((), f"llguidance stopped following the schema: {matcher.get_error()}")
     if seconds > STEP_SECONDS:
         raise SchemaError(
-            (), f"one constrained step took {seconds:.1f} s (the bound is {STEP_SECONDS:g} s): this schema's "
+            (), f"one constrained step took {seconds:.1f} s of CPU (the bound is {STEP_SECONDS:g} s): this schema's "
             "grammar is too costly to follow",
         )  # fmt: skip
 
