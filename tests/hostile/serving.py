@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import subprocess
 import sys
 import threading
@@ -77,16 +78,22 @@ class ServeProcess:
 
 
 @contextmanager
-def serve(args: Sequence[str], state: str) -> Iterator[ServeProcess]:
+def serve(args: Sequence[str], state: str, *, nofile: int | None = None) -> Iterator[ServeProcess]:
     """Serve `args` (after `modelhost serve`) on ephemeral loopback ports, the worker's jobs under `state`, until the
-    block ends (then SIGKILL)."""
+    block ends (then SIGKILL). `nofile`: the process's soft and hard limit of open files."""
     doors = ["--http", "127.0.0.1:0", "--worker", "127.0.0.1:0", "--state", state]
+
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "modelhost.cli", "serve", *doors, *args],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
         env={**os.environ, "GIZ_WORKER_AUTHORIZATION": ""},
+        preexec_fn=limit,
     )
     served = ServeProcess(proc)
     try:

@@ -10,25 +10,21 @@ a queue_full frame; HTTP: a 503) and counts them in /metrics.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import resource
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from modelhost.inference.types import Message
 from modelhost.testing.proc import open_fds
 from modelhost.wire import codec
 from modelhost.wire.client import Client
+
+from .serving import ServeProcess, serve, wait_for
 
 #: The descriptor limit the server runs under (soft and hard): the common default, which the flood must not exhaust.
 SERVER_NOFILE = 1024
@@ -38,65 +34,12 @@ FLOOD = 4212
 PATIENCE = 180.0
 
 
-def _poll(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + PATIENCE
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what}: not reached in {PATIENCE} s"
-        time.sleep(0.05)
-
-
-class Serving:
-    """`modelhost serve` in a subprocess under SERVER_NOFILE; its stderr drained on a thread (a full pipe would
-    stall its logging, and so the process)."""
-
-    def __init__(self, args: list[str]) -> None:
-        def limit() -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (SERVER_NOFILE, SERVER_NOFILE))
-
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "modelhost.cli", "serve", *args],
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "GIZ_WORKER_AUTHORIZATION": ""},
-            preexec_fn=limit,
-        )
-        self.lines: list[str] = []
-        self.ready = threading.Event()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.strip())
-            if "ready: serving" in line:
-                self.ready.set()
-
-    def url(self, door: str) -> str:
-        for line in self.lines:
-            found = re.search(rf"modelhost: {door} on (http://\S+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError(f"no {door} line in {self.lines}")
-
-
 @pytest.fixture
-def serving(tiny_llama_gguf: Path, tmp_path: Path) -> Iterator[tuple[Serving, Path]]:
+def serving(tiny_llama_gguf: Path, tmp_path: Path) -> Iterator[tuple[ServeProcess, Path]]:
     sock = tmp_path / "run" / "m.sock"
-    args = ["--model", str(tiny_llama_gguf), "--socket", str(sock), "--http", ":0", "--worker", ":0"]
-    served = Serving([*args, "--state", str(tmp_path / "jobs")])
-    try:
-        _poll(lambda: served.ready.is_set() or served.proc.poll() is not None, "serve ready")
-        assert served.proc.poll() is None, served.lines
+    args = ["--model", str(tiny_llama_gguf), "--socket", str(sock)]
+    with serve(args, str(tmp_path / "jobs"), nofile=SERVER_NOFILE) as served:
         yield served, sock
-    finally:
-        if served.proc.poll() is None:
-            served.proc.send_signal(signal.SIGTERM)
-            try:
-                served.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                served.proc.kill()
-                served.proc.wait()
 
 
 def _client_fds(needed: int) -> None:
@@ -107,17 +50,16 @@ def _client_fds(needed: int) -> None:
         pytest.skip(f"this test opens {needed} sockets; the hard limit here is {hard}")
 
 
-def _every_door_answers(served: Serving, sock: Path, *, flooded: str = "") -> None:
+def _every_door_answers(served: ServeProcess, sock: Path, *, flooded: str = "") -> None:
     """A real answer from every door but `flooded` (which still answers its health probe, within its headroom)."""
-    with httpx.Client(timeout=PATIENCE) as http:
-        assert http.get(served.url("http") + "/health").status_code == 200
-        assert http.get(served.url("worker") + "/v1/health").status_code == 200
-        if flooded != "http":
-            body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 3, "temperature": 0}
-            answer = http.post(served.url("http") + "/v1/chat/completions", json=body)
-            assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 3, answer.text
-        if flooded != "worker":
-            assert http.get(served.url("worker") + "/v1/models").status_code == 200
+    assert served.http.get("/health").status_code == 200
+    assert served.worker.get("/v1/health").status_code == 200
+    if flooded != "http":
+        body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 3, "temperature": 0}
+        answer = served.http.post("/v1/chat/completions", json=body)
+        assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 3, answer.text
+    if flooded != "worker":
+        assert served.worker.get("/v1/models").status_code == 200
     if flooded != "socket":
         with Client(str(sock), timeout=PATIENCE) as client:
             assert "".join(client.chat([Message("user", "Hello")], max_tokens=3, temperature=0))
@@ -141,14 +83,14 @@ def _dial(sock: Path) -> socket.socket:
         return conn
 
 
-def _refused_on_the_socket(served: Serving) -> float:
-    metrics = httpx.get(served.url("http") + "/metrics", timeout=PATIENCE).text
+def _refused_on_the_socket(served: ServeProcess) -> float:
+    metrics = served.http.get("/metrics").text
     found = re.search(r'^modelhost_wire_client_refusals_total\{reason="connection_limit"\} (\S+)$', metrics, re.M)
     assert found, "the socket door's refusals are in /metrics"
     return float(found.group(1))
 
 
-def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: tuple[Serving, Path]) -> None:
+def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: tuple[ServeProcess, Path]) -> None:
     served, sock = serving
     _client_fds(FLOOD + 512)
     pid = served.proc.pid
@@ -164,7 +106,7 @@ def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: t
             except (BrokenPipeError, ConnectionResetError):
                 refused += 1  # already refused and closed by the server
             flood.append(conn)
-        assert served.proc.poll() is None, served.lines[-20:]
+        assert served.proc.poll() is None, served.log()
         # The server holds its cap of them, not the flood: far below its 1024 descriptors.
         assert open_fds(pid) < baseline + 256 + 64, (baseline, open_fds(pid))
         _every_door_answers(served, sock, flooded="socket")
@@ -181,18 +123,18 @@ def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: t
     finally:
         for conn in flood:
             conn.close()
-    _poll(lambda: open_fds(pid) <= baseline + 8, f"descriptors back near {baseline}")
+    wait_for(lambda: open_fds(pid) <= baseline + 8, PATIENCE)
     _every_door_answers(served, sock)
 
 
-def test_a_connection_flood_on_an_http_door_leaves_the_others_answering(serving: tuple[Serving, Path]) -> None:
+def test_a_connection_flood_on_an_http_door_leaves_the_others_answering(serving: tuple[ServeProcess, Path]) -> None:
     served, sock = serving
     _client_fds(2 * 1200 + 512)
     pid = served.proc.pid
     _every_door_answers(served, sock)
     baseline = open_fds(pid)
     for door in ("http", "worker"):
-        host, port = served.url(door).removeprefix("http://").rsplit(":", 1)
+        host, port = str(getattr(served, door).base_url).removeprefix("http://").rstrip("/").rsplit(":", 1)
         flood: list[socket.socket] = []
         try:
             for _ in range(1200):  # past the door's 256 and its probe headroom, and past the process's 1024
@@ -200,11 +142,11 @@ def test_a_connection_flood_on_an_http_door_leaves_the_others_answering(serving:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     conn.send(b"G")  # one byte of a request line, then silence
                 flood.append(conn)
-            assert served.proc.poll() is None, served.lines[-20:]
+            assert served.proc.poll() is None, served.log()
             _every_door_answers(served, sock, flooded=door)
             assert open_fds(pid) < baseline + 256 + 64, (door, baseline, open_fds(pid))
         finally:
             for conn in flood:
                 conn.close()
-        _poll(lambda: open_fds(pid) <= baseline + 8, f"descriptors back near {baseline} after the {door} flood")
+        wait_for(lambda: open_fds(pid) <= baseline + 8, PATIENCE)
     _every_door_answers(served, sock)
