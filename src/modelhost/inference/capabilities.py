@@ -288,6 +288,15 @@ def too_long(index: int, tokens: int, limit: int) -> InvalidInputError:
     )
 
 
+def too_long_bytes(index: int, size: int, limit: int) -> InvalidInputError:
+    """The error for an input refused by its byte length alone, before tokenising (more bytes than the context's
+    tokens can stand for)."""
+    return InvalidInputError(
+        f"input[{index}]: {size} bytes, more than the {limit} tokens the model's context holds can stand for; "
+        "shorten it, split it, or ask for truncation"
+    )
+
+
 def as_capability(obj: object, capability: type[C]) -> C | None:
     """Return `obj`, or the first object reached through `unwrap()`, that implements `capability`; else None."""
     current: object | None = obj

@@ -225,6 +225,7 @@ class LlamaCppModel:
         # per generated token into a dict lookup.
         self._pieces: dict[int, bytes] = {}
         self._piece_buf = ctypes.create_string_buffer(64)
+        self.max_token_bytes = _longest_piece(self._lib, vocab, self._n_vocab)
         self._metrics = GenerateMetrics()
         self._err: BaseException | None = None
         # The stream that owns the context right now, weakly: an abandoned stream must stay collectable so that
@@ -525,9 +526,18 @@ class LlamaCppModel:
 
     def _encode(self, text: str, *, chat: bool) -> list[int]:
         """Tokens for a prompt: special tokens parsed; BOS added as the vocabulary asks, never twice."""
+        data = text.encode("utf-8")
+        if len(data) > self._n_ctx * self.max_token_bytes:
+            # Over the context whatever its tokens: refused before tokenising (a 25 MiB prompt held the model thread
+            # for 10-30 s, and gigabytes of token ids, only to be refused after).
+            raise InvalidInputError(
+                f"the prompt has {len(data)} bytes, more than the {self._n_ctx} tokens of the context can hold "
+                f"(a token here is at most {self.max_token_bytes} bytes); shorten it or load the model with a "
+                "larger context_length"
+            )
         # A raw prompt gets the vocabulary's own BOS rule. A rendered chat template writes its own `bos_token`
         # when its model wants one, so only a template that forgot it gets one added.
-        tokens = list(self._llm.tokenize(text.encode("utf-8"), add_bos=not chat, special=True))
+        tokens = list(self._llm.tokenize(data, add_bos=not chat, special=True))
         if chat and self._add_bos and self._bos >= 0 and (not tokens or tokens[0] != self._bos):
             tokens.insert(0, self._bos)
         if not tokens:
@@ -676,3 +686,15 @@ def _add_metrics(total: GenerateMetrics | None, m: GenerateMetrics) -> GenerateM
         thinking_budget_forced=total.thinking_budget_forced or m.thinking_budget_forced,
         finish_reason=m.finish_reason,
     )
+
+
+def _longest_piece(lib: Any, vocab: Any, n_vocab: int) -> int:
+    """The most bytes any one token of the vocabulary stands for (special tokens' text included, since prompts
+    parse them). A text of more than `n * this` bytes has more than `n` tokens, whatever they are: the exact bound
+    that refuses (or cuts, for truncation) an over-long input before the tokenizer spends seconds on it."""
+    buf = ctypes.create_string_buffer(256)
+    longest = 1
+    for token in range(n_vocab):
+        n = lib.llama_token_to_piece(vocab, token, buf, len(buf), 0, True)
+        longest = max(longest, -n if n < 0 else n)
+    return longest
