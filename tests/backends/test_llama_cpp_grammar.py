@@ -261,3 +261,28 @@ def test_llama_cpp_refuses_counts_its_parser_cannot_take_before_parsing() -> Non
     with pytest.raises(SchemaError, match="the limit is 1000") as refused:
         gbnf_for_schema(json.dumps({"type": "object", "properties": {"s": {"type": "string", "maxLength": 1500}}}))
     assert refused.value.at == ("properties", "s", "maxLength")
+
+
+@pytest.mark.parametrize("pattern", ["^((aa[^a])){7}$", "^(a(.)){5}$"])
+def test_a_negated_class_in_a_pattern_writes_only_what_a_json_string_holds(model: LlamaCppModel, pattern: str) -> None:
+    """Found by the schema fuzzer: the converter writes `[^a]` (and `.`) raw, outside the string's character rule,
+    so a random model put a raw control character (json.loads refused the answer) or lenient-UTF-8 bytes (read as
+    U+FFFD, failing the pattern) into the string. Each negated class now excludes them too."""
+    schema = {"type": "string", "pattern": pattern}
+    for seed in range(6):
+        answer = "".join(
+            t.text
+            for t in model.chat([Message("user", "hi")], json_schema=schema, max_tokens=60, temperature=1.5, seed=seed)
+        )
+        if model.metrics().finish_reason == "length":
+            continue
+        jsonschema.validate(json.loads(answer), schema)
+
+
+def test_a_pattern_naming_a_control_character_is_refused_on_llama_cpp() -> None:
+    from modelhost.errors import SchemaError
+
+    for pattern in ("^(a|\\x00)$", "^[\\x00-\\x7f]$"):
+        with pytest.raises(SchemaError, match="only escaped"):
+            gbnf_for_schema(json.dumps({"type": "string", "pattern": pattern}))
+    gbnf_for_schema(json.dumps({"type": "string", "pattern": "^[\\x20-\\x7e]$"}))  # printable ASCII is fine

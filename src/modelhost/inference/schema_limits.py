@@ -56,6 +56,10 @@ class SchemaLimits:
     max_skippable: int = 32
     #: Nesting of groups inside one pattern.
     max_pattern_depth: int = 32
+    #: Whether a pattern may name a character a JSON string holds only escaped (a control character, a surrogate):
+    #: an engine that writes the pattern's characters raw into the string (llama.cpp's converter) says False, since
+    #: a raw control character is not JSON (the answer would not parse).
+    escaped_characters: bool = True
 
 
 DEFAULT_LIMITS = SchemaLimits()
@@ -225,10 +229,13 @@ class _Walker:
 
     def item(self, op: Any, arg: Any, depth: int) -> _Shape:
         if op is _sre.LITERAL:
+            self._raw((arg, arg))
             return _Shape(_allowed(arg, arg), False, 1, 0, 0)
         if op in (_sre.NOT_LITERAL, _sre.ANY, _sre.CATEGORY):
             return _Shape(True, False, 1, 0, 0)
         if op is _sre.IN:
+            if not (arg and arg[0][0] is _sre.NEGATE):
+                self._raw(*(v if o is _sre.RANGE else (v, v) for o, v in arg if o in (_sre.LITERAL, _sre.RANGE)))
             return _Shape(_set_satisfiable(arg), False, 1, 0, 0)
         if op is _sre.AT:
             return _Shape(True, True, 0, 0, 0)
@@ -250,6 +257,18 @@ class _Walker:
             return self.sequence(list(arg), depth + 1)
         # Back-references and look-around: neither engine can write them as a grammar.
         raise self.refuse(f"the pattern uses {str(op).lower()}, which no grammar engine here can enforce")
+
+    def _raw(self, *ranges: tuple[int, int]) -> None:
+        """Refuse a character the engine would write raw although JSON holds it only escaped (escaped_characters)."""
+        if self.limits.escaped_characters:
+            return
+        for low, high in ranges:
+            if not any(a <= low and high <= b for a, b in _ALLOWED):
+                named = f"U+{low:04X}" if low == high else f"U+{low:04X}-U+{high:04X}"
+                raise self.refuse(
+                    f"the pattern names {named}: a JSON string carries control characters and surrogates only "
+                    "escaped, and this engine writes the pattern's characters raw (the answer would not parse)"
+                )
 
     def repeat(self, low: int, high: Any, body: Any, depth: int) -> _Shape:
         bounded = high is not _sre.MAXREPEAT

@@ -73,6 +73,7 @@ LIMITS = SchemaLimits(
     max_total=20_000,
     max_skippable=DEFAULT_LIMITS.max_skippable,
     max_pattern_depth=DEFAULT_LIMITS.max_pattern_depth,
+    escaped_characters=False,  # the converter writes a pattern's characters raw (`_tighten_negations` says more)
 )
 #: Largest GBNF text handed to llama.cpp's parser: minLength 20,000 writes ~100 KB; a grammar several times that
 #: is a schema the limits above let through by breadth (many properties), and parsing costs with its size.
@@ -274,7 +275,38 @@ def gbnf_for_schema(schema_json: str) -> str:
         ) from None
     if len(grammar) > MAX_GBNF_CHARS:
         raise SchemaError((), f"its grammar is {len(grammar)} characters; llama.cpp is given at most {MAX_GBNF_CHARS}")
-    return _CHAR_RULE.sub(lambda _: _STRICT_CHAR, grammar)
+    return _tighten_negations(_CHAR_RULE.sub(lambda _: _STRICT_CHAR, grammar))
+
+
+#: What a negated class in a pattern's grammar must not let into a JSON string, as the string rule does not: raw
+#: quotes and backslashes (they end or escape the string), control characters, surrogates, values past U+10FFFF.
+_NOT_IN_STRINGS = r'"\\\x7F\x00-\x1F\uD800-\uDFFF\U00110000-\U7FFFFFFF'
+
+
+def _tighten_negations(gbnf: str) -> str:
+    """Every negated class (`[^a]`, the pattern's `.` as `[^\x0a\x0d]`) also excludes _NOT_IN_STRINGS.
+
+    The converter writes a pattern's classes raw into the string's grammar, outside our `char` rule, so `[^a]` let
+    a raw control character (json.loads refuses the answer) or a lenient-UTF-8 value past U+10FFFF (Python reads
+    U+FFFD replacement characters, and the pattern then fails) into the string: found by the schema fuzzer. The
+    scan skips literals (`"[^k"` is a property name) and copies escapes whole.
+    """
+    out: list[str] = []
+    i, n = 0, len(gbnf)
+    while i < n:
+        if gbnf[i] not in '"[':
+            out.append(gbnf[i])
+            i += 1
+            continue
+        close = '"' if gbnf[i] == '"' else "]"
+        j = i + 1
+        while j < n and gbnf[j] != close:
+            j += 2 if gbnf[j] == "\\" else 1
+        piece = gbnf[i : j + 1]
+        tight = not piece.startswith("[^") or piece.startswith("[^" + _NOT_IN_STRINGS)  # the char rule already is
+        out.append(piece if tight else "[^" + _NOT_IN_STRINGS + piece[2:])
+        i = j + 1
+    return "".join(out)
 
 
 def check(opts: GenerateOptions, vocab: Any) -> str | None:
