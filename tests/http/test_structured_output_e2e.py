@@ -190,3 +190,27 @@ def test_transformers_refuses_schemas_it_cannot_enforce_as_400s(tiny_tf: HttpSer
             client.chat.completions.create(model="tiny", messages=ask("hi"), response_format=unique, stream=stream)  # type: ignore[call-overload]
         assert info.value.body["param"] == "response_format"  # type: ignore[index]
         assert "uniqueItems" in info.value.body["message"]  # type: ignore[index]
+
+
+def test_a_grammar_left_with_no_token_mid_answer_is_a_400_naming_response_format(
+    tiny: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grammar that opens the answer and then allows nothing (what an unsatisfiable schema the up-front checks
+    cannot see does): the request ends mid-answer with the sampler's SchemaError, and the door names the client's
+    parameter, as it does for a refusal at submit. Before issue 25 llama.cpp aborted the whole process here."""
+    from modelhost.backends.llama_cpp import grammar as constrained
+
+    monkeypatch.setattr(
+        constrained, "check", lambda opts, vocab: 'root ::= "{" [^\\x00-\\U7FFFFFFF]' if opts.json_schema else None
+    )
+    body = {"model": "tiny", "messages": ask("hi"), "max_tokens": 8, "response_format": {"type": "json_object"}}
+    r = httpx.post(f"{tiny.url}/v1/chat/completions", json=body, timeout=120)
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == "response_format" and "allows no token here" in error["message"], error
+    streamed = httpx.post(f"{tiny.url}/v1/chat/completions", json={**body, "stream": True}, timeout=120)
+    events = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
+    assert events[-1]["error"]["param"] == "response_format", events[-1]
+    monkeypatch.undo()
+    ok = httpx.post(f"{tiny.url}/v1/chat/completions", json={**body, "max_tokens": 2}, timeout=120)
+    assert ok.status_code == 200, ok.text

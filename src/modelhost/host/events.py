@@ -70,6 +70,9 @@ class Failed:
     code: str
     message: str
     completion_tokens: int = 0
+    #: The option an InvalidOptionError named (a JSON Schema the grammar could not follow mid-answer), so a door
+    #: can name the parameter the client sent, as it does for a refusal at submit.
+    option: str | None = None
 
 
 Event = Started | Delta | Done | Failed

@@ -584,7 +584,7 @@ class Host:
                 raise error
             self._done(stream, model.metrics())
         except ModelHostError as exc:
-            self._finish(stream, Failed(exc.code, str(exc), progress.tokens))
+            self._finish(stream, Failed(exc.code, str(exc), progress.tokens, getattr(exc, "option", None)))
         except Exception as exc:
             log.exception("request %r failed in model %r", request.request_id, name)
             self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", progress.tokens))
@@ -664,7 +664,8 @@ class Host:
                 del live[out.slot]
                 if out.error is not None:
                     code = out.error.code if isinstance(out.error, ModelHostError) else "internal"
-                    self._finish(stream, Failed(code, str(out.error), progress.tokens))
+                    option = getattr(out.error, "option", None)
+                    self._finish(stream, Failed(code, str(out.error), progress.tokens, option))
                 else:
                     self._done(stream, out.metrics or GenerateMetrics(finish_reason=out.finish_reason))
 
@@ -704,7 +705,7 @@ class Host:
             else:
                 admission = engine.admit(request.prompt or "", **stream.options)
         except ModelHostError as exc:
-            self._finish(stream, Failed(exc.code, str(exc)))
+            self._finish(stream, Failed(exc.code, str(exc), option=getattr(exc, "option", None)))
             return
         except Exception as exc:
             log.exception("request %r could not join the batch of model %r", request.request_id, self.name)

@@ -22,7 +22,7 @@ import math
 import time
 import typing
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
@@ -197,8 +197,9 @@ class _Choices:
     the order the events arrive, so the choices stream side by side however the host interleaves them. Closing it
     cancels every choice still running."""
 
-    def __init__(self, streams: Sequence[RequestStream]) -> None:
+    def __init__(self, streams: Sequence[RequestStream], wire_names: Mapping[str, str]) -> None:
         self.streams = tuple(streams)
+        self.wire_names = wire_names  # a failure naming an option names the client's parameter (ParsedRequest)
         self.submitted_at = min(s.submitted_at for s in self.streams)
         self._events: asyncio.Queue[tuple[int, Event]] = asyncio.Queue()
         self._running = len(self.streams)
@@ -299,7 +300,7 @@ class _StreamedAnswer(Response):
             return writer.started()
         if isinstance(event, Failed):
             self._ended = True
-            return writer.error(schema.from_host_error(event.code, event.message))
+            return writer.error(schema.from_failure(event, self.stream.wire_names))
         if event.finish_reason == "cancelled":
             # Cancelled while the client still listens: only the host's shutdown does that. Say so.
             self._ended = True
@@ -614,7 +615,7 @@ class _Door:
             for stream in streams:
                 stream.cancel()
             raise
-        return _Choices(streams)
+        return _Choices(streams, parsed.wire_names)
 
     async def _precheck(self, served: ServedModel, parsed: ParsedRequest) -> None:
         """The request's checks on a worker thread (Host.precheck: a JSON Schema's grammar is compiled there, not
@@ -698,7 +699,7 @@ class _Door:
             # Nobody reads this; 499 (nginx's "client closed request") keeps the request counter truthful.
             raise ApiError(499, "client closed the request", code="cancelled")
         if failed is not None:
-            raise schema.from_host_error(failed.code, failed.message)
+            raise schema.from_failure(failed, choices.wire_names)
         answers = []
         for i, end in enumerate(ends):
             if end is None or end.finish_reason == "cancelled":

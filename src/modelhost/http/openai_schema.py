@@ -27,7 +27,7 @@ from typing import Any, Literal
 import msgspec
 
 from modelhost.errors import InvalidOptionError, ModelHostError, SchemaError, pointer
-from modelhost.host.events import Done, GenerationRequest
+from modelhost.host.events import Done, Failed, GenerationRequest
 from modelhost.http import tools as tooling
 from modelhost.http.reasoning import ReasoningSplit
 from modelhost.inference.options import ANY_JSON_OBJECT
@@ -139,6 +139,16 @@ def from_host_exception(exc: ModelHostError, wire_names: Mapping[str, str]) -> A
             # nothing an Ollama client sent (it sent options.num_predict).
             message = f"{param}: {exc.detail}"
     return from_host_error(exc.code, message, param=param)
+
+
+def from_failure(failed: Failed, wire_names: Mapping[str, str]) -> ApiError:
+    """The wire error of a request that failed mid-answer; one naming an option (a grammar with no token left to
+    allow) names the parameter the client sent, as `from_host_exception` does at submit."""
+    if failed.option is None:
+        return from_host_error(failed.code, failed.message)
+    param = wire_names.get(failed.option, failed.option)
+    detail = failed.message.removeprefix(f"option {failed.option!r}: ")
+    return from_host_error(failed.code, f"{param}: {detail}" if param != failed.option else failed.message, param=param)
 
 
 def _schema_refusal(exc: SchemaError, wire_names: Mapping[str, str]) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from modelhost.errors import GenerationError, ModelLoadError
+from modelhost.errors import GenerationError, ModelHostError, ModelLoadError
 from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
@@ -274,7 +274,11 @@ class LlamaBatchEngine:
             except StopIteration:
                 return self._finish(slot, None, slot.outcome.finish_reason)
         except Exception as exc:
-            return self._finish(slot, None, "error", GenerationError(f"llama.cpp failed while generating: {exc}"))
+            # A deliberate error keeps its code (the grammar's SchemaError is the request's fault: a 400, not a 500).
+            error = (
+                exc if isinstance(exc, ModelHostError) else GenerationError(f"llama.cpp failed while generating: {exc}")
+            )
+            return self._finish(slot, None, "error", error)
         # decode_loop settles its finish reason before the last token it yields; until then it stays "cancelled".
         if slot.outcome.finish_reason != "cancelled":
             return self._finish(slot, visible, slot.outcome.finish_reason)
