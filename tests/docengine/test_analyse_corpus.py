@@ -86,8 +86,9 @@ def test_redbook_headers_and_footers_are_furniture(open_pdf: Open) -> None:
     furniture = {(p.number, b.text) for p in pages for b in p.blocks if b.kind.furniture}
     assert (8, "Row and Column Access Control Support in IBM DB2 for i") in furniture
     assert (8, "10") in furniture and (5, "1") in furniture
-    body = [b.text for p in pages for b in p.blocks if not b.kind.furniture]
-    assert "Row and Column Access Control Support in IBM DB2 for i" not in body[5:]
+    # the running footer is the book's title: inside the book (not its covers) it is never body text
+    body = [b.text for p in pages[1:-1] for b in p.blocks if not b.kind.furniture]
+    assert "Row and Column Access Control Support in IBM DB2 for i" not in body
 
 
 def test_a_bold_numbered_heading_is_not_merged_into_its_paragraph(open_pdf: Open) -> None:

@@ -26,6 +26,8 @@ from modelhost.docengine.lines import Piece
 #: A vertical gap (between loose line boxes) wider than this many font sizes separates paragraphs. Loose boxes of
 #: consecutive lines at 1.2 leading are ~0.1-0.25 em apart; paragraph spacing adds half a line or more.
 PARAGRAPH_GAP = 0.55
+#: A bold line this much smaller than the bold line above it, flush and close, is still the same heading.
+WRAP_RATIO = 1.12
 #: In code, only a gap of this many font sizes (a blank line and more) separates two blocks.
 CODE_GAP = 1.5
 #: A first line indented by this many font sizes (or more) starts a paragraph: LaTeX's \parindent is 1.5 em.
@@ -73,7 +75,7 @@ def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
         size = max(min(piece.size, prev.size), 1.0)
         code = _style(piece)[2] and _style(prev)[2]
         new = False
-        if _style(piece) != _style(prev) and not code:
+        if _style(piece) != _style(prev) and not code and not _heading_wrap(prev, piece):
             new = True
         elif piece.y0 < prev.y1 - 0.5 * min(piece.y1 - piece.y0, prev.y1 - prev.y0):
             new = True  # side by side with the previous piece
@@ -94,6 +96,14 @@ def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
         else:
             out[-1].append(piece)
     return out
+
+
+def _heading_wrap(prev: Piece, piece: Piece) -> bool:
+    # A big bold title wrapped onto a second line set a little smaller (a cover's "Row and Column Access Control"
+    # at 33 pt over "Support in IBM DB2 for i" at 30 pt): one heading, when flush left and close below.
+    bold = all(w.bold for w in prev.words) and all(w.bold for w in piece.words)
+    close = piece.y0 - prev.y1 < PARAGRAPH_GAP * piece.size and abs(piece.x0 - prev.x0) < 1.0
+    return bold and close and max(prev.size, piece.size) <= WRAP_RATIO * min(prev.size, piece.size)
 
 
 def _item_text_x(piece: Piece) -> float | None:
