@@ -286,3 +286,11 @@ def test_a_pattern_naming_a_control_character_is_refused_on_llama_cpp() -> None:
         with pytest.raises(SchemaError, match="only escaped"):
             gbnf_for_schema(json.dumps({"type": "string", "pattern": pattern}))
     gbnf_for_schema(json.dumps({"type": "string", "pattern": "^[\\x20-\\x7e]$"}))  # printable ASCII is fine
+
+
+def test_lengths_beside_a_pattern_are_refused_rather_than_dropped() -> None:
+    """Found by the schema fuzzer: llama.cpp's converter follows a pattern alone, so `minLength: 1` beside
+    `^(a)?$` let the empty string through. Refused, naming where, as every keyword it would drop is."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", "minLength": 1, "pattern": "^(a)?$"}}}
+    with pytest.raises(InvalidOptionError, match="beside a pattern \\(at /properties/s\\)"):
+        gbnf_for_schema(json.dumps(schema))

@@ -109,6 +109,9 @@ UNENFORCED = frozenset(
     }
 )  # fmt: skip
 
+#: String lengths, which the converter drops when the same string has a `pattern`.
+LENGTHS = frozenset({"minLength", "maxLength"})
+
 #: Keywords whose value is one schema, a list of schemas, or a map of names to schemas (walked for UNENFORCED).
 _ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
 _MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
@@ -140,6 +143,12 @@ def _refuse_unenforced(node: Any, path: str = "") -> None:
         return
     for key in UNENFORCED.intersection(node):
         raise InvalidOptionError("json_schema", f"'{key}' (at {path or '/'}) cannot be enforced by llama.cpp's grammar")
+    if "pattern" in node and LENGTHS.intersection(node):
+        # Found by the schema fuzzer: the converter follows the pattern alone, so minLength 1 beside ^(a)?$ let "".
+        raise InvalidOptionError(
+            "json_schema", f"minLength/maxLength beside a pattern (at {path or '/'}) cannot be enforced by llama.cpp's "
+            "grammar (its converter follows the pattern alone): write the length into the pattern, as {m,n}",
+        )  # fmt: skip
     if any(key in node for key in BOUNDS):
         integer_bounds(node, path)  # refuses bounds it cannot enforce
     for key in _ONE + _MANY:
