@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from modelhost.host.models import Models, ModelSpec, parse_size
 from modelhost.http import HttpServer
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import wait_until
 
 MB = 2**20
 
@@ -49,13 +49,6 @@ def chat(url: str, model: str | None, path: str = "/v1/chat/completions") -> htt
     if model is not None:
         body["model"] = model
     return httpx.post(url + path, json=body, timeout=30)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def samples(url: str, name: str) -> dict[str, float]:
@@ -149,7 +142,11 @@ def test_a_model_larger_than_the_budget_is_refused_when_the_set_is_built() -> No
         parse_size("lots")
 
 
-def test_a_model_that_cannot_fit_beside_busy_ones_is_told_to_retry(loop_thread: LoopThread) -> None:
+def test_a_model_that_cannot_fit_beside_a_busy_one_gets_its_room_when_the_busy_ones_requests_end(
+    loop_thread: LoopThread,
+) -> None:
+    """Fair eviction: beta's request claims the room alpha holds; alpha finishes the request it runs, takes no new
+    one meanwhile, and unloads; the set then loads beta by itself. Each refusal says how long to wait."""
     gate = threading.Semaphore(0)
 
     def held() -> ScriptedModel:
@@ -160,11 +157,15 @@ def test_a_model_that_cannot_fit_beside_busy_ones_is_told_to_retry(loop_thread: 
         running = loop_thread.spawn(asyncio.to_thread(chat, url, "alpha"))
         wait_until(lambda: models.get("alpha").busy)
         refused = chat(url, "beta")
-        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1", "1 request, its time unknown: 1 s"
         message = refused.json()["error"]["message"]
-        assert "'beta' needs about 80 MB" in message and "busy or pinned" in message, message
+        assert "'beta' needs about 80 MB" in message and "'alpha' finish their 1 requests in flight" in message
+        turned = chat(url, "alpha")
+        assert turned.status_code == 503 and turned.json()["error"]["code"] == "model_loading"
+        assert "'alpha' is giving its memory to 'beta'" in turned.json()["error"]["message"]
+        assert models.get("alpha").in_flight == 1, "the refused request was never queued"
         for _ in range(4):
             gate.release()
-        assert running.result(10).status_code == 200
-        wait_until(lambda: chat(url, "beta").status_code == 200)  # alpha is idle now: it makes room
+        assert running.result(120).status_code == 200, "the request alpha held is answered"
+        wait_until(lambda: models.get("beta").ready)  # loaded for its claim: no request of beta's needed
         assert models.states() == {"alpha": "unloaded", "beta": "ready"}

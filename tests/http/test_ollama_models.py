@@ -28,6 +28,7 @@ from modelhost.http.openai_schema import ApiError
 from modelhost.inference.capabilities import ChatFeatures
 from modelhost.testing import tinymodels
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 
 @pytest.mark.parametrize(
@@ -245,7 +246,7 @@ def test_an_ollama_request_waits_for_its_models_load_until_it_fails_or_the_clien
     gate = threading.Event()
 
     def gated() -> ScriptedModel:
-        gate.wait(30)
+        gate.wait(STATE_WAIT_SECONDS)
         return ScriptedModel(["b1 "], name="beta")
 
     def broken() -> ScriptedModel:
@@ -262,7 +263,7 @@ def test_an_ollama_request_waits_for_its_models_load_until_it_fails_or_the_clien
         # Sent while the model loads (or just after: either way it is answered, never a 503).
         waiting = loop_thread.spawn(asyncio.to_thread(ollama_chat, url, "beta"))
         gate.set()
-        answer = waiting.result(30)
+        answer = waiting.result(STATE_WAIT_SECONDS)
         assert answer.status_code == 200 and answer.json()["message"]["content"] == "b1 "
         # A load that fails ends the wait with the door's usual 503 (the model cannot serve), not a hang.
         failed = ollama_chat(url, "gamma")
@@ -270,11 +271,13 @@ def test_an_ollama_request_waits_for_its_models_load_until_it_fails_or_the_clien
 
 
 def test_a_model_kept_alive_zero_seconds_still_answers_every_ollama_request(loop_thread: LoopThread) -> None:
-    """With `--keep-alive 0` the sweep unloads an idle model at once (every 20 ms): each Ollama request loads the
-    model, and the wait for that load counts as use, so the model cannot be unloaded between its load and the
-    request's submit. Every request is answered; none gets 503."""
+    """With `--keep-alive 0` the sweep unloads an idle model at once: each Ollama request loads the model, and the
+    request counts as use from before its wait for the load until its submit, so the model cannot be unloaded in
+    between. The sweep runs at every turn of the event loop (sweep_interval=0), so it finds any turn at which the
+    model looks idle: the wait for the load ends a few turns before the request runs again, the window in which a
+    sweep once unloaded the model (a 503). Every request is answered; none gets 503."""
     loads: list[int] = []
-    models = Models([spec("alpha", "a1 a2", loads=loads)], keep_alive=0.0, lazy=True)
+    models = Models([spec("alpha", "a1 a2", loads=loads)], keep_alive=0.0, lazy=True, sweep_interval=0)
     with door(loop_thread, models) as url:
         for _ in range(5):
             answer = ollama_chat(url, "alpha")

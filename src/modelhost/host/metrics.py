@@ -122,6 +122,13 @@ class HostMetrics:
         self.model_name = model_name
         self.include(model_name)
 
+    def mean_request_seconds(self, model_name: str) -> float | None:
+        """The mean time of `model_name`'s requests so far, from submission to their end (None before the first)."""
+        labels = {"model_name": model_name}
+        total = self.registry.get_sample_value("modelhost_e2e_request_latency_seconds_sum", labels)
+        count = self.registry.get_sample_value("modelhost_e2e_request_latency_seconds_count", labels)
+        return total / count if total is not None and count else None
+
     def include(self, model_name: str) -> None:
         """Show `model_name`'s gauges from the start (at their idle values): one HostMetrics serves a model set,
         each model's host labelling its own series."""

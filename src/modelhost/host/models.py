@@ -2,16 +2,24 @@
 
 Ollama's shape: several models side by side, each loaded at start or at its first request (`lazy`), unloaded after
 `keep_alive` idle seconds, and kept within a memory budget (`max_memory`): to make room for a model, the least
-recently used *idle* models are unloaded; a model that can never fit is refused when the set is built, and one that
-cannot fit now (the resident models are busy) is answered "loading, retry" until they are idle.
+recently used *idle* models are unloaded; a model that can never fit is refused when the set is built.
+
+Fair eviction: a model that cannot fit now because the resident models are busy is not left to retry until they
+happen to be idle (steady traffic to one model starved the other for good: 0 of 147 requests in 90 s). Its request
+claims the room: the busy models it needs gone finish the requests they hold, take no new ones meanwhile, and are
+unloaded as soon as those end; then the claimant loads, and keeps its memory until a request has used it (for at most
+FRESH_LOAD_HOLD_SECONDS), so the model it displaced cannot take the room back before the claimant's client returns.
+Every refusal says how long the wait should be (MemoryBudgetError.retry_after: the holders' requests in flight times
+their mean request time).
 
 A Host is one-shot (loaded once, closed once), so unloading closes it and the next load builds a fresh one: the
 ServedModel is the stable face the doors hold, and its metrics (one HostMetrics for the whole set, labelled by model)
 outlive every load. Everything here runs on the event loop and decides synchronously: a door looks a model up and
 submits with no await between, so an unload can never close a host between the two.
 
-A model may be pinned: loaded at start whatever `lazy` says, never unloaded. The socket door's model is pinned,
-because on the inferd wire a bound socket says "ready" and a request has no way to wait for a load.
+A model may be pinned: loaded at start whatever `lazy` says, never unloaded (nor drained for another). The socket
+door's model is pinned, because on the inferd wire a bound socket says "ready" and a request has no way to wait for a
+load.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import re
 import time
@@ -44,6 +53,16 @@ ModelState = Literal["unloaded", "new", "loading", "ready", "failed", "closing",
 #: How often the keep-alive sweep looks for idle models, at most: idle times are seconds to minutes, so a second of
 #: lateness is noise; a short keep-alive (tests) is checked four times per period.
 MAX_SWEEP_SECONDS = 1.0
+
+#: How long a model loaded for a request keeps its memory (against the budget and keep-alive alike) before any request
+#: has used it: an OpenAI client answered 503 "loading, Retry-After: 1" comes back after a second or a few on a busy
+#: machine, and without the hold the model it displaced (or a keep-alive of 0) took the room back before it did, so
+#: neither model was ever served. A client that never comes back holds the memory no longer than this.
+FRESH_LOAD_HOLD_SECONDS = 30.0
+
+#: The bounds of a memory wait's Retry-After: at least a second (sooner is refused again), at most a minute (an
+#: estimate from a few slow requests should not send a client away for longer).
+RETRY_AFTER_MIN, RETRY_AFTER_MAX = 1, 60
 
 
 class Servable(Protocol):
@@ -77,8 +96,13 @@ class Servable(Protocol):
 
 
 class MemoryBudgetError(ModelLoadingError):
-    """The model cannot be loaded now: the memory budget is held by models that are busy. A retry may succeed (the
-    doors answer it like a model still loading: 503 with Retry-After, a job waits)."""
+    """The model cannot be loaded now (the memory budget is held by models that are busy), or takes no new requests
+    now (it is making room for one that waits). A retry after `retry_after` seconds may succeed (the doors answer it
+    like a model still loading: 503 with that Retry-After, a job waits)."""
+
+    def __init__(self, message: str, *, retry_after: int = RETRY_AFTER_MIN) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +162,12 @@ class ServedModel:
         #: for good); None: the set's own keep_alive. Cleared when the model unloads.
         self.hold: float | None = None
         self._load_task: asyncio.Task[None] | None = None  # the load running now, for `wait_loaded`
-        self._waiters = 0  # requests waiting in `wait_loaded`: they count as use, so no sweep unloads under them
+        self._waiters = 0  # requests in `wait_loaded` or `in_use`: they count as use, so no sweep unloads under them
+        #: The model waiting for this one's memory: set, this model finishes what it holds, takes no new request,
+        #: and is unloaded once its requests end (fair eviction, see the module doc).
+        self.draining_for: str | None = None
+        #: When a load for a request began, until a request uses the model (FRESH_LOAD_HOLD_SECONDS).
+        self.fresh_since: float | None = None
         self._models = models
         self._name = spec.name
 
@@ -182,17 +211,35 @@ class ServedModel:
     @property
     def busy(self) -> bool:
         """True while requests wait for (or for the load of) or run on the model."""
-        if self._waiters:
-            return True
-        return self.host is not None and (self.host.waiting > 0 or self.host.running > 0)
+        return self._waiters > 0 or self.in_flight > 0
+
+    @property
+    def in_flight(self) -> int:
+        """Requests queued on or running on the loaded model (0 when unloaded)."""
+        return 0 if self.host is None else self.host.waiting + self.host.running
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """Count as use of the model while the caller waits for its load and submits: neither the keep-alive sweep
+        nor the memory budget unloads it meanwhile. A door holds it from before its wait until after its submit,
+        since the wait may end some event-loop turns before the caller runs again (the window in which a sweep once
+        unloaded a model a request had just loaded)."""
+        self._waiters += 1
+        try:
+            yield
+        finally:
+            self._waiters -= 1
+
+    def _used(self) -> None:
+        self.last_used = time.monotonic()
+        self.fresh_since = None
 
     async def wait_loaded(self) -> None:
         """Start loading the model if it is unloaded and wait until its load ends: ready, or failed (the caller looks
         at `ready`). While a caller waits the model counts as busy, so neither the keep-alive sweep nor the memory
-        budget unloads it between its load and the caller's submit. MemoryBudgetError when busy models hold the
-        room it needs (nothing waited for)."""
-        self._waiters += 1
-        try:
+        budget unloads it during the load; a caller that submits afterwards holds `in_use` around both. A model
+        loaded counts as used. MemoryBudgetError when busy models hold the room it needs (nothing waited for)."""
+        with self.in_use():
             while not self.ready:
                 if self.host is None:
                     self._models.load_soon(self)
@@ -200,8 +247,7 @@ class ServedModel:
                 if task is None or self.host is None or self.host.state not in ("new", "loading"):
                     return  # failed or closing: nothing more to wait for
                 await asyncio.shield(task)
-        finally:
-            self._waiters -= 1
+            self._used()
 
     async def precheck(self, request: GenerationRequest) -> None:
         """Host.precheck on the loaded model (nothing when unloaded: `submit` answers that). The model counts as
@@ -209,32 +255,37 @@ class ServedModel:
         host = self.host
         if host is None:
             return
-        self._waiters += 1
-        try:
+        with self.in_use():
             await host.precheck(request)
-        finally:
-            self._waiters -= 1
 
-    def submit(self, request: GenerationRequest) -> RequestStream:
-        """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
-        answered ModelLoadingError (retry), as while any model loads."""
+    def _admit(self) -> Host:
+        """The host to queue a request on; ModelLoadingError (retry) when unloaded (its load starts) or making room
+        for another model."""
         host = self.host
         if host is None:
             self._models.load_soon(self)
             raise ModelLoadingError(f"model {self.name!r} is loading; retry shortly")
-        stream = host.submit(request)
-        self.last_used = time.monotonic()
+        if self.draining_for is not None:
+            wait = self._models.drain_seconds([self])
+            raise MemoryBudgetError(
+                f"model {self.name!r} is giving its memory to {self.draining_for!r}, which waits for it: it takes no "
+                f"new request until it is loaded again; retry in about {wait} s",
+                retry_after=wait,
+            )
+        return host
+
+    def submit(self, request: GenerationRequest) -> RequestStream:
+        """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
+        answered ModelLoadingError (retry), as while any model loads, or while it makes room for another."""
+        stream = self._admit().submit(request)
+        self._used()
         return stream
 
     def submit_embedding(self, texts: Sequence[str], **opts: Any) -> EmbeddingTicket:
         """Queue an embedding on the loaded model (Host.submit_embedding); an unloaded model starts loading and the
         request is answered ModelLoadingError (retry), exactly as `submit` does."""
-        host = self.host
-        if host is None:
-            self._models.load_soon(self)
-            raise ModelLoadingError(f"model {self.name!r} is loading; retry shortly")
-        ticket = host.submit_embedding(texts, **opts)
-        self.last_used = time.monotonic()
+        ticket = self._admit().submit_embedding(texts, **opts)
+        self._used()
         return ticket
 
     def keep_for(self, seconds: float | None) -> None:
@@ -275,7 +326,11 @@ class Models:
         keep_alive: float | None = None,
         max_memory: int | None = None,
         metrics: HostMetrics | None = None,
+        sweep_interval: float | None = None,
     ) -> None:
+        """`sweep_interval`: seconds between the keep-alive sweep's passes (None: from keep_alive, see
+        MAX_SWEEP_SECONDS); 0 sweeps at every turn of the event loop, the harshest schedule, with which a test
+        finds any moment at which a model in use looks idle."""
         if not specs:
             raise ValueError("a model set needs at least one model")
         if keep_alive is not None and keep_alive < 0:
@@ -313,6 +368,10 @@ class Models:
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._sweep_now = asyncio.Event()  # set when a request's keep_alive changed: check at once, not in a second
+        self._sweep_interval = sweep_interval
+        #: Models whose requests were refused for want of memory, in the order they first asked, with the time they
+        #: last asked: the sweep loads them as the room frees (fair eviction, see the module doc).
+        self._claims: dict[str, float] = {}
 
     @classmethod
     def of(cls, host: Host, *, name: str | None = None) -> Models:
@@ -371,7 +430,7 @@ class Models:
                 if not (fits or model.pinned):
                     log.info("model %r stays unloaded at start: the memory budget is full", model.name)
                     continue
-                self.load_soon(model)
+                self.load_soon(model, by_request=False)
                 await self._settle(model)
                 if model.host is not None and model.host.load_error is not None:
                     raise model.host.load_error
@@ -383,18 +442,36 @@ class Models:
         while model.host is not None and model.host.state in ("new", "loading"):
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def load_soon(self, model: ServedModel) -> None:
+    def load_soon(self, model: ServedModel, *, by_request: bool = True) -> None:
         """Start loading `model` (no-op if loaded or loading), unloading idle models first if the budget needs the
-        room; MemoryBudgetError (nothing started) when busy models hold it."""
+        room; MemoryBudgetError (nothing started) when busy models hold it, which then make room for it (a request's
+        load claims the room; a load at start does not, nor is it held for a request)."""
         if model.host is not None or self.closed:
             return
-        victims = self._make_room(model)
+        try:
+            victims = self._make_room(model)
+        except MemoryBudgetError:
+            if by_request:
+                self._claims[model.name] = time.monotonic()
+            raise
+        self._start_load(model, victims, fresh=by_request)
+
+    def _start_load(self, model: ServedModel, victims: list[ServedModel], *, fresh: bool) -> None:
+        self._claims.pop(model.name, None)
         host = Host(model.spec.loader, name=model.name, max_queue=self.max_queue, metrics=self.metrics)
         model.host = host
+        model.fresh_since = time.monotonic() if fresh else None
         closing = [self._release(victim) for victim in victims]
         model._load_task = self._spawn(self._load(model, host, closing), f"modelhost-load-{model.name}")
 
+    def _held_fresh(self, model: ServedModel, now: float) -> bool:
+        """Whether `model` was loaded for a request that has not used it yet (FRESH_LOAD_HOLD_SECONDS)."""
+        return model.fresh_since is not None and now - model.fresh_since < FRESH_LOAD_HOLD_SECONDS
+
     def _make_room(self, model: ServedModel) -> list[ServedModel]:
+        """The models to unload so that `model` fits: idle ones, least recently used first (and drained ones: see
+        the module doc). When they are not enough, the busy ones it needs are told to drain and MemoryBudgetError
+        says how long that should take."""
         if self.max_memory is None or not model.size:
             return []
         need = self.resident + model.size - self.max_memory
@@ -402,22 +479,71 @@ class Models:
             return []
         if self._releasing and need <= self._releasing:
             raise MemoryBudgetError(f"model {model.name!r} waits for unloaded models to give their memory back")
-        idle = sorted(
-            (m for m in self if m.host is not None and m.ready and not m.pinned and not m.busy),
+        now = time.monotonic()
+        movable = sorted(
+            (
+                m
+                for m in self
+                if m is not model and m.host is not None and m.ready and not m.pinned and not self._held_fresh(m, now)
+            ),
             key=lambda m: m.last_used,
         )
+        # Free now: idle, or drained for a waiting model (requests waiting to submit to it are refused anyway).
+        free = [m for m in movable if not m.busy or (m.draining_for is not None and m.in_flight == 0)]
         victims: list[ServedModel] = []
-        for candidate in idle:
+        for candidate in free:
             if need <= 0:
-                break
+                return victims
             victims.append(candidate)
             need -= candidate.size
-        if need > 0:
+        if need <= 0:
+            return victims
+        holders = []
+        for candidate in (m for m in movable if m not in free):
+            if need <= 0:
+                break
+            holders.append(candidate)
+            need -= candidate.size
+        if need > 0:  # pinned models, or ones just loaded for a request, hold the rest: nothing is drained for it
+            busy = [m for m in self if m is not model and m.host is not None]
             raise MemoryBudgetError(
                 f"model {model.name!r} needs about {_mb(model.size)}, but the memory budget ({_mb(self.max_memory)}) "
-                f"is held by models that are busy or pinned ({_mb(self.resident)} resident); retry shortly"
+                f"is held by models that are busy, pinned or just loaded for a request ({_mb(self.resident)} "
+                f"resident); retry shortly",
+                retry_after=self.drain_seconds(busy),
             )
-        return victims
+        for holder in holders:
+            if holder.draining_for is None:
+                holder.draining_for = model.name
+                log.info("model %r takes no new requests: it unloads for %r once they end", holder.name, model.name)
+        wait = self.drain_seconds(holders)
+        names = ", ".join(repr(h.name) for h in holders)
+        raise MemoryBudgetError(
+            f"model {model.name!r} needs about {_mb(model.size)} of the memory budget ({_mb(self.max_memory)}), held "
+            f"by busy models: {names} finish their {sum(h.in_flight for h in holders)} requests in flight, take no "
+            f"new ones, and unload for it; retry in about {wait} s",
+            retry_after=wait,
+        )
+
+    def drain_seconds(self, models: Iterable[ServedModel]) -> int:
+        """About how long until `models` have ended their requests in flight (their count times each model's mean
+        request time so far, a second when unknown), within RETRY_AFTER_MIN and RETRY_AFTER_MAX."""
+        total = sum(m.in_flight * (self.metrics.mean_request_seconds(m.name) or 1.0) for m in models)
+        return max(RETRY_AFTER_MIN, min(RETRY_AFTER_MAX, math.ceil(total)))
+
+    def _grant(self, now: float) -> None:
+        """Load the waiting models the room has freed for, in the order they asked; forget a claim nobody renewed
+        within FRESH_LOAD_HOLD_SECONDS (its clients went away), and let models drained for it serve again."""
+        for name, asked in list(self._claims.items()):
+            model = self._models[name]
+            if model.host is not None or now - asked > FRESH_LOAD_HOLD_SECONDS:
+                del self._claims[name]
+                continue
+            with contextlib.suppress(MemoryBudgetError):
+                self._start_load(model, self._make_room(model), fresh=True)
+        for model in self:
+            if model.draining_for is not None and model.draining_for not in self._claims:
+                model.draining_for = None
 
     def _release(self, model: ServedModel) -> Coroutine[Any, Any, None]:
         """Take `model`'s host away now (new requests load it afresh); the returned coroutine closes it, its size
@@ -426,9 +552,11 @@ class Models:
         assert host is not None
         model.host = None
         model.hold = None  # the next load starts from the set's policy, or its own request's keep_alive
+        model.draining_for = None
+        model.fresh_since = None
         model.unloads += 1
         self._releasing += model.size
-        log.info("unloading model %r (idle)", model.name)
+        log.info("unloading model %r (idle, or making room)", model.name)
 
         async def close() -> None:
             try:
@@ -460,20 +588,36 @@ class Models:
         self._sweep_now.set()
 
     async def _sweep(self) -> None:
-        interval = (
-            MAX_SWEEP_SECONDS if self.keep_alive is None else max(0.02, min(MAX_SWEEP_SECONDS, self.keep_alive / 4))
-        )
+        interval = self._sweep_interval
+        if interval is None:
+            interval = (
+                MAX_SWEEP_SECONDS if self.keep_alive is None else max(0.02, min(MAX_SWEEP_SECONDS, self.keep_alive / 4))
+            )
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._sweep_now.wait(), interval)
+            if interval > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._sweep_now.wait(), interval)
+            else:
+                await asyncio.sleep(0)
             self._sweep_now.clear()
-            now = time.monotonic()
-            for model in self:
-                keep = model.keep_alive_seconds(self.keep_alive)
-                if model.busy:
-                    model.last_used = now  # a long request is use until it ends
-                elif keep is not None and model.ready and now - model.last_used >= keep:
-                    self.unload(model)
+            self.sweep()
+
+    def sweep(self) -> None:
+        """One pass of the keep-alive sweep (the sweep task runs it every interval): unload the models idle past
+        their keep-alive, and load the models waiting for memory that has freed."""
+        now = time.monotonic()
+
+        def fresh(model: ServedModel) -> bool:  # loaded for a request that has not come back yet
+            return self._held_fresh(model, now)
+
+        for model in self:
+            keep = model.keep_alive_seconds(self.keep_alive)
+            if model.busy:
+                model.last_used = now  # a long request is use until it ends
+            elif keep is not None and model.ready and now - model.last_used >= keep and not fresh(model):
+                self.unload(model)
+        if self._claims:
+            self._grant(now)
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         task = asyncio.create_task(work, name=name)

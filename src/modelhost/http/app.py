@@ -454,7 +454,8 @@ class _Door:
         served.keep_for(keep)
         if parsed is None:
             # Ollama's "load the model" request: a lazy model starts loading; answered once it is loaded.
-            await self._ollama_loaded(request, served)
+            with served.in_use():
+                await self._ollama_loaded(request, served)
             return Response(writer.loaded(), media_type="application/json")
         return await self._ollama(request, served, parsed, writer)
 
@@ -509,8 +510,9 @@ class _Door:
         keep = ollama_models.body_keep_alive(body)
         served = self._route(body)
         served.keep_for(keep)
-        waited = await self._ollama_loaded(request, served)
-        result, seconds = await self._embed(request, served, parsed)
+        with served.in_use():  # from before the load's wait until the submit: see _ollama_loaded
+            waited = await self._ollama_loaded(request, served)
+            result, seconds = await self._embed(request, served, parsed)
         if legacy:
             answer = embeddings.ollama_embeddings_response(result)  # one vector
         else:
@@ -573,10 +575,11 @@ class _Door:
     async def _ollama(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: schema.OllamaStream
     ) -> Response:
-        await self._precheck(served, parsed)  # before the load wait: none may lie between that wait and the submit
-        writer.load_seconds = await self._ollama_loaded(request, served)
-        ollama_models.check_think(served, parsed)  # needs the loaded model: only it knows whether it can think
-        choices = self._submit(served, parsed)
+        await self._precheck(served, parsed)  # the request's own checks, before any wait for the model
+        with served.in_use():  # from before the load's wait until the submit: see _ollama_loaded
+            writer.load_seconds = await self._ollama_loaded(request, served)
+            ollama_models.check_think(served, parsed)  # needs the loaded model: only it knows whether it can think
+            choices = self._submit(served, parsed)
         if parsed.stream:
             return _StreamedAnswer(self, request.url.path, choices, [writer], "application/x-ndjson")
         (answer,), seconds = await self._collect(request, choices, logprobs=parsed.logprobs, split=True)
@@ -588,9 +591,9 @@ class _Door:
         load_duration). Ollama's requests wait for their model, and its clients (the official one included) never
         retry, so the OpenAI door's 503 "loading, retry" reached an Ollama user as an error on the first request
         after a keep_alive unload. A load that cannot start (busy models hold the memory budget) or fails is
-        answered as before; a client that hangs up ends the wait. The waiting request counts as use of the model
-        (ServedModel.wait_loaded), and no await lies between the end of the wait and the caller's submit, so the
-        model cannot unload in between."""
+        answered as before; a client that hangs up ends the wait. The caller holds `served.in_use()` from before
+        this wait until after its submit: the wait ends some event-loop turns before the caller runs again, and a
+        keep-alive sweep in between unloaded the model just loaded for it (a 503)."""
         if served.ready:
             return 0.0
         began = time.perf_counter()
@@ -598,7 +601,7 @@ class _Door:
             # A hang-up cancels only this wait: the load itself goes on (wait_loaded shields it).
             await self._unless_hung_up(request, served.wait_loaded())
         except MemoryBudgetError as exc:
-            raise self._not_ready(served, str(exc)) from None
+            raise self._memory_wait(exc) from None
         if not served.ready:
             raise self._not_ready(served)
         return time.perf_counter() - began
@@ -638,6 +641,8 @@ class _Door:
             err = answer(exc)
             err.headers["retry-after"] = str(self._retry_after(served))
             raise err from None
+        except MemoryBudgetError as exc:
+            raise self._memory_wait(exc) from None
         except ModelLoadingError as exc:
             raise self._not_ready(served, str(exc)) from None
         except HostClosedError:
@@ -652,15 +657,17 @@ class _Door:
                             code="model_loading", headers={"retry-after": "1"})  # fmt: skip
         return schema.from_host_error("host_closed", f"model {served.name!r} is not serving (state {state})")
 
+    @staticmethod
+    def _memory_wait(exc: MemoryBudgetError) -> ApiError:
+        """A model waiting for memory, or making room for one: 503 with the set's estimate of the wait."""
+        return ApiError(503, str(exc), type="server_error", code="model_loading",
+                        headers={"retry-after": str(exc.retry_after)})  # fmt: skip
+
     def _retry_after(self, served: ServedModel) -> int:
         """Seconds until a queue slot is likely free: one mean request time so far (the queue drains one request
         at a time, so a slot frees when the running request ends; retrying sooner would only be refused again)."""
-        registry = served.metrics.registry
-        labels = {"model_name": served.host.name if served.host is not None else served.name}
-        total = registry.get_sample_value("modelhost_e2e_request_latency_seconds_sum", labels) or 0.0
-        count = registry.get_sample_value("modelhost_e2e_request_latency_seconds_count", labels) or 0.0
-        mean = total / count if count else 1.0
-        return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(mean)))
+        mean = served.metrics.mean_request_seconds(served.host.name if served.host is not None else served.name)
+        return max(_RETRY_AFTER_MIN, min(_RETRY_AFTER_MAX, math.ceil(mean or 1.0)))
 
     async def _collect(
         self, request: Request, choices: _Choices, *, logprobs: bool, split: bool

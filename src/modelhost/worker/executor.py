@@ -374,7 +374,14 @@ async def text_generate(ctx: JobContext) -> list[str]:
 
 async def submit_to_host(ctx: JobContext, submit: Callable[[], T]) -> T:
     """`submit()` (a request to the job's host), retried while the model loads or the host's queue is full, with
-    the job's stage saying which; the host's refusal of the job's own input is the job's fault (invalid)."""
+    the job's stage saying which; the host's refusal of the job's own input is the job's fault (invalid). A model
+    of a set counts as in use meanwhile: a keep-alive of 0 unloaded it between its load and the next retry."""
+    held = ctx.host.in_use() if isinstance(ctx.host, ServedModel) else contextlib.nullcontext()
+    with held:
+        return await _submit_retrying(ctx, submit)
+
+
+async def _submit_retrying(ctx: JobContext, submit: Callable[[], T]) -> T:
     while True:
         if ctx.cancelled:
             raise ctx.stopped()
