@@ -21,6 +21,7 @@ import pytest
 from modelhost.cli import expand_optional_values
 from modelhost.inference.types import Message
 from modelhost.serve import model_name, parse_hostport
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire.client import Client
 
 pytest.importorskip("llama_cpp")
@@ -152,7 +153,7 @@ def test_a_second_stop_signal_cancels_what_is_still_running(tmp_path: Path) -> N
             serving.proc.send_signal(signal.SIGTERM)
             started = time.monotonic()
             # The default grace is 30 s; the second signal must not wait for it, nor for 4000 tokens.
-            assert serving.proc.wait(timeout=25) == 0
+            assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
             assert time.monotonic() - started < 25
             rest = "".join(stream)
             assert client.last_done is not None and client.last_done.stop_reason == "cancelled", rest
@@ -195,7 +196,7 @@ def test_a_stop_signal_while_the_model_loads_opens_no_door(tmp_path: Path, monke
 
     def load(path: str, backend: str | None) -> ScriptedModel:
         loading.set()
-        release.wait(10)
+        release.wait(STATE_WAIT_SECONDS)
         return ScriptedModel()
 
     monkeypatch.setattr(serving.catalogue, "resolve", lambda model: model)
@@ -251,7 +252,7 @@ def test_client_limits_reach_both_http_doors(tmp_path: Path, monkeypatch: pytest
         assert len(urls) == 2, lines
         for url in urls:
             conn = await Connection.open(url)
-            (answer,) = parse_answers(await conn.read_all(timeout=5))
+            (answer,) = parse_answers(await conn.read_all(timeout=STATE_WAIT_SECONDS))
             await conn.close()
             assert answer.status == 408, (url, answer)
         os.kill(os.getpid(), signal.SIGTERM)

@@ -19,6 +19,7 @@ from modelhost.errors import HostClosedError, InvalidOptionError, QueueFullError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
 from modelhost.inference.types import Message
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 
 async def started_host(model: ScriptedModel, max_queue: int = 4) -> Host:
@@ -158,7 +159,7 @@ def test_submit_while_loading_says_loading_and_the_metrics_never_show_a_request_
     model = ScriptedModel()
 
     def slow_loader() -> Any:
-        release.wait(10)
+        release.wait(STATE_WAIT_SECONDS)
         return model
 
     async def main() -> None:

@@ -9,7 +9,6 @@ all) are pinned on a scripted stand-in model.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import modelhost.inference
 from modelhost.host import Host
 from modelhost.http import HttpServer
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 
 def client_of(server: HttpServer) -> openai.OpenAI:
@@ -31,13 +31,6 @@ def client_of(server: HttpServer) -> openai.OpenAI:
 
 def ask(text: str) -> list[Any]:
     return [{"role": "user", "content": text}]
-
-
-def wait_until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 # -- a real model: the tiny random Llama GGUF on llama.cpp's batch engine -------------------------------------------
@@ -174,7 +167,7 @@ def test_a_request_whose_choices_do_not_all_fit_the_queue_is_refused_whole(loop_
         # Nothing of the refused request stayed queued: two choices fit now, and run.
         for _ in range(64):
             gate.release()
-        assert busy.result(30).status_code == 200
+        assert busy.result(STATE_WAIT_SECONDS).status_code == 200
         two = client.chat.completions.create(model="x", messages=ask("two"), n=2, max_tokens=2)
         assert [c.message.content for c in two.choices] == ["one two ", "one two "]
         assert len(model.prompts) == 3  # the busy request and the two choices; the refused three never ran

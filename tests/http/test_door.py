@@ -10,7 +10,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -21,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from modelhost.host import Host
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}
 
@@ -35,19 +35,11 @@ def sample(base_url: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
-
 def test_health_answers_and_ready_is_503_while_the_model_loads(loop_thread: LoopThread) -> None:
     release = threading.Event()
 
     def slow_loader() -> ScriptedModel:
-        release.wait(30)
+        release.wait(STATE_WAIT_SECONDS)
         return scripted_model()
 
     host = scripted_host(loader=slow_loader)
@@ -192,7 +184,7 @@ def test_a_client_that_hangs_up_mid_body_is_counted_499_not_a_server_error(loop_
                 b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: 1000\r\n\r\n" + b'{"messages": ['
             )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
         counts: dict[str, float] = {}
         while time.monotonic() < deadline:
             counts = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 import zlib
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
@@ -22,14 +21,17 @@ import numpy as np
 
 from modelhost.host import Host
 from modelhost.inference.types import Message, Token
+from modelhost.testing import waiting
 from modelhost.testing.standins import EOS, ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire import codec
 from modelhost.wire.server import WireLimits, WireServer
 
 T = TypeVar("T")
 
-#: Every test's wait is bounded by this: nothing in these tests may hang, a failure must be a failure.
-TIMEOUT = 10.0
+#: Every test's wait is bounded by this: nothing in these tests may hang, a failure must be a failure. Minutes, not
+#: seconds: a socket read of 10 s ran out on a busy machine while the server was right (modelhost.testing.waiting).
+TIMEOUT = STATE_WAIT_SECONDS
 
 
 def image_reply(image: Any) -> str:
@@ -182,8 +184,6 @@ def text_request(text: str = "hi", request_id: str = "r1", **fields: Any) -> cod
     return codec.Request(id=request_id, messages=(codec.Message(codec.Role.USER, (codec.TextBlock(text),)),), **fields)
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
+def wait_until(predicate: Callable[[], bool], timeout: float = STATE_WAIT_SECONDS) -> None:
+    """Poll a state (modelhost.testing.waiting: bounded against a hang, not by a deadline of seconds)."""
+    waiting.wait_until(predicate, timeout)

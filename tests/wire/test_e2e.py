@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from modelhost.inference.types import Message
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire import codec
 from modelhost.wire.client import Client
 from modelhost.wire.errors import RemoteError, TruncatedError
@@ -35,9 +36,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 # The CLI exactly as installed, without depending on where the venv put its scripts.
 MODELHOST = [sys.executable, "-c", "import sys; from modelhost.cli import main; sys.argv[0] = 'modelhost'; main()"]
-#: Loading the model and answering are slow on a shared 2-core machine; these bound hangs, not speed.
-LOAD_TIMEOUT = 120.0
-ANSWER_TIMEOUT = 120.0
+#: Loading the model and answering are slow on a shared 2-core machine; these bound hangs, not speed (120 s ran out
+#: for two 8-token answers at load 16: llama.cpp's two threads wait on each other when the cores are shared).
+LOAD_TIMEOUT = ANSWER_TIMEOUT = STATE_WAIT_SECONDS
 
 
 class ServeProcess:

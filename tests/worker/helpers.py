@@ -13,6 +13,7 @@ from typing import Any
 
 from modelhost.host import Host
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import JobContext, WorkerServer, default_operations
 from modelhost.worker.protocol import failed, invalid
 
@@ -82,7 +83,7 @@ async def start_server(host: Host, state: Path, **kwargs: Any) -> WorkerServer:
     return server
 
 
-async def wait_for(client: Any, job_id: str, statuses: set[str], timeout: float = 20.0) -> dict[str, Any]:
+async def wait_for(client: Any, job_id: str, statuses: set[str], timeout: float = STATE_WAIT_SECONDS) -> dict[str, Any]:
     """Poll a job until its status is one of `statuses`."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import WorkerServer
 
 from .helpers import paced_host, start_server, wait_for
@@ -150,7 +151,7 @@ def test_text_generate_progress_and_cancel_through_the_host(tmp_path: Path) -> N
         job_id = (await c.post("/v1/jobs", json=job)).json()["id"]
         for _ in range(6):
             gate.release()
-        deadline = asyncio.get_running_loop().time() + 10
+        deadline = asyncio.get_running_loop().time() + STATE_WAIT_SECONDS
         while (record := (await c.get(f"/v1/jobs/{job_id}")).json())["step"] < 6:
             assert asyncio.get_running_loop().time() < deadline, record
             await asyncio.sleep(0.01)

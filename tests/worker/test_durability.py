@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
 HERE = Path(__file__).parent
 
 
@@ -29,7 +31,7 @@ def launch(state: Path, *flags: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def wait_status(c: httpx.Client, job_id: str, status: str) -> dict[str, object]:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + STATE_WAIT_SECONDS
     while True:
         record: dict[str, object] = c.get(f"/v1/jobs/{job_id}").json()
         if record["status"] == status:
