@@ -105,14 +105,14 @@ def test_every_door_serves_the_same_model_and_a_stop_drains_them(served: tuple[S
         socket_text = "".join(client.chat([Message("user", "Hello")], max_tokens=6, temperature=0))
         assert client.last_done is not None and client.last_done.output_tokens == 6
 
-    with httpx.Client(base_url=http_url, timeout=60) as http:
+    with httpx.Client(base_url=http_url, timeout=STATE_WAIT_SECONDS) as http:
         body = {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "temperature": 0}
         answer = http.post("/v1/chat/completions", json=body).json()
         assert answer["usage"]["completion_tokens"] == 6
         # Same model, same greedy settings, same prompt: the same text through both doors.
         assert answer["choices"][0]["message"]["content"] == socket_text
 
-    with httpx.Client(base_url=worker_url, timeout=60) as worker:
+    with httpx.Client(base_url=worker_url, timeout=STATE_WAIT_SECONDS) as worker:
         models = worker.get("/v1/models").json()
         job = {
             "operation": "text.chat",
@@ -129,7 +129,7 @@ def test_every_door_serves_the_same_model_and_a_stop_drains_them(served: tuple[S
         assert record["status"] == "completed", record
         assert worker.get(f"/files/{job_id}/output.txt").text == socket_text
 
-    with httpx.Client(base_url=http_url, timeout=60) as http:
+    with httpx.Client(base_url=http_url, timeout=STATE_WAIT_SECONDS) as http:
         metrics = http.get("/metrics").text
     finished = sum(
         float(m.group(1)) for m in re.finditer(r"^modelhost_request_success_total\{[^}]*\} (\S+)$", metrics, re.M)
@@ -137,7 +137,7 @@ def test_every_door_serves_the_same_model_and_a_stop_drains_them(served: tuple[S
     assert finished >= 3, "the three doors share one scheduler, so its metrics count all three requests"
 
     serving.proc.send_signal(signal.SIGTERM)
-    assert serving.proc.wait(timeout=60) == 0
+    assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
     assert not sock.exists(), "a stopped host removes its socket"
 
 
@@ -180,7 +180,7 @@ def test_the_readme_flow_serve_and_chat_on_the_default_address(tiny_llama_gguf: 
         assert "[4 tokens" in chat.stderr and "max_tokens]" in chat.stderr, chat.stderr
     finally:
         serving.proc.send_signal(signal.SIGTERM)
-        assert serving.proc.wait(timeout=60) == 0
+        assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
 
 
 def test_a_stop_signal_while_the_model_loads_opens_no_door(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from modelhost.inference.types import Message
 from modelhost.serve import ServeConfig, model_specs, split_model
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire.client import Client
 from test_serve import Served, start_serving
 
@@ -57,7 +58,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         assert "".join(client.chat([Message("user", "Hello")], max_tokens=4, temperature=0)) == socket_text
         assert client.last_done is not None and client.last_done.backend == "modelhost/delta"
 
-    with httpx.Client(base_url=http_url, timeout=60) as http:
+    with httpx.Client(base_url=http_url, timeout=STATE_WAIT_SECONDS) as http:
         assert http.get("/ready").json()["models"] == {"alpha": "unloaded", "beta": "ready", "delta": "ready"}
         body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
         first = http.post("/v1/chat/completions", json={**body, "model": "alpha"})
@@ -76,7 +77,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         assert [m["id"] for m in http.get("/v1/models").json()["data"]] == ["alpha", "beta", "delta"]
         assert [m["name"] for m in http.get("/api/tags").json()["models"]] == ["alpha", "beta", "delta"]
 
-    with httpx.Client(base_url=worker_url, timeout=60) as worker:
+    with httpx.Client(base_url=worker_url, timeout=STATE_WAIT_SECONDS) as worker:
         listed = worker.get("/v1/models").json()["models"]
         assert {m["id"] for m in listed} == {"alpha", "beta", "delta"}, listed
         unknown = job(worker, "gamma")
@@ -95,7 +96,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         assert record["status"] == "completed", record
         assert worker.get(f"/files/{job_id}/output.txt").text == socket_text
 
-    with httpx.Client(base_url=http_url, timeout=60) as http:
+    with httpx.Client(base_url=http_url, timeout=STATE_WAIT_SECONDS) as http:
         metrics = http.get("/metrics").text
     finished = {
         m.group(1): float(m.group(2))
@@ -104,7 +105,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
     assert finished == {"alpha": 8.0, "beta": 8.0, "delta": 4.0}, "HTTP + job on alpha, socket + Ollama on beta"
 
     serving.proc.send_signal(signal.SIGTERM)
-    assert serving.proc.wait(timeout=60) == 0
+    assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
 
 
 def test_model_arguments_name_and_socket_model(tiny_llama_gguf: Path) -> None:

@@ -18,6 +18,7 @@ from modelhost.backends.ocr.model import OcrModel
 from modelhost.host import Host
 from modelhost.inference.types import Message
 from modelhost.testing.pages import Page, cer
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire.client import Client, RemoteError
 from modelhost.worker import WorkerServer
 
@@ -119,4 +120,4 @@ def test_serve_model_ocr_on_the_socket(
         assert cer(page.known_text, md_words(out.read_text())) <= 0.02
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        proc.wait(timeout=STATE_WAIT_SECONDS)

@@ -19,6 +19,7 @@ from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 
 class PacedEngine:
@@ -261,13 +262,13 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
     model.open_batch = gated_open_batch  # type: ignore[method-assign]
 
     def over_socket(path: str, question: str) -> str:
-        with Client(path, timeout=60) as client:
+        with Client(path, timeout=STATE_WAIT_SECONDS) as client:
             return "".join(client.chat([Message("user", question)], **opts))
 
     async def over_http(url: str, question: str) -> str:
         body = {"model": "tiny", "messages": [{"role": "user", "content": question}], "stream": True, **opts}
         text = ""
-        async with httpx.AsyncClient(timeout=60) as client, client.stream("POST", url, json=body) as r:
+        async with httpx.AsyncClient(timeout=STATE_WAIT_SECONDS) as client, client.stream("POST", url, json=body) as r:
             async for line in r.aiter_lines():
                 if line.startswith("data: {"):
                     choices = json.loads(line[6:]).get("choices") or []

@@ -26,7 +26,7 @@ from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 
 def client_of(server: HttpServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 def ask(text: str) -> list[Any]:
@@ -219,7 +219,7 @@ def test_a_client_that_hangs_up_cancels_every_choice(loop_thread: LoopThread) ->
             "POST",
             f"{server.url}/v1/chat/completions",
             json={"model": "x", "messages": ask("go on"), "n": 3, "stream": True},
-            timeout=30,
+            timeout=STATE_WAIT_SECONDS,
         ) as answer:
             chunks = 0
             for line in answer.iter_lines():
@@ -232,5 +232,5 @@ def test_a_client_that_hangs_up_cancels_every_choice(loop_thread: LoopThread) ->
 
 
 async def _post(server: HttpServer, body: dict[str, Any]) -> httpx.Response:
-    async with httpx.AsyncClient(timeout=30) as http:
+    async with httpx.AsyncClient(timeout=STATE_WAIT_SECONDS) as http:
         return await http.post(f"{server.url}/v1/chat/completions", json=body)

@@ -86,7 +86,7 @@ def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -
 def test_full_queue_is_429_with_retry_after_and_a_freed_slot_admits_again(loop_thread: LoopThread) -> None:
     gate = threading.Semaphore(0)
     host = scripted_host(scripted_model(gate=gate), max_queue=1)
-    with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+    with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as client:
         body = {**CHAT, "stream": True, "max_tokens": 3}
         with client.stream("POST", "/v1/chat/completions", json=body) as running:
             wait_until(lambda: host.running == 1)
@@ -116,7 +116,9 @@ def test_a_client_that_hangs_up_cancels_its_request(loop_thread: LoopThread, str
     with serving(loop_thread, host) as server:
         body = {**CHAT, "stream": stream, "max_tokens": 1000, "min_tokens": 1000}
         if stream:
-            with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30) as response:
+            with httpx.stream(
+                "POST", f"{server.url}/v1/chat/completions", json=body, timeout=STATE_WAIT_SECONDS
+            ) as response:
                 gate.release()
                 next(response.iter_bytes())  # the role chunk or a token: the answer is under way
         else:
@@ -144,7 +146,9 @@ def test_a_client_that_hangs_up_cancels_its_request(loop_thread: LoopThread, str
         # The model serves the next request at once.
         for _ in range(4):
             gate.release()
-        answer = httpx.post(f"{server.url}/v1/chat/completions", json={**CHAT, "max_tokens": 2}, timeout=30)
+        answer = httpx.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT, "max_tokens": 2}, timeout=STATE_WAIT_SECONDS
+        )
         assert answer.json()["choices"][0]["message"]["content"] == "one two "
 
 

@@ -20,6 +20,7 @@ from http_support import LoopThread, scripted_host, serving
 import modelhost.inference
 from modelhost.host import Host
 from modelhost.http import HttpServer
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 
@@ -34,7 +35,7 @@ def tiny(loop_thread: LoopThread, tiny_llama_gguf: Path) -> Iterator[HttpServer]
 
 
 def client_of(server: HttpServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 def ask(text: str) -> list[Any]:

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from modelhost.host.models import Models, ModelSpec, parse_size
 from modelhost.http import HttpServer
 from modelhost.testing.standins import ScriptedModel
-from modelhost.testing.waiting import wait_until
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 MB = 2**20
 
@@ -48,7 +48,7 @@ def chat(url: str, model: str | None, path: str = "/v1/chat/completions") -> htt
     body: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}], "stream": False}
     if model is not None:
         body["model"] = model
-    return httpx.post(url + path, json=body, timeout=30)
+    return httpx.post(url + path, json=body, timeout=STATE_WAIT_SECONDS)
 
 
 def samples(url: str, name: str) -> dict[str, float]:

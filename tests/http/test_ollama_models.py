@@ -65,7 +65,7 @@ def test_a_bad_keep_alive_is_refused_by_name(value: Any) -> None:
 
 def ollama_chat(url: str, model: str, **extra: Any) -> httpx.Response:
     body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": False, **extra}
-    return httpx.post(f"{url}/api/chat", json=body, timeout=30)
+    return httpx.post(f"{url}/api/chat", json=body, timeout=STATE_WAIT_SECONDS)
 
 
 def sample(url: str, name: str, **labels: str) -> float:
@@ -119,7 +119,9 @@ def test_generate_without_a_prompt_and_keep_alive_zero_unloads_now(loop_thread: 
         answer = httpx.post(f"{url}/api/generate", json={"model": "beta", "keep_alive": 0}).json()
         assert answer["done"] and answer["done_reason"] == "unload" and answer["model"] == "beta"
         wait_until(lambda: models.get("beta").state == "unloaded")
-        loaded = httpx.post(f"{url}/api/generate", json={"model": "beta"}, timeout=30)  # answered once loaded
+        loaded = httpx.post(
+            f"{url}/api/generate", json={"model": "beta"}, timeout=STATE_WAIT_SECONDS
+        )  # answered once loaded
         assert loaded.status_code == 200 and loaded.json()["done_reason"] == "load"
         assert set(ps(url)) == {"alpha", "beta"}
 
@@ -208,7 +210,7 @@ def test_show_lists_tools_and_thinking_as_the_model_says_and_think_is_refused_wh
                 refused = ollama_chat(url, "tooled", think=value, stream=stream)
                 assert refused.status_code == 400 and "think" in refused.json()["error"], refused.text
                 body = {"model": "plain", "prompt": "hi", "think": value, "stream": stream}
-                refused = httpx.post(f"{url}/api/generate", json=body, timeout=30)
+                refused = httpx.post(f"{url}/api/generate", json=body, timeout=STATE_WAIT_SECONDS)
                 assert refused.status_code == 400 and "think" in refused.json()["error"], refused.text
         assert built["tooled"].prompts == [] and built["plain"].prompts == []
         # `think: false` is always fine, and a thinking model takes `think: true`.

@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import modelhost.inference
 from modelhost.host import Host
 from modelhost.http import HttpServer
-from modelhost.testing.waiting import wait_until
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +56,7 @@ def smol(loop_thread: LoopThread) -> Iterator[HttpServer]:
 @pytest.fixture
 def client(smol: HttpServer) -> openai.OpenAI:
     # max_retries=0: a 429 or 5xx must reach the test, not be retried away by the client.
-    return openai.OpenAI(base_url=f"{smol.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    return openai.OpenAI(base_url=f"{smol.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 def metric(base_url: str, name: str, **labels: str) -> float:
@@ -147,7 +147,7 @@ def test_an_image_for_a_text_model_is_refused_before_any_compute(client: openai.
 def test_ollama_chat_streams_ndjson_line_by_line(smol: HttpServer) -> None:
     body = {"model": "default", "messages": ask("Say hello."), "options": {"num_predict": 6, "temperature": 0}}
     lines = []
-    with httpx.stream("POST", f"{smol.url}/api/chat", json=body, timeout=60) as response:
+    with httpx.stream("POST", f"{smol.url}/api/chat", json=body, timeout=STATE_WAIT_SECONDS) as response:
         assert response.headers["content-type"].startswith("application/x-ndjson")
         for line in response.iter_lines():
             if line:
@@ -157,11 +157,11 @@ def test_ollama_chat_streams_ndjson_line_by_line(smol: HttpServer) -> None:
     assert last["done"] is True and last["done_reason"] in ("stop", "length") and 0 < last["eval_count"] <= 6
     assert last["prompt_eval_count"] > 0 and last["total_duration"] >= last["eval_duration"] > 0
     text = "".join(p["message"]["content"] for p in parts)
-    whole = httpx.post(f"{smol.url}/api/chat", json={**body, "stream": False}, timeout=60).json()
+    whole = httpx.post(f"{smol.url}/api/chat", json={**body, "stream": False}, timeout=STATE_WAIT_SECONDS).json()
     assert whole["done"] and whole["message"]["content"] == text
     generated = httpx.post(
         f"{smol.url}/api/generate", json={"model": "default", "prompt": "Say hello.", "stream": False,
-                                          "options": {"num_predict": 6, "temperature": 0}}, timeout=60
+                                          "options": {"num_predict": 6, "temperature": 0}}, timeout=STATE_WAIT_SECONDS
     ).json()  # fmt: skip
     assert generated["response"] == text  # /api/generate applies the same chat template to a lone user turn
 
@@ -171,7 +171,7 @@ def _ttft(base_url: str, prompt: str) -> float:
     body = {"messages": ask(prompt), "max_tokens": 2, "temperature": 0, "stream": True}
     start = time.perf_counter()
     first = None
-    with httpx.stream("POST", f"{base_url}/v1/chat/completions", json=body, timeout=60) as response:
+    with httpx.stream("POST", f"{base_url}/v1/chat/completions", json=body, timeout=STATE_WAIT_SECONDS) as response:
         for line in response.iter_lines():  # read to the end: leaving early would cancel this request too
             if first is None and line.startswith("data: {"):
                 delta = json.loads(line[6:])["choices"][0]["delta"]
@@ -190,7 +190,7 @@ def test_a_disconnect_mid_stream_frees_the_model_for_the_next_request(smol: Http
     undisturbed = _ttft(url, "Alpha: name a colour.")
     # A request that would run for ~2000 tokens (tens of seconds), abandoned after its first tokens.
     long_body = {"messages": ask("Count upwards from one."), "max_tokens": 2000, "min_tokens": 2000, "stream": True}
-    with httpx.stream("POST", f"{url}/v1/chat/completions", json=long_body, timeout=60) as response:
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json=long_body, timeout=STATE_WAIT_SECONDS) as response:
         seen = 0
         for line in response.iter_lines():
             seen += line.startswith("data: {")
@@ -228,11 +228,11 @@ def test_a_full_queue_answers_429_with_retry_after(loop_thread: LoopThread, smol
     # Its own host, bounded to one waiting request (the module's server keeps serving the other tests).
     host = Host(_embedded_model, name="default", max_queue=1)
     long_body = {"messages": ask("Count."), "max_tokens": 2000, "min_tokens": 2000, "stream": True}
-    with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+    with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http:
         running = http.stream("POST", "/v1/chat/completions", json=long_body)
         with running as first:
             next(first.iter_lines())  # the role chunk: the model took it
-            with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=long_body, timeout=60):
+            with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=long_body, timeout=STATE_WAIT_SECONDS):
                 # The second request is queued (a state), however long a busy machine takes to get it there.
                 wait_until(lambda: host.waiting == 1, what="the second request queued")
                 refused = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
@@ -254,7 +254,7 @@ def test_an_image_reaches_a_vision_model(loop_thread: LoopThread, request: pytes
     with serving(loop_thread, host) as server:
         if not host.accepts_images:
             pytest.skip("the tiny Idefics3 loaded without its vision tower on this install")
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=120)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=STATE_WAIT_SECONDS)
         text_only = client.chat.completions.create(model="tiny-vlm", messages=ask("Describe."), max_tokens=2)
         out = client.chat.completions.create(
             model="tiny-vlm",

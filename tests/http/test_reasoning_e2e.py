@@ -23,6 +23,7 @@ from modelhost.http import HttpServer
 from modelhost.http.reasoning import ReasoningSplit
 from modelhost.inference.types import Message
 from modelhost.testing import tinymodels
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 
@@ -47,7 +48,7 @@ def chat_kw(**extra: Any) -> dict[str, Any]:
 
 
 def test_thought_and_reply_are_apart_streamed_or_not(thinking: HttpServer) -> None:
-    client = openai.OpenAI(base_url=f"{thinking.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    client = openai.OpenAI(base_url=f"{thinking.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
     whole = client.chat.completions.create(**chat_kw())
     message = whole.choices[0].message
     thought = getattr(message, "reasoning_content", None)
@@ -66,13 +67,15 @@ def test_ollama_puts_the_thought_in_thinking(thinking: HttpServer) -> None:
     body = {"model": "think", "messages": [{"role": "user", "content": "hi"}], "stream": False,
             "options": {"temperature": 0, "num_predict": 20}}  # fmt: skip
     # Ollama has no thinking_budget option: the random model's thought may not end within num_predict.
-    answer = httpx.post(f"{thinking.url}/api/chat", json=body, timeout=60).json()
+    answer = httpx.post(f"{thinking.url}/api/chat", json=body, timeout=STATE_WAIT_SECONDS).json()
     assert answer["message"].get("thinking") and "</think>" not in answer["message"]["content"]
-    lines = httpx.post(f"{thinking.url}/api/chat", json={**body, "stream": True}, timeout=60).text.splitlines()
+    lines = httpx.post(
+        f"{thinking.url}/api/chat", json={**body, "stream": True}, timeout=STATE_WAIT_SECONDS
+    ).text.splitlines()
     streamed = "".join(json.loads(line)["message"].get("thinking", "") for line in lines)
     assert streamed == answer["message"]["thinking"]
     # Thinking off: the template closes an empty thought in the prompt, so everything is the reply.
-    off = httpx.post(f"{thinking.url}/api/chat", json={**body, "think": False}, timeout=60).json()
+    off = httpx.post(f"{thinking.url}/api/chat", json={**body, "think": False}, timeout=STATE_WAIT_SECONDS).json()
     assert off["message"]["content"] and "thinking" not in off["message"]
 
 
@@ -102,7 +105,9 @@ def thinking_tf(loop_thread: LoopThread, tiny_thinking_dir: Path) -> Iterator[Ht
 
 
 def test_transformers_thought_and_reply_are_apart_streamed_or_not(thinking_tf: HttpServer) -> None:
-    client = openai.OpenAI(base_url=f"{thinking_tf.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    client = openai.OpenAI(
+        base_url=f"{thinking_tf.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS
+    )
     # The template opens `<think>` in the prompt, so the random model's answer starts as thought (and seldom closes
     # it: the reply side is checked on the backend, tests/backends/test_transformers_structured.py).
     kw = chat_kw()
@@ -135,7 +140,7 @@ def test_a_schema_answer_of_a_thinking_model_is_the_reply_not_its_thought(
     """The template opens `<think>` in the prompt, but the grammar makes the answer JSON from its first token: that
     JSON is the reply (`content`, parseable), never `reasoning_content`."""
     server = thinking if backend == "llama_cpp" else thinking_tf
-    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
     fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": SCHEMA, "strict": True}}
     whole = client.chat.completions.create(**chat_kw(max_tokens=60), response_format=fmt)  # type: ignore[arg-type]
     message = whole.choices[0].message
@@ -146,7 +151,7 @@ def test_a_schema_answer_of_a_thinking_model_is_the_reply_not_its_thought(
 def test_openai_clients_switch_the_thought_off_as_vllm_and_openai_spell_it(thinking: HttpServer) -> None:
     """`chat_template_kwargs: {"enable_thinking": false}` (what Qwen3 users send vLLM and llama-server through
     `extra_body`) and OpenAI's `reasoning_effort: "none"` close the thought in the prompt: the answer is all reply."""
-    client = openai.OpenAI(base_url=f"{thinking.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    client = openai.OpenAI(base_url=f"{thinking.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
     on = client.chat.completions.create(**chat_kw(), reasoning_effort="high")  # type: ignore[arg-type]
     assert getattr(on.choices[0].message, "reasoning_content", None)
     for off in (

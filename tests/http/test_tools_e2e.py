@@ -23,6 +23,7 @@ from modelhost.host import Host
 from modelhost.http import HttpServer
 from modelhost.inference.chat_tools import generic_prompt
 from modelhost.testing import tinymodels
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 jsonschema = pytest.importorskip("jsonschema")
@@ -340,7 +341,9 @@ def test_ollama_malformed_tools_are_400s_naming_the_parameter(plain: HttpServer)
          "messages[1].tool_calls[0].function.arguments"),
         ({"messages": [{"role": "user", "content": "hi", "tool_name": "f"}]}, "messages[0].tool_name"),
     ):  # fmt: skip
-        answer = httpx.post(f"{plain.url}/api/chat", json={"model": "plain", "stream": False, **body}, timeout=60)
+        answer = httpx.post(
+            f"{plain.url}/api/chat", json={"model": "plain", "stream": False, **body}, timeout=STATE_WAIT_SECONDS
+        )
         assert answer.status_code == 400 and param in answer.text, answer.text
     generate = httpx.post(f"{plain.url}/api/generate", json={"model": "plain", "prompt": "hi", "tools": TOOLS})
     assert generate.status_code == 400 and "tools" in generate.text

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from modelhost.cli import app
 from modelhost.host import Host
 from modelhost.testing.standins import ScriptedModel
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import WorkerServer
 
 from .conftest import QUESTION, SECRET, memorisation_records, write_jsonl
@@ -113,7 +114,7 @@ def test_lora_train_job_outputs_and_cancel(tiny_llama_dir: Path, tmp_path: Path)
                 await asyncio.sleep(0.02)
             assert seen["stage"] == "training" and seen["total"] == 100000 and seen["remaining"] > 0, seen
             assert (await c.delete(f"/v1/jobs/{long}")).status_code == 200
-            cancelled = await wait_for(c, long, {"cancelled", "failed", "completed"}, timeout=60)
+            cancelled = await wait_for(c, long, {"cancelled", "failed", "completed"}, timeout=STATE_WAIT_SECONDS)
             assert cancelled["status"] == "cancelled" and cancelled["code"] == "WORKER_CANCELLED", cancelled
         await server.aclose()
         await host.aclose()

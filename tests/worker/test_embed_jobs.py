@@ -19,6 +19,7 @@ import pytest
 
 from modelhost.host import Host
 from modelhost.inference import load_model
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker.embeddings import EMBED_CHUNK
 
 from .helpers import paced_host, start_server, wait_for
@@ -48,7 +49,7 @@ def test_texts_and_an_uploaded_file_become_rows_of_embeddings_npy(tiny_llama_ggu
         async with httpx.AsyncClient(base_url=server.url) as c:
             r = await c.post("/v1/jobs", json=job({"texts": lines}))
             assert r.status_code == 202, r.text
-            done = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=60)
+            done = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=STATE_WAIT_SECONDS)
             assert done["status"] == "completed", done
             assert done["output"] == ["embeddings.npy", "result.json"] and done["step"] == done["total"] == len(lines)
             vectors = await vectors_of(c, done["id"])
@@ -69,7 +70,7 @@ def test_texts_and_an_uploaded_file_become_rows_of_embeddings_npy(tiny_llama_ggu
                 files=[("request", (None, request, "application/json")), ("texts", ("t.txt", body, "text/plain"))],
             )
             assert r.status_code == 202, r.text
-            from_file = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=60)
+            from_file = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=STATE_WAIT_SECONDS)
             assert from_file["status"] == "completed", from_file
             assert np.array_equal(await vectors_of(c, from_file["id"]), vectors)
         await server.aclose()
@@ -96,7 +97,7 @@ def test_bad_embedding_jobs_are_the_jobs_own_fault_and_named(tiny_llama_gguf: Pa
             texts = [f"t{i}" for i in range(EMBED_CHUNK + 3)]
             texts[EMBED_CHUNK + 1] = "word " * 5000
             r = await c.post("/v1/jobs", json=job({"texts": texts}))
-            failed = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=60)
+            failed = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=STATE_WAIT_SECONDS)
             assert failed["code"] == "WORKER_INVALID_INPUT" and f"texts[{EMBED_CHUNK + 1}]" in failed["error"], failed
             # A file that is not UTF-8 text.
             request = json.dumps(job({"file": {"$file": "texts"}}))
@@ -104,7 +105,7 @@ def test_bad_embedding_jobs_are_the_jobs_own_fault_and_named(tiny_llama_gguf: Pa
                 "/v1/jobs",
                 files=[("request", (None, request)), ("texts", ("t.bin", b"ok\n\xff\xfe\x00bad\n", "text/plain"))],
             )
-            failed = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=60)
+            failed = await wait_for(c, r.json()["id"], {"completed", "failed"}, timeout=STATE_WAIT_SECONDS)
             assert failed["code"] == "WORKER_INVALID_INPUT" and "not UTF-8" in failed["error"], failed
         await server.aclose()
         await host.aclose()

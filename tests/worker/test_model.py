@@ -17,6 +17,7 @@ from PIL import Image
 
 from modelhost.host import Host
 from modelhost.inference import load_model
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 from .helpers import start_server, wait_for
 
@@ -35,7 +36,7 @@ def test_text_jobs_on_the_tiny_llama(tiny_llama_gguf: Path, tmp_path: Path) -> N
                 (await c.post("/v1/jobs", json={"operation": op, "model": "tiny", "input": value})).json()["id"]
                 for op, value in (("text.chat", chat), ("text.generate", gen), ("text.generate", gen))
             ]
-            records = [await wait_for(c, i, {"completed", "failed"}, timeout=60) for i in ids]
+            records = [await wait_for(c, i, {"completed", "failed"}, timeout=STATE_WAIT_SECONDS) for i in ids]
             for record in records:
                 assert record["status"] == "completed", record
                 assert record["output"] == ["output.txt", "result.json"] and 0 < record["step"] <= record["total"] == 12
@@ -95,7 +96,7 @@ def test_a_json_schema_job_answers_valid_json_and_an_unenforceable_schema_is_ref
                 assert r.status_code == 202, r.text
                 ids.append(r.json()["id"])
             for job_id in ids:
-                done = await wait_for(c, job_id, {"completed", "failed"}, timeout=60)
+                done = await wait_for(c, job_id, {"completed", "failed"}, timeout=STATE_WAIT_SECONDS)
                 assert done["status"] == "completed", done
                 answer = json.loads((await c.get(f"/files/{job_id}/output.txt")).text)
                 jsonschema.validate(answer, schema)
