@@ -33,9 +33,9 @@ PNG_1x1 = base64.b64decode(
 IMAGE_PART = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG_1x1).decode()}}
 
 
-def _embedded_model() -> Any:
+def _embedded_model(**load_options: Any) -> Any:
     try:
-        return modelhost.inference.load_model("default")
+        return modelhost.inference.load_model("default", **load_options)
     except Exception as exc:  # the backend or the model package is missing on this machine
         pytest.skip(f"the embedded model does not load here: {exc}")
 
@@ -225,8 +225,10 @@ def test_metrics_move_as_requests_finish(client: openai.OpenAI, smol: HttpServer
 
 
 def test_a_full_queue_answers_429_with_retry_after(loop_thread: LoopThread, smol: HttpServer) -> None:
-    # Its own host, bounded to one waiting request (the module's server keeps serving the other tests).
-    host = Host(_embedded_model, name="default", max_queue=1)
+    # Its own host, bounded to one waiting request (the module's server keeps serving the other tests), on one batch
+    # slot: with the default four, the second request left the queue for a slot at the next step, and whether the
+    # third found the queue full depended on how fast the steps ran.
+    host = Host(lambda: _embedded_model(parallel=1), name="default", max_queue=1)
     long_body = {"messages": ask("Count."), "max_tokens": 2000, "min_tokens": 2000, "stream": True}
     with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http:
         running = http.stream("POST", "/v1/chat/completions", json=long_body)
