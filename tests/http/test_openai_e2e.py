@@ -233,9 +233,14 @@ def test_a_full_queue_answers_429_with_retry_after(loop_thread: LoopThread, smol
     with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http:
         running = http.stream("POST", "/v1/chat/completions", json=long_body)
         with running as first:
-            next(first.iter_lines())  # the role chunk: the model took it
-            with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=long_body, timeout=STATE_WAIT_SECONDS):
-                # The second request is queued (a state), however long a busy machine takes to get it there.
+            next(first.iter_lines())  # the role chunk, which may come while the request still waits for the model
+            # The model runs the first request and nothing waits (states, however long a busy machine takes): else
+            # the second could find the first still queued and be refused itself, and the third then admitted.
+            wait_until(lambda: host.running == 1 and host.waiting == 0, what="the first request running")
+            url = f"{server.url}/v1/chat/completions"
+            second = httpx.stream("POST", url, json=long_body, timeout=STATE_WAIT_SECONDS)
+            with second as queued:
+                assert queued.status_code == 200
                 wait_until(lambda: host.waiting == 1, what="the second request queued")
                 refused = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
                 with pytest.raises(openai.RateLimitError) as info:
