@@ -259,3 +259,65 @@ def test_client_limits_reach_both_http_doors(tmp_path: Path, monkeypatch: pytest
         await asyncio.wait_for(task, 10)
 
     asyncio.run(main())
+
+
+def test_each_models_socket_binds_as_soon_as_that_model_is_ready(
+    tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pdf-spec's Dial retries for 10 s: the first model's socket must answer while the second is still loading, not
+    # wait for it. The second model's load is held on purpose until the first socket has served a request.
+    import asyncio
+    import threading
+
+    from modelhost import serve as serving
+    from modelhost.inference import registry
+
+    real_load = registry.load_model
+    second_loading, release = threading.Event(), threading.Event()
+
+    def load(path: str, backend: str | None, **kwargs: object) -> object:
+        if path == "slow":
+            second_loading.set()
+            assert release.wait(300), "the test never released the slow model"
+            path = str(tiny_llama_gguf)
+        return real_load(path, backend, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(serving.catalogue, "resolve", lambda model: model)
+    monkeypatch.setattr(serving.registry, "load_model", load)
+    monkeypatch.setattr(serving, "_estimated_size", lambda path, backend, opts: 0)
+    first, second = tmp_path / "first.sock", tmp_path / "second.sock"
+    lines: list[str] = []
+
+    def ask(sock: Path) -> str:
+        with Client(str(sock)) as client:
+            return "".join(client.chat([Message("user", "Hello")], max_tokens=3))
+
+    async def main() -> None:
+        config = serving.ServeConfig(
+            models=(f"fast={tiny_llama_gguf}", "late=slow"),
+            socket=str(first),
+            model_sockets=(f"late={second}",),
+            grace_seconds=1.0,
+        )
+        task = asyncio.create_task(serving.serve(config, say=lines.append))
+        loop = asyncio.get_running_loop()
+        assert await loop.run_in_executor(None, second_loading.wait, 300)
+        # the second model is loading (and will until released): the first one's socket is already bound and serves
+        assert first.exists() and not second.exists(), lines
+        assert await loop.run_in_executor(None, ask, first)
+        assert not any("ready: serving" in line for line in lines), lines
+        release.set()
+        while not any("ready: serving" in line for line in lines):
+            assert not task.done(), lines
+            await asyncio.sleep(0.05)
+        assert await loop.run_in_executor(None, ask, second)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(task, 120)
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+    socket_lines = [line for line in lines if "socket ready" in line]
+    assert [line.split(": ")[2].split()[0] for line in socket_lines] == ["fast", "late"], lines
+    assert not first.exists() and not second.exists()

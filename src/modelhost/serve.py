@@ -2,12 +2,13 @@
 with an orderly start and stop.
 
 Start order matters. The HTTP door binds first, so `/health` answers and `/ready` says 503 while the model loads
-(llama.cpp's operations view: health that tells the truth). The socket door binds only after the model is loaded,
+(llama.cpp's operations view: health that tells the truth). A socket door binds only after its model is loaded,
 because on the inferd wire a bound socket IS the readiness signal (no health frame exists; a client that connects
-early must get ECONNREFUSED and retry). Stop order is the reverse: stop accepting, let in-flight requests finish
-for a bounded grace period, then close the model and remove the socket. A stop that has not ended
-HARD_EXIT_SECONDS after the grace (a model thread stuck in a native call never sees its cancel) exits the process
-hard, with a line saying so: a stop signal always stops the process.
+early must get ECONNREFUSED and retry), and as soon as it is: not after the other models have loaded too. Stop
+order is the reverse: stop accepting, let in-flight requests finish for a bounded grace period, then close the
+model and remove the socket. A stop that has not ended HARD_EXIT_SECONDS after the grace (a model thread stuck in a
+native call never sees its cancel) exits the process hard, with a line saying so: a stop signal always stops the
+process.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from modelhost.host import DEFAULT_MAX_QUEUE
-from modelhost.host.models import Models, ModelSpec, resident_size
+from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
 from modelhost.inference import catalogue, registry
 
 log = logging.getLogger(__name__)
@@ -237,7 +238,24 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         for spec in specs:
             when = "at its first request" if config.lazy and not spec.pinned else "now"
             say(f"modelhost: loading {spec.name} from {spec.path} ({when})")
-        await models.start()
+        bound: list[str] = []
+
+        async def bind_sockets(model: ServedModel) -> None:
+            # Each model's sockets bind the moment THAT model is ready: a two-model serve once opened no socket
+            # until the slower model had loaded, past the 10 s an inferd client (pdf-spec's Dial) retries for.
+            if stop.is_set():
+                return  # on the way out: a bound socket would say "ready"
+            from modelhost.wire.server import WireServer
+
+            for served_name, socket_path in sockets:
+                if served_name == model.name:
+                    wire = WireServer(model, socket_path)
+                    await wire.start()
+                    closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
+                    bound.append(f"{served_name} on unix:{wire.path}")
+                    say(f"modelhost: socket ready: {served_name} on unix:{wire.path}")
+
+        await models.start(on_ready=bind_sockets)
         if stop.is_set():
             # A stop signal came while the model loaded (a load cannot be interrupted, so it was waited for). Open
             # no door now: a bound socket would tell inferd clients "ready" from a host already on its way out.
@@ -259,15 +277,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
             await worker.start()
             closers.append(worker.aclose)
             say(f"modelhost: worker on {worker.url} (state {state})")
-        if sockets:
-            from modelhost.wire.server import WireServer
-
-            bound: list[str] = []
-            for served_name, socket_path in sockets:
-                wire = WireServer(models.get(served_name), socket_path)
-                await wire.start()
-                closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
-                bound.append(f"{served_name} on unix:{wire.path}")
+        if bound:
             say(f"modelhost: ready: serving {name} ({', '.join(bound)})")
         else:
             say(f"modelhost: ready: serving {name}")

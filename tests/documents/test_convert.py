@@ -85,23 +85,6 @@ def test_document_errors_name_the_file(docs: dict[str, Any], tmp_path: Path) -> 
         Source(tmp_path / "missing.pdf")
 
 
-def test_a_huge_declared_page_is_rendered_within_the_pixel_bound(tmp_path: Path, monkeypatch: Any) -> None:
-    import pypdfium2 as pdfium
-
-    from modelhost.documents import Source, sources
-
-    # A 200 x 200 inch page (PDF's largest): at 300 DPI, 3.6 gigapixels if rendered as asked.
-    pdf = pdfium.PdfDocument.new()
-    pdf.new_page(14_400, 14_400)
-    path = tmp_path / "poster.pdf"
-    pdf.save(path)
-    pdf.close()
-    monkeypatch.setattr(sources, "MAX_PAGE_PIXELS", 1_000_000)
-    with Source(path) as source:
-        image = source.render(1, 300).image
-    assert 0 < image.width * image.height <= 1_000_000 and image.width == image.height
-
-
 class _Unclosable:
     """The session's model inside a host that would close it when it stops."""
 

@@ -61,6 +61,17 @@ def build(name: str, pages: Sequence[str], images: Sequence[Any]) -> Any:
     return doc
 
 
+def join(name: str, parts: Sequence[Any]) -> Any:
+    """One DoclingDocument from the documents `build` made of each page, in order (pages renumbered from 1)."""
+    from docling_core.types.doc.document import DoclingDocument
+
+    if len(parts) == 1:
+        return parts[0]
+    document = DoclingDocument.concatenate(list(parts))
+    document.name = name
+    return document
+
+
 def _for_docling(image: Any, doctags: str) -> Any:
     # docling encodes every page image it is given as a base64 PNG (0.1-0.2 s a page at 300 DPI, measured), which
     # build() then drops: only the page's size is used, unless the page has pictures to crop out of it. A blank

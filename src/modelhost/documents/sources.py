@@ -1,33 +1,39 @@
 """Documents as pages of pixels: PDF pages rasterized with pypdfium2, images (PNG, JPEG, TIFF frames) as they are.
 
-pdfium is not thread-safe, so a `Source` is used from one thread at a time: the pipeline renders every page of a
-document on one worker thread (the next page while the model reads this one).
+pdfium never runs in this process: a PDF is opened and rendered in the sandbox's bounded children
+(`modelhost.docengine.sandbox`), so a hostile PDF kills a child, not the host.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from modelhost.docengine.errors import DocumentError
+from modelhost.docengine.sandbox import MAX_DPI, MAX_PAGE_PIXELS, PageError, Sandbox, check_dpi, shared_sandbox
 from modelhost.errors import InvalidInputError
 
-#: Largest DPI accepted: a letter page at 600 DPI is 5100x6600 (34 MP, ~100 MB RGB), already past what OCR needs.
-MAX_DPI = 600
+__all__ = [
+    "IMAGE_FORMATS",
+    "MAX_DPI",
+    "MAX_FRAMES",
+    "MAX_PAGE_PIXELS",
+    "DocumentError",
+    "PageError",
+    "RenderedPage",
+    "Source",
+    "check_dpi",
+    "check_frames",
+    "check_pages",
+    "parse_pages",
+]
+
 #: Formats read as images; anything else that is not a PDF is refused by name.
 IMAGE_FORMATS = ("PNG", "JPEG", "TIFF")
-#: Largest image page, in pixels: the inferd wire's per-request budget (128 MiB of RGB).
-MAX_PAGE_PIXELS = (128 << 20) // 3
 
 _PDF_MAGIC = b"%PDF-"
-
-
-class DocumentError(InvalidInputError):
-    """A document that cannot be read (missing, encrypted, broken, empty, not a PDF or image); names the file."""
-
-    code = "invalid_document"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +78,15 @@ def check_pages(spec: str) -> list[tuple[int, int | None]]:
 
 
 class Source:
-    """An open document: `count` pages, `render(number, dpi)` one of them. Close it (or use `with`)."""
+    """An open document: `count` pages, `render(number, dpi)` one of them. Close it (or use `with`).
 
-    def __init__(self, path: Path) -> None:
+    A PDF is opened, counted and rendered in `sandbox`'s bounded child processes, never in this one; `name` is how
+    errors name the file (an upload's own name; the file's name by default)."""
+
+    def __init__(self, path: Path, sandbox: Sandbox | None = None, *, name: str | None = None) -> None:
         self.path = Path(path)
-        self.name = self.path.name
-        self._pdf: Any = None
+        self.name = name or self.path.name
+        self._sandbox: Sandbox | None = None
         self._image: Any = None
         try:
             with self.path.open("rb") as f:
@@ -87,24 +96,17 @@ class Source:
         if not head:
             raise DocumentError(f"{self.name}: the file is empty")
         if head.startswith(_PDF_MAGIC) or self.path.suffix.lower() == ".pdf":
-            self._open_pdf()
+            self._sandbox = sandbox or shared_sandbox()
+            self.count = self._sandbox.page_count(self.path, self.name)
         else:
             self._open_image()
         if self.count == 0:
             self.close()
             raise DocumentError(f"{self.name}: the document has no pages")
 
-    def _open_pdf(self) -> None:
-        import pypdfium2 as pdfium
-
-        try:
-            self._pdf = pdfium.PdfDocument(str(self.path))
-        except pdfium.PdfiumError as exc:
-            text = str(exc)
-            if "password" in text.lower():
-                raise DocumentError(f"{self.name}: the PDF is encrypted (a password is needed to read it)") from exc
-            raise DocumentError(f"{self.name}: not a readable PDF ({text})") from exc
-        self.count = len(self._pdf)
+    @property
+    def is_pdf(self) -> bool:
+        return self._sandbox is not None
 
     def _open_image(self) -> None:
         from PIL import Image
@@ -113,29 +115,21 @@ class Source:
             image = Image.open(self.path, formats=IMAGE_FORMATS)
         except Exception as exc:
             raise DocumentError(f"{self.name}: neither a PDF nor a PNG, JPEG or TIFF image ({exc})") from exc
-        if image.width * image.height > MAX_PAGE_PIXELS:
-            raise DocumentError(f"{self.name}: a {image.width}x{image.height} image is over {MAX_PAGE_PIXELS} pixels")
         self._image = image
-        self.count = int(getattr(image, "n_frames", 1))
+        try:
+            self.count = check_frames(image, self.name)
+        except BaseException:
+            self.close()
+            raise
 
     def render(self, number: int, dpi: int) -> RenderedPage:
-        """Page `number` (1-based) as RGB pixels; a PDF page at `dpi`, an image page at its own resolution."""
+        """Page `number` (1-based) as RGB pixels; a PDF page at `dpi`, an image page at its own resolution.
+
+        PageError (a DocumentError) for a PDF page that cannot be loaded or that exhausts its sandbox."""
         if not 1 <= number <= self.count:
             raise DocumentError(f"{self.name}: no page {number} (it has {self.count})")
-        if self._pdf is not None:
-            import pypdfium2 as pdfium
-
-            try:
-                page = self._pdf[number - 1]
-                try:
-                    width, height = page.get_size()
-                    scale = _bounded_scale(self.name, number, width, height, dpi)
-                    image = page.render(scale=scale).to_pil().convert("RGB")
-                finally:
-                    page.close()
-            except pdfium.PdfiumError as exc:
-                raise DocumentError(f"{self.name}: page {number} cannot be rendered ({exc})") from exc
-            return RenderedPage(number, image)
+        if self._sandbox is not None:
+            return RenderedPage(number, self._sandbox.render(self.path, number - 1, dpi, self.name).image())
         try:
             self._image.seek(number - 1)
             return RenderedPage(number, self._image.convert("RGB"))
@@ -143,9 +137,7 @@ class Source:
             raise DocumentError(f"{self.name}: page {number} cannot be decoded ({exc})") from exc
 
     def close(self) -> None:
-        if self._pdf is not None:
-            self._pdf.close()
-            self._pdf = None
+        self._sandbox = None  # shared by every document: not this one's to close
         if self._image is not None:
             self._image.close()
             self._image = None
@@ -157,22 +149,29 @@ class Source:
         self.close()
 
 
-def _bounded_scale(name: str, number: int, width: float, height: float, dpi: int) -> float:
-    """pdfium's render scale for `dpi`, lowered so the page stays within MAX_PAGE_PIXELS.
-
-    A PDF declares its page size, and a hostile or odd one (a 200-inch poster, a huge UserUnit) at 300 DPI would be
-    tens of gigabytes of pixels: bounded before pdfium allocates anything. Such a page is still read, at the largest
-    resolution the bound allows, rather than refused."""
-    if not (math.isfinite(width) and math.isfinite(height) and width > 0 and height > 0):
-        raise DocumentError(f"{name}: page {number} declares no usable size ({width} x {height} points)")
-    scale = dpi / 72.0
-    if width * height * scale * scale > MAX_PAGE_PIXELS:
-        scale = math.sqrt(MAX_PAGE_PIXELS / (width * height)) * 0.999  # rounding up must not cross the bound
-    return scale
+#: Most frames an image document may have: a multi-page TIFF scan is tens of pages; counting frames walks every
+#: IFD, so a file claiming millions is refused before that walk costs minutes.
+MAX_FRAMES = 10_000
 
 
-def check_dpi(dpi: int) -> int:
-    """A DPI in 36..MAX_DPI, else InvalidInputError."""
-    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 36 <= dpi <= MAX_DPI:
-        raise InvalidInputError(f"dpi must be an integer from 36 to {MAX_DPI}, got {dpi!r}")
-    return dpi
+def check_frames(image: Any, name: str) -> int:
+    """The number of frames of an opened image, every one checked against MAX_PAGE_PIXELS before any is decoded.
+
+    Checking the first frame only let a TIFF whose first frame is 1x1 carry 12000x12000 frames after it (432 MB of
+    RGB each). Seeking reads a frame's header, not its pixels."""
+    count = 0
+    while True:
+        if image.width * image.height > MAX_PAGE_PIXELS:
+            where = f" (frame {count + 1})" if count else ""
+            raise DocumentError(f"{name}: a {image.width}x{image.height} image{where} is over {MAX_PAGE_PIXELS} pixels")
+        count += 1
+        if count > MAX_FRAMES:
+            raise DocumentError(f"{name}: more than {MAX_FRAMES} frames")
+        try:
+            image.seek(count)
+        except EOFError:
+            break
+        except Exception as exc:
+            raise DocumentError(f"{name}: frame {count + 1} cannot be read ({exc})") from exc
+    image.seek(0)
+    return count

@@ -31,7 +31,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -419,9 +419,13 @@ class Models:
         return held + self._releasing
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, on_ready: Callable[[ServedModel], Awaitable[None]] | None = None) -> None:
         """Load the models that load at start (all, or only pinned ones when lazy), in order, each within the
-        budget; raise the first load error. Then start the keep-alive sweep."""
+        budget; raise the first load error. Then start the keep-alive sweep.
+
+        `on_ready(model)` is awaited as soon as each model loaded at start is ready, before the next one loads:
+        `serve` binds that model's inferd socket there (a bound socket is the wire's readiness signal, and a client
+        such as pdf-spec retries its dial for 10 s only, so a socket must not wait for every other model)."""
         for model in self:
             if model.pinned or not self.lazy:
                 # A start loads what fits, in order, unloading nothing (a pinned model excepted): the ones left out
@@ -434,6 +438,8 @@ class Models:
                 await self._settle(model)
                 if model.host is not None and model.host.load_error is not None:
                     raise model.host.load_error
+                if on_ready is not None and model.ready:
+                    await on_ready(model)
         # Always: a request's keep_alive can ask for an unload even when the server itself keeps models for good.
         self._sweeper = asyncio.create_task(self._sweep(), name="modelhost-keep-alive")
         self.started = True

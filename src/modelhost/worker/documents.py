@@ -1,7 +1,9 @@
 """`document.convert`: a PDF or image uploaded as a `$file`, converted page by page through the host's model.
 
 Input: `{"document": {"$file": field}, "dpi"?: int, "pages"?: "1-3,5", "max_tokens"?: int}` (tokens per page).
-Outputs: `document.md`, `document.json` (a DoclingDocument) and `page-N.doctags` for each page converted.
+Outputs: `document.md`, `document.json` (a DoclingDocument) and `page-N.doctags` for each page converted; and
+`unread-pages.txt` when some pages could not be read (each named with why); a document none of whose pages can be
+read fails the job, its message naming the upload by the name it was uploaded under.
 Progress: stage `generating`, step = pages done of `total` pages, `remaining` from the pages' own pace.
 Cancel stops between pages and within one: the page's host request is closed, which stops the model.
 A page that hits its token bound or fails keeps what was generated; `document.json` still loads.
@@ -13,6 +15,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from modelhost.docengine.sandbox import page_ranges
 from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
 from modelhost.documents.sources import check_dpi, check_pages
@@ -32,14 +35,31 @@ def _int(value: dict[str, Any], key: str, default: int) -> int:
     return got
 
 
-def check_document_convert(value: Any) -> tuple[Path, int, str | None, int]:
-    """The job's input checked: (document path, dpi, pages, max_tokens); the seed's invalid-input Failure else."""
+def check_document_convert(value: Any) -> tuple[Path, str, int, str | None, int]:
+    """The job's input checked: (document path, its upload's name, dpi, pages, max_tokens); the seed's
+    invalid-input Failure else."""
     if not isinstance(value, dict):
         raise invalid(f"{OPERATION} input must be a JSON object")
     path = input_path(value.get("document"))
     if path is None:
         raise invalid(f"{OPERATION} needs `document`: an uploaded PDF or image ({{'$file': field}})")
-    return (Path(path), *_settings(value))
+    return (Path(path), upload_name(value["document"], Path(path)), *_settings(value))
+
+
+#: Longest upload name shown in messages: a name is the client's own text, and a megabyte of it in every message
+#: helps no one.
+MAX_NAME_CHARS = 120
+
+
+def upload_name(document: dict[str, Any], path: Path) -> str:
+    """How messages name the document: the name it was uploaded under (its last path part, control characters
+    dropped, bounded), never the stored `1.pdf` nor the state folder's absolute path."""
+    given = document[protocol.INPUT_FILE].get("name")
+    text = given if isinstance(given, str) else ""
+    text = "".join(ch for ch in text.replace("\\", "/").rsplit("/", 1)[-1] if ch.isprintable()).strip()
+    if len(text) > MAX_NAME_CHARS:
+        text = text[: MAX_NAME_CHARS - 1] + "…"
+    return text or f"the uploaded document{path.suffix}"
 
 
 def _settings(value: dict[str, Any]) -> tuple[int, str | None, int]:
@@ -74,7 +94,7 @@ def check_submission(value: Any, host: Servable) -> None:
 
 async def document_convert(ctx: JobContext) -> list[str]:
     """Run the documents pipeline on the uploaded file through the host; write the outputs."""
-    path, dpi, pages, max_tokens = check_document_convert(ctx.work.input)
+    path, name, dpi, pages, max_tokens = check_document_convert(ctx.work.input)
     ctx.progress(protocol.STAGE_INITIALIZING)
     while ctx.host.state in ("new", "loading", "unloaded"):
         if isinstance(ctx.host, ServedModel):
@@ -104,6 +124,7 @@ async def document_convert(ctx: JobContext) -> list[str]:
             max_tokens=max_tokens,
             on_start=on_start,
             on_page=on_page,
+            name=name,
         )
     )
 
@@ -132,4 +153,23 @@ def _write(out: Path, conversion: Conversion) -> list[str]:
         name = f"page-{page.number}.doctags"
         (out / name).write_text(page.doctags, encoding="utf-8")
         names.append(name)
+    if conversion.unread:
+        # The job completed with what could be read; which pages could not, and why, is an output of its own (the
+        # protocol has no warnings field), one line per reason with its pages as ranges (10,000 unread pages are
+        # a few lines, not 10,000).
+        (out / UNREAD).write_text(unread_lines(conversion.unread), encoding="utf-8")
+        names.append(UNREAD)
     return names
+
+
+def unread_lines(unread: dict[int, str]) -> str:
+    """`pages 2-51: why` lines, one per reason, in page order."""
+    by_reason: dict[str, list[int]] = {}
+    for number in sorted(unread):
+        by_reason.setdefault(unread[number], []).append(number)
+    return "".join(f"pages {page_ranges(numbers)}: {why}\n" for why, numbers in by_reason.items())
+
+
+#: The output that lists the pages a completed job could not read (a page that does not load, or that exhausted
+#: its sandbox), present only when there are some.
+UNREAD = "unread-pages.txt"

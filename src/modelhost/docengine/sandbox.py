@@ -1,0 +1,452 @@
+"""pdfium on untrusted PDFs, in child processes bounded in memory, CPU time and wall time.
+
+pdfium runs in this process's address space, and one 700-byte PDF (a Form XObject that draws itself twice) sends
+it into unbounded memory: 8 GB in a minute, the worker and every door dead with it. So every pdfium call on a
+document (open, page count, the text layer, rendering) runs in a small pool of children, each one:
+
+- bounded in memory by RLIMIT_AS (set by the child on itself before it imports pdfium): an allocation past it
+  fails, and pdfium aborts, which kills that child only;
+- bounded in CPU time per job: the soft RLIMIT_CPU is raised before each job to the CPU used so far plus the
+  job's allowance (the child is reused, and RLIMIT_CPU counts a process's whole life), so a job past it gets
+  SIGXCPU;
+- bounded in wall time by the parent, which kills a child that has not answered in time (a child blocked on
+  something that costs no CPU still ends);
+- killed with its parent (PR_SET_PDEATHSIG), so a SIGKILLed worker leaves no pdfium behind.
+
+A child that dies is replaced on its next job; the job's caller gets a `PageError` (or `DocumentError` when the
+document could not even be opened) naming the file and what stopped it, and the other pages and documents go on.
+
+pdfium keeps a process-wide "last error" that only failures set: a document that fails to open without setting it
+(a PDF of no pages) reports the previous failure ("incorrect password" after an encrypted PDF, seen in the worker).
+A child whose open failed therefore exits after answering, and the next job gets a fresh process.
+
+Results cross the process boundary cheaply: the text layer's PageContent by pickle (plain values), a rendered page
+as its raw RGB rows through the socket (`send_bytes`, one copy; measured in this module's test), which the parent
+wraps as a PIL image without another copy.
+
+Pages of one document run in parallel on the pool's children (each child keeps the document it last opened, so
+page after page costs one open per child).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import queue
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from modelhost.docengine.errors import DocumentError
+
+#: Largest rendered page, in pixels: the inferd wire's per-request budget (128 MiB of RGB). A page that declares a
+#: bigger size at the asked DPI is rendered at the largest resolution within the bound, not refused.
+MAX_PAGE_PIXELS = (128 << 20) // 3
+#: Largest DPI accepted: a letter page at 600 DPI is 5100x6600 (34 MP, ~100 MB RGB), already past what OCR needs.
+MAX_DPI = 600
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one child may spend. The defaults fit the largest legitimate job with room to spare.
+
+    `memory_bytes` (RLIMIT_AS, address space, not RSS): Python and pdfium take ~300 MB of address space idle, a page
+    at MAX_PAGE_PIXELS is 128 MiB of RGB plus pdfium's own bitmap and the parsed document; 2 GiB is several times
+    that, while two children stay far from what the 8 GB hosts this runs on have. `cpu_seconds` per job: the
+    slowest real page measured renders in ~2 s at 300 DPI; 60 s is a page no reader should wait for.
+    `wall_seconds`: CPU plus the time a loaded machine takes to schedule it.
+    """
+
+    memory_bytes: int = 2 << 30
+    cpu_seconds: int = 60
+    wall_seconds: float = 180.0
+
+
+class PageError(DocumentError):
+    """One page could not be read (it does not load, or it killed its sandbox); the document's other pages may.
+
+    `killed` is True when the page exhausted a bound (its child died or was stopped): such a page is expensive to
+    try, and a document of them is given up after a few."""
+
+    def __init__(self, message: str, *, page: int, killed: bool = False) -> None:
+        super().__init__(message)
+        self.page = page
+        self.killed = killed
+
+
+@dataclass(frozen=True, slots=True)
+class Pixels:
+    """A rendered page: `width` x `height` RGB rows of `stride` bytes in `data`."""
+
+    width: int
+    height: int
+    stride: int
+    data: bytes
+
+    def image(self) -> Any:
+        """The pixels as a PIL RGB image (sharing `data`, no copy)."""
+        from PIL import Image
+
+        return Image.frombuffer("RGB", (self.width, self.height), self.data, "raw", "RGB", self.stride, 1)
+
+
+class Sandbox:
+    """A pool of `workers` pdfium children under `limits`; thread-safe, blocking (call it from worker threads).
+
+    Children start on first use (or `start()`) and are reused until `close()`. `name` in each call is how the file
+    is named in errors (an upload's own name): the path is never shown.
+    """
+
+    def __init__(self, workers: int | None = None, limits: Limits | None = None) -> None:
+        self.workers = workers or max(1, min(2, os.cpu_count() or 1))
+        self.limits = limits or Limits()
+        self._idle: queue.SimpleQueue[_Child] = queue.SimpleQueue()
+        self._children = [_Child(self.limits) for _ in range(self.workers)]
+        for child in self._children:
+            self._idle.put(child)
+        self._closed = False
+
+    def start(self) -> None:
+        """Start every child now (each costs ~0.2 s of Python start-up), so the first pages do not wait for it."""
+        for child in self._children:
+            with child.lock:
+                child.ensure_started()
+
+    def page_count(self, path: Path | str, name: str | None = None) -> int:
+        """The number of pages the document declares. DocumentError (naming the file) when it cannot be opened."""
+        count: int = self._run(("count", str(path), 0, 0), _name(path, name), 0)
+        return count
+
+    def text_layer(self, path: Path | str, index: int, name: str | None = None) -> Any:
+        """docengine's `read_text_layer` of page `index` (0-based), as a PageContent. PageError when it fails."""
+        return self._run(("text", str(path), index, 0), _name(path, name), index + 1)
+
+    def render(self, path: Path | str, index: int, dpi: int, name: str | None = None) -> Pixels:
+        """Page `index` (0-based) rendered at `dpi`, within MAX_PAGE_PIXELS. PageError when it fails."""
+        pixels: Pixels = self._run(("render", str(path), index, check_dpi(dpi)), _name(path, name), index + 1)
+        return pixels
+
+    def close(self) -> None:
+        """Stop every child (idempotent)."""
+        self._closed = True
+        for child in self._children:
+            child.stop()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def pids(self) -> list[int]:
+        """The running children's process ids (for tests and metrics)."""
+        return [c.proc.pid for c in self._children if c.proc is not None and c.proc.poll() is None]
+
+    def _run(self, job: tuple[str, str, int, int], name: str, page: int) -> Any:
+        if self._closed:
+            raise RuntimeError("the sandbox is closed")
+        child = self._idle.get()
+        try:
+            with child.lock:
+                return child.run(job, name, page)
+        finally:
+            self._idle.put(child)
+
+
+_shared: Sandbox | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_sandbox() -> Sandbox:
+    """This process's sandbox, made on first use and stopped at exit: its children are started once, reused by
+    every document of every door."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            import atexit
+
+            _shared = Sandbox()
+            atexit.register(_shared.close)
+        return _shared
+
+
+def _name(path: Path | str, name: str | None) -> str:
+    return name if name is not None else Path(path).name
+
+
+def check_dpi(dpi: int) -> int:
+    """A DPI in 36..MAX_DPI, else InvalidInputError."""
+    from modelhost.errors import InvalidInputError
+
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 36 <= dpi <= MAX_DPI:
+        raise InvalidInputError(f"dpi must be an integer from 36 to {MAX_DPI}, got {dpi!r}")
+    return dpi
+
+
+class _Child:
+    """One child process and the parent's end of its socket; used under `lock`, one job at a time."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: Connection | None = None
+
+    def ensure_started(self) -> Connection:
+        if self.proc is not None and self.conn is not None and self.proc.poll() is None:
+            return self.conn
+        self.stop()
+        parent, child = socket.socketpair()
+        try:
+            code = (
+                f"from modelhost.docengine.sandbox import _serve; _serve({child.fileno()}, {self.limits.memory_bytes})"
+            )
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code],
+                pass_fds=(child.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,  # pdfium's abort message on a bomb says nothing the PageError does not
+                close_fds=True,
+            )
+        finally:
+            child.close()
+        self.conn = Connection(parent.detach())
+        return self.conn
+
+    def run(self, job: tuple[str, str, int, int], name: str, page: int) -> Any:
+        conn = self.ensure_started()
+        try:
+            conn.send((*job, self.limits.cpu_seconds))
+            reply = self._receive(conn, name, page)
+            if reply[0] == "pixels":
+                _, width, height, stride = reply
+                if not conn.poll(self.limits.wall_seconds):
+                    raise self._stopped(name, page, "took longer than its wall-time bound")
+                data = conn.recv_bytes(stride * height + 1)
+                return Pixels(width, height, stride, data)
+        except (EOFError, OSError):
+            raise self._stopped(name, page, "stopped its reader") from None
+        if reply[0] == "ok":
+            return reply[1]
+        _, message, retire, page_level = reply
+        if retire:
+            self.stop()
+        if page_level:
+            raise PageError(f"{name}: {message}", page=page)
+        raise DocumentError(f"{name}: {message}")
+
+    def _receive(self, conn: Connection, name: str, page: int) -> Any:
+        if not conn.poll(self.limits.wall_seconds):
+            raise self._stopped(name, page, f"took longer than {self.limits.wall_seconds:g} s")
+        return conn.recv()
+
+    def _stopped(self, name: str, page: int, what: str) -> DocumentError:
+        """The child is gone or stopped: it is killed, and the error says which bound it hit as far as is known."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        returncode = self.proc.wait()
+        self.stop()
+        if returncode == -signal.SIGXCPU:
+            why = f"used more than {self.limits.cpu_seconds} s of CPU"
+        elif returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS):
+            bound = self.limits.memory_bytes >> 20
+            why = f"exhausted its {bound} MiB memory bound (pdfium stopped with {_signame(returncode)})"
+        elif "longer" in what:
+            why = what
+        else:
+            why = f"{what} ({_signame(returncode)})"
+        where = f"page {page}" if page else "opening it"
+        message = f"{name}: {where} {why}; the document was not read there"
+        return PageError(message, page=page, killed=True) if page else DocumentError(message)
+
+    def stop(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                # EOF on its socket ends an idle child at once; one inside a job is killed.
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            self.proc = None
+
+
+def _signame(returncode: int) -> str:
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return signal.Signals(-returncode).name
+    return f"exit status {returncode}"
+
+
+# ---- the child ------------------------------------------------------------------------------------------------
+
+
+def _serve(fd: int, memory_bytes: int) -> None:
+    """The child's loop: bound itself, then answer jobs until its socket closes."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    _die_with_parent()
+    conn = Connection(fd)
+    state = _Open()
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        op, path, index, dpi, cpu_seconds = job
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        limit = math.ceil(used.ru_utime + used.ru_stime + cpu_seconds)
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, resource.RLIM_INFINITY))
+        try:
+            reply = _job(state, op, path, index, dpi)
+        except _Refusal as refusal:
+            conn.send(("error", refusal.message, refusal.retire, refusal.page_level))
+            if refusal.retire:
+                return  # pdfium's last-error state is now stale: the next job gets a fresh process
+            continue
+        except MemoryError:
+            return  # Python's own allocation hit the bound: exit, the parent reports the page
+        except Exception as exc:  # a defect of the reader, not of the document: say so, and start afresh
+            where = f"page {index + 1}" if op != "count" else "opening it"
+            conn.send(("error", f"{where} could not be read ({type(exc).__name__}: {exc})", True, op != "count"))
+            return
+        if isinstance(reply, _Rendered):
+            conn.send(("pixels", reply.width, reply.height, reply.stride))
+            conn.send_bytes(reply.buffer)
+        else:
+            conn.send(("ok", reply))
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(1)
+
+
+class _Refusal(Exception):
+    def __init__(self, message: str, *, retire: bool = False, page_level: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retire = retire
+        self.page_level = page_level
+
+
+@dataclass(slots=True)
+class _Rendered:
+    width: int
+    height: int
+    stride: int
+    buffer: Any
+
+
+class _Open:
+    """The document a child has open: reopened only when another path (or the same path changed) is asked for."""
+
+    def __init__(self) -> None:
+        self.key: tuple[str, int, int] | None = None
+        self.pdf: Any = None
+
+    def get(self, path: str) -> Any:
+        import pypdfium2 as pdfium
+
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise _Refusal(f"cannot read it ({exc.strerror or exc})") from exc
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key == self.key:
+            return self.pdf
+        self.close()
+        try:
+            pdf = pdfium.PdfDocument(path)
+        except pdfium.PdfiumError as exc:
+            text = str(exc)
+            if "password" in text.lower():
+                raise _Refusal("the PDF is encrypted (a password is needed to read it)", retire=True) from exc
+            if text.endswith("(PDFium: Success)."):  # a failure pdfium gives no reason for (no page tree, say)
+                text = "pdfium gives no reason"
+            raise _Refusal(f"not a readable PDF ({text})", retire=True) from exc
+        if len(pdf) == 0:
+            pdf.close()
+            raise _Refusal("the document has no pages")
+        self.key, self.pdf = key, pdf
+        return pdf
+
+    def close(self) -> None:
+        if self.pdf is not None:
+            self.pdf.close()
+        self.key = self.pdf = None
+
+
+def _job(state: _Open, op: str, path: str, index: int, dpi: int) -> Any:
+    pdf = state.get(path)
+    if op == "count":
+        return len(pdf)
+    if not 0 <= index < len(pdf):
+        raise _Refusal(f"no page {index + 1} (it has {len(pdf)})", page_level=True)
+    import pypdfium2 as pdfium
+
+    try:
+        page = pdf[index]
+    except pdfium.PdfiumError as exc:
+        raise _Refusal(f"page {index + 1} cannot be loaded ({exc})", page_level=True) from exc
+    try:
+        if op == "text":
+            from modelhost.docengine.textlayer import read_text_layer
+
+            return pickle.loads(pickle.dumps(read_text_layer(pdf, index)))  # fail here, not in send, if it cannot
+        width, height = page.get_size()
+        scale = bounded_scale(index + 1, width, height, dpi)
+        bitmap = page.render(scale=scale, rev_byteorder=True, may_draw_forms=True)
+        return _Rendered(bitmap.width, bitmap.height, bitmap.stride, bitmap.buffer)
+    except pdfium.PdfiumError as exc:
+        raise _Refusal(f"page {index + 1} cannot be read ({exc})", page_level=True) from exc
+    finally:
+        page.close()
+
+
+def bounded_scale(number: int, width: float, height: float, dpi: int) -> float:
+    """pdfium's render scale for `dpi`, lowered so the page stays within MAX_PAGE_PIXELS.
+
+    A PDF declares its page size, and a hostile or odd one (a 200-inch poster, a huge UserUnit) at 300 DPI would be
+    tens of gigabytes of pixels: bounded before pdfium allocates anything. Such a page is still read, at the largest
+    resolution the bound allows, rather than refused."""
+    if not (math.isfinite(width) and math.isfinite(height) and width > 0 and height > 0):
+        raise _Refusal(f"page {number} declares no usable size ({width} x {height} points)", page_level=True)
+    scale = dpi / 72.0
+    if width * height * scale * scale > MAX_PAGE_PIXELS:
+        scale = math.sqrt(MAX_PAGE_PIXELS / (width * height)) * 0.999  # rounding up must not cross the bound
+    return scale
+
+
+def page_ranges(numbers: Iterable[int]) -> str:
+    """`2-5, 9` from page numbers in any order: how a report names many failed pages in one line."""
+    ordered = sorted(set(numbers))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ", ".join(parts)
