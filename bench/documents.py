@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from modelhost.docengine.source import Source
 from modelhost.documents import HostReader, WireReader, convert
-from modelhost.documents.sources import Source
 from modelhost.host import Host
 from modelhost.inference import registry
 from modelhost.testing.pages import render_page, write_pdf

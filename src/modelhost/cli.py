@@ -372,8 +372,17 @@ def convert(
     dpi: Annotated[int, typer.Option("--dpi", help="Resolution PDF pages are rasterized at.")] = 150,
     pages: Annotated[str | None, typer.Option("--pages", help="Pages to convert, e.g. 1-3,5 [all].")] = None,
     max_tokens: MaxTokensOpt = 8192,
+    text_layer: Annotated[
+        bool,
+        typer.Option(
+            "--text-layer/--no-text-layer",
+            help="Read PDF pages that have a usable text layer from it (exact, no model time), whatever the model; "
+            "--no-text-layer sends every page's pixels to the model.",
+        ),
+    ] = True,
 ) -> None:
-    """Convert documents: each page read by a model (in this process, or over --socket), assembled into one."""
+    """Convert documents: each PDF page from its text layer when usable, else read from its pixels by a model (in
+    this process, or over --socket), assembled into one. The model loads only if a page needs it."""
     import asyncio
 
     from modelhost.documents import batch
@@ -384,7 +393,7 @@ def convert(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
     try:
-        outcomes = asyncio.run(_convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens))
+        outcomes = asyncio.run(_convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens, text_layer))
     except errors.ModelHostError as exc:
         raise _fail(exc) from exc
     failed = [o for o in outcomes if o.error]
@@ -415,11 +424,13 @@ async def _convert(
     dpi: int,
     pages: str | None,
     max_tokens: int,
+    text_layer: bool,
 ) -> list[Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from modelhost.documents import HostReader, WireReader, batch
+    from modelhost.documents import WireReader, batch
+    from modelhost.documents.readers import StartingReader
     from modelhost.host import Host
     from modelhost.inference import catalogue
     from modelhost.serve import model_name
@@ -431,8 +442,7 @@ async def _convert(
     else:
         path = catalogue.resolve(model)
         host = Host(lambda: registry.load_model(path, backend), name=model_name(model))
-        await host.start()
-        reader = HostReader(host)
+        reader = StartingReader(host)  # loaded at the first page that needs it
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -461,6 +471,7 @@ async def _convert(
                 dpi=dpi,
                 pages=pages,
                 max_tokens=max_tokens,
+                text_layer=text_layer,
                 write=_write_stdout,
                 on_start=on_start,
                 on_page=on_page,

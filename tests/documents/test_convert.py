@@ -14,7 +14,8 @@ from modelhost.cli import app
 from modelhost.documents import DocumentError, HostReader, convert, parse_pages
 from modelhost.errors import InvalidInputError
 from modelhost.host import Host
-from modelhost.testing.pages import Page, cer
+from modelhost.testing import hostile_pdfs
+from modelhost.testing.pages import Page, cer, write_pdf
 
 
 def test_page_ranges() -> None:
@@ -100,3 +101,48 @@ class _Unclosable:
 
     def close(self) -> None:
         pass
+
+
+def test_a_mixed_pdf_reads_its_text_page_from_the_layer_and_its_scan_with_the_model(
+    ocr_model: OcrModel, pages: list[Page], tmp_path: Path, md_words: Any
+) -> None:
+    import pypdfium2 as pdfium
+
+    text = hostile_pdfs.write(tmp_path / "text.pdf", hostile_pdfs.text_pdf("Born digital summary"))
+    scan = tmp_path / "scan.pdf"
+    write_pdf([pages[0]], scan)
+    mixed = pdfium.PdfDocument(str(text))
+    other = pdfium.PdfDocument(str(scan))
+    mixed.import_pages(other)
+    mixed.save(tmp_path / "mixed.pdf")
+    mixed.close()
+    other.close()
+
+    async def run() -> Any:
+        host = Host.from_model(_Unclosable(ocr_model), name="ocr")
+        await host.start()
+        try:
+            return await convert(tmp_path / "mixed.pdf", HostReader(host), dpi=150)
+        finally:
+            await host.aclose()
+
+    conversion = asyncio.run(run())
+    assert [(p.number, p.via) for p in conversion.pages] == [(1, "text layer"), (2, "ocr")]
+    markdown = conversion.render("md")
+    assert "Born digital summary" in markdown
+    assert cer(pages[0].known_text, md_words(markdown.split("Born digital summary", 1)[1])) <= 0.02, markdown
+
+
+def test_a_born_digital_pdf_never_loads_the_model(monkeypatch: Any, tmp_path: Path) -> None:
+    from modelhost.inference import registry
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the model was loaded for a document whose pages all have a text layer")
+
+    monkeypatch.setattr(registry, "load_model", refuse)
+    corpus = Path(__file__).resolve().parents[1] / "corpus" / "documents" / "pdf" / "multi_page.pdf"
+    out = tmp_path / "multi.md"
+    result = CliRunner().invoke(app, ["convert", str(corpus), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "5 pages" in result.output and "5 from the text layer" in result.output
+    assert "Evolution" in out.read_text()

@@ -268,7 +268,7 @@ class _Child:
         else:
             why = f"{what} ({_signame(returncode)})"
         where = f"page {page}" if page else "opening it"
-        message = f"{name}: {where} {why}; the document was not read there"
+        message = f"{name}: {where} {why}"
         return PageError(message, page=page, killed=True) if page else DocumentError(message)
 
     def stop(self) -> None:

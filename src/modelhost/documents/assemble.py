@@ -8,6 +8,7 @@ needs (the page sizes stay).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -46,11 +47,40 @@ def repair(doctags: str) -> str:
     return "<doctag>" + body + "".join(f"</{name}>" for name in reversed(stack)) + "</doctag>"
 
 
+#: A tag-shaped run of a page's DocTags, or a lone angle bracket.
+_ANGLED = re.compile(r"<[^<>]*>|[<>]")
+
+
+@functools.cache
+def _docling_tokens() -> frozenset[str]:
+    from docling_core.types.doc.tokens import DocumentToken
+
+    return frozenset(DocumentToken.get_special_tokens())
+
+
+def escape_text(doctags: str) -> str:
+    """A page's DocTags with every `<` and `>` that is not one of docling's own tokens written as an entity.
+
+    docling-core strips anything tag-shaped from an element's text ("a <b> c" loses "<b>"), so the text must carry
+    them as `&lt;`/`&gt;` when docling parses it; but a door's client (pdf-spec prints DocTags text as it is) wants
+    them literal, so models send them literal and only this assembly escapes, and `_unescape` turns them back in
+    the document. Text a model already escaped is left as it is. A cut tag at the very end (a generation stopped
+    mid-tag) is left for `repair` to drop."""
+    tokens = _docling_tokens()
+    tail = doctags.rfind("<")
+    cut = tail if tail >= 0 and doctags.find(">", tail) < 0 else len(doctags)
+    head = _ANGLED.sub(
+        lambda m: m.group(0) if m.group(0) in tokens else m.group(0).replace("<", "&lt;").replace(">", "&gt;"),
+        doctags[:cut],
+    )
+    return head + doctags[cut:]
+
+
 def build(name: str, pages: Sequence[str], images: Sequence[Any]) -> Any:
     """One DoclingDocument from each page's DocTags and image (same order)."""
     from docling_core.types.doc.document import DoclingDocument, DocTagsDocument  # type: ignore[attr-defined]
 
-    repaired = [repair(p) for p in pages]
+    repaired = [repair(escape_text(p)) for p in pages]
     pairs = DocTagsDocument.from_doctags_and_image_pairs(
         repaired, [_for_docling(image, tags) for image, tags in zip(images, repaired, strict=True)]
     )
@@ -84,8 +114,8 @@ def _for_docling(image: Any, doctags: str) -> Any:
 
 
 def _unescape(doc: Any) -> None:
-    # The ocr model writes `<` and `>` as entities (docling strips anything tag-shaped); docling keeps them as they
-    # are, so they are turned back here, in the text and in every table cell.
+    # `<` and `>` reach docling as entities (escape_text; the ocr model once wrote them so itself); docling keeps
+    # them as they are, so they are turned back here, in the text and in every table cell.
     for item in doc.texts:
         item.text = unescape(item.text)
         item.orig = unescape(item.orig)

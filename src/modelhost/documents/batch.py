@@ -65,6 +65,7 @@ async def convert_files(
     dpi: int = DEFAULT_DPI,
     pages: str | None = None,
     max_tokens: int = DEFAULT_PAGE_TOKENS,
+    text_layer: bool = True,
     write: Callable[[str], None] | None = None,
     on_start: Callable[[Path, int], None] | None = None,
     on_page: Callable[[Path, int, int, PageResult], None] | None = None,
@@ -83,6 +84,7 @@ async def convert_files(
                 dpi=dpi,
                 pages=pages,
                 max_tokens=max_tokens,
+                text_layer=text_layer,
                 on_start=(lambda total, p=path: on_start(p, total)) if on_start else None,  # type: ignore[misc]
                 on_page=(lambda d, t, r, p=path: on_page(p, d, t, r)) if on_page else None,  # type: ignore[misc]
             )

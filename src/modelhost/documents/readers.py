@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from modelhost.errors import ModelHostError
-from modelhost.host import Delta, Done, Failed, GenerationRequest
+from modelhost.host import Delta, Done, Failed, GenerationRequest, Host
 from modelhost.host.models import Servable
 from modelhost.inference.types import Message
 
@@ -65,6 +65,24 @@ class HostReader:
                 elif isinstance(event, Failed):
                     return PageAnswer("".join(parts), "error", f"{event.code}: {event.message}")
         return PageAnswer("".join(parts), "cancelled")
+
+
+class StartingReader(HostReader):
+    """A HostReader whose host is started at its first page: converting documents whose pages all have a usable
+    text layer never loads the model (the `ocr` model's start costs seconds)."""
+
+    def __init__(self, host: Host, *, prompt: str = PROMPT) -> None:
+        super().__init__(host, prompt=prompt)
+        self._host = host
+        self._started = False
+        self._lock = asyncio.Lock()
+
+    async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
+        async with self._lock:
+            if not self._started:
+                await self._host.start()
+                self._started = True
+        return await super().read(image, max_tokens=max_tokens)
 
 
 class WireReader:

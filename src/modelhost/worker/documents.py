@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.docengine.sandbox import page_ranges
+from modelhost.docengine.source import check_dpi, check_pages
 from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
-from modelhost.documents.sources import check_dpi, check_pages
 from modelhost.errors import InvalidInputError, ModelHostError
 from modelhost.host.models import Servable, ServedModel
 from modelhost.worker import protocol

@@ -1,4 +1,5 @@
-"""Documents as pages of pixels: PDF pages rasterized with pypdfium2, images (PNG, JPEG, TIFF frames) as they are.
+"""A document's pages: a PDF's text layers and pixels (pypdfium2, in the sandbox), images' frames (PNG, JPEG, TIFF)
+as they are; and page ranges.
 
 pdfium never runs in this process: a PDF is opened and rendered in the sandbox's bounded children
 (`modelhost.docengine.sandbox`), so a hostile PDF kills a child, not the host.
@@ -13,6 +14,7 @@ from typing import Any
 
 from modelhost.docengine.errors import DocumentError
 from modelhost.docengine.sandbox import MAX_DPI, MAX_PAGE_PIXELS, PageError, Sandbox, check_dpi, shared_sandbox
+from modelhost.docengine.types import PageContent
 from modelhost.errors import InvalidInputError
 
 __all__ = [
@@ -135,6 +137,15 @@ class Source:
             return RenderedPage(number, self._image.convert("RGB"))
         except Exception as exc:
             raise DocumentError(f"{self.name}: page {number} cannot be decoded ({exc})") from exc
+
+    def text_layer(self, number: int) -> PageContent:
+        """A PDF page's text layer (docengine's `read_text_layer`, in the sandbox). PageError when it fails."""
+        if self._sandbox is None:
+            raise DocumentError(f"{self.name}: an image has no text layer")
+        if not 1 <= number <= self.count:
+            raise DocumentError(f"{self.name}: no page {number} (it has {self.count})")
+        content: PageContent = self._sandbox.text_layer(self.path, number - 1, self.name)
+        return content
 
     def close(self) -> None:
         self._sandbox = None  # shared by every document: not this one's to close

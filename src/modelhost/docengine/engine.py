@@ -1,0 +1,245 @@
+"""The engine's orchestration: a document's pages, each from its text layer when that layer is usable, else read
+from its pixels by a model, yielded one page at a time as soon as each is known.
+
+    engine = DocumentEngine()                      # once per process: its sandbox's children are reused
+    source = engine.open(path, name="report.pdf")  # blocking; DocumentError naming the file
+    async for page in engine.pages(source, [1, 2, 3], reader=reader, dpi=150):
+        ...                                         # an EnginePage, or Unread(number, reason)
+
+- Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
+  whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer) is rendered
+  and read by `reader` (the `ocr` model, a DocTags VLM, or a socket). `text_layer=False` sends every page to it.
+- Pages are prepared ahead in parallel on the sandbox's children (text layer, analysis, or rendering: one job per
+  child), and yielded in order; a model reads one page at a time (the host serialises a model's work anyway).
+- Memory is bounded by a few pages: the window of pages prepared ahead (`window`, children + 1), of which only
+  PIXEL_PAGES_AHEAD may hold pixels beside the page being read; a page's pixels live from its render until its
+  reader is done with it and the caller drops `EnginePage.image`; nothing keeps them after.
+- A page that cannot be loaded, or that exhausts its sandbox, is yielded as `Unread` and the others go on; after
+  MAX_UNLOADABLE_RUN unloadable pages in a row (a PDF that declares 10,000 pages and has one) or MAX_KILLED_RUN
+  bombs in a row, the rest are `Unread` without being tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from modelhost.docengine.analyse import analyse
+from modelhost.docengine.emit import doctags_page
+from modelhost.docengine.sandbox import PageError, Sandbox, shared_sandbox
+from modelhost.docengine.source import Source
+from modelhost.docengine.types import PageLayout
+
+#: Pages in a row that may fail to load before the rest of the document is given up on unread: a PDF that declares
+#: 10,000 pages and holds one costs 50 quick refusals, not 9,999 (nor a billion, for a declared count of 10**9).
+MAX_UNLOADABLE_RUN = 50
+#: Pages in a row that may exhaust the sandbox (each costs up to its CPU and memory bound) before the document is
+#: given up on: one bomb page is reported and skipped, a document of them is not tried page after page.
+MAX_KILLED_RUN = 2
+#: Why the pages after such a run are not read.
+GIVEN_UP = "not tried (too many pages in a row before them failed)"
+#: Rendered pages that may wait for the reader beside the one it reads: pixels are the big thing (a 6250x6250 page
+#: is 156 MB as a PIL image), so only one is rendered ahead, however wide the window of text-layer pages is.
+PIXEL_PAGES_AHEAD = 1
+#: How an EnginePage read from its text layer names its reader.
+TEXT_LAYER = "text layer"
+
+
+class Answer(Protocol):
+    """A reader's answer for one page: DocTags text, why it ended ("stop", "length", "error"), the error if any."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def finish_reason(self) -> str: ...
+
+    @property
+    def error(self) -> str: ...
+
+
+class PageReader(Protocol):
+    """Reads one page image into DocTags; cancelling the awaiting task stops the model's work on it."""
+
+    name: str
+
+    async def read(self, image: Any, *, max_tokens: int) -> Answer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePage:
+    """One page done: its DocTags, its layout when read from the text layer, and how it was read.
+
+    `image` is the pixels a reader read (docling crops pictures out of them), None for a text-layer page: the
+    caller drops it once the page is assembled, so no page image outlives its page. `size` is the image's pixels,
+    or the page's points for a text-layer page."""
+
+    number: int
+    doctags: str
+    via: str
+    layout: PageLayout | None = None
+    finish_reason: str = "stop"
+    error: str = ""
+    seconds: float = 0.0
+    size: tuple[int, int] = (0, 0)
+    image: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """A page that could not be read, and why: `reason` follows "page N " ("cannot be loaded (...)"), so pages
+    that failed alike share it."""
+
+    number: int
+    reason: str
+
+
+@dataclass(slots=True)
+class _Prepared:
+    number: int
+    layout: PageLayout | None = None
+    image: Any = None
+    seconds: float = 0.0
+
+
+class DocumentEngine:
+    """The sandbox its PDFs are read in, and the policy that turns a document's pages into EnginePages."""
+
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
+        self.sandbox = sandbox or shared_sandbox()
+
+    @property
+    def window(self) -> int:
+        """Pages prepared ahead of the one being read: one per child, and one more so no child waits."""
+        return self.sandbox.workers + 1
+
+    def open(self, path: Path | str, *, name: str | None = None) -> Source:
+        """The document opened (a PDF in the sandbox); blocking. DocumentError naming the file."""
+        return Source(Path(path), self.sandbox, name=name)
+
+    async def pages(
+        self,
+        source: Source,
+        numbers: Sequence[int],
+        *,
+        reader: PageReader | None,
+        dpi: int,
+        max_tokens: int,
+        text_layer: bool = True,
+    ) -> AsyncIterator[EnginePage | Unread]:
+        """Each of `numbers` (1-based) in order, as soon as it is known. A page that needs its pixels read and has no
+        `reader` is Unread."""
+        use_layer = text_layer and source.is_pdf
+        ahead: dict[int, asyncio.Future[_Prepared]] = {}
+        cursor = 0
+        # Admits renders in page order, up to PIXEL_PAGES_AHEAD past the page being read.
+        renders = _Gate(PIXEL_PAGES_AHEAD)
+
+        def fill(upto: int) -> None:
+            nonlocal cursor
+            while cursor < min(upto, len(numbers)):
+                job = asyncio.to_thread(_prepare, source, numbers[cursor], cursor, dpi, use_layer, renders)
+                ahead[cursor] = asyncio.ensure_future(job)
+                cursor += 1
+
+        unloadable = killed = 0
+        try:
+            for i, number in enumerate(numbers):
+                fill(i + self.window)
+                try:
+                    prepared = await ahead.pop(i)
+                except PageError as exc:
+                    renders.advance()
+                    yield Unread(number, str(exc).removeprefix(f"{source.name}: ").removeprefix(f"page {number} "))
+                    unloadable, killed = (0, killed + 1) if exc.killed else (unloadable + 1, 0)
+                    if unloadable >= MAX_UNLOADABLE_RUN or killed >= MAX_KILLED_RUN:
+                        for rest in numbers[i + 1 :]:
+                            yield Unread(rest, GIVEN_UP)
+                        return
+                    continue
+                unloadable = killed = 0
+                if prepared.layout is not None:
+                    renders.advance()
+                    layout = prepared.layout
+                    size = (round(layout.width), round(layout.height))
+                    yield EnginePage(
+                        number, doctags_page(layout), TEXT_LAYER, layout, seconds=prepared.seconds, size=size
+                    )
+                    continue
+                image, prepared.image = prepared.image, None
+                if reader is None:
+                    del image
+                    renders.advance()
+                    yield Unread(number, "has no usable text layer, and no model reads its pixels")
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    answer = await reader.read(image, max_tokens=max_tokens)
+                finally:
+                    renders.advance()  # the reader is done with these pixels: the next page may render
+                seconds = prepared.seconds + time.perf_counter() - t0
+                yield EnginePage(
+                    number,
+                    answer.text,
+                    reader.name,
+                    None,
+                    answer.finish_reason,
+                    answer.error,
+                    seconds,
+                    image.size,
+                    image,
+                )
+                del image
+        finally:
+            renders.close()  # a preparation waiting for its turn to render gives up
+            for future in ahead.values():
+                future.cancel()
+            # Each is a thread waiting on a sandbox child: let them end before the caller closes the document.
+            await asyncio.gather(*ahead.values(), return_exceptions=True)
+
+
+class _Gate:
+    """Which pages may render now: the one the consumer is at and the PIXEL_PAGES_AHEAD after it, in page order (so
+    a later page can never take the room the page the consumer waits for needs). Worker threads wait on it; once
+    closed, waiters give up with CancelledError."""
+
+    def __init__(self, ahead: int) -> None:
+        self._ahead = ahead
+        self._done = 0  # positions the consumer has finished with
+        self._closed = False
+        self._cond = threading.Condition()
+
+    def admit(self, position: int) -> None:
+        with self._cond:
+            while position > self._done + self._ahead and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                raise asyncio.CancelledError
+
+    def advance(self) -> None:
+        with self._cond:
+            self._done += 1
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+def _prepare(source: Source, number: int, position: int, dpi: int, use_layer: bool, renders: _Gate) -> _Prepared:
+    """A page made ready to yield (blocking, on a worker thread): its analysed text layer when usable, else its
+    pixels (rendered once `renders` admits its position in the document). PageError when it cannot be read."""
+    t0 = time.perf_counter()
+    if use_layer:
+        content = source.text_layer(number)
+        if content.usable:
+            return _Prepared(number, layout=analyse(content), seconds=time.perf_counter() - t0)
+    renders.admit(position)
+    image = source.render(number, dpi).image
+    return _Prepared(number, image=image, seconds=time.perf_counter() - t0)
