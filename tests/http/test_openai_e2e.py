@@ -8,7 +8,9 @@ Timing checks are ratios inside one test, never absolute figures: the machine is
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,6 +226,13 @@ def test_metrics_move_as_requests_finish(client: openai.OpenAI, smol: HttpServer
     assert metric(url, "modelhost_model_state", state="ready") == 1
 
 
+def _drain(lines: Iterator[str]) -> None:
+    """Read a streamed answer to its end, or until the test closes it under this thread."""
+    with contextlib.suppress(httpx.HTTPError, RuntimeError):
+        for _ in lines:
+            pass
+
+
 def test_a_full_queue_answers_429_with_retry_after(loop_thread: LoopThread, smol: HttpServer) -> None:
     # Its own host, bounded to one waiting request (the module's server keeps serving the other tests), on one batch
     # slot: with the default four, the second request left the queue for a slot at the next step, and whether the
@@ -233,7 +242,11 @@ def test_a_full_queue_answers_429_with_retry_after(loop_thread: LoopThread, smol
     with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http:
         running = http.stream("POST", "/v1/chat/completions", json=long_body)
         with running as first:
-            next(first.iter_lines())  # the role chunk, which may come while the request still waits for the model
+            lines = first.iter_lines()
+            next(lines)  # the role chunk, which may come while the request still waits for the model
+            # Go on reading the first answer: a client that stops reading is one the door may drop (flow control,
+            # its timeouts), and its cancelled request would free the queue this test fills.
+            threading.Thread(target=_drain, args=(lines,), daemon=True).start()
             # The model runs the first request and nothing waits (states, however long a busy machine takes): else
             # the second could find the first still queued and be refused itself, and the third then admitted.
             wait_until(lambda: host.running == 1 and host.waiting == 0, what="the first request running")
