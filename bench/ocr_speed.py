@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from modelhost.testing.pages import cer as text_cer
+
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "documents"
 #: (file, page index, reference text file or None for the page's own text layer)
 PAGES = [
@@ -54,14 +56,7 @@ def recall(reference: str, hypothesis: str) -> float:
 
 def cer(reference: str, hypothesis: str) -> float:
     """Character error rate over the words joined by single spaces (order matters: a page read out of order pays)."""
-    a, b = " ".join(words(reference)), " ".join(words(hypothesis))
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1] / max(1, len(a))
+    return text_cer(" ".join(words(reference)), " ".join(words(hypothesis)))
 
 
 def load_pages(dpi: float) -> list[tuple[str, np.ndarray, str]]:
