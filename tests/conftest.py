@@ -6,13 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-#: OpenMP threads that wait for each other sleep instead of spinning (llama.cpp's and torch's thread groups both
-#: use libgomp, which reads this once, when it loads: so before anything below imports either; subprocesses such as
-#: `modelhost serve` inherit it). On a shared machine a spinning thread burns the time slice its partner needs:
-#: at load 15-17 on 2 cores, 32 SmolLM2 tokens on llama.cpp's 2 threads took 73-78 s spinning, 1.4-1.9 s passive
-#: (3.4-4.5 s on one thread), and that stretched the whole suite. A value already set is kept.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import pytest
 from hypothesis import HealthCheck, settings
 
