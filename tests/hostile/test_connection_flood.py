@@ -90,13 +90,6 @@ def _refused_on_the_socket(served: ServeProcess) -> float:
     return float(found.group(1))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "on a quiet machine 3943 of the expected >= 3948 refusals were counted (a fresh clone at 22:10): some "
-        "floods are refused before the door counts them; open in issue 25"
-    ),
-)
 def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: tuple[ServeProcess, Path]) -> None:
     served, sock = serving
     _client_fds(FLOOD + 512)
@@ -117,7 +110,6 @@ def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: t
         # The server holds its cap of them, not the flood: far below its 1024 descriptors.
         assert open_fds(pid) < baseline + 256 + 64, (baseline, open_fds(pid))
         _every_door_answers(served, sock, flooded="socket")
-        assert _refused_on_the_socket(served) >= FLOOD - 256 - 8
         # A refused client was told why: one queue_full frame, then the close.
         last = flood[-1]
         data = b""
@@ -127,6 +119,11 @@ def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: t
         (frame,) = decoder.feed(data)
         error = codec.decode_response(frame.payload)
         assert isinstance(error, codec.Error) and error.code == codec.ErrorCode.QUEUE_FULL, error
+        # Counted only now: a connect() returns once the kernel has queued the connection in the listen backlog,
+        # before the door accepts it, so up to a backlog of the flood's last connections may still be waiting when
+        # the dialling ends. The door accepts in order and counts before it answers, so the last client's answer
+        # means every earlier one is counted (read before it, the count came up 5 short on a quiet machine).
+        assert _refused_on_the_socket(served) >= FLOOD - 256 - 8
     finally:
         for conn in flood:
             conn.close()
