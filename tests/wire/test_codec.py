@@ -1,7 +1,7 @@
 """Golden vectors (spec §9), the malformed-input corpus (spec §8 / V6) and unit tests of modelhost.wire.codec.
 
 Every vector is checked in both directions: what we encode equals the spec's hex byte for byte, and what we decode
-from that hex equals the values it was made from. The hex below is copied from /work/shared/spec/inferd-wire.md §9,
+from that hex equals the values it was made from. The hex below is copied from docs/wire.md §9,
 which was produced by Go's encoding/json and cross-checked there; it is never regenerated from this codec.
 """
 

@@ -2,7 +2,7 @@
 
 This module is the only place that knows what a byte of the wire means. It does no I/O: a server or client reads
 and writes the bytes however it likes (asyncio streams, a blocking socket, a test's ``bytes``) and asks this module
-what they mean. Reference: ``/work/shared/spec/inferd-wire.md`` (its section numbers are cited as "spec §N").
+what they mean. Reference: ``docs/wire.md`` in the repository (its section numbers are cited as "spec §N").
 
 Framing (spec §3)::
 

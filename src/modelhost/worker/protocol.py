@@ -1,7 +1,8 @@
 """giz's inference worker protocol, version 1: every wire constant and serialiser of the job worker, in one module.
 
-The seed (`shared/seeds/004_...`) fixes the record, the codes, the stages and PICTURE_SIDE; `shared/spec/worker.md`
-records the project's decisions where the seed is silent (status names, error bodies, the bytes hashed for an id).
+The seed (giz's protocol, summarised in docs/worker.md) fixes the record, the codes, the stages and PICTURE_SIDE;
+docs/worker.md also records the project's decisions where the seed is silent (status names, error bodies, the
+bytes hashed for an id).
 Everything a giz caller can observe on the wire is defined here, so a correction from a real giz caller is a
 one-line change in this file and nowhere else.
 """
