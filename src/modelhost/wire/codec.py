@@ -47,6 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeAlias
 
+from modelhost.inference import images
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -137,12 +139,11 @@ MAX_VARINT_BYTES: Final = 5
 # knows it is done, one way or the other, after at most this many bytes.
 MAX_HEADER_LEN: Final = MAX_VARINT_BYTES + 1
 
-# Bounds an image's width and height on both sides of the wire (pdf-spec MaxImageAxis). 65,536 is four times the
-# longest edge of a US Letter page at 1200 DPI. It exists to be checked *before* width*height*3 is computed: in the
-# Go and Rust peers a hostile pair of dimensions overflows the product into a small number that then agrees with a
-# short blob, and the page is read diagonally instead of refused. Python does not overflow, but the check is the
-# same at both ends so that no sender can produce what a receiver must refuse.
-MAX_IMAGE_AXIS: Final = 1 << 16
+# Bounds an image's width and height on both sides of the wire (pdf-spec MaxImageAxis): the contract's one images
+# bound (modelhost.inference.images says why it is checked before width*height*3 is computed), so every image the
+# wire admits, every backend admits. The check is the same at both ends so that no sender can produce what a
+# receiver must refuse.
+MAX_IMAGE_AXIS: Final = images.MAX_IMAGE_AXIS
 
 # Per-request attachment bounds (inferd protocol-v2 §3.7, enforced before any blob is read; pdf-spec has none).
 # 32 attachments: a page request carries one, a multi-image chat a handful; the count is checked before reading so

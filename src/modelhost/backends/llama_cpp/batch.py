@@ -11,7 +11,8 @@ opens the engine, not at load). A step is one `llama_decode` of one batch that c
   arrives mid-stream delays the running streams by one bounded step at a time, not by its whole prefill.
 
 Each slot has its own sampler chain (TokenChooser, the same one the one-at-a-time path uses) and its own
-`decode_loop`, so stops, `max_tokens`, `min_tokens`, the thinking budget and UTF-8 behave exactly as there.
+`SequenceDecoder` (inference.decoding), so stops, `max_tokens`, `min_tokens`, the thinking budget and UTF-8
+behave exactly as there.
 
 Prefix reuse per slot: a slot remembers the tokens its KV sequence holds, and a new request goes to the free slot
 whose cache shares the longest prefix with its prompt (ties: the least recently used slot, so a recent
@@ -21,17 +22,17 @@ conversation's cache survives longest), as llama-server does. Only the rest of t
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import GenerationError, ModelHostError, ModelLoadError
-from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
+from modelhost.inference.decoding import SequenceDecoder
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
 
 if TYPE_CHECKING:
-    from modelhost.backends.llama_cpp.model import LlamaCppModel, TokenChooser, _ThoughtState
+    from modelhost.backends.llama_cpp.model import LlamaCppModel, TokenChooser
 
 #: Prompt tokens evaluated per step (one prompt's chunk). A step's cost grows with its tokens, and every decoding
 #: slot waits for the whole step: 256 tokens of SmolLM2-135M on 2 cores is ~0.15 s, one stall of a few tokens' time
@@ -61,13 +62,8 @@ class _Slot:
     next_token: int | None = None  # sampled, evaluated at the next step
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
-    instant: bool = False  # max_tokens 0: finishes at the next step without compute
     chooser: TokenChooser | None = None
-    thought: _ThoughtState | None = None
-    feed: TokenFeed = field(default_factory=TokenFeed)
-    loop: Iterator[Token] | None = None
-    clock: MetricsClock = field(default_factory=MetricsClock)
-    outcome: LoopOutcome = field(default_factory=LoopOutcome)
+    decoder: SequenceDecoder | None = None  # what the request shows: stops, UTF-8, channel, metrics
 
 
 class LlamaBatchEngine:
@@ -149,22 +145,15 @@ class LlamaBatchEngine:
         prompt_tokens: int,
     ) -> None:  # fmt: skip
         """Give `slot` to a request: its sampler (`request` is what the model's chooser takes: the prompt's ids, or a
-        vision prompt), and a decode_loop with the request's logprobs and thought channel, as the one-at-a-time path
-        has. `cached` is the prefix whose KV the slot keeps; `pending` the prompt tokens still to evaluate."""
-        from modelhost.backends.llama_cpp.model import _channel_of, _logprob_of, _ThoughtState
-
+        vision prompt) and its decoder (inference.decoding, as the one-at-a-time path has). `cached` is the prefix
+        whose KV the slot keeps; `pending` the prompt tokens still to evaluate."""
         model = self._model
-        thought = _ThoughtState()
-        feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
-        slot.busy, slot.admitted, slot.instant = True, next(self._clock), options.max_tokens == 0
+        chooser = model._chooser(options, request)
+        slot.busy, slot.admitted = True, next(self._clock)
         slot.cached, slot.pending, slot.next_token = cached, pending, None
         slot.prompt_tokens, slot.cached_prompt_tokens = prompt_tokens, len(cached)
-        slot.thought, slot.feed, slot.clock, slot.outcome = thought, feed, clock, outcome
-        slot.chooser = model._chooser(options, request, thought)
-        slot.loop = decode_loop(
-            feed, model._piece, options, eos_ids=model._eog, clock=clock, outcome=outcome,
-            logprob=_logprob_of(options, thought), channel=_channel_of(thought),
-        )  # fmt: skip
+        slot.chooser = chooser
+        slot.decoder = SequenceDecoder(options, model._piece, eos_ids=model._eog, thought=chooser.thought)
 
     def step(self) -> StepReport:
         """A token for each decoding slot (one llama_decode), then one prompt chunk of up to PREFILL_CHUNK tokens."""
@@ -174,7 +163,8 @@ class LlamaBatchEngine:
         for slot in self._slots:
             if not slot.busy:
                 continue
-            if slot.instant:
+            assert slot.decoder is not None
+            if slot.decoder.done:  # max_tokens 0: finished without compute
                 outputs.append(self._finish(slot, None, "length"))
             elif slot.next_token is not None:
                 if len(slot.cached) >= self.slot_context:
@@ -262,47 +252,39 @@ class LlamaBatchEngine:
         b.logits[i] = logits
 
     def _advance(self, slot: _Slot, row: int) -> SlotOutput:
-        """Draw the slot's next token from its logits row and run it through the slot's decode_loop."""
-        assert slot.chooser is not None and slot.loop is not None
+        """Draw the slot's next token from its logits row and run it through the slot's decoder."""
+        chooser, decoder = slot.chooser, slot.decoder
+        assert chooser is not None and decoder is not None
         try:
-            token = slot.chooser.choose(self._ctx, row)
-            if slot.chooser.produced == 1:
-                slot.clock.prefill_done(slot.prompt_tokens, slot.cached_prompt_tokens)
-            slot.feed.push(token)
-            try:
-                visible = next(slot.loop)
-            except StopIteration:
-                return self._finish(slot, None, slot.outcome.finish_reason)
+            token = chooser.choose(self._ctx, row)
+            if chooser.produced == 1:
+                decoder.prefill_done(slot.prompt_tokens, slot.cached_prompt_tokens)
+            visible = decoder.push(token, chooser.logprob)
         except Exception as exc:
             # A deliberate error keeps its code (the grammar's SchemaError is the request's fault: a 400, not a 500).
             error = (
                 exc if isinstance(exc, ModelHostError) else GenerationError(f"llama.cpp failed while generating: {exc}")
             )
             return self._finish(slot, None, "error", error)
-        # decode_loop settles its finish reason before the last token it yields; until then it stays "cancelled".
-        if slot.outcome.finish_reason != "cancelled":
-            return self._finish(slot, visible, slot.outcome.finish_reason)
+        if decoder.done:
+            return self._finish(slot, visible, decoder.finish_reason)
         slot.next_token = token
         return SlotOutput(slot.index, visible)
 
     def _end_of_context(self, slot: _Slot) -> SlotOutput:
-        # The slot's context is full: an exhausted id source makes decode_loop end with "length" and flush its tail.
-        assert slot.loop is not None
-        slot.feed.clear()
-        visible = next(slot.loop, None)
-        return self._finish(slot, visible, "length")
+        # The slot's context is full: the decoder ends the request with "length" and flushes its held-back text.
+        assert slot.decoder is not None
+        return self._finish(slot, slot.decoder.out_of_room(), "length")
 
     def _finish(self, slot: _Slot, token: Token | None, reason: Any, error: BaseException | None = None) -> SlotOutput:
-        if slot.loop is not None:
-            close = getattr(slot.loop, "close", None)
-            if close is not None:
-                close()
+        metrics = None
+        if slot.decoder is not None:
+            slot.decoder.close()
+            metrics = slot.decoder.metrics(reason)
         if slot.chooser is not None:
             slot.chooser.close()
-        forced = slot.thought.forced if slot.thought is not None else False
-        metrics = slot.clock.finish(reason, thinking_budget_forced=forced)
-        slot.busy, slot.loop, slot.chooser, slot.thought = False, None, None, None
-        slot.pending, slot.next_token, slot.instant = [], None, False
+        slot.busy, slot.decoder, slot.chooser = False, None, None
+        slot.pending, slot.next_token = [], None
         slot.last_used = next(self._clock)
         return SlotOutput(slot.index, token, reason, metrics, error)
 

@@ -4,7 +4,8 @@ One `llama_cpp.Llama` holds the weights, one context (KV cache) and one batch. W
 pieces (`tokenize`, `eval`, a sampler chain of our own, `llama_token_to_piece`) rather than `create_completion`:
 that path re-tokenises, detokenises whole sequences, and can ban tokens only through a Python logits processor
 that touches the whole vocabulary every step. Here the per-token work is one `llama_decode`, one native sampler
-call and one cached byte piece; stopping, UTF-8 and metrics are the shared `decode_loop`'s job.
+call and one cached byte piece; stopping, UTF-8, the thought channel and metrics are the shared decoder's job
+(inference.decoding).
 
 Threading: llama.cpp runs its compute on an OpenMP thread group bound to the calling thread. The host drives each
 model from one long-lived thread, and nothing here starts threads of its own, so the group is created once and
@@ -29,7 +30,7 @@ import ctypes
 import math
 import weakref
 from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,11 +47,11 @@ from modelhost.errors import (
     ModelLoadError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference.generation import LoopOutcome, MetricsClock, ThoughtMarkers, decode_loop
+from modelhost.inference.decoding import SequenceDecoder, ThoughtTracker
+from modelhost.inference.generation import MetricsClock, ThoughtMarkers
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import (
     BatchResult,
-    Channel,
     ClassifyResult,
     EmbeddingResult,
     GenerateMetrics,
@@ -64,18 +65,6 @@ from modelhost.inference.types import (
 if TYPE_CHECKING:
     from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
     from modelhost.backends.llama_cpp.embedding import LlamaEmbedder
-
-
-@dataclass(slots=True)
-class _ThoughtState:
-    """Per-generation state the TokenChooser shares with the loop around it: the thought channel (for
-    `thinking_budget`) and the log-probability of the token it chose last (for the `logprobs` option)."""
-
-    inside: bool = False
-    spent: int = 0
-    forced: bool = False
-    logprob: TokenLogprob | None = None
-    channel: Channel = "content"  # of the token chosen last
 
 
 class TokenChooser:
@@ -93,8 +82,7 @@ class TokenChooser:
         n_vocab: int,
         stops: Collection[int],
         history: Sequence[int],
-        think: ThoughtMarkers | None,
-        thought: _ThoughtState,
+        thought: ThoughtTracker,
         grammar: tuple[Any, str] | None = None,
         piece: Any = None,
     ) -> None:
@@ -102,20 +90,13 @@ class TokenChooser:
         self._top = opts.logprobs
         self._piece = piece
         self._n_vocab = n_vocab
+        #: Where the request stands in its thought channel (the shared rules: inference.decoding; the decoder moves
+        #: it along with each pushed token); the thinking budget's forced closing marker is drawn here instead of
+        #: a sample.
         self.thought = thought
+        #: The log-probability of the token chosen last, when the `logprobs` option asked for it.
+        self.logprob: TokenLogprob | None = None
         self._min_tokens = opts.min_tokens
-        # Tracked whenever the vocabulary has both markers (a comparison per token): the budget needs it, and so does
-        # telling thought from content (a template that opens `<think>` in the prompt starts the answer inside).
-        # The markers and the channel rules are the contract's (generation.py), shared with transformers.
-        # A grammar-constrained answer is the reply itself, whatever the template opened: the grammar allows JSON
-        # from the first token, so a `<think>` the prompt left open must not label that JSON as thought (and a
-        # marker token the grammar lets into a JSON string must not switch the channel mid-answer).
-        if grammar is not None:
-            think = None
-        self._think = think
-        self._budget = opts.thinking_budget if think is not None else 0
-        if think is not None:
-            thought.inside = think.inside_after(history)
         self._sampler = build_sampler(opts, n_vocab=n_vocab, history=history, grammar=grammar)
         self._early = (
             build_sampler(opts, n_vocab=n_vocab, ban=stops, history=history, grammar=grammar)
@@ -125,10 +106,9 @@ class TokenChooser:
 
     def choose(self, ctx: Any, index: int) -> int:
         """The next token, from the logits at batch position `index` of `ctx` (a llama_cpp LlamaContext)."""
-        thought = self.thought
-        if self._budget and thought.inside and thought.spent >= self._budget:
-            token = self._think.close_id  # type: ignore[union-attr]  # a budget implies markers
-            thought.forced = True
+        forced = self.thought.forced_token()
+        if forced is not None:
+            token = forced
             self._sampler.accept(token)
         elif self._early is not None and self.produced < self._min_tokens:
             token = int(self._early.sample(ctx, index))
@@ -136,14 +116,8 @@ class TokenChooser:
         else:
             token = int(self._sampler.sample(ctx, index))
         self.produced += 1
-        if self._think is not None:
-            thought.inside, thought.channel = self._think.follow(token, thought.inside)
-            if token == self._think.open_id:
-                thought.spent = 0  # each thought gets the whole budget
-            elif thought.channel == "thought":
-                thought.spent += 1
         if self._top is not None:
-            thought.logprob = self._logprob(ctx, index, token, self._top)
+            self.logprob = self._logprob(ctx, index, token, self._top)
         return token
 
     def _logprob(self, ctx: Any, index: int, token: int, top: int) -> TokenLogprob:
@@ -423,56 +397,61 @@ class LlamaCppModel:
         me = weakref.ref(holder.pop())
         self._live = me
         self._err = None
-        clock, outcome, thought = MetricsClock(), LoopOutcome(), _ThoughtState()
-        ids = self._sample(prompt, opts, clock, thought)
+        chooser = self._chooser(opts, prompt)
+        decoder = SequenceDecoder(opts, self._piece, eos_ids=self._eog, thought=chooser.thought)
         try:
-            hooks = {"logprob": _logprob_of(opts, thought), "channel": _channel_of(thought)}
-            yield from decode_loop(ids, self._piece, opts, eos_ids=self._eog, clock=clock, outcome=outcome, **hooks)
+            if not decoder.done:
+                for token in self._sample(prompt, chooser, decoder):
+                    visible = decoder.push(token, chooser.logprob)
+                    if visible is not None:
+                        yield visible
+                    if decoder.done:
+                        break
+                else:
+                    tail = decoder.out_of_room()
+                    if tail is not None:
+                        yield tail
         except Exception as exc:
-            outcome.finish_reason, outcome.error = "error", exc
+            decoder.outcome.finish_reason, decoder.outcome.error = "error", exc
             error = self._as_generation_error(exc)
             self._err = error
             if self._llm is not None:
                 self._llm.reset()  # the KV cache may hold half a step: forget it rather than trust it
             raise error from exc
         finally:
-            ids.close()  # releases the sampler chain now, not when the garbage collector gets to it
-            self._metrics = clock.finish(outcome.finish_reason, thinking_budget_forced=thought.forced)
+            decoder.close()
+            chooser.close()  # releases the sampler chain now, not when the garbage collector gets to it
+            self._metrics = decoder.metrics()
             if self._live is me:
                 self._live = None
 
-    def _sample(
-        self, prompt: list[int], opts: GenerateOptions, clock: MetricsClock, thought: _ThoughtState
-    ) -> Generator[int, None, None]:
-        """The engine side of decode_loop: prefill, then one sampled id per step, evaluating each lazily.
+    def _sample(self, prompt: list[int], chooser: TokenChooser, decoder: SequenceDecoder) -> Generator[int, None, None]:
+        """The engine side of the decoder: prefill, then one sampled id per step, evaluating each lazily.
 
         A sampled token is evaluated only when the next one is asked for, so a caller who stops after token N
         never pays for decoding token N, and the KV cache stays consistent with `input_ids` for prefix reuse.
+        Ends (without evaluating) when the context is full.
         """
         llm = self._llm
-        chooser = self._chooser(opts, prompt, thought)
-        try:
-            cached = self._prefill(prompt)
-            while True:
-                token = chooser.choose(llm._ctx, -1)
-                if chooser.produced == 1:
-                    clock.prefill_done(len(prompt), cached)
-                yield token
-                if llm.n_tokens >= self._n_ctx:
-                    return  # the context is full: decode_loop reports the end as "length"
-                llm.eval([token])
-        finally:
-            chooser.close()
+        cached = self._prefill(prompt)
+        while True:
+            token = chooser.choose(llm._ctx, -1)
+            if chooser.produced == 1:
+                decoder.prefill_done(len(prompt), cached)
+            yield token
+            if llm.n_tokens >= self._n_ctx:
+                return  # the context is full: the decoder reports the end as "length"
+            llm.eval([token])
 
-    def _chooser(self, opts: GenerateOptions, prompt: Sequence[int], thought: _ThoughtState) -> TokenChooser:
+    def _chooser(self, opts: GenerateOptions, prompt: Sequence[int]) -> TokenChooser:
+        grammar = self._grammar(opts)
         return TokenChooser(
             opts,
             n_vocab=self._n_vocab,
             stops=self._eog | set(opts.stop_tokens),
             history=prompt,
-            think=self._think,
-            thought=thought,
-            grammar=self._grammar(opts),
+            thought=ThoughtTracker.for_request(self._think, opts, prompt, constrained=grammar is not None),
+            grammar=grammar,
             piece=self._piece,
         )
 
@@ -654,16 +633,6 @@ def apply_adapter(ctx: Any, llm: Any) -> bool:
     adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
     scales = (ctypes.c_float * 1)(float(llm.lora_scale))
     return int(llama_cpp.llama_set_adapters_lora(ctx.ctx, adapters, 1, scales)) == 0
-
-
-def _logprob_of(opts: GenerateOptions, state: _ThoughtState) -> Any:
-    """decode_loop's `logprob` hook for one generation: what its chooser recorded, when the caller asked."""
-    return (lambda _token: state.logprob) if opts.logprobs is not None else None
-
-
-def _channel_of(state: _ThoughtState) -> Any:
-    """decode_loop's `channel` hook for one generation: where its chooser's last token fell."""
-    return lambda _token: state.channel
 
 
 def _add_metrics(total: GenerateMetrics | None, m: GenerateMetrics) -> GenerateMetrics:

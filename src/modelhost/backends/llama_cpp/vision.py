@@ -27,7 +27,6 @@ from __future__ import annotations
 import ctypes
 import os
 import secrets
-import struct
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -37,21 +36,18 @@ import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
 from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
-from modelhost.backends.llama_cpp.model import LlamaCppModel, _ThoughtState
+from modelhost.backends.llama_cpp.memory import read_header
+from modelhost.backends.llama_cpp.model import LlamaCppModel, TokenChooser
 from modelhost.errors import (
     GenerationError,
     InvalidInputError,
     ModelLoadError,
     UnsupportedAttachmentError,
 )
-from modelhost.inference import chat_tools
-from modelhost.inference.generation import MetricsClock
+from modelhost.inference import chat_tools, images
+from modelhost.inference.decoding import SequenceDecoder
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Admission, Message, SlotOutput, StepReport, Token, has_images
-
-#: Largest width or height and largest pixel count: the inferd wire's bounds (as the transformers backend's).
-MAX_IMAGE_AXIS = 1 << 16
-MAX_IMAGE_PIXELS = (128 << 20) // 3
 
 #: Largest ratio of an image's long side to its short side. Preprocessors scale the long side to a fixed edge
 #: (Idefics3: `clip.vision.preproc_image_size`, 64 in the tiny test model, 512+ in real ones) and the short side
@@ -111,84 +107,29 @@ def resolve_mmproj(option: str | None, model_path: str) -> str | None:
 
 
 def gguf_string(path: str, key: str) -> str | None:
-    """The string value of metadata `key` in a GGUF file (None if absent), reading only the header."""
-    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-    with open(path, "rb") as f:
-
-        def read(n: int) -> bytes:
-            data = f.read(n)
-            if len(data) != n:
-                raise ValueError("truncated GGUF header")
-            return data
-
-        def string() -> bytes:
-            (n,) = struct.unpack("<Q", read(8))
-            if n > 1 << 24:
-                raise ValueError("implausible GGUF string length")
-            return read(n)
-
-        def skip(kind: int) -> None:
-            if kind == 8:
-                string()
-            elif kind == 9:
-                inner, count = struct.unpack("<IQ", read(12))
-                if inner == 8:
-                    for _ in range(count):
-                        string()
-                elif inner in sizes:
-                    f.seek(sizes[inner] * count, 1)
-                else:
-                    raise ValueError(f"unknown GGUF array type {inner}")
-            elif kind in sizes:
-                f.seek(sizes[kind], 1)
-            else:
-                raise ValueError(f"unknown GGUF value type {kind}")
-
-        if read(4) != b"GGUF":
-            raise ValueError("not a GGUF file")
-        _version, _tensors, n_kv = struct.unpack("<IQQ", read(20))
-        for _ in range(n_kv):
-            name = string().decode("utf-8", "replace")
-            (kind,) = struct.unpack("<I", read(4))
-            if name == key and kind == 8:
-                return string().decode("utf-8", "replace")
-            skip(kind)
-    return None
+    """The string value of metadata `key` in a GGUF file (None if absent or not a string), reading only the header
+    (the backend's one GGUF header reader, memory.read_header)."""
+    value = read_header(path, (key,)).get(key)
+    return value if isinstance(value, str) else None
 
 
 # --- images ------------------------------------------------------------------------------------------------------
 
 
 def check_size(width: int, height: int, index: int) -> None:
-    """Refuse an image mtmd could not preprocess safely, before any pixel is decoded."""
-    what = f"image {index}"
-    if width <= 0 or height <= 0:
-        raise InvalidInputError(f"{what} is empty ({width}x{height})")
-    if width > MAX_IMAGE_AXIS or height > MAX_IMAGE_AXIS or width * height > MAX_IMAGE_PIXELS:
-        raise InvalidInputError(
-            f"{what} is {width}x{height}; the limit is {MAX_IMAGE_AXIS} per side and {MAX_IMAGE_PIXELS} pixels"
-        )
+    """Refuse an image mtmd could not preprocess safely, before any pixel is decoded: the contract's bounds
+    (inference.images), and the aspect-ratio bound mtmd's preprocessors need."""
+    images.check_size(width, height, f"image {index}")
     if max(width, height) > MAX_ASPECT_RATIO * min(width, height):
-        raise InvalidInputError(f"{what} is {width}x{height}; sides may differ by at most {MAX_ASPECT_RATIO}:1")
+        raise InvalidInputError(f"image {index} is {width}x{height}; sides may differ by at most {MAX_ASPECT_RATIO}:1")
 
 
 def rgb_pixels(image: Any, index: int) -> np.ndarray:
-    """One caller image as a C-contiguous HxWx3 uint8 array (an array caller's own memory when it already is one)."""
-    shape = getattr(image, "shape", None)
-    dtype = getattr(image, "dtype", None)
-    if shape is not None and dtype is not None and not isinstance(image, (bytes, bytearray, memoryview)):
-        if len(shape) != 3 or shape[2] != 3 or str(dtype) != "uint8":
-            raise InvalidInputError(
-                f"image {index}: an array image must be HxWx3 uint8 (RGB), got {tuple(shape)} {dtype}"
-            )
-        check_size(int(shape[1]), int(shape[0]), index)
-        return np.ascontiguousarray(image)
-    # PIL images and PNG/JPEG bytes: the transformers backend's reader checks the header's size before decoding.
-    from modelhost.backends.transformers.vision import to_rgb_image
-
-    picture = to_rgb_image(image, index)
-    check_size(picture.width, picture.height, index)
-    return np.asarray(picture, dtype=np.uint8)
+    """One caller image as a C-contiguous HxWx3 uint8 array (an array caller's own memory when it already is one),
+    its size checked before anything is decoded."""
+    pixels: np.ndarray = images.to_rgb_array(image, index)
+    check_size(int(pixels.shape[1]), int(pixels.shape[0]), index)
+    return pixels
 
 
 # --- the projector -----------------------------------------------------------------------------------------------
@@ -207,7 +148,7 @@ class Projector:
             self.projector_type = gguf_string(path, "clip.projector_type") or gguf_string(
                 path, "clip.vision.projector_type"
             )
-        except (OSError, ValueError) as exc:
+        except ModelLoadError as exc:
             raise ModelLoadError(f"mmproj {path!r} is not a readable GGUF file: {exc}") from exc
         if arch != "clip":
             raise ModelLoadError(f"{path!r} is not an mmproj GGUF (its architecture is {arch!r}, not 'clip')")
@@ -481,26 +422,22 @@ class LlamaCppVisionModel(LlamaCppModel):
             raise InvalidInputError("the model's chat template does not show where the images go")
         return text
 
-    def _sample(
-        self, prompt: list[int], opts: GenerateOptions, clock: MetricsClock, thought: _ThoughtState
-    ) -> Generator[int, None, None]:
+    def _sample(self, prompt: list[int], chooser: TokenChooser, decoder: SequenceDecoder) -> Generator[int, None, None]:
         if not isinstance(prompt, VisionPrompt):
-            yield from super()._sample(prompt, opts, clock, thought)
+            yield from super()._sample(prompt, chooser, decoder)
             return
         llm = self._llm
-        chooser = self._chooser(opts, prompt, thought)
         try:
             cached = self._prefill_vision(prompt)
             while True:
                 token = chooser.choose(llm._ctx, -1)
                 if chooser.produced == 1:
-                    clock.prefill_done(prompt.total_tokens, cached)
+                    decoder.prefill_done(prompt.total_tokens, cached)
                 yield token
                 if llm.n_tokens >= self._n_ctx:
                     return
                 llm.eval([token])
         finally:
-            chooser.close()
             prompt.chunks.free()
 
     def _prefill_vision(self, prompt: VisionPrompt) -> int:
