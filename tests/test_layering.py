@@ -51,7 +51,6 @@ TRAINING = "modelhost.training"
 #: (importer, imported): a layering rule broken, with why it is still here.
 # fmt: off
 LAYERING_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("modelhost.backends.llama_cpp.vision", "modelhost.backends.transformers.vision"): "PIL/PNG pages decoded by the transformers reader (issue 20: one images module in the contract)",  # noqa: E501
     ("modelhost.backends.transformers.training", "modelhost.training.data"): "the trainer reads training's Example and IGNORE (issue 20)",  # noqa: E501
 }
 # fmt: on
@@ -70,10 +69,6 @@ CYCLES: dict[tuple[str, ...], str] = {
 #: (importer, imported module, private name): why the importer still reaches into it.
 # fmt: off
 PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {
-    ("modelhost.backends.llama_cpp.batch", "modelhost.backends.llama_cpp.model", "_ThoughtState"): "the batch engine's copy of the thinking budget (issue 20: one decoding module)",  # noqa: E501
-    ("modelhost.backends.llama_cpp.batch", "modelhost.backends.llama_cpp.model", "_channel_of"): "the batch engine's copy of the thought channel (issue 20)",  # noqa: E501
-    ("modelhost.backends.llama_cpp.batch", "modelhost.backends.llama_cpp.model", "_logprob_of"): "the batch engine's copy of logprobs (issue 20)",  # noqa: E501
-    ("modelhost.backends.llama_cpp.vision", "modelhost.backends.llama_cpp.model", "_ThoughtState"): "vision subclasses the model's decoding (issue 20: vision composed in)",  # noqa: E501
     ("modelhost.backends.transformers.batch", "modelhost.backends.transformers.model", "_Prompt"): "the prompt type is private to the model (issue 20: a public prompt type)",  # noqa: E501
 }
 # fmt: on

@@ -38,7 +38,6 @@ from modelhost.docengine.order import order
 from modelhost.docengine.scantable import table_runs
 from modelhost.docengine.types import BBox, PageContent, Usability, Word
 from modelhost.errors import InvalidInputError, ModelLoadError
-from modelhost.inference import images
 
 #: The page's long side is shrunk to this for detection (see the module doc for the measurement).
 DET_MAX_SIDE = 1280
@@ -58,10 +57,9 @@ IN_REGION = 0.5
 BODY_TOLERANCE = 1.3
 #: Sizes of taller lines are snapped to steps of this ratio, so one heading style gives one size (one level).
 SIZE_STEP = 1.12
-#: The bound of a page image: the contract's one images bound (an axis of at most 2^16 and 128 MiB of RGB, the
-#: inferd wire's own bounds; modelhost.inference.images says why).
-MAX_IMAGE_AXIS = images.MAX_IMAGE_AXIS
-MAX_IMAGE_PIXELS = images.MAX_IMAGE_PIXELS
+#: The bound of a page image: an axis of at most 2^16 and 128 MiB of RGB, the inferd wire's own bounds.
+MAX_IMAGE_AXIS = 1 << 16
+MAX_IMAGE_PIXELS = (128 << 20) // 3
 
 
 def models_folder() -> Path:
