@@ -23,8 +23,8 @@ from test_models import chat, door, spec, wait_until
 import modelhost.inference
 from modelhost.host import Host
 from modelhost.host.models import Models, ModelSpec
-from modelhost.http.ollama_models import parse_keep_alive
-from modelhost.http.openai_schema import ApiError
+from modelhost.http.errors import ApiError
+from modelhost.http.ollama.models import parse_keep_alive
 from modelhost.inference.capabilities import ChatFeatures
 from modelhost.testing import tinymodels
 from modelhost.testing.standins import ScriptedModel

@@ -9,7 +9,11 @@ import pytest
 
 from modelhost.errors import InvalidOptionError, QueueFullError, UnsupportedAttachmentError
 from modelhost.host import Done
-from modelhost.http import openai_schema as s
+from modelhost.http import errors, images, parsing
+from modelhost.http.ollama import schema as ollama_schema
+from modelhost.http.ollama import streams as ollama_streams
+from modelhost.http.openai import schema as openai_schema
+from modelhost.http.openai import streams as openai_streams
 from modelhost.inference.types import GenerateMetrics
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
@@ -21,31 +25,32 @@ def done(reason: str = "stop", prompt: int = 5, completion: int = 3) -> Done:
 
 
 def test_error_bodies_are_byte_exact() -> None:
-    err = s.ApiError(400, "n: only n=1", param="n", code="unsupported_parameter")
-    assert s.openai_error_body(err) == (
+    err = errors.ApiError(400, "n: only n=1", param="n", code="unsupported_parameter")
+    assert errors.openai_error_body(err) == (
         b'{"error":{"message":"n: only n=1","type":"invalid_request_error","param":"n","code":"unsupported_parameter"}}'
     )
-    assert s.ollama_error_body(err) == b'{"error":"n: only n=1"}'
-    assert s.sse_error(err).startswith(b'data: {"error":{') and s.sse_error(err).endswith(b"\n\ndata: [DONE]\n\n")
+    assert errors.ollama_error_body(err) == b'{"error":"n: only n=1"}'
+    sse = openai_streams.sse_error(err)
+    assert sse.startswith(b'data: {"error":{') and sse.endswith(b"\n\ndata: [DONE]\n\n")
 
 
 def test_host_errors_map_to_status_type_and_the_clients_parameter_name() -> None:
     names = {"max_tokens": "max_completion_tokens"}
-    err = s.from_host_exception(InvalidOptionError("max_tokens", "must be >= 0"), names)
+    err = errors.from_host_exception(InvalidOptionError("max_tokens", "must be >= 0"), names)
     assert (err.status, err.type, err.param, err.code) == (
         400,
         "invalid_request_error",
         "max_completion_tokens",
         "invalid_option",
     )
-    img = s.from_host_exception(UnsupportedAttachmentError("model 'x' does not accept image input"), {})
+    img = errors.from_host_exception(UnsupportedAttachmentError("model 'x' does not accept image input"), {})
     assert img.status == 400 and "does not accept image input" in img.message
-    assert s.from_host_exception(QueueFullError("full"), {}).status == 429
-    assert s.from_host_error("generation_failed", "boom").status == 500
+    assert errors.from_host_exception(QueueFullError("full"), {}).status == 429
+    assert errors.from_host_error("generation_failed", "boom").status == 500
 
 
 def test_chat_maps_options_and_content_parts() -> None:
-    parsed = s.parse_chat_completion(
+    parsed = openai_schema.parse_chat_completion(
         {
             "model": "anything",
             "messages": [
@@ -94,42 +99,42 @@ def test_chat_maps_options_and_content_parts() -> None:
     ],
 )
 def test_unsupported_or_unknown_parameters_are_refused_by_name(extra: dict[str, object], param: str) -> None:
-    with pytest.raises(s.ApiError) as info:
-        s.parse_chat_completion({"messages": [{"role": "user", "content": "hi"}], **extra})
+    with pytest.raises(errors.ApiError) as info:
+        openai_schema.parse_chat_completion({"messages": [{"role": "user", "content": "hi"}], **extra})
     assert info.value.status == 400 and info.value.param == param
 
 
 def test_images_must_be_bounded_png_or_jpeg_data_uris() -> None:
     def chat_with(url: str) -> None:
         part = {"type": "image_url", "image_url": {"url": url}}
-        s.parse_chat_completion({"messages": [{"role": "user", "content": [part]}]})
+        openai_schema.parse_chat_completion({"messages": [{"role": "user", "content": [part]}]})
 
-    with pytest.raises(s.ApiError, match="fetches nothing"):
+    with pytest.raises(errors.ApiError, match="fetches nothing"):
         chat_with("https://example.com/cat.png")
-    with pytest.raises(s.ApiError, match="PNG or JPEG"):
+    with pytest.raises(errors.ApiError, match="PNG or JPEG"):
         chat_with("data:image/png;base64," + base64.b64encode(b"GIF89a....").decode())
-    with pytest.raises(s.ApiError, match="not valid base64"):
+    with pytest.raises(errors.ApiError, match="not valid base64"):
         chat_with("data:image/png;base64,@@@@")
-    with pytest.raises(s.ApiError) as info:
-        chat_with("data:image/png;base64," + "A" * (s.MAX_IMAGE_BASE64_CHARS + 4))
+    with pytest.raises(errors.ApiError) as info:
+        chat_with("data:image/png;base64," + "A" * (images.MAX_IMAGE_BASE64_CHARS + 4))
     assert info.value.code == "image_too_large"
 
 
 def test_completions_take_prompts_and_openais_default_length() -> None:
-    parsed = s.parse_completion({"prompt": ["Once"]})
+    parsed = openai_schema.parse_completion({"prompt": ["Once"]})
     assert parsed.generation.prompt == "Once" and parsed.prompts == ()
-    assert parsed.generation.options["max_tokens"] == s.COMPLETIONS_DEFAULT_MAX_TOKENS
-    several = s.parse_completion({"prompt": ["a", "b"], "n": 2, "seed": 7})
+    assert parsed.generation.options["max_tokens"] == openai_schema.COMPLETIONS_DEFAULT_MAX_TOKENS
+    several = openai_schema.parse_completion({"prompt": ["a", "b"], "n": 2, "seed": 7})
     assert [(g.prompt, g.options["seed"]) for g in several.choices()] == [("a", 7), ("a", 8), ("b", 7), ("b", 8)]
-    with pytest.raises(s.ApiError) as info:
-        s.parse_completion({"prompt": []})
+    with pytest.raises(errors.ApiError) as info:
+        openai_schema.parse_completion({"prompt": []})
     assert info.value.param == "prompt"
-    with pytest.raises(s.ApiError):
-        s.parse_completion({"prompt": "a", "echo": True})
+    with pytest.raises(errors.ApiError):
+        openai_schema.parse_completion({"prompt": "a", "echo": True})
 
 
 def test_ollama_options_map_ignore_load_settings_and_refuse_the_rest() -> None:
-    parsed = s.parse_ollama_chat(
+    parsed = ollama_schema.parse_ollama_chat(
         {
             "model": "m",
             "messages": [{"role": "user", "content": "hi", "images": [base64.b64encode(PNG).decode()]}],
@@ -141,18 +146,18 @@ def test_ollama_options_map_ignore_load_settings_and_refuse_the_rest() -> None:
     assert parsed.generation.options == {"max_tokens": 5, "temperature": 0, "stop": ["x"]}
     assert parsed.generation.messages[0].images == (PNG,)
     assert parsed.wire_names["max_tokens"] == "options.num_predict"
-    with pytest.raises(s.ApiError) as info:
-        s.parse_ollama_chat({"messages": [{"role": "user", "content": "hi"}], "options": {"mirostat": 2}})
+    with pytest.raises(errors.ApiError) as info:
+        ollama_schema.parse_ollama_chat({"messages": [{"role": "user", "content": "hi"}], "options": {"mirostat": 2}})
     assert info.value.param == "options.mirostat"
-    gen = s.parse_ollama_generate({"prompt": "hi", "system": "sys", "stream": False})
+    gen = ollama_schema.parse_ollama_generate({"prompt": "hi", "system": "sys", "stream": False})
     assert gen is not None and [m.role for m in gen.generation.messages] == ["system", "user"] and not gen.stream
-    raw = s.parse_ollama_generate({"prompt": "hi", "raw": True})
+    raw = ollama_schema.parse_ollama_generate({"prompt": "hi", "raw": True})
     assert raw is not None and raw.generation.prompt == "hi"
-    assert s.parse_ollama_generate({"model": "m"}) is None  # Ollama's "load the model" call
+    assert ollama_schema.parse_ollama_generate({"model": "m"}) is None  # Ollama's "load the model" call
 
 
 def test_stream_serialisers() -> None:
-    chat = s.OpenAIChatStream("m", include_usage=True)
+    chat = openai_streams.OpenAIChatStream("m", include_usage=True)
     first = json.loads(chat.started().removeprefix(b"data: "))
     assert first["object"] == "chat.completion.chunk" and first["choices"][0]["delta"] == {
         "role": "assistant",
@@ -165,26 +170,26 @@ def test_stream_serialisers() -> None:
     assert usage["choices"] == [] and usage["usage"] == {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
     assert events[2] == b"data: [DONE]"
 
-    line = json.loads(s.OllamaStream("m", "chat").done(done(), 2.0, "all"))
+    line = json.loads(ollama_streams.OllamaStream("m", "chat").done(done(), 2.0, "all"))
     assert line["done"] and line["message"] == {"role": "assistant", "content": "all"}
     assert (line["prompt_eval_count"], line["eval_count"], line["done_reason"]) == (5, 3, "stop")
     assert line["total_duration"] == 2_000_000_000 and line["prompt_eval_duration"] == 500_000_000
-    gen = json.loads(s.OllamaStream("m", "generate").delta("x"))
+    gen = json.loads(ollama_streams.OllamaStream("m", "generate").delta("x"))
     assert gen["response"] == "x" and gen["done"] is False and gen["created_at"].endswith("Z")
 
 
 def test_json_nested_past_the_recursion_limit_is_a_400() -> None:
-    with pytest.raises(s.ApiError) as info:
-        s.decode_json(b"[" * 100_000 + b"]" * 100_000)
+    with pytest.raises(errors.ApiError) as info:
+        parsing.decode_json(b"[" * 100_000 + b"]" * 100_000)
     assert info.value.status == 400 and info.value.code == "invalid_json"
 
 
 def test_ollama_images_are_bounded_per_request_not_per_message() -> None:
     image = base64.b64encode(PNG).decode()
-    messages = [{"role": "user", "content": "hi", "images": [image] * 4} for _ in range(s.MAX_IMAGES // 4 + 1)]
-    with pytest.raises(s.ApiError) as info:
-        s.parse_ollama_chat({"messages": messages})
+    messages = [{"role": "user", "content": "hi", "images": [image] * 4} for _ in range(images.MAX_IMAGES // 4 + 1)]
+    with pytest.raises(errors.ApiError) as info:
+        ollama_schema.parse_ollama_chat({"messages": messages})
     assert info.value.status == 400 and info.value.code == "too_many_images"
     # At the limit, spread over several messages: accepted.
-    parsed = s.parse_ollama_chat({"messages": messages[:-1]})
-    assert sum(len(m.images) for m in parsed.generation.messages) == s.MAX_IMAGES
+    parsed = ollama_schema.parse_ollama_chat({"messages": messages[:-1]})
+    assert sum(len(m.images) for m in parsed.generation.messages) == images.MAX_IMAGES

@@ -9,8 +9,12 @@ from typing import Any
 import pytest
 
 from modelhost.host import Done
-from modelhost.http import openai_schema as s
+from modelhost.http import relay
 from modelhost.http import tools as tooling
+from modelhost.http.ollama import schema as ollama_schema
+from modelhost.http.ollama import streams as ollama_streams
+from modelhost.http.openai import schema as openai_schema
+from modelhost.http.openai import streams as openai_streams
 from modelhost.inference.types import GenerateMetrics, ToolCall
 
 TOOLS: list[Any] = [
@@ -133,7 +137,7 @@ def sse_events(body: bytes) -> list[Any]:
 
 
 def test_the_openai_stream_sends_call_deltas_in_openais_shape() -> None:
-    writer = s.OpenAIToolStream("m", False, plan())
+    writer = openai_streams.OpenAIToolStream("m", False, plan())
     out = b"".join(writer.delta(TWO[i : i + 4]) for i in range(0, len(TWO), 4)) + writer.finish(done())
     chunks = sse_events(out)
     calls = [c for chunk in chunks for choice in chunk["choices"] for c in choice["delta"].get("tool_calls", [])]
@@ -152,18 +156,18 @@ def test_the_openai_stream_sends_call_deltas_in_openais_shape() -> None:
 
 def test_the_openai_stream_sends_what_was_not_a_call_as_content() -> None:
     text = '{"name": "nope", "arguments": {}} and prose'
-    writer = s.OpenAIToolStream("m", False, plan())
+    writer = openai_streams.OpenAIToolStream("m", False, plan())
     out = b"".join(writer.delta(ch) for ch in text) + writer.finish(done())
     chunks = sse_events(out)
     assert "".join(ch["choices"][0]["delta"].get("content", "") for ch in chunks if ch["choices"]) == text
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
-    cut = s.OpenAIToolStream("m", False, plan())
+    cut = openai_streams.OpenAIToolStream("m", False, plan())
     cut_out = cut.delta('{"name": "clock", "arguments": {"utc"') + cut.finish(done("length"))
     assert sse_events(cut_out)[-1]["choices"][0]["finish_reason"] == "length"  # a call cut off by max_tokens
 
 
 def test_the_whole_openai_answer_carries_the_calls() -> None:
-    body = json.loads(s.chat_completion("m", [s.Answer(TWO, done())], plan()))
+    body = json.loads(openai_schema.chat_completion("m", [relay.Answer(TWO, done())], plan()))
     message = body["choices"][0]["message"]
     assert body["choices"][0]["finish_reason"] == "tool_calls" and message["content"] is None
     assert [(c["type"], c["function"]["name"]) for c in message["tool_calls"]] == [
@@ -174,7 +178,7 @@ def test_the_whole_openai_answer_carries_the_calls() -> None:
 
 
 def test_openai_tool_turns_become_the_contracts_messages() -> None:
-    parsed = s.parse_chat_completion(
+    parsed = openai_schema.parse_chat_completion(
         {
             "messages": [
                 {"role": "user", "content": "weather?"},
@@ -197,13 +201,13 @@ def test_openai_tool_turns_become_the_contracts_messages() -> None:
     assert parsed.generation.options["tools"] == TOOLS and parsed.wire_names["tools"] == "tools"
     assert parsed.tools is not None and parsed.tools.parallel
     assert "json_schema" not in parsed.generation.options  # "auto": no grammar
-    required = s.parse_chat_completion({"messages": [messages and {"role": "user", "content": "x"}],
+    required = openai_schema.parse_chat_completion({"messages": [messages and {"role": "user", "content": "x"}],
                                         "tools": TOOLS, "tool_choice": "required"})  # fmt: skip
     assert required.wire_names["json_schema"] == "tools" and "anyOf" in required.generation.options["json_schema"]
 
 
 def test_ollama_tools_and_tool_turns_are_parsed_and_answered_in_its_shape() -> None:
-    parsed = s.parse_ollama_chat(
+    parsed = ollama_schema.parse_ollama_chat(
         {
             "model": "m",
             "messages": [
@@ -218,18 +222,18 @@ def test_ollama_tools_and_tool_turns_are_parsed_and_answered_in_its_shape() -> N
     messages = parsed.generation.messages
     assert messages[1].tool_calls == (ToolCall("weather", '{"a": 1}'),) and messages[2].name == "weather"
     assert parsed.generation.options["tools"] == TOOLS and parsed.tools is not None
-    whole = json.loads(s.OllamaStream("m", "chat", parsed.tools).done(done(), 1.0, TWO))
+    whole = json.loads(ollama_streams.OllamaStream("m", "chat", parsed.tools).done(done(), 1.0, TWO))
     assert whole["message"]["tool_calls"] == [
         {"function": {"name": "clock", "arguments": {"utc": True}}},
         {"function": {"name": "weather", "arguments": {"city": 'P{a}"ris', "d": [1, {"x": 2}]}}},
     ]
     assert whole["message"]["content"] == "" and whole["done"]
-    writer = s.OllamaStream("m", "chat", parsed.tools)
+    writer = ollama_streams.OllamaStream("m", "chat", parsed.tools)
     out = b"".join(writer.delta(TWO[i : i + 3]) for i in range(0, len(TWO), 3)) + writer.done(done(), 1.0)
     lines = [json.loads(line) for line in out.splitlines()]
     assert [line["message"].get("tool_calls") for line in lines] == [whole["message"]["tool_calls"], None]
     assert lines[-1]["done"] and not any(line["message"]["content"] for line in lines)
-    prose = s.OllamaStream("m", "chat", parsed.tools)
+    prose = ollama_streams.OllamaStream("m", "chat", parsed.tools)
     text = '{"name": "clock", "arguments": {"utc": tr'  # cut off: sent as content, whole
     out = b"".join(prose.delta(ch) for ch in text) + prose.done(done("length"), 1.0)
     assert "".join(json.loads(line)["message"]["content"] for line in out.splitlines()) == text

@@ -5,10 +5,15 @@
     print(server.url)
     await server.aclose()
 
-Wire shapes live in `openai_schema`; the routes in `app`; the uvicorn wrapper in `server`.
+Each protocol is a package: `openai/` and `ollama/`, each with its request and answer shapes (`schema`,
+`embeddings`), its stream writers (`streams`) and its route handlers (`handlers`). What both share: `errors` (the
+error table and bodies), `parsing` (bounded body, JSON, ParsedRequest), `images` (data URIs, base64), `door` (route,
+admit, submit), `relay` (events to a client), `tools`, `reasoning`, `embeddings`. `app` composes the routes;
+`server` runs them under uvicorn.
 """
 
-from modelhost.http.app import HttpMetrics, build_app
+from modelhost.http.app import build_app
+from modelhost.http.metrics import HttpMetrics
 from modelhost.http.server import HttpServer
 
 __all__ = ["HttpMetrics", "HttpServer", "build_app"]

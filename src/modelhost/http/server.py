@@ -14,7 +14,9 @@ import uvicorn
 from modelhost import _serving
 from modelhost.host import Host
 from modelhost.host.models import Models, as_models
-from modelhost.http.app import HttpMetrics, build_app, layer_error_body
+from modelhost.http.app import build_app
+from modelhost.http.errors import layer_error_body
+from modelhost.http.metrics import HttpMetrics
 
 #: Seconds to let open responses finish on shutdown before their tasks are cancelled (which cancels their host
 #: requests). Streams of a closing host end by themselves; this bounds a client that reads slowly.

@@ -18,7 +18,9 @@ from typing import Any
 import msgspec
 
 from modelhost.host.models import ServedModel
-from modelhost.http.openai_schema import ApiError, ParsedRequest, ollama_timestamp, shown
+from modelhost.http.errors import ApiError
+from modelhost.http.ollama.schema import ollama_timestamp
+from modelhost.http.parsing import ParsedRequest, shown
 from modelhost.inference.capabilities import ChatFeatures, EmbeddingModel, as_capability
 
 #: Seconds per unit of a Go duration (Ollama parses `keep_alive` strings with Go's time.ParseDuration).

@@ -1,0 +1,160 @@
+"""The Ollama-compatible routes: each reads a bounded body, parses it (`schema`, `embeddings`), honours the
+request's `keep_alive` (`models`), waits for an unloaded model to load (Ollama's clients never retry a 503), submits
+through the shared `Door`, and answers as one JSON object or as NDJSON lines (`streams`)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import time
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from modelhost.host.models import MemoryBudgetError, ServedModel
+from modelhost.http import relay
+from modelhost.http.door import Door
+from modelhost.http.errors import ApiError, answers_errors
+from modelhost.http.ollama import embeddings, models, schema
+from modelhost.http.ollama.streams import OllamaStream
+from modelhost.http.parsing import ParsedRequest, read_json
+from modelhost.http.relay import StreamedAnswer
+
+
+class OllamaRoutes:
+    """The /api/* handlers over a door."""
+
+    def __init__(self, door: Door) -> None:
+        self.door = door
+
+    def routes(self) -> list[Route]:
+        """The routes, for the app."""
+        return [
+            Route("/api/chat", self.chat, methods=["POST"]),
+            Route("/api/generate", self.generate, methods=["POST"]),
+            Route("/api/tags", self.tags, methods=["GET"]),
+            Route("/api/ps", self.ps, methods=["GET"]),
+            Route("/api/show", self.show, methods=["POST"]),
+            Route("/api/version", self.version, methods=["GET"]),
+            Route("/api/embed", self.embed, methods=["POST"]),
+            Route("/api/embeddings", self.embed, methods=["POST"]),
+        ]
+
+    @answers_errors("ollama")
+    async def chat(self, request: Request) -> Response:
+        """POST /api/chat."""
+        body = await read_json(request)
+        parsed = schema.parse_ollama_chat(body, relay.request_id())
+        keep = models.body_keep_alive(body)
+        served = self.door.route(body)
+        served.keep_for(keep)
+        return await self._answer(request, served, parsed, OllamaStream(served.name, "chat", parsed.tools))
+
+    @answers_errors("ollama")
+    async def generate(self, request: Request) -> Response:
+        """POST /api/generate."""
+        body = await read_json(request)
+        parsed = schema.parse_ollama_generate(body, relay.request_id())
+        keep = models.body_keep_alive(body)
+        served = self.door.route(body)
+        writer = OllamaStream(served.name, "generate")
+        if parsed is None and keep == 0:
+            # Ollama's "unload the model" request: unloaded now when idle, else as soon as its requests end.
+            if served.pinned:
+                raise ApiError(400, f"model {served.name!r} is pinned (it serves the socket door) and stays loaded",
+                               param="keep_alive", code="model_pinned")  # fmt: skip
+            served.keep_for(0)
+            self.door.model_set.unload(served)
+            return Response(models.unloaded(served.name), media_type="application/json")
+        served.keep_for(keep)
+        if parsed is None:
+            # Ollama's "load the model" request: a lazy model starts loading; answered once it is loaded.
+            with served.in_use():
+                await self._loaded(request, served)
+            return Response(writer.loaded(), media_type="application/json")
+        return await self._answer(request, served, parsed, writer)
+
+    @answers_errors("ollama")
+    async def tags(self, request: Request) -> Response:
+        """GET /api/tags."""
+        listed = [(m.name, m.model.model_type if m.ready else "", m.size) for m in self.door.model_set]
+        return Response(schema.tags(listed, self.door.created), media_type="application/json")
+
+    @answers_errors("ollama")
+    async def show(self, request: Request) -> Response:
+        """POST /api/show: what a model is and can do (its capabilities: vision, tools, thinking, embedding)."""
+        body = await read_json(request)
+        name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, "model is required", param="model", code="invalid_value")
+        return Response(models.show(self.door.route(body | {"model": name})), media_type="application/json")
+
+    @answers_errors("ollama")
+    async def ps(self, request: Request) -> Response:
+        """GET /api/ps: the models loaded now and when each would unload if left idle."""
+        answer = models.ps(self.door.model_set, self.door.model_set.keep_alive)
+        return Response(answer, media_type="application/json")
+
+    @answers_errors("ollama")
+    async def version(self, request: Request) -> Response:
+        """GET /api/version: some Ollama clients probe it before anything else."""
+        try:
+            version = importlib.metadata.version("modelhost")
+        except importlib.metadata.PackageNotFoundError:
+            version = "0.0.0"
+        return JSONResponse({"version": version})
+
+    @answers_errors("ollama")
+    async def embed(self, request: Request) -> Response:
+        """POST /api/embed (and the older /api/embeddings, one raw vector)."""
+        body = await read_json(request)
+        legacy = request.url.path == "/api/embeddings"
+        parsed = embeddings.parse_embeddings(body) if legacy else embeddings.parse_embed(body)
+        keep = models.body_keep_alive(body)
+        served = self.door.route(body)
+        served.keep_for(keep)
+        with served.in_use():  # from before the load's wait until the submit: see _loaded
+            waited = await self._loaded(request, served)
+            result, seconds = await self.door.embed(request, served, parsed)
+        if legacy:
+            answer = embeddings.embeddings_response(result)  # one vector
+        else:
+            answer = await asyncio.to_thread(embeddings.embed_response, served.name, result, seconds, waited)
+        return Response(answer, media_type="application/json")
+
+    async def _answer(
+        self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: OllamaStream
+    ) -> Response:
+        await self.door.precheck(served, parsed)  # the request's own checks, before any wait for the model
+        with served.in_use():  # from before the load's wait until the submit: see _loaded
+            writer.load_seconds = await self._loaded(request, served)
+            models.check_think(served, parsed)  # needs the loaded model: only it knows whether it can think
+            choices = self.door.submit(served, parsed)
+        if parsed.stream:
+            return StreamedAnswer(self.door.metrics, request.url.path, choices, [writer], "application/x-ndjson")
+        (answer,), seconds = await relay.collect(
+            request, choices, self.door.metrics, logprobs=parsed.logprobs, split=True
+        )
+        body = writer.done(answer.done, seconds, answer.text, answer.reasoning or "", answer.logprobs or ())
+        return Response(body, media_type="application/json")
+
+    async def _loaded(self, request: Request, served: ServedModel) -> float:
+        """Wait until `served` is loaded, starting the load of an unloaded one; the seconds waited (Ollama's
+        load_duration). Ollama's requests wait for their model, and its clients (the official one included) never
+        retry, so the OpenAI door's 503 "loading, retry" reached an Ollama user as an error on the first request
+        after a keep_alive unload. A load that cannot start (busy models hold the memory budget) or fails is
+        answered as before; a client that hangs up ends the wait. The caller holds `served.in_use()` from before
+        this wait until after its submit: the wait ends some event-loop turns before the caller runs again, and a
+        keep-alive sweep in between unloaded the model just loaded for it (a 503)."""
+        if served.ready:
+            return 0.0
+        began = time.perf_counter()
+        try:
+            # A hang-up cancels only this wait: the load itself goes on (wait_loaded shields it).
+            await self.door.unless_hung_up(request, served.wait_loaded())
+        except MemoryBudgetError as exc:
+            raise self.door.memory_wait(exc) from None
+        if not served.ready:
+            raise self.door.not_ready(served)
+        return time.perf_counter() - began
