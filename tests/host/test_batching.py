@@ -75,13 +75,13 @@ class PacedEngine:
 class BatchingScripted(ScriptedModel):
     def __init__(self, slots: int = 2, gate: threading.Semaphore | None = None) -> None:
         super().__init__()
-        self.engine = PacedEngine(slots, gate)
+        self.paced = PacedEngine(slots, gate)
 
     def batch_slots(self) -> int:
-        return self.engine.slots
+        return self.paced.slots
 
     def open_batch(self) -> PacedEngine:
-        return self.engine
+        return self.paced
 
 
 async def text_of(stream: Any) -> tuple[str, Any]:
@@ -101,7 +101,7 @@ def test_requests_run_together_and_a_third_joins_when_a_slot_frees() -> None:
         results = [await text_of(s) for s in streams]
         assert [r[0] for r in results] == ["ab", "abcd", "abc"]
         assert all(isinstance(r[1], Done) and r[1].finish_reason == "length" for r in results)
-        admits = [(step, slot) for step, kind, slot in model.engine.log if kind == "admit"]
+        admits = [(step, slot) for step, kind, slot in model.paced.log if kind == "admit"]
         # The first two start together; the third joins the running batch in the slot the 2-token one freed,
         # after step 2 and while the 4-token one is still decoding.
         assert admits == [(0, 0), (0, 1), (2, 0)]
@@ -116,7 +116,7 @@ def test_requests_run_together_and_a_third_joins_when_a_slot_frees() -> None:
             await asyncio.sleep(0.01)
         assert m.batch_slots_used.labels("batched")._value.get() == 0
         await host.aclose()
-        assert model.engine.closed and model.closed
+        assert model.paced.closed and model.closed
 
     asyncio.run(main())
 
@@ -136,12 +136,12 @@ def test_a_cancelled_request_frees_its_slot_before_the_next_step() -> None:
         assert isinstance(await long.__anext__(), Delta)
         assert host.running == 2 and host.waiting == 1
         await long.aclose()
-        step_at_cancel = model.engine.steps
+        step_at_cancel = model.paced.steps
         gate.release()  # the step in flight when the cancel landed may finish; the next one runs without it
         gate.release()
         text, done = await text_of(waiting)
         assert text == "a" and isinstance(done, Done)
-        release = [(step, slot) for step, kind, slot in model.engine.log if kind == "release"]
+        release = [(step, slot) for step, kind, slot in model.paced.log if kind == "release"]
         assert release and release[0][0] <= step_at_cancel + 1
         await other.aclose()
         await host.aclose()

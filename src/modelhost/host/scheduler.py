@@ -9,17 +9,18 @@ answers 429/queue_full instead of letting latency grow without bound. A request 
 its consumer calls `cancel()` or closes its stream: a queued request leaves the queue and frees its slot; a running
 one stops within one token (the contract's `cancel=` token), and the model takes the next request.
 
-Continuous batching: when the model offers the BatchingModel capability with more than one slot (`batch_slots()`,
-the `parallel` load option), the model thread drives its BatchEngine instead of one request at a time. Between two
-steps it admits waiting requests into free slots and releases the slots of cancelled ones, so a request joins the
-running batch without waiting for the others to finish, and a cancelled one frees its slot within one step. Every
-door submits here, so requests from the socket, HTTP and the job worker share the same slots. A model without the
-capability (or loaded with parallel=1) keeps the one-at-a-time path.
+One loop: the model thread drives an Engine (inference/engine.py): the model's own (EngineModel), else its
+slot-keyed BatchEngine behind handles, else one slot over the model's own streams (inference/adapters.py). Each
+iteration runs at most one waiting embedding, applies cancellations (releases the handles of cancelled requests:
+the one point where cancellation happens), admits waiting requests into free slots, steps the engine once and
+hands each request its tokens. So a request joins a running batch without waiting for the others to finish, a
+cancelled one frees its slot within one step, and a one-slot model is served by the very same loop. Every door
+submits here, so requests from the socket, HTTP and the job worker share the same slots.
 
 Embeddings: `submit_embedding` queues an EmbeddingTicket for a model with the EmbeddingModel capability (a model
 without it is refused at once, EmbeddingUnsupportedError). The model thread runs it on its own thread (the only one
-that may touch the model), and never behind a generation: between two tokens of a one-at-a-time generation, between
-two steps of the batch engine, or next when the model is idle. The capability promises that `embed` leaves a
+that may touch the model), and never behind a generation: between two steps of the engine (two tokens of a one-slot
+model), or next when the model is idle. The capability promises that `embed` leaves a
 suspended generation and the engine exactly as they were. At most one embedding call runs per gap, so a stream of
 embeddings slows a running generation by one bounded call per token rather than stopping it. Tickets share the
 queue bound with generation requests (`max_queue` counts both) and are counted in the metrics' waiting/running
@@ -50,15 +51,9 @@ from modelhost.errors import (
 from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
-from modelhost.inference.capabilities import (
-    BatchEngine,
-    BatchingModel,
-    EmbeddingModel,
-    OptionChecker,
-    as_capability,
-    batch_slots,
-    check_embedding_inputs,
-)
+from modelhost.inference.adapters import engine_of
+from modelhost.inference.capabilities import EmbeddingModel, OptionChecker, as_capability, check_embedding_inputs
+from modelhost.inference.engine import Engine, EngineRequest, Handle
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, EmbeddingResult, GenerateMetrics, Token, has_images
@@ -430,48 +425,46 @@ class Host:
 
     # -- the model thread ------------------------------------------------------------------------------------------
     def _main(self) -> None:
+        engine: Engine | None = None
         try:
             self._model = self._loader()
             self._accepts_images = accepts_images(self._model)
-            self.slots = batch_slots(self._model)
-            engine = self._open_engine(self._model) if self.slots > 1 else None
+            engine = engine_of(self._model)
+            self.slots = engine.slots
+            self.metrics.batch_slots.labels(self.name).set(engine.slots)
             self.state = "ready"  # aclose() waits for the load to end, so nothing else can have moved the state
         except BaseException as exc:
             self.load_error = exc
             self.state = "failed"
             self._ready.set()
+            if engine is None and self._model is not None:
+                self._close_model()
             return
         self._ready.set()
         try:
-            if engine is not None:
-                self._run_batched(engine)
-            else:
-                while True:
-                    item = self._next()
-                    if item is None:
-                        break
-                    if isinstance(item, EmbeddingTicket):
-                        self._embed(item)
-                    else:
-                        self._serve(item)
+            self._run(engine)
         except BaseException as exc:
             # Only this thread can run the model. If it dies (an engine raising SystemExit or KeyboardInterrupt,
-            # which _serve deliberately does not swallow), say so: admitting requests nobody will ever take would
+            # which the loop deliberately does not swallow), say so: admitting requests nobody will ever take would
             # leave every caller waiting forever behind a host that still claims to be ready.
             # Re-raising would only end this thread, which ends here anyway; the log line carries the cause.
             log.critical("the model thread of %r stopped: %r", self.name, exc, exc_info=True)
             self._fail_all(f"the model thread stopped: {exc!r}")
         finally:
-            if engine is not None:
-                try:
-                    engine.close()
-                except Exception:
-                    log.exception("closing the batch engine of %r failed", self.name)
-            model, self._model = self._model, None
             try:
-                model.close()
+                engine.close()
             except Exception:
-                log.exception("closing model %r failed", self.name)
+                log.exception("closing the engine of %r failed", self.name)
+            self._close_model()
+
+    def _close_model(self) -> None:
+        model, self._model = self._model, None
+        if model is None:
+            return
+        try:
+            model.close()
+        except Exception:
+            log.exception("closing model %r failed", self.name)
 
     def _fail_all(self, message: str) -> None:
         with self._cond:
@@ -491,22 +484,6 @@ class Host:
         for ticket in tickets:
             self.metrics.embedding_requests.labels(self.name, "error").inc()
             ticket._resolve(ModelHostError(message))
-
-    def _next(self) -> RequestStream | EmbeddingTicket | None:
-        """The next work item, an embedding first (it is short and must not wait behind a generation)."""
-        with self._cond:
-            while not self._waiting and not self._embeddings:
-                if self.state in ("closing", "closed"):
-                    return None
-                self._idle.set()
-                self._cond.wait()
-            if self._embeddings:
-                return self._pop_embedding()
-            stream = self._waiting.popleft()
-            self._running = [stream]
-            self._gauge_waiting()
-            self._gauge_running()
-            return stream
 
     # -- embeddings (the model thread) -----------------------------------------------------------------------------
     def _pop_embedding(self) -> EmbeddingTicket:
@@ -557,38 +534,6 @@ class Host:
         self.metrics.embedding_latency.labels(name).observe(time.perf_counter() - ticket.submitted_at)
         ticket._resolve(answer)
 
-    def _serve(self, stream: RequestStream) -> None:
-        model = self.model
-        request = stream.request
-        name = self.name
-        queued = time.perf_counter() - stream.submitted_at
-        self.metrics.queue_time.labels(name).observe(queued)
-        stream._emit(Started(queued))
-        progress = _Progress()
-        try:
-            opts = {**stream.options, "cancel": stream.cancel_event}
-            if request.messages:
-                tokens_iter = model.chat(request.messages, **opts)
-            else:
-                tokens_iter = model.generate(request.prompt or "", **opts)
-            try:
-                for token in tokens_iter:
-                    self._stream_token(stream, progress, token)
-                    self._embed_between()  # the generator is suspended here: the model is free for one call
-            finally:
-                close = getattr(tokens_iter, "close", None)
-                if close is not None:
-                    close()
-            error = model.err()
-            if error is not None:
-                raise error
-            self._done(stream, model.metrics())
-        except ModelHostError as exc:
-            self._finish(stream, Failed(exc.code, str(exc), progress.tokens, getattr(exc, "option", None)))
-        except Exception as exc:
-            log.exception("request %r failed in model %r", request.request_id, name)
-            self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", progress.tokens))
-
     def _stream_token(self, stream: RequestStream, progress: _Progress, token: Token) -> None:
         now = time.perf_counter()
         if progress.tokens == 0:
@@ -610,26 +555,23 @@ class Host:
         self.metrics.generation_tokens.labels(name).inc(m.generated_tokens)
         self._finish(stream, Done(reason, m.prompt_tokens, m.generated_tokens, m))
 
-    # -- continuous batching (the model thread) --------------------------------------------------------------------
-    def _open_engine(self, model: TextModel) -> BatchEngine:
-        batching = as_capability(model, BatchingModel)
-        assert batching is not None  # batch_slots() said it has the capability
-        engine = batching.open_batch()
-        self.slots = engine.slots
-        self.metrics.batch_slots.labels(self.name).set(engine.slots)
-        return engine
+    # -- the one loop (the model thread) ---------------------------------------------------------------------------
+    def _run(self, engine: Engine) -> None:
+        """Take waiting work, admit, step, emit, release: until the host closes and nothing is left to do.
 
-    def _run_batched(self, engine: BatchEngine) -> None:
-        """Admit, step, hand out tokens, release: until the host closes and nothing is left to do."""
-        live: dict[int, tuple[RequestStream, _Progress]] = {}
+        Every model is driven this way, whatever its engine (a batching one, or one slot over a model's own
+        stream): between two steps an embedding runs, cancelled requests leave, and waiting ones join.
+        """
+        live: dict[Handle, tuple[RequestStream, _Progress]] = {}
         name = self.name
         while True:
-            self._embed_between()  # between two steps: an embedding never waits for the batch to drain
-            # Cancelled requests leave first, so their slots are free for the waiting ones in this same round.
-            for slot, (stream, _) in list(live.items()):
+            self._embed_between()  # between two steps: an embedding never waits for a generation to finish
+            # Cancellation is applied here, once per iteration: cancelled requests leave first, so their slots are
+            # free for the waiting ones in this same round.
+            for handle, (stream, _) in list(live.items()):
                 if stream.cancel_event.is_set():
-                    del live[slot]
-                    m = engine.release(slot)
+                    del live[handle]
+                    m = engine.release(handle)
                     self._done(stream, m or GenerateMetrics(finish_reason="cancelled"))
             taken = self._take(engine, live)
             if taken is None:
@@ -640,36 +582,40 @@ class Host:
             if not live:
                 continue
             try:
-                report = engine.step()
+                result = engine.step()
             except Exception as exc:
-                # An engine that raises (rather than failing its slots) has lost track of them: fail them all.
-                log.exception("a batch step of model %r failed", name)
-                for slot, (stream, progress) in list(live.items()):
-                    del live[slot]
-                    engine.release(slot)
+                # An engine that raises (rather than failing its requests) has lost track of them: fail them all.
+                log.exception("a step of model %r failed", name)
+                for handle, (stream, progress) in list(live.items()):
+                    del live[handle]
+                    engine.release(handle)
                     self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}", progress.tokens))
                 continue
-            if report.batch_tokens:
-                self.metrics.batch_tokens.labels(name).observe(report.batch_tokens)
-                self.metrics.batch_sequences.labels(name).observe(report.sampled)
-            for out in report.outputs:
-                entry = live.get(out.slot)
+            if result.batch_tokens:
+                self.metrics.batch_tokens.labels(name).observe(result.batch_tokens)
+                self.metrics.batch_sequences.labels(name).observe(result.sampled)
+            for handle, out in result.outputs.items():
+                entry = live.get(handle)
                 if entry is None:
                     continue
                 stream, progress = entry
-                if out.token is not None:
-                    self._stream_token(stream, progress, out.token)
+                for token in out.tokens:
+                    self._stream_token(stream, progress, token)
                 if out.finish_reason is None:
                     continue
-                del live[out.slot]
+                del live[handle]
                 if out.error is not None:
-                    code = out.error.code if isinstance(out.error, ModelHostError) else "internal"
-                    option = getattr(out.error, "option", None)
-                    self._finish(stream, Failed(code, str(out.error), progress.tokens, option))
+                    error = out.error
+                    if isinstance(error, ModelHostError):
+                        failed = Failed(error.code, str(error), progress.tokens, getattr(error, "option", None))
+                    else:
+                        log.error("request %r failed in model %r: %r", stream.request.request_id, name, error)
+                        failed = Failed("internal", f"{type(error).__name__}: {error}", progress.tokens)
+                    self._finish(stream, failed)
                 else:
                     self._done(stream, out.metrics or GenerateMetrics(finish_reason=out.finish_reason))
 
-    def _take(self, engine: BatchEngine, live: dict[int, Any]) -> list[RequestStream] | None:
+    def _take(self, engine: Engine, live: dict[Handle, Any]) -> list[RequestStream] | None:
         """Waiting requests for the free slots; blocks while there is nothing at all to do; None once closed."""
         with self._cond:
             while not self._waiting and not live and not self._embeddings:
@@ -690,7 +636,7 @@ class Host:
         return taken
 
     def _admit(
-        self, engine: BatchEngine, stream: RequestStream, live: dict[int, tuple[RequestStream, _Progress]]
+        self, engine: Engine, stream: RequestStream, live: dict[Handle, tuple[RequestStream, _Progress]]
     ) -> None:
         queued = time.perf_counter() - stream.submitted_at
         self.metrics.queue_time.labels(self.name).observe(queued)
@@ -699,19 +645,21 @@ class Host:
             self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")))
             return
         request = stream.request
+        # The host's cancel token goes in too: an engine whose step is long (a whole OCR page) can stop inside it.
+        options = {**stream.options, "cancel": stream.cancel_event}
         try:
             if request.messages:
-                admission = engine.admit(messages=request.messages, **stream.options)
+                admitted = engine.admit(EngineRequest(messages=tuple(request.messages), options=options))
             else:
-                admission = engine.admit(request.prompt or "", **stream.options)
+                admitted = engine.admit(EngineRequest(prompt=request.prompt or "", options=options))
         except ModelHostError as exc:
             self._finish(stream, Failed(exc.code, str(exc), option=getattr(exc, "option", None)))
             return
         except Exception as exc:
-            log.exception("request %r could not join the batch of model %r", request.request_id, self.name)
+            log.exception("request %r could not be admitted by model %r", request.request_id, self.name)
             self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}"))
             return
-        live[admission.slot] = (stream, _Progress())
+        live[admitted.handle] = (stream, _Progress())
 
     def _finish(self, stream: RequestStream, event: Done | Failed, *, started: bool = True) -> None:
         name = self.name
