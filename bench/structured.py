@@ -141,8 +141,8 @@ def _count_llama_refusals() -> list[Any]:
 
 
 def _time_transformers_masks() -> list[Any]:
-    """[seconds in the mask step, masked steps], timed by wrapping transformers' grammar.constrain (the sampler
-    looks it up when a request is built, so the wrapper is what runs)."""
+    """[seconds in the mask step, masked steps], timed by wrapping transformers' grammar.constrain (the sampler's
+    grammar step looks it up at each call, so the wrapper is what runs)."""
     import time
 
     import modelhost.backends.transformers.grammar as grammar
@@ -150,9 +150,9 @@ def _time_transformers_masks() -> list[Any]:
     counters: list[Any] = [0.0, 0]
     original = grammar.constrain
 
-    def timed(logits: Any, rows: Any) -> Any:
+    def timed(logits: Any, matchers: Any) -> Any:
         start = time.perf_counter()
-        out = original(logits, rows)
+        out = original(logits, matchers)
         counters[0] += time.perf_counter() - start
         counters[1] += 1
         return out

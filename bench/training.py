@@ -75,7 +75,7 @@ def plain(folder: str, recs: list[dict[str, Any]], args: argparse.Namespace) -> 
 
     with load_trainable(folder, backend="transformers") as encoder:  # the same token ids as our side
         examples = [encoder.encode_example(r) for r in recs]
-        pad = int(encoder._tokenizer.pad_token_id)
+        pad = int(encoder.checkpoint.tokenizer.pad_token_id)
     batches = stream_batches(examples, args.batch_size, 0)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     config = LoraConfig(

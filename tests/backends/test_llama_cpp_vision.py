@@ -89,8 +89,8 @@ def test_prompt_ids_and_greedy_tokens_match_transformers(
     vlm: LlamaCppVisionModel, hf: Any, shape: tuple[int, int]
 ) -> None:
     messages = ask(picture(*shape))
-    image_token = int(hf._model.config.image_token_id)
-    hf_ids = hf._render_chat(messages, hf._options({})).ids
+    image_token = int(hf.checkpoint.model.config.image_token_id)
+    hf_ids = hf.prompts.chat(messages, hf.runner.options({})).ids
     assert llama_prompt_ids(vlm, messages, image_token) == list(hf_ids)
     expected = greedy(hf, messages)
     assert greedy(vlm, messages) == expected

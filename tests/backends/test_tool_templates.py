@@ -102,8 +102,8 @@ def tools_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def test_transformers_renders_tools_and_tool_turns_through_apply_chat_template(tools_model: Any) -> None:
-    prompt = tools_model._render_chat(HISTORY, tools_model._options({"tools": TOOLS}))
-    text = tools_model._tokenizer.decode(prompt.ids)
+    prompt = tools_model.prompts.chat(HISTORY, tools_model.runner.options({"tools": TOOLS}))
+    text = tools_model.checkpoint.tokenizer.decode(prompt.ids)
     # The same text llama.cpp's renderer makes from the same template: both backends agree on the format.
     assert text == render(tinymodels.TOOLS_CHATML_TEMPLATE, HISTORY)
     assert "Forecast for a city" in text and "<tool_response>" in text
@@ -113,7 +113,7 @@ def test_transformers_answers_a_chat_with_tools(tools_model: Any) -> None:
     tokens = list(tools_model.chat(HISTORY, tools=TOOLS, max_tokens=3, temperature=0))
     assert len(tokens) == 3
     assert tools_model.metrics().prompt_tokens > len(
-        tools_model._render_chat(HISTORY[:2], tools_model._options({})).ids
+        tools_model.prompts.chat(HISTORY[:2], tools_model.runner.options({})).ids
     )
 
 
@@ -121,7 +121,9 @@ def test_transformers_gives_a_template_without_tools_the_generic_turn(tiny_llama
     from modelhost.backends.transformers.backend import TransformersBackend
 
     with TransformersBackend().load_model(str(tiny_llama_dir)) as model:
-        text = model._tokenizer.decode(model._render_chat(HISTORY, model._options({"tools": TOOLS})).ids)
+        text = model.checkpoint.tokenizer.decode(
+            model.prompts.chat(HISTORY, model.runner.options({"tools": TOOLS})).ids
+        )
     assert text == render(tinymodels.CHATML_TEMPLATE, HISTORY)
 
 

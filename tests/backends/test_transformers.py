@@ -135,7 +135,7 @@ def test_invalid_options_name_themselves(model: TransformersModel) -> None:
 
 
 def test_engine_error_raises_after_yielded_tokens(model: TransformersModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = model._step
+    real = model.runner.forward
     calls = {"n": 0}
 
     def flaky(*args: Any, **kwargs: Any) -> torch.Tensor:
@@ -144,7 +144,7 @@ def test_engine_error_raises_after_yielded_tokens(model: TransformersModel, monk
             raise RuntimeError("simulated device failure")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(model, "_step", flaky)
+    monkeypatch.setattr(model.runner, "forward", flaky)
     got = []
     with pytest.raises(GenerationError, match="simulated device failure") as caught:
         for token in model.generate(PROMPT, max_tokens=10, temperature=0, min_tokens=10):
@@ -168,7 +168,7 @@ def test_cancel_from_another_thread(model: TransformersModel) -> None:
 
 def test_context_length_bounds_prompt_and_generation(tiny_llama_dir: Path) -> None:
     with load(tiny_llama_dir, context_length=12) as small:
-        prompt_ids = small._encode(PROMPT, special=True)
+        prompt_ids = small.prompts.raw(PROMPT).ids
         out = list(small.generate(PROMPT, max_tokens=50, min_tokens=50, temperature=0))
         assert len(prompt_ids) + len(out) == 12 and small.metrics().finish_reason == "length"
         with pytest.raises(InvalidInputError, match="context"):
@@ -188,7 +188,7 @@ def test_context_length_bounds_prompt_and_generation(tiny_llama_dir: Path) -> No
 
 def test_classify_batched_equals_one_at_a_time(model: TransformersModel) -> None:
     batched = model.classify(PROMPTS, temperature=0, logits=True)
-    assert model.metrics().prompt_tokens == sum(len(model._encode(p, special=True)) for p in PROMPTS)
+    assert model.metrics().prompt_tokens == sum(len(model.prompts.raw(p).ids) for p in PROMPTS)
     for prompt, together in zip(PROMPTS, batched, strict=True):
         (alone,) = model.classify([prompt], temperature=0, logits=True)
         assert together.token.id == alone.token.id
@@ -197,8 +197,8 @@ def test_classify_batched_equals_one_at_a_time(model: TransformersModel) -> None
 
 def test_classify_is_one_forward_pass(model: TransformersModel, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = model._step
-    monkeypatch.setattr(model, "_step", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
+    real = model.runner.forward
+    monkeypatch.setattr(model.runner, "forward", lambda *a, **k: calls.append(a[0].shape) or real(*a, **k))
     model.classify(PROMPTS, temperature=0)
     assert len(calls) == 1 and calls[0][0] == len(PROMPTS)
 
@@ -220,8 +220,8 @@ def test_batch_drops_finished_rows_and_keeps_decoding_the_rest(
     stop = first[2] if first[2] not in first[:2] else first[1]
     opts: dict[str, Any] = {"max_tokens": 10, "temperature": 0, "stop_tokens": [stop]}
     widths = []
-    real = model._step
-    monkeypatch.setattr(model, "_step", lambda *a, **k: widths.append(a[0].shape[0]) or real(*a, **k))
+    real = model.runner.forward
+    monkeypatch.setattr(model.runner, "forward", lambda *a, **k: widths.append(a[0].shape[0]) or real(*a, **k))
     rows = model.batch_generate(PROMPTS, **opts)
     monkeypatch.undo()
     assert rows[0].finish_reason == "stop" and len(rows[0].tokens) < 10
@@ -265,7 +265,7 @@ def thinker(tiny_thinking_dir: Path) -> Iterator[TransformersModel]:
 
 
 def test_thinking_budget_forces_the_close_token(thinker: TransformersModel) -> None:
-    close = thinker._tokenizer.convert_tokens_to_ids("</think>")
+    close = thinker.checkpoint.tokenizer.convert_tokens_to_ids("</think>")
     ask = [Message("user", "Why is the sky blue?")]
     # Suppressing </think> keeps the random model from closing on its own; forcing overrides suppression.
     free = list(thinker.chat(ask, max_tokens=8, min_tokens=8, temperature=0, suppress_tokens=[close]))
@@ -283,14 +283,14 @@ def test_thinking_disabled_through_the_template_never_forces(thinker: Transforme
     ask = [Message("user", "Why is the sky blue?")]
     list(thinker.chat(ask, max_tokens=6, min_tokens=6, temperature=0, thinking_budget=1, enable_thinking=False))
     assert not thinker.metrics().thinking_budget_forced
-    on = thinker._render_chat(ask, thinker._options({"enable_thinking": True}))
-    off = thinker._render_chat(ask, thinker._options({"enable_thinking": False}))
-    assert thinker._tokenizer.decode(on.ids).endswith("<think>\n")
-    assert thinker._tokenizer.decode(off.ids).endswith("</think>\n\n")
+    on = thinker.prompts.chat(ask, thinker.runner.options({"enable_thinking": True}))
+    off = thinker.prompts.chat(ask, thinker.runner.options({"enable_thinking": False}))
+    assert thinker.checkpoint.tokenizer.decode(on.ids).endswith("<think>\n")
+    assert thinker.checkpoint.tokenizer.decode(off.ids).endswith("</think>\n\n")
 
 
 def test_thinking_budget_in_batch(thinker: TransformersModel) -> None:
-    close = thinker._tokenizer.convert_tokens_to_ids("</think>")
+    close = thinker.checkpoint.tokenizer.convert_tokens_to_ids("</think>")
     prompts = ["<|im_start|>assistant\n<think>\n", "<|im_start|>assistant\nplain"]
     rows = thinker.batch_generate(
         prompts, max_tokens=6, min_tokens=6, temperature=0, thinking_budget=2, suppress_tokens=[close]
@@ -305,7 +305,7 @@ def test_thinking_budget_in_batch(thinker: TransformersModel) -> None:
 
 def test_attention_snapshot_geometry_under_gqa(model: TransformersModel) -> None:
     snap = model.inspect_attention(PROMPT)
-    seq = len(model._encode(PROMPT, special=True))
+    seq = len(model.prompts.raw(PROMPT).ids)
     assert (snap.num_layers, snap.num_heads, snap.num_query_heads, snap.seq_len, snap.head_dim) == (2, 2, 4, seq, 16)
     assert snap.architecture == "llama" and len(snap.token_ids) == seq
     assert all(k.shape == (2, seq, 16) and k.dtype == np.float32 for k in snap.keys)
@@ -319,7 +319,9 @@ def test_attention_keys_are_the_post_rope_cache_keys(model: TransformersModel, t
     reference = AutoModelForCausalLM.from_pretrained(str(tiny_llama_dir), dtype=torch.float32)
     cache = DynamicCache(config=reference.config)
     with torch.inference_mode():
-        reference(input_ids=torch.tensor([list(snap.token_ids)]), **{model._ckpt.cache_kwarg: cache}, use_cache=True)
+        reference(
+            input_ids=torch.tensor([list(snap.token_ids)]), **{model.checkpoint.cache_kwarg: cache}, use_cache=True
+        )
     for layer, keys in enumerate(snap.keys):
         np.testing.assert_allclose(keys, cache.layers[layer].keys[0].numpy(), rtol=1e-5, atol=1e-5)
     # Inspection leaves the model's attention as it was: generation still matches a fresh load.
@@ -383,12 +385,12 @@ def test_load_options(tiny_llama_dir: Path) -> None:
     with pytest.raises(InvalidOptionError, match="dtype"):
         load(tiny_llama_dir, dtype="int3")
     with load(tiny_llama_dir, dtype="bf16") as half:
-        assert next(half._model.parameters()).dtype == torch.bfloat16
+        assert next(half.checkpoint.model.parameters()).dtype == torch.bfloat16
         assert len(list(half.generate(PROMPT, max_tokens=3))) == 3
     threads = torch.get_num_threads()
     try:
         with load(tiny_llama_dir, threads=1, gpu_layers=0) as pinned:
-            assert torch.get_num_threads() == 1 and pinned._device.type == "cpu"
+            assert torch.get_num_threads() == 1 and pinned.checkpoint.device.type == "cpu"
     finally:
         torch.set_num_threads(threads)
 

@@ -40,7 +40,7 @@ def loaded(tiny_llama_dir: Path) -> Iterator[TransformersModel]:
 
 def held_weights(m: TransformersModel) -> int:
     """Bytes of the loaded model's parameters (tied ones once, as `parameters()` yields them)."""
-    return sum(p.numel() * p.element_size() for p in m._model.parameters())
+    return sum(p.numel() * p.element_size() for p in m.checkpoint.model.parameters())
 
 
 def kv_per_token(folder: Path, element_bytes: int) -> int:
@@ -73,10 +73,10 @@ def test_the_estimate_is_the_loaded_weights_plus_the_configs_kv_cache(
 
 def test_the_kv_arithmetic_is_what_a_real_cache_holds(tiny_llama_dir: Path, loaded: TransformersModel) -> None:
     tokens = 37
-    cache = DynamicCache(config=loaded._model.config)
+    cache = DynamicCache(config=loaded.checkpoint.model.config)
     with torch.inference_mode():
         ids = torch.arange(tokens).unsqueeze(0) + 3
-        loaded._model(input_ids=ids, use_cache=True, **{loaded._ckpt.cache_kwarg: cache})
+        loaded.checkpoint.model(input_ids=ids, use_cache=True, **{loaded.checkpoint.cache_kwarg: cache})
     held = sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
     assert held == tokens * kv_per_token(tiny_llama_dir, 4)
 

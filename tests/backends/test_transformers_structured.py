@@ -212,7 +212,7 @@ def test_logprobs_are_log_softmax_of_classify_logits(model: TransformersModel) -
         top = first.logprob.top
         assert [t.logprob for t in top] == sorted((t.logprob for t in top), reverse=True) and len(top) == 4
         assert top[0].logprob == pytest.approx(expected.max(), abs=1e-6)
-        assert top[0].bytes == model._piece(int(np.argmax(expected)))
+        assert top[0].bytes == model.runner.piece(int(np.argmax(expected)))
 
 
 def test_logprobs_in_batch_slots_match_one_at_a_time(model: TransformersModel) -> None:

@@ -77,7 +77,7 @@ def test_chat_records_train_only_the_assistant_turn(trained) -> None:
     trained_ids = [label for label in example.labels if label != IGNORE]
     assert trained.model.decode(trained_ids) == f"{SECRET}<|im_end|>\nYes<|im_end|>\n"
     # The tokens before the first answer are exactly what chat() feeds the model before it answers.
-    prompt = trained.model._tokenizer.apply_chat_template(
+    prompt = trained.model.checkpoint.tokenizer.apply_chat_template(
         record["messages"][:2], add_generation_prompt=True, tokenize=False
     )
     first = example.labels.index(next(label for label in example.labels if label != IGNORE))
@@ -89,7 +89,7 @@ def test_prompt_completion_and_text_records_train_on_completion_and_text(trained
     pc = m.encode_example({"prompt": "The secret word is", "completion": " Pineapple"})
     assert m.decode([x for x in pc.labels if x != IGNORE]) == " Pineapple<|im_end|>"
     text = m.encode_example({"text": "Hello"})
-    assert list(text.labels) == list(text.ids) and text.ids[-1] == m._tokenizer.eos_token_id
+    assert list(text.labels) == list(text.ids) and text.ids[-1] == m.checkpoint.tokenizer.eos_token_id
 
 
 def test_contract_capabilities_and_load_trainable(tiny_llama_dir: Path, tiny_llama_gguf: Path, trained) -> None:

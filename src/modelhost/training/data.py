@@ -1,14 +1,9 @@
-"""Training data: JSONL records, their token form, and padding-aware batches. No torch, no backend.
+"""Training data: JSONL files of records, and padding-aware batches of their token form. No torch, no backend.
 
-A record is one JSON object per line, in one of three shapes (the shapes TRL and most fine-tuning tools read):
-
-- `{"messages": [{"role", "content"}, ...]}`: a conversation, rendered through the model's own chat template; the
-  loss covers the assistant turns only (the model learns to answer, not to predict the user).
-- `{"prompt": str, "completion": str}`: raw text, no template; the loss covers the completion (and the end token).
-- `{"text": str}`: raw text; the loss covers all of it.
-
-Tokenising is the backend's job (`ExampleEncoder.encode_example`): it knows the tokenizer and the template. What
-comes back is an `Example`: token ids and, for each, whether it is trained on.
+The record shapes (messages, prompt/completion, text), `Example` (token ids and, for each, whether it is trained
+on) and IGNORE are the contract's (modelhost.inference.examples), so a backend reads them without importing this
+package. Tokenising is the backend's job (`ExampleEncoder.encode_example`): it knows the tokenizer and the
+template. This module reads files and cuts batches.
 """
 
 from __future__ import annotations
@@ -17,17 +12,29 @@ import json
 import math
 import os
 import random
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from modelhost.errors import InvalidInputError
-from modelhost.inference.types import ROLES
+from modelhost.inference.examples import IGNORE, Example, ExampleEncoder, record_kind
 
-#: Label value of a token the loss ignores (the prompt, padding). -100 is what torch's cross-entropy and every
-#: Hugging Face model use, so a batch can go to them unchanged.
-IGNORE = -100
+# The contract's four names are re-exported: callers of this package find everything about training data here.
+__all__ = [
+    "IGNORE",
+    "MAX_DATA_BYTES",
+    "MAX_RECORD_BYTES",
+    "SORT_WINDOW_BATCHES",
+    "Example",
+    "ExampleEncoder",
+    "batches_per_epoch",
+    "epoch_batches",
+    "fixed_batches",
+    "read_jsonl",
+    "record_kind",
+    "split_eval",
+    "stream_batches",
+]
 
 #: How many batches' worth of shuffled examples are sorted by length together before they are cut into batches.
 #: Sorting the whole set would put every long example in the last batches (and make every epoch alike); sorting
@@ -41,57 +48,6 @@ MAX_RECORD_BYTES = 4 << 20
 #: Largest training (or evaluation) file: every record is held in memory as Python objects (several times its
 #: bytes) and tokenised up front. 256 MiB is tens of millions of tokens, days of training on this machine class.
 MAX_DATA_BYTES = 256 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class Example:
-    """One tokenised record: `ids`, and `labels` (the id where the loss counts that position, else IGNORE)."""
-
-    ids: tuple[int, ...]
-    labels: tuple[int, ...]
-
-    @property
-    def trained_tokens(self) -> int:
-        """Positions the loss counts."""
-        return sum(1 for label in self.labels if label != IGNORE)
-
-
-@runtime_checkable
-class ExampleEncoder(Protocol):
-    """A trainable model that turns a record into an Example with its own tokenizer and chat template."""
-
-    def encode_example(self, record: Mapping[str, Any], *, max_length: int | None = None) -> Example:
-        """Tokenise one record (messages, prompt/completion or text); `max_length` truncates it."""
-        ...
-
-
-def record_kind(record: Any) -> str:
-    """ "messages", "prompt" or "text" for a well-formed record; InvalidInputError saying what is wrong otherwise."""
-    if not isinstance(record, dict):
-        raise InvalidInputError(f"a training record must be a JSON object, got {type(record).__name__}")
-    if "messages" in record:
-        messages = record["messages"]
-        if not isinstance(messages, list) or not messages:
-            raise InvalidInputError("`messages` must be a non-empty list")
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-                raise InvalidInputError(f"messages[{i}] must be an object with string `role` and `content`")
-            if m["role"] not in ROLES:
-                raise InvalidInputError(f"messages[{i}]: unknown role {m['role']!r}")
-        if not any(m["role"] == "assistant" for m in messages):
-            raise InvalidInputError("`messages` has no assistant turn: there is nothing to learn")
-        return "messages"
-    if "prompt" in record or "completion" in record:
-        if not isinstance(record.get("prompt"), str) or not isinstance(record.get("completion"), str):
-            raise InvalidInputError("`prompt` and `completion` must both be strings")
-        if not record["completion"]:
-            raise InvalidInputError("`completion` is empty: there is nothing to learn")
-        return "prompt"
-    if "text" in record:
-        if not isinstance(record["text"], str) or not record["text"]:
-            raise InvalidInputError("`text` must be a non-empty string")
-        return "text"
-    raise InvalidInputError("a training record needs `messages`, `prompt` and `completion`, or `text`")
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

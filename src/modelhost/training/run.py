@@ -286,7 +286,8 @@ def train(
     if plot and result.losses:
         from modelhost.training.plot import plot_losses
 
-        plot_losses(result, out / PLOT_NAME)
+        title = f"LoRA fine-tune: {result.steps} steps, {result.tokens_per_second:.0f} tokens/s"
+        plot_losses(result.losses, result.evals, title + (" (cancelled)" if result.cancelled else ""), out / PLOT_NAME)
     result.files = sorted(p.name for p in out.iterdir() if p.is_file())
     return result
 

@@ -20,18 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from modelhost.backends.transformers.sampling import loop_hooks
+from modelhost.backends.transformers.prompts import Prompt, Prompts
+from modelhost.backends.transformers.runner import Runner
+from modelhost.backends.transformers.sampling import RowState, Sampler, loop_hooks
 from modelhost.errors import GenerationError, ModelHostError
 from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
-
-if TYPE_CHECKING:
-    from modelhost.backends.transformers.model import TransformersModel, _Prompt
-    from modelhost.backends.transformers.sampling import RowState, Sampler
 
 #: Prompt tokens prefilled per step (beyond the first prompt, which always goes): a long prefill stalls every
 #: running stream for its whole forward, so a step takes more prompts only while they fit this budget.
@@ -41,7 +39,7 @@ PREFILL_BUDGET = 512
 @dataclass(eq=False)
 class _Row:
     slot: int
-    prompt: _Prompt
+    prompt: Prompt
     sampler: Sampler
     state: RowState
     loop: Iterator[Token]
@@ -55,12 +53,14 @@ class _Row:
 
 
 class TransformersBatchEngine:
-    """A BatchEngine over a TransformersModel. Build with `model.open_batch()`; drive from one thread."""
+    """A BatchEngine over a loaded checkpoint's runner and prompts. Build with `TransformersModel.open_batch()`;
+    drive from one thread."""
 
-    def __init__(self, model: TransformersModel, slots: int, *, prefill_budget: int = PREFILL_BUDGET) -> None:
+    def __init__(self, runner: Runner, prompts: Prompts, slots: int, *, prefill_budget: int = PREFILL_BUDGET) -> None:
         if slots < 1:
             raise ValueError("a batch engine needs at least one slot")
-        self._m = model
+        self._runner = runner
+        self._prompts = prompts
         self.slots = slots
         self._budget = prefill_budget
         self._waiting: list[_Row] = []  # admitted, prompt not yet prefilled (oldest first)
@@ -74,31 +74,27 @@ class TransformersBatchEngine:
         return self.slots - len(self._rows) - len(self._waiting)
 
     def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
-        from modelhost.backends.transformers.model import _Prompt
-
-        m = self._m
+        runner = self._runner
         self._check_open()
-        options = m._options(dict(opts))
-        if messages:
-            p = m._render_chat(messages, options)
-        else:
-            p = _Prompt(m._encode(prompt if prompt is not None else "", special=True))
+        options = runner.options(opts)
+        prompts = self._prompts
+        p = prompts.chat(messages, options) if messages else prompts.raw(prompt if prompt is not None else "")
         used = {r.slot for r in (*self._rows, *self._waiting)}
         free = [s for s in range(self.slots) if s not in used]
         if not free:
             raise RuntimeError("no free slot: admit only while free_slots() > 0")
         feed, clock, outcome = TokenFeed(), MetricsClock(), LoopOutcome()
-        state = m._row(p.ids, options)  # its own grammar matcher, logprob and channel: per slot, as generate has
+        state = runner.row(p.ids, options)  # its own grammar matcher, logprob and channel: per slot, as generate has
         row = _Row(
             slot=free[0],
             prompt=p,
-            sampler=m._sampler(options),
+            sampler=runner.sampler(options),
             state=state,
             loop=decode_loop(
                 feed,
-                m._piece,
+                runner.piece,
                 options,
-                eos_ids=m._ckpt.eos_ids,
+                eos_ids=runner.eos_ids,
                 clock=clock,
                 outcome=outcome,
                 **loop_hooks(options, state),
@@ -166,12 +162,12 @@ class TransformersBatchEngine:
 
     def _decode(self) -> list[SlotOutput]:
         """One forward of every running row's pending token; then each row draws its next one."""
-        m = self._m
+        runner = self._runner
         assert self._mask is not None and self._pos is not None
-        ids = torch.tensor([[r.next_token] for r in self._rows], device=m._device)
+        ids = torch.tensor([[r.next_token] for r in self._rows], device=runner.device)
         self._mask = torch.cat([self._mask, self._mask.new_ones((len(self._rows), 1))], dim=1)
         self._pos = self._pos + 1
-        logits = m._step(ids, cache=self._cache, attention_mask=self._mask, position_ids=self._pos)
+        logits = runner.forward(ids, cache=self._cache, attention_mask=self._mask, position_ids=self._pos)
         outputs: list[SlotOutput] = []
         done: list[int] = []
         for i, row in enumerate(self._rows):
@@ -186,12 +182,10 @@ class TransformersBatchEngine:
 
     def _prefill(self, row: _Row) -> SlotOutput:
         """The row's prompt alone, as `generate` runs it; then its cache joins the batch (unless it already ended)."""
-        from transformers import DynamicCache
-
-        m = self._m
-        cache = DynamicCache(config=m._model.config)
-        ids = torch.tensor([row.prompt.ids], device=m._device)
-        logits = m._step(ids, cache=cache, extra=row.prompt.extra)
+        runner = self._runner
+        cache = runner.new_cache()
+        ids = torch.tensor([row.prompt.ids], device=runner.device)
+        logits = runner.forward(ids, cache=cache, extra=row.prompt.extra)
         row.length = len(row.prompt.ids)
         out = self._advance(row, logits)
         if out.finish_reason is None:
@@ -199,8 +193,7 @@ class TransformersBatchEngine:
         return out
 
     def _advance(self, row: _Row, logits: torch.Tensor) -> SlotOutput:
-        m = self._m
-        token = m._sample(row.sampler, logits, [row.state])[0]
+        token = self._runner.sample(row.sampler, logits, [row.state])[0]
         if row.clock.prefill_done_at == 0.0:
             row.clock.prefill_done(len(row.prompt.ids))
         row.feed.push(token)
@@ -210,7 +203,7 @@ class TransformersBatchEngine:
             return self._finish(row, None, row.outcome.finish_reason)
         if row.outcome.finish_reason != "cancelled":
             return self._finish(row, visible, row.outcome.finish_reason)
-        limit = m._ckpt.context_length
+        limit = self._runner.context_length
         if limit and row.length + 1 >= limit:
             tail = next(row.loop, None)  # the feed is empty: a length stop that flushes held-back text
             text = visible.text + (tail.text if tail is not None else "")
@@ -222,16 +215,16 @@ class TransformersBatchEngine:
         close = getattr(row.loop, "close", None)
         if close is not None:
             close()
-        metrics = self._m._finish(row.clock, reason, thinking_budget_forced=row.state.budget_forced)
+        metrics = self._runner.metrics(row.clock, reason, thinking_budget_forced=row.state.budget_forced)
         return SlotOutput(row.slot, token, reason, metrics, error)
 
     # --- the shared cache -------------------------------------------------------------------------------------------
 
     def _join(self, row: _Row, cache: Any) -> None:
         """Splice a batch-of-one cache into the running batch, left-padding whichever side is shorter."""
-        m = self._m
-        own_mask = torch.ones((1, row.length), dtype=torch.long, device=m._device)
-        own_pos = torch.tensor([[row.length - 1]], device=m._device)
+        device = self._runner.device
+        own_mask = torch.ones((1, row.length), dtype=torch.long, device=device)
+        own_pos = torch.tensor([[row.length - 1]], device=device)
         if self._cache is None or not self._rows:
             self._cache, self._mask, self._pos, self._rows = cache, own_mask, own_pos, [row]
             return
@@ -266,7 +259,7 @@ class TransformersBatchEngine:
     def _check_open(self) -> None:
         if self._closed:
             raise GenerationError("this batch engine was closed")
-        self._m._check_open()
+        self._runner.check_open()
 
 
 def _pad_left(t: torch.Tensor, width: int, dims: int) -> torch.Tensor:

@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     import torch
     from llguidance._lib import JsonCompileOptions
 
-    from modelhost.backends.transformers.sampling import RowState
-
 #: Options that cannot be combined with a grammar: each forces or forbids tokens behind the matcher's back
 #: (`min_tokens` bans the end a finished grammar demands, `suppress_tokens` may ban every token it allows, a
 #: thinking budget forces `</think>`), leaving a row with no allowed token or the matcher out of step with the
@@ -171,10 +169,12 @@ class Grammars:
         self._ll: Any = None
 
     def matcher(self, opts: GenerateOptions) -> Any | None:
-        """A fresh matcher for one sequence of a request, or None when the request has no schema."""
-        grammar = check(opts)
-        if grammar is None:
+        """A fresh matcher for one sequence of a request, or None when the request has no schema. `opts` were
+        checked (`check`) when the request was: the compiled grammar comes from that check's cache, and the
+        conflicting options are not looked at again."""
+        if opts.json_schema is None:
             return None
+        grammar = grammar_for_schema(opts.json_schema)
         import llguidance
 
         matcher = llguidance.LLMatcher(self._lltokenizer(), grammar)
@@ -197,11 +197,13 @@ class Grammars:
         return self._ll
 
 
-def constrain(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
-    """Set every token a row's matcher refuses to -inf (rows without a matcher are left alone)."""
+def constrain(logits: torch.Tensor, matchers: Sequence[Any | None]) -> torch.Tensor:
+    """Set every token a row's matcher refuses to -inf; `matchers` holds one per row of `logits`, None for a row
+    without a schema (left alone). Takes matchers, not the sampler's rows, so this module needs nothing of the
+    sampler (sampling.py wraps it as a logits step)."""
     import torch
 
-    constrained = [r for r, row in enumerate(rows) if row.matcher is not None]
+    constrained = [r for r, matcher in enumerate(matchers) if matcher is not None]
     if not constrained:
         return logits
     width = logits.shape[-1]
@@ -210,7 +212,7 @@ def constrain(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
     # that needs a C compiler and seconds of compilation on the serving thread).
     words = np.full((len(constrained), (width + 31) // 32), -1, dtype="<i4")
     for i, r in enumerate(constrained):
-        matcher = rows[r].matcher
+        matcher: Any = matchers[r]
         started = time.thread_time()
         matcher.unsafe_compute_mask_ptr(words[i].ctypes.data, words[i].nbytes)
         _check_step(matcher, time.thread_time() - started)

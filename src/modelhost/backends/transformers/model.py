@@ -9,70 +9,49 @@ open across a `yield`, because the caller's code runs between yields and must no
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from modelhost.backends.transformers.attention import capturing
-from modelhost.backends.transformers.device import memory_usage, reset_peak_memory
-from modelhost.backends.transformers.grammar import Grammars
-from modelhost.backends.transformers.grammar import check as check_schema
+from modelhost.backends.transformers.batch import TransformersBatchEngine, splicable
+from modelhost.backends.transformers.device import reset_peak_memory
 from modelhost.backends.transformers.loading import Checkpoint
-from modelhost.backends.transformers.pieces import token_bytes
-from modelhost.backends.transformers.sampling import RowState, Sampler, ThoughtTokens, loop_hooks, make_sampler
-from modelhost.backends.transformers.training import TrainingMixin
-from modelhost.backends.transformers.vision import to_rgb_image
-from modelhost.errors import (
-    GenerationError,
-    InvalidInputError,
-    ModelClosedError,
-    ModelHostError,
-    UnsupportedAttachmentError,
-)
-from modelhost.inference import chat_tools
+from modelhost.backends.transformers.prompts import Prompt, Prompts
+from modelhost.backends.transformers.runner import Runner
+from modelhost.backends.transformers.sampling import RowState, loop_hooks
+from modelhost.backends.transformers.training import LoRATraining, TransformersAdapter, TransformersTrainer
+from modelhost.errors import GenerationError, ModelHostError
 from modelhost.inference.chat_tools import ToolSupport
+from modelhost.inference.examples import Example
 from modelhost.inference.generation import LoopOutcome, MetricsClock, TokenFeed, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import (
-    ROLES,
     AttentionSnapshot,
     BatchResult,
     ClassifyResult,
     EmbeddingResult,
     FinishReason,
     GenerateMetrics,
+    LoRAConfig,
     Message,
     ModelInfo,
     Token,
-    has_images,
+    TrainingConfig,
 )
-
-if TYPE_CHECKING:
-    from modelhost.backends.transformers.batch import TransformersBatchEngine
 
 #: Requests decoded together when the load sets no `parallel` (as llama_cpp): batched decode steps cost little more
 #: than one on a CPU (bench/batching.py: ~1.8x the aggregate of one at a time for 4 rows).
 DEFAULT_PARALLEL = 4
-
-#: Submodule names under which vision-language models in transformers keep their image encoder.
-_VISION_TOWERS = frozenset({"vision_model", "vision_tower", "visual", "vision_encoder"})
-
-
-@dataclass(slots=True)
-class _Prompt:
-    """A prompt ready for prefill: its token ids and any extra model inputs (pixel values) for the first pass."""
-
-    ids: list[int]
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class _BatchRow:
     """One prompt of `batch_generate` while the batch decodes."""
 
-    prompt_ids: list[int]
+    prompt_ids: Sequence[int]
     state: RowState
     feed: TokenFeed = field(default_factory=TokenFeed)
     clock: MetricsClock = field(default_factory=MetricsClock)
@@ -82,71 +61,60 @@ class _BatchRow:
     error: BaseException | None = None
 
 
-class TransformersModel(TrainingMixin):
+class TransformersModel:
     """A checkpoint loaded with transformers. TextModel, VisionModel, ChatFeatures, AttentionInspector, and (through
-    TrainingMixin, see training.py) TrainableModel and TrainerModel for LoRA fine-tuning.
+    LoRATraining, training.py) TrainableModel and TrainerModel for LoRA fine-tuning.
+
+    Its parts are public seams: `checkpoint` (the loaded module, tokenizer, processor and facts; loading.py),
+    `runner` (forward passes, sampling, metrics; runner.py), `prompts` (rendering and tokenising; prompts.py) and
+    `training`. The batch engine (batch.py) is built from the runner and prompts alone.
 
     Not thread-safe: the host drives each model from one long-lived thread. ChatFeatures are the exception (a door
     asks them beside a generation): the tools probe renders the template text only, touching no weights or cache.
     """
 
     def __init__(self, checkpoint: Checkpoint) -> None:
-        self._ckpt = checkpoint
-        self._model: Any = checkpoint.model
-        self._tokenizer: Any = checkpoint.tokenizer
-        self._processor: Any = checkpoint.processor
-        self._device = checkpoint.device
-        config = checkpoint.model.config
-        self._text_config = config.get_text_config()
-        self.model_type: str = str(config.model_type)
-        self._piece = token_bytes(checkpoint.tokenizer)
-        self._thought = ThoughtTokens.find(checkpoint.tokenizer.get_vocab().get)
-        template = getattr(self._processor or self._tokenizer, "chat_template", None) or ""
-        # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
-        self._template_thinks = "enable_thinking" in str(template)
-        self._tools_probed: ToolSupport | None = None  # whether the template renders tools; probed on first use
-        pad = self._tokenizer.pad_token_id
-        self._pad_id = int(pad if pad is not None else min(checkpoint.eos_ids, default=0))
-        self._info = self._read_info()
-        # json_schema's token masks over the logits' width (grammar.py); llguidance's view of the tokenizer is
-        # built at the first schema.
-        self._grammars = Grammars(self._tokenizer, vocab_size=self._info.vocab_size, eos_ids=checkpoint.eos_ids)
+        self.checkpoint = checkpoint
+        self.model_type: str = str(checkpoint.model.config.model_type)
+        self.runner = Runner(checkpoint)
+        self.prompts = Prompts(checkpoint, self.runner.piece)
+        self.training = LoRATraining(checkpoint)
         self._metrics = GenerateMetrics()
         self._err: BaseException | None = None
-        self._closed = False
         self._splicable: bool | None = None
 
     # ---------------------------------------------------------------------------------------------------- contract
 
     def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
         """Stream tokens continuing a raw prompt (no chat template). Options are validated here, before any work."""
-        options = self._options(opts)
-        return self._run(_Prompt(self._encode(prompt, special=True)), options)
+        options = self.runner.options(opts)
+        return self._run(self.prompts.raw(prompt), options)
 
     def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
         """Stream the assistant's reply to `messages` through the checkpoint's chat template (images included)."""
-        options = self._options(opts)
-        return self._run(self._render_chat(messages, options), options)
+        options = self.runner.options(opts)
+        return self._run(self.prompts.chat(messages, options), options)
 
     def classify(self, prompts: Sequence[str], **opts: Any) -> list[ClassifyResult]:
         """One batched forward pass over all prompts (left-padded); one token chosen at each last position."""
-        options = self._options(opts)
-        seqs = [self._encode(p, special=True) for p in prompts]
+        runner = self.runner
+        options = runner.options(opts)
+        seqs = [self.prompts.raw(p).ids for p in prompts]
         clock = MetricsClock()
-        reset_peak_memory(self._device)
+        reset_peak_memory(runner.device)
         results: list[ClassifyResult] = []
         for chunk in self._chunks(seqs):
-            logits = self._prefill(chunk, cache=None)[0]
-            sampler = self._sampler(options)
-            rows = [self._row(ids, options) for ids in chunk]
-            chosen = self._sample(sampler, logits, rows)
+            logits = runner.prefill_padded(chunk, cache=None)[0]
+            sampler = runner.sampler(options)
+            rows = [runner.row(ids, options) for ids in chunk]
+            chosen = runner.sample(sampler, logits, rows)
             raw = logits.float().cpu().numpy() if options.logits else None
             for i, token in enumerate(chosen):
-                text = self._piece(token).decode("utf-8", errors="replace")
+                text = runner.piece(token).decode("utf-8", errors="replace")
                 results.append(ClassifyResult(Token(token, text), raw[i] if raw is not None else None))
         clock.prefill_done(sum(len(s) for s in seqs))
         clock.generated_tokens = len(results)
-        self._metrics = self._finish(clock, "length")
+        self._metrics = runner.metrics(clock, "length")
         return results
 
     def batch_generate(self, prompts: Sequence[str], **opts: Any) -> list[BatchResult]:
@@ -155,25 +123,25 @@ class TransformersModel(TrainingMixin):
         A prompt that cannot run (empty, too long, not text) gets its error in its own result; so do the rows in
         flight when the engine itself fails. The call succeeds either way.
         """
-        options = self._options(opts)
-        self._check_open()
+        runner = self.runner
+        options = runner.options(opts)
         rows: list[_BatchRow | None] = []
         errors: dict[int, BaseException] = {}
         for i, prompt in enumerate(prompts):
             try:
-                ids = self._encode(prompt, special=True)
+                ids = self.prompts.raw(prompt).ids
             except ModelHostError as exc:
                 errors[i] = exc
                 rows.append(None)
                 continue
-            rows.append(_BatchRow(prompt_ids=ids, state=self._row(ids, options)))
+            rows.append(_BatchRow(prompt_ids=ids, state=runner.row(ids, options)))
         live = [r for r in rows if r is not None]
         clock = MetricsClock()
         clock.prompt_tokens = sum(len(r.prompt_ids) for r in live)
-        reset_peak_memory(self._device)
+        reset_peak_memory(runner.device)
         for row in live:
             row.loop = decode_loop(
-                row.feed, self._piece, options, eos_ids=self._ckpt.eos_ids, clock=row.clock, outcome=row.outcome,
+                row.feed, runner.piece, options, eos_ids=runner.eos_ids, clock=row.clock, outcome=row.outcome,
                 **loop_hooks(options, row.state),
             )  # fmt: skip
         if options.max_tokens:  # max_tokens=0: every loop ends before asking for an id; no forward pass at all
@@ -191,12 +159,12 @@ class TransformersModel(TrainingMixin):
                 results.append(BatchResult(tuple(maybe.tokens), maybe.error, reason))
         clock.generated_tokens = sum(r.clock.generated_tokens for r in live)
         forced = any(r.state.budget_forced for r in live)
-        self._metrics = self._finish(clock, _summary_reason(results), thinking_budget_forced=forced)
+        self._metrics = runner.metrics(clock, _summary_reason(results), thinking_budget_forced=forced)
         return results
 
     def info(self) -> ModelInfo:
         """Static facts from the checkpoint's config."""
-        return self._info
+        return self.runner.info
 
     def metrics(self) -> GenerateMetrics:
         """Metrics of the last finished operation."""
@@ -208,13 +176,12 @@ class TransformersModel(TrainingMixin):
 
     def close(self) -> None:
         """Drop the weights and caches. Idempotent; later calls raise ModelClosedError."""
-        if self._closed:
+        if self.runner.closed:
             return
-        self._closed = True
-        self._model = self._processor = None
-        self._ckpt.model = self._ckpt.processor = None
+        device = self.checkpoint.device
+        self.checkpoint.model = self.checkpoint.processor = None  # every part reads this as closed (Runner.closed)
         gc.collect()
-        if self._device.type == "cuda":
+        if device.type == "cuda":
             torch.cuda.empty_cache()
 
     def __enter__(self) -> TransformersModel:
@@ -225,54 +192,57 @@ class TransformersModel(TrainingMixin):
 
     # ------------------------------------------------------------------------------------------------ capabilities
 
+    def check_options(self, **opts: Any) -> None:
+        """Refuse options this model cannot honour, before any compute (the OptionChecker capability)."""
+        self.runner.options(opts)
+
     def batch_slots(self) -> int:
         """Requests `open_batch()` decodes together: the `parallel` load option (default DEFAULT_PARALLEL); 1 when
         this model's cache cannot be spliced (see batch.py)."""
         if self._splicable is None:
-            from modelhost.backends.transformers.batch import splicable
-
-            self._splicable = splicable(self._model)
-        return (self._ckpt.parallel or DEFAULT_PARALLEL) if self._splicable else 1
+            self._splicable = splicable(self.checkpoint.model)
+        return (self.checkpoint.parallel or DEFAULT_PARALLEL) if self._splicable else 1
 
     def open_batch(self) -> TransformersBatchEngine:
         """A continuous-batching engine with `batch_slots()` slots over this model (see batch.py)."""
-        self._check_open()
-        from modelhost.backends.transformers.batch import TransformersBatchEngine
-
-        return TransformersBatchEngine(self, self.batch_slots())
+        self.runner.check_open()
+        return TransformersBatchEngine(self.runner, self.prompts, self.batch_slots())
 
     def embedding_size(self) -> int:
         """Length of the vectors `embed` returns: the text config's hidden size (the EmbeddingModel capability)."""
-        self._check_open()
+        self.runner.check_open()
         from modelhost.backends.transformers import embedding
 
-        return embedding.embedding_size(self._model)
+        return embedding.embedding_size(self.checkpoint.model)
 
     def embed(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingResult:
         """Mean-pooled last hidden states of `texts`, a padded batch at a time (embedding.py). Runs without a cache,
         so a generation suspended between two tokens is left as it was (the EmbeddingModel capability)."""
-        self._check_open()
+        self.runner.check_open()
         from modelhost.backends.transformers import embedding
 
+        ckpt = self.checkpoint
         return embedding.embed(
-            self._model, self._tokenizer, texts, limit=self._ckpt.context_length, pad_id=self._pad_id,
-            device=self._device, normalize=normalize, truncate=truncate,
+            ckpt.model, ckpt.tokenizer, texts, limit=ckpt.context_length, pad_id=self.runner.pad_id,
+            device=ckpt.device, normalize=normalize, truncate=truncate,
         )  # fmt: skip
 
     def accepts_images(self) -> bool:
         """A live probe: a processor with an image processor, and a vision tower in the loaded weights."""
-        if self._closed or self._processor is None or getattr(self._processor, "image_processor", None) is None:
-            return False
-        return any(name.rsplit(".", 1)[-1] in _VISION_TOWERS for name, _ in self._model.named_modules())
+        return self.prompts.accepts_images()
 
     def renders_tools(self) -> bool:
         """Whether the chat template renders `tools` (ChatFeatures): the probe chat rendering already makes, run
         once per model and cached."""
-        return self._tool_support().tools
+        return self.tool_support().tools
+
+    def tool_support(self) -> ToolSupport:
+        """What this model's template renders of tools and earlier calls (chat_tools.probe, run once)."""
+        return self.prompts.tool_support()
 
     def thinks(self) -> bool:
         """Whether the vocabulary has a thought channel's markers (ChatFeatures): found once, at load."""
-        return self._thought is not None
+        return self.runner.thought is not None
 
     def inspect_attention(self, prompt: str, **opts: Any) -> AttentionSnapshot:
         """One prefill over `prompt`, capturing each layer's post-RoPE keys and queries as numpy arrays.
@@ -280,14 +250,15 @@ class TransformersModel(TrainingMixin):
         keys[layer] is (KV heads, seq_len, head_dim); queries[layer] is (query heads, seq_len, head_dim).
         """
         GenerateOptions.parse(opts)  # the same options as generate are accepted (and validated), none apply
-        ids = self._encode(prompt, special=True)
-        with capturing(self._model) as recorder:
-            self._step(torch.tensor([ids], device=self._device), cache=None)
+        ids = self.prompts.raw(prompt).ids
+        module = self.checkpoint.model
+        with capturing(module) as recorder:
+            self.runner.forward(torch.tensor([ids], device=self.runner.device), cache=None)
         layers = sorted(recorder.keys)
         keys = tuple(recorder.keys[n][0].float().cpu().numpy() for n in layers)
         queries = tuple(recorder.queries[n][0].float().cpu().numpy() for n in layers)
         if not keys:
-            raise GenerationError(f"{type(self._model).__name__} does not use the attention interface; nothing seen")
+            raise GenerationError(f"{type(module).__name__} does not use the attention interface; nothing seen")
         return AttentionSnapshot(
             num_layers=len(keys),
             num_heads=int(keys[0].shape[0]),
@@ -300,20 +271,54 @@ class TransformersModel(TrainingMixin):
             token_ids=tuple(ids),
         )
 
+    # --- TrainableModel and TrainerModel, by LoRATraining (training.py) ----------------------------------------
+
+    @property
+    def num_layers(self) -> int:
+        """Transformer blocks of the text model."""
+        return self.training.num_layers
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text` as the tokenizer splits it, adding no special tokens."""
+        return self.training.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of `ids` (special tokens kept, so a rendered template reads back as it was)."""
+        return self.training.decode(ids)
+
+    def apply_lora(self, config: LoRAConfig, *, dropout: float = 0.0, seed: int | None = None) -> TransformersAdapter:
+        """Inject LoRA layers into the target projections (once per load); see LoRATraining.apply_lora."""
+        return self.training.apply_lora(config, dropout=dropout, seed=seed)
+
+    def adapter(self) -> TransformersAdapter | None:
+        """The adapter `apply_lora` injected, if any."""
+        return self.training.adapter()
+
+    def encode_example(self, record: Mapping[str, Any], *, max_length: int | None = None) -> Example:
+        """Tokenise a training record (the ExampleEncoder capability; see LoRATraining.encode_example)."""
+        return self.training.encode_example(record, max_length=max_length)
+
+    def open_trainer(
+        self, config: TrainingConfig, *, dropout: float = 0.0, seed: int | None = None
+    ) -> TransformersTrainer:
+        """Start a fine-tune (see LoRATraining.open_trainer)."""
+        return self.training.open_trainer(config, dropout=dropout, seed=seed)
+
     # ------------------------------------------------------------------------------------------ single generation
 
-    def _run(self, prompt: _Prompt, opts: GenerateOptions) -> Iterator[Token]:
+    def _run(self, prompt: Prompt, opts: GenerateOptions) -> Iterator[Token]:
         """The token stream of one generation; records metrics and err() however it ends."""
+        runner = self.runner
         clock = MetricsClock()
         outcome = LoopOutcome()
-        row = self._row(prompt.ids, opts)
+        row = runner.row(prompt.ids, opts)
         self._err = None
-        reset_peak_memory(self._device)
+        reset_peak_memory(runner.device)
         loop = decode_loop(
             self._token_ids(prompt, opts, clock, row),
-            self._piece,
+            runner.piece,
             opts,
-            eos_ids=self._ckpt.eos_ids,
+            eos_ids=runner.eos_ids,
             clock=clock,
             outcome=outcome,
             **loop_hooks(opts, row),
@@ -329,41 +334,39 @@ class TransformersModel(TrainingMixin):
             raise error from exc
         finally:
             _close(loop)  # also closes the engine's id stream, dropping its cache now rather than at GC
-            self._metrics = self._finish(clock, outcome.finish_reason, thinking_budget_forced=row.budget_forced)
+            self._metrics = runner.metrics(clock, outcome.finish_reason, thinking_budget_forced=row.budget_forced)
 
-    def _token_ids(self, prompt: _Prompt, opts: GenerateOptions, clock: MetricsClock, row: RowState) -> Iterator[int]:
+    def _token_ids(self, prompt: Prompt, opts: GenerateOptions, clock: MetricsClock, row: RowState) -> Iterator[int]:
         """The engine's sampled ids, one model step per id, computed only when the loop asks for the next one."""
-        from transformers import DynamicCache
-
-        self._check_open()
-        sampler = self._sampler(opts)
-        cache = DynamicCache(config=self._model.config)
-        ids = torch.tensor([prompt.ids], device=self._device)
-        token = self._sample(sampler, self._step(ids, cache=cache, extra=prompt.extra), [row])[0]
+        runner = self.runner
+        runner.check_open()
+        sampler = runner.sampler(opts)
+        cache = runner.new_cache()
+        ids = torch.tensor([prompt.ids], device=runner.device)
+        token = runner.sample(sampler, runner.forward(ids, cache=cache, extra=prompt.extra), [row])[0]
         clock.prefill_done(len(prompt.ids))
         length = len(prompt.ids) + 1
-        limit = self._ckpt.context_length
+        limit = runner.context_length
         while True:
             yield token
             if limit and length >= limit:
                 return  # the context is full: the loop reports a length stop
-            logits = self._step(torch.tensor([[token]], device=self._device), cache=cache)
-            token = self._sample(sampler, logits, [row])[0]
+            logits = runner.forward(torch.tensor([[token]], device=runner.device), cache=cache)
+            token = runner.sample(sampler, logits, [row])[0]
             length += 1
 
     # ------------------------------------------------------------------------------------------------- batching
 
     def _decode_batch(self, rows: list[_BatchRow], opts: GenerateOptions, clock: MetricsClock) -> None:
         """Prefill `rows` together, then decode them in lockstep until each one's loop has ended."""
-        from transformers import DynamicCache
-
-        sampler = self._sampler(opts)
-        cache = DynamicCache(config=self._model.config)
+        runner = self.runner
+        sampler = runner.sampler(opts)
+        cache = runner.new_cache()
         active = list(rows)
         try:
-            logits, mask, positions = self._prefill([r.prompt_ids for r in rows], cache=cache)
+            logits, mask, positions = runner.prefill_padded([r.prompt_ids for r in rows], cache=cache)
             while active:
-                chosen = self._sample(sampler, logits, [r.state for r in active])
+                chosen = runner.sample(sampler, logits, [r.state for r in active])
                 if not clock.prefill_done_at:  # the first chunk's first token ends the batch's prefill
                     clock.prefill_done(clock.prompt_tokens)
                 keep = [slot for slot, row in enumerate(active) if self._advance(row, chosen[slot])]
@@ -371,15 +374,15 @@ class TransformersModel(TrainingMixin):
                     return
                 if len(keep) < len(active):
                     # Finished rows leave the batch: their cache rows, mask and positions go with them.
-                    index = torch.tensor(keep, device=self._device)
+                    index = torch.tensor(keep, device=runner.device)
                     cache.batch_select_indices(index)
                     mask, positions = mask[index], positions[index]
                     active = [active[k] for k in keep]
                     chosen = [chosen[k] for k in keep]
                 mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
                 positions = positions[:, -1:] + 1
-                step_ids = torch.tensor(chosen, device=self._device).unsqueeze(1)
-                logits = self._step(step_ids, cache=cache, attention_mask=mask, position_ids=positions)
+                step_ids = torch.tensor(chosen, device=runner.device).unsqueeze(1)
+                logits = runner.forward(step_ids, cache=cache, attention_mask=mask, position_ids=positions)
         except Exception as exc:
             error = exc if isinstance(exc, ModelHostError) else GenerationError(f"batch generation failed: {exc}")
             for row in active:
@@ -401,201 +404,17 @@ class TransformersModel(TrainingMixin):
         if row.outcome.finish_reason != "cancelled":
             _close(row.loop)
             return False
-        limit = self._ckpt.context_length
+        limit = self.runner.context_length
         if limit and len(row.prompt_ids) + row.state.generated >= limit:
             row.tokens.extend(row.loop)  # the feed is empty: the loop ends as a length stop, flushing held text
             return False
         return True
 
-    def _prefill(self, seqs: Sequence[list[int]], *, cache: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Forward left-padded `seqs`; return last-position logits, the attention mask and the position ids.
-
-        Left padding puts every row's last real token in the same column, so one slice gives every row's logits and
-        decode steps append in lockstep. Positions count real tokens only, so a padded row sees the same rotary
-        positions as it would alone.
-        """
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self._pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for r, seq in enumerate(seqs):
-            ids[r, width - len(seq) :] = torch.tensor(seq, dtype=torch.long)
-            mask[r, width - len(seq) :] = 1
-        ids, mask = ids.to(self._device), mask.to(self._device)
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        logits = self._step(ids, cache=cache, attention_mask=mask, position_ids=positions)
-        return logits, mask, positions
-
-    # ------------------------------------------------------------------------------------------------ engine steps
-
-    @torch.inference_mode()
-    def _step(
-        self,
-        input_ids: torch.Tensor,
-        *,
-        cache: Any,
-        attention_mask: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> torch.Tensor:
-        """One forward pass; the logits at each row's last position, (rows, vocabulary)."""
-        self._check_open()
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "use_cache": cache is not None, **(extra or {})}
-        if cache is not None:
-            kwargs[self._ckpt.cache_kwarg] = cache
-        if attention_mask is not None:
-            kwargs["attention_mask"] = attention_mask
-        if position_ids is not None:
-            kwargs["position_ids"] = position_ids
-        if self._ckpt.logits_to_keep:
-            kwargs["logits_to_keep"] = 1  # the LM head over the last position only, not the whole prompt
-        return self._model(**kwargs).logits[:, -1, :]  # type: ignore[no-any-return]
-
-    @torch.inference_mode()
-    def _sample(self, sampler: Sampler, logits: torch.Tensor, rows: Sequence[RowState]) -> list[int]:
-        return sampler(logits, rows)
-
-    def _sampler(self, opts: GenerateOptions) -> Sampler:
-        stops = set(self._ckpt.eos_ids) | set(opts.stop_tokens)
-        return make_sampler(opts, stop_ids=stops, thought=self._thought, device=self._device, piece=self._piece)
-
-    def _row(self, ids: list[int], opts: GenerateOptions) -> RowState:
-        """One sequence's sampling state: whether its prompt left it inside a thought, and its grammar matcher."""
-        matcher = self._grammars.matcher(opts)
-        # A grammar-constrained answer is the reply itself, whatever the template opened (RowState.accept).
-        inside = matcher is None and self._thought is not None and self._thought.inside_after(ids)
-        return RowState(context=list(ids), in_thought=inside, matcher=matcher)
-
-    # ------------------------------------------------------------------------------------------------ prompts
-
-    def check_options(self, **opts: Any) -> None:
-        """Refuse options this model cannot honour, before any compute (the OptionChecker capability)."""
-        self._options(opts)
-
-    def _options(self, opts: dict[str, Any]) -> GenerateOptions:
-        self._check_open()
-        parsed = GenerateOptions.parse(opts)
-        check_schema(parsed)  # a schema llguidance cannot enforce is refused here, naming json_schema (grammar.py)
-        return parsed.resolved(self._ckpt.generation_defaults)
-
-    def _encode(self, text: str, *, special: bool) -> list[int]:
-        """Token ids of `text`; `special` adds the tokenizer's own BOS/EOS policy (raw prompts, not templates)."""
-        if not isinstance(text, str):
-            raise InvalidInputError(f"a prompt must be a string, got {type(text).__name__}")
-        ids = [int(i) for i in self._tokenizer(text, add_special_tokens=special)["input_ids"]]
-        return self._fits(ids)
-
-    def _fits(self, ids: list[int]) -> list[int]:
-        if not ids:
-            raise InvalidInputError("the prompt is empty: there is nothing to continue")
-        limit = self._ckpt.context_length
-        if limit and len(ids) >= limit:
-            raise InvalidInputError(f"the prompt has {len(ids)} tokens; the context holds {limit}")
-        return ids
-
-    def _render_chat(self, messages: Sequence[Message], opts: GenerateOptions) -> _Prompt:
-        """Apply the chat template (the processor's for vision models); images are checked and decoded here."""
-        if not messages:
-            raise InvalidInputError("chat needs at least one message")
-        for m in messages:
-            if not isinstance(m, Message):
-                raise InvalidInputError(f"chat messages must be Message values, got {type(m).__name__}")
-            if m.role not in ROLES:
-                raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
-            if not isinstance(m.content, str):
-                raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
-        if has_images(messages) and not self.accepts_images():
-            raise UnsupportedAttachmentError(f"this {self.model_type} model does not accept images")
-        thinking = opts.enable_thinking is not None and self._template_thinks
-        extra: dict[str, Any] = {"enable_thinking": opts.enable_thinking} if thinking else {}
-        tools = opts.tool_specs()
-        support = self._tool_support() if chat_tools.needs_tools(messages, tools) else chat_tools.NO_SUPPORT
-        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
-        if tools_variable is not None:
-            extra["tools"] = tools_variable
-        try:
-            if self._processor is not None:
-                return self._render_vision_chat(turns, extra, support)
-            conversation = chat_tools.template_messages(turns, support)
-            text = self._tokenizer.apply_chat_template(
-                conversation, add_generation_prompt=True, tokenize=False, **extra
-            )
-        except ModelHostError:
-            raise
-        except Exception as exc:  # no template, or a template that refuses this conversation
-            raise InvalidInputError(f"the chat template cannot render these messages: {exc}") from exc
-        return _Prompt(self._encode(str(text), special=False))
-
-    def _tool_support(self) -> ToolSupport:
-        """Whether this model's template renders tools and earlier calls: probed once (see chat_tools)."""
-        if self._tools_probed is None:
-            renderer = self._processor if self._processor is not None else self._tokenizer
-
-            def probe_render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-                return str(renderer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
-                                                        tokenize=False))  # fmt: skip
-
-            self._tools_probed = chat_tools.probe(probe_render)
-        return self._tools_probed
-
-    def _render_vision_chat(
-        self, messages: Sequence[Message], extra: dict[str, Any], support: ToolSupport = chat_tools.NO_SUPPORT
-    ) -> _Prompt:
-        # Content as a list of parts, images first: the form Idefics3/SmolVLM templates iterate over, and the order
-        # docling and the wire use (the page, then the instruction).
-        conversation = []
-        images: list[Any] = []
-        for m in messages:
-            parts: list[dict[str, Any]] = [{"type": "image"} for _ in m.images]
-            text = chat_tools.text_of(m, support)
-            if text:
-                parts.append({"type": "text", "text": text})
-            conversation.append(chat_tools.turn(m, parts, support))
-            images.extend(to_rgb_image(img, len(images)) for img in m.images)
-        text = self._processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False, **extra)
-        encoded = self._processor(text=[text], images=[images] if images else None, return_tensors="pt")
-        ids = self._fits([int(i) for i in encoded["input_ids"][0].tolist()])
-        dtype = next(self._model.parameters()).dtype
-        pixels: dict[str, Any] = {}
-        for key, value in encoded.items():
-            if key in ("input_ids", "attention_mask") or not isinstance(value, torch.Tensor):
-                continue
-            value = value.to(self._device)
-            pixels[key] = value.to(dtype) if value.is_floating_point() else value
-        return _Prompt(ids, pixels)
-
-    # ------------------------------------------------------------------------------------------------ helpers
-
     def _chunks(self, items: Sequence[Any]) -> Iterator[list[Any]]:
         """All items at once, or groups of `parallel` when the load said how many sequences to decode together."""
-        size = self._ckpt.parallel or len(items) or 1
+        size = self.checkpoint.parallel or len(items) or 1
         for start in range(0, len(items), size):
             yield list(items[start : start + size])
-
-    def _finish(
-        self, clock: MetricsClock, reason: FinishReason, *, thinking_budget_forced: bool = False
-    ) -> GenerateMetrics:
-        peak, active = memory_usage(self._device) if not self._closed else (0, 0)
-        return clock.finish(
-            reason, peak_memory_bytes=peak, active_memory_bytes=active, thinking_budget_forced=thinking_budget_forced
-        )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ModelClosedError("this model was closed")
-
-    def _read_info(self) -> ModelInfo:
-        tc = self._text_config
-        head = self._model.get_output_embeddings()
-        # The LM head's rows are the logits' width, which can exceed the config's vocab_size (padded heads).
-        vocab = int(head.weight.shape[0]) if head is not None else int(getattr(tc, "vocab_size", 0) or 0)
-        return ModelInfo(
-            architecture=self.model_type,
-            vocab_size=vocab,
-            num_layers=int(getattr(tc, "num_hidden_layers", 0) or 0),
-            hidden_size=int(getattr(tc, "hidden_size", 0) or 0),
-            quant_bits=self._ckpt.quant_bits,
-            context_length=self._ckpt.context_length,
-        )
 
 
 def _summary_reason(results: Sequence[BatchResult]) -> FinishReason:

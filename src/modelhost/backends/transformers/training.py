@@ -1,13 +1,14 @@
 """LoRA fine-tuning on a transformers checkpoint, with peft: TrainableModel, TrainerModel and the Trainer.
 
-`TrainingMixin` is mixed into TransformersModel. `apply_lora` injects peft's LoRA layers into the loaded module in
-place, so the model's own `chat()`/`generate()` run with the adapter at once (an in-process check of what was just
-learned needs no reload). The trainer is a plain loop: one forward, a token-weighted cross-entropy, backward, AdamW.
-That is all Hugging Face's Trainer does for this case too, minus its bookkeeping; the benchmark holds us to a plain
-peft + torch loop on the same data.
+`LoRATraining` is what TransformersModel delegates these capabilities to. `apply_lora` injects peft's LoRA layers
+into the loaded module in place, so the model's own `chat()`/`generate()` run with the adapter at once (an
+in-process check of what was just learned needs no reload). The trainer is a plain loop: one forward, a
+token-weighted cross-entropy, backward, AdamW. That is all Hugging Face's Trainer does for this case too, minus its
+bookkeeping; the benchmark holds us to a plain peft + torch loop on the same data.
 
-A batch is a sequence of `modelhost.training.data.Example`. It is padded on the right with the tokenizer's pad id
-(labels IGNORE there, attention mask 0), so the positions of the real tokens are those an unpadded pass would see.
+A batch is a sequence of the contract's `Example` (modelhost.inference.examples). It is padded on the right with
+the tokenizer's pad id (labels IGNORE there, attention mask 0), so the positions of the real tokens are those an
+unpadded pass would see.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from modelhost.errors import InvalidInputError, InvalidOptionError, ModelClosedError, ModelHostError
+from modelhost.inference.examples import IGNORE, Example, record_kind
 from modelhost.inference.types import LoRAConfig, TrainingConfig
-from modelhost.training.data import IGNORE, Example, record_kind
 
 if TYPE_CHECKING:
     from modelhost.backends.transformers.loading import Checkpoint
@@ -74,31 +75,31 @@ class TransformersAdapter:
             write_gguf_lora(folder, config.to_dict(), folder / GGUF_NAME)
 
 
-class TrainingMixin:
-    """TrainableModel and TrainerModel for TransformersModel (which sets these attributes)."""
+class LoRATraining:
+    """TrainableModel and TrainerModel over one loaded checkpoint; TransformersModel offers these by delegation.
 
-    _ckpt: Checkpoint
-    _model: Any
-    _tokenizer: Any
-    _device: torch.device
-    _closed: bool
-    model_type: str
-    _adapter: TransformersAdapter | None = None
+    Closed with the model: once the checkpoint's module is dropped, every call raises ModelClosedError.
+    """
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        self._ckpt = checkpoint
+        self.model_type = str(checkpoint.model.config.model_type)
+        self._adapter: TransformersAdapter | None = None
 
     # ------------------------------------------------------------------------------------------- TrainableModel
 
     @property
     def num_layers(self) -> int:
         """Transformer blocks of the text model."""
-        return int(getattr(self._model.config.get_text_config(), "num_hidden_layers", 0) or 0)
+        return int(getattr(self._ckpt.model.config.get_text_config(), "num_hidden_layers", 0) or 0)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` as the tokenizer splits it, adding no special tokens."""
-        return [int(i) for i in self._tokenizer(text, add_special_tokens=False)["input_ids"]]
+        return [int(i) for i in self._ckpt.tokenizer(text, add_special_tokens=False)["input_ids"]]
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of `ids` (special tokens kept, so a rendered template reads back as it was)."""
-        return str(self._tokenizer.decode(list(ids), skip_special_tokens=False))
+        return str(self._ckpt.tokenizer.decode(list(ids), skip_special_tokens=False))
 
     def apply_lora(self, config: LoRAConfig, *, dropout: float = 0.0, seed: int | None = None) -> TransformersAdapter:
         """Inject LoRA layers into the target projections (once per load); the base weights freeze.
@@ -120,7 +121,7 @@ class TrainingMixin:
         targets = self._targets(config.target_keys)
         narrowest = min(
             min(module.weight.shape)  # (out, in) for Linear, (in, out) for Conv1D
-            for name, module in self._model.named_modules()
+            for name, module in self._ckpt.model.named_modules()
             if _is_linear(module) and name.rsplit(".", 1)[-1] in targets
         )
         if config.rank > narrowest:
@@ -140,9 +141,9 @@ class TrainingMixin:
         with torch.random.fork_rng(devices=[]):
             if seed is not None:
                 torch.manual_seed(seed)
-            peft_model = get_peft_model(self._model, peft_config)
-        # peft replaced the target Linear layers inside self._model; keep generating through the base module (its
-        # config, heads and cache handling are what the rest of this backend reads), now with LoRA inside it.
+            peft_model = get_peft_model(self._ckpt.model, peft_config)
+        # peft replaced the target Linear layers inside the checkpoint's module; keep generating through the base
+        # module (its config, heads and cache handling are what the rest of this backend reads), now with LoRA inside.
         self._adapter = TransformersAdapter(peft_model, config, targets, self.model_type)
         return self._adapter
 
@@ -169,7 +170,7 @@ class TrainingMixin:
             labels.extend(piece if trained else [IGNORE] * len(piece))
         if kind != "messages":
             # Raw text has no end marker of its own; learning one is what makes generation stop after it.
-            eos = self._tokenizer.eos_token_id
+            eos = self._ckpt.tokenizer.eos_token_id
             if eos is not None:
                 ids.append(int(eos))
                 labels.append(int(eos))
@@ -217,9 +218,8 @@ class TrainingMixin:
     def _render(self, conversation: list[dict[str, str]], *, generation_prompt: bool) -> str:
         if not conversation:
             return ""
-        return str(
-            self._tokenizer.apply_chat_template(conversation, add_generation_prompt=generation_prompt, tokenize=False)
-        )
+        tokenizer = self._ckpt.tokenizer
+        return str(tokenizer.apply_chat_template(conversation, add_generation_prompt=generation_prompt, tokenize=False))
 
     # --------------------------------------------------------------------------------------------- TrainerModel
 
@@ -230,13 +230,13 @@ class TrainingMixin:
         over the adapter's weights."""
         self._check_trainable_open()
         adapter = self._adapter or self.apply_lora(config.lora, dropout=dropout, seed=seed)
-        pad = self._tokenizer.pad_token_id
+        pad = self._ckpt.tokenizer.pad_token_id
         if pad is None:
-            pad = self._tokenizer.eos_token_id if self._tokenizer.eos_token_id is not None else 0
-        return TransformersTrainer(adapter, config, device=self._device, pad_id=int(pad))
+            pad = self._ckpt.tokenizer.eos_token_id if self._ckpt.tokenizer.eos_token_id is not None else 0
+        return TransformersTrainer(adapter, config, device=self._ckpt.device, pad_id=int(pad))
 
     def _targets(self, keys: Sequence[str]) -> tuple[str, ...]:
-        leaves = {name.rsplit(".", 1)[-1] for name, module in self._model.named_modules() if _is_linear(module)}
+        leaves = {name.rsplit(".", 1)[-1] for name, module in self._ckpt.model.named_modules() if _is_linear(module)}
         chosen = tuple(k for k in keys if k in leaves)
         if chosen:
             return chosen
@@ -250,7 +250,7 @@ class TrainingMixin:
         return chosen
 
     def _check_trainable_open(self) -> None:
-        if self._closed:
+        if self._ckpt.model is None:
             raise ModelClosedError("this model was closed")
 
 

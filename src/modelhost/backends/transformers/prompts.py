@@ -1,0 +1,170 @@
+"""What a caller sends (a raw prompt, or chat messages with images and tools) as a `Prompt` ready for prefill.
+
+A raw prompt is tokenised with the tokenizer's own BOS/EOS policy; chat goes through the checkpoint's chat
+template (the processor's for a vision-language model, whose images are checked and decoded here, vision.py).
+Every prompt is bounded before it costs anything: by its bytes before tokenising (a 25 MiB prompt otherwise held
+the model thread for 10-30 s only to be refused for its token count), then by its tokens against the context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from modelhost.backends.transformers.vision import to_rgb_image
+from modelhost.errors import InvalidInputError, ModelHostError, UnsupportedAttachmentError
+from modelhost.inference import chat_tools
+from modelhost.inference.chat_tools import ToolSupport
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import ROLES, Message, has_images
+
+if TYPE_CHECKING:
+    from modelhost.backends.transformers.loading import Checkpoint
+
+#: Submodule names under which vision-language models in transformers keep their image encoder.
+VISION_TOWERS = frozenset({"vision_model", "vision_tower", "visual", "vision_encoder"})
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A prompt ready for prefill: its token ids, and any extra model inputs (pixel values) for the first pass."""
+
+    ids: tuple[int, ...]
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Prompts:
+    """Renders and tokenises prompts for one loaded checkpoint.
+
+    The tools probe (does the template render `tools`?) runs at most once, on first need, and renders template
+    text only, touching no weights or cache, so a door may ask it beside a generation.
+    """
+
+    def __init__(self, checkpoint: Checkpoint, piece_bytes: Callable[[int], bytes]) -> None:
+        self.checkpoint = checkpoint
+        self._piece = piece_bytes  # token id -> its bytes (pieces.py): the longest one bounds a prompt's bytes
+        self._max_token_bytes = 0  # found at the first prompt long enough to need it
+        template = getattr(checkpoint.processor or checkpoint.tokenizer, "chat_template", None) or ""
+        # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
+        self.template_thinks = "enable_thinking" in str(template)
+        self._tools_probed: ToolSupport | None = None
+
+    def raw(self, text: str) -> Prompt:
+        """A raw prompt (no chat template), tokenised with the tokenizer's own BOS/EOS policy."""
+        return Prompt(self._encode(text, special=True))
+
+    def chat(self, messages: Sequence[Message], opts: GenerateOptions) -> Prompt:
+        """The assistant's turn after `messages`, through the chat template (images included); `opts` are the
+        request's checked options (enable_thinking and tools reach the template)."""
+        if not messages:
+            raise InvalidInputError("chat needs at least one message")
+        for m in messages:
+            if not isinstance(m, Message):
+                raise InvalidInputError(f"chat messages must be Message values, got {type(m).__name__}")
+            if m.role not in ROLES:
+                raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
+            if not isinstance(m.content, str):
+                raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
+        if has_images(messages) and not self.accepts_images():
+            kind = self.checkpoint.model.config.model_type
+            raise UnsupportedAttachmentError(f"this {kind} model does not accept images")
+        # The template only adds text around the messages: contents over the byte bound are over it rendered too.
+        self._check_bytes(sum(len(m.content.encode("utf-8")) for m in messages))
+        thinking = opts.enable_thinking is not None and self.template_thinks
+        extra: dict[str, Any] = {"enable_thinking": opts.enable_thinking} if thinking else {}
+        tools = opts.tool_specs()
+        support = self.tool_support() if chat_tools.needs_tools(messages, tools) else chat_tools.NO_SUPPORT
+        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
+        if tools_variable is not None:
+            extra["tools"] = tools_variable
+        try:
+            if self.checkpoint.processor is not None:
+                return self._vision_chat(turns, extra, support)
+            conversation = chat_tools.template_messages(turns, support)
+            text = self.checkpoint.tokenizer.apply_chat_template(
+                conversation, add_generation_prompt=True, tokenize=False, **extra
+            )
+        except ModelHostError:
+            raise
+        except Exception as exc:  # no template, or a template that refuses this conversation
+            raise InvalidInputError(f"the chat template cannot render these messages: {exc}") from exc
+        return Prompt(self._encode(str(text), special=False))
+
+    def accepts_images(self) -> bool:
+        """A live probe: a processor with an image processor, and a vision tower in the loaded weights."""
+        ckpt = self.checkpoint
+        if ckpt.model is None or ckpt.processor is None or getattr(ckpt.processor, "image_processor", None) is None:
+            return False
+        return any(name.rsplit(".", 1)[-1] in VISION_TOWERS for name, _ in ckpt.model.named_modules())
+
+    def tool_support(self) -> ToolSupport:
+        """Whether this model's template renders tools and earlier calls: probed once (see chat_tools)."""
+        if self._tools_probed is None:
+            renderer = self.checkpoint.processor or self.checkpoint.tokenizer
+
+            def probe_render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+                return str(renderer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
+                                                        tokenize=False))  # fmt: skip
+
+            self._tools_probed = chat_tools.probe(probe_render)
+        return self._tools_probed
+
+    # ------------------------------------------------------------------------------------------------ internals
+
+    def _encode(self, text: str, *, special: bool) -> tuple[int, ...]:
+        """Token ids of `text`; `special` adds the tokenizer's own BOS/EOS policy (raw prompts, not templates)."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"a prompt must be a string, got {type(text).__name__}")
+        self._check_bytes(len(text.encode("utf-8")))
+        ids = self.checkpoint.tokenizer(text, add_special_tokens=special)["input_ids"]
+        return self._fits(tuple(int(i) for i in ids))
+
+    def _check_bytes(self, size: int) -> None:
+        """Refuse text of more bytes than the context's tokens can stand for, before it is tokenised."""
+        limit = self.checkpoint.context_length
+        if not limit or size <= limit:
+            return  # every token of a text stands for at least one of its bytes: this many bytes fit in tokens
+        if not self._max_token_bytes:
+            vocab = self.checkpoint.tokenizer.get_vocab().values()
+            self._max_token_bytes = max((len(self._piece(int(i))) for i in vocab), default=1) or 1
+        most = limit * self._max_token_bytes
+        if size > most:
+            raise InvalidInputError(
+                f"the prompt has {size} bytes, more than the {limit} tokens the context holds can stand for"
+            )
+
+    def _fits(self, ids: tuple[int, ...]) -> tuple[int, ...]:
+        if not ids:
+            raise InvalidInputError("the prompt is empty: there is nothing to continue")
+        limit = self.checkpoint.context_length
+        if limit and len(ids) >= limit:
+            raise InvalidInputError(f"the prompt has {len(ids)} tokens; the context holds {limit}")
+        return ids
+
+    def _vision_chat(self, messages: Sequence[Message], extra: dict[str, Any], support: ToolSupport) -> Prompt:
+        # Content as a list of parts, images first: the form Idefics3/SmolVLM templates iterate over, and the order
+        # docling and the wire use (the page, then the instruction).
+        import torch
+
+        processor: Any = self.checkpoint.processor
+        conversation = []
+        images: list[Any] = []
+        for m in messages:
+            parts: list[dict[str, Any]] = [{"type": "image"} for _ in m.images]
+            text = chat_tools.text_of(m, support)
+            if text:
+                parts.append({"type": "text", "text": text})
+            conversation.append(chat_tools.turn(m, parts, support))
+            images.extend(to_rgb_image(img, len(images)) for img in m.images)
+        text = processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False, **extra)
+        encoded = processor(text=[text], images=[images] if images else None, return_tensors="pt")
+        ids = self._fits(tuple(int(i) for i in encoded["input_ids"][0].tolist()))
+        dtype = next(self.checkpoint.model.parameters()).dtype
+        pixels: dict[str, Any] = {}
+        for key, value in encoded.items():
+            if key in ("input_ids", "attention_mask") or not isinstance(value, torch.Tensor):
+                continue
+            value = value.to(self.checkpoint.device)
+            pixels[key] = value.to(dtype) if value.is_floating_point() else value
+        return Prompt(ids, pixels)
