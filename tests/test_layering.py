@@ -51,7 +51,6 @@ TRAINING = "modelhost.training"
 #: (importer, imported): a layering rule broken, with why it is still here.
 # fmt: off
 LAYERING_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("modelhost.backends.transformers.training", "modelhost.training.data"): "the trainer reads training's Example and IGNORE (issue 20)",  # noqa: E501
 }
 # fmt: on
 
@@ -59,9 +58,6 @@ LAYERING_VIOLATIONS: dict[tuple[str, str], str] = {
 # fmt: off
 CYCLES: dict[tuple[str, ...], str] = {
     ("modelhost.backends.llama_cpp.backend", "modelhost.backends.llama_cpp.batch", "modelhost.backends.llama_cpp.embedding", "modelhost.backends.llama_cpp.model", "modelhost.backends.llama_cpp.vision"): "model, batch engine, vision and embedding reach into each other (issue 20: one engine per backend)",  # noqa: E501
-    ("modelhost.backends.transformers.batch", "modelhost.backends.transformers.model"): "the batch engine calls the model's private members and the model builds the engine (issue 20)",  # noqa: E501
-    ("modelhost.backends.transformers.grammar", "modelhost.backends.transformers.sampling"): "grammar needs sampling's RowState, sampling calls grammar (issue 20: grammar as a leaf)",  # noqa: E501
-    ("modelhost.training.plot", "modelhost.training.run"): "plot types its argument with run's TrainResult, run calls plot lazily",  # noqa: E501
     ("modelhost.worker.documents", "modelhost.worker.embeddings", "modelhost.worker.executor", "modelhost.worker.training"): "the executor imports its operations lazily, they import its JobContext (issue 20: an operation registry)",  # noqa: E501
 }
 # fmt: on
@@ -69,7 +65,6 @@ CYCLES: dict[tuple[str, ...], str] = {
 #: (importer, imported module, private name): why the importer still reaches into it.
 # fmt: off
 PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {
-    ("modelhost.backends.transformers.batch", "modelhost.backends.transformers.model", "_Prompt"): "the prompt type is private to the model (issue 20: a public prompt type)",  # noqa: E501
 }
 # fmt: on
 

@@ -23,10 +23,10 @@ from PIL import Image
 
 from modelhost.backends.transformers import TransformersBackend
 from modelhost.backends.transformers.model import TransformersModel
-from modelhost.backends.transformers.vision import MAX_IMAGE_AXIS, to_rgb_image
 from modelhost.errors import InvalidInputError
 from modelhost.inference import conformance
 from modelhost.inference.capabilities import VisionModel, accepts_images, as_capability
+from modelhost.inference.images import MAX_IMAGE_AXIS, to_rgb_image
 from modelhost.inference.types import Message
 
 ASK = "What is in this picture?"

@@ -1,7 +1,8 @@
 """What a caller sends (a raw prompt, or chat messages with images and tools) as a `Prompt` ready for prefill.
 
 A raw prompt is tokenised with the tokenizer's own BOS/EOS policy; chat goes through the checkpoint's chat
-template (the processor's for a vision-language model, whose images are checked and decoded here, vision.py).
+template (the processor's for a vision-language model, whose images the contract's images module checks and
+decodes here).
 Every prompt is bounded before it costs anything: by its bytes before tokenising (a 25 MiB prompt otherwise held
 the model thread for 10-30 s only to be refused for its token count), then by its tokens against the context.
 """
@@ -12,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from modelhost.backends.transformers.vision import to_rgb_image
 from modelhost.errors import InvalidInputError, ModelHostError, UnsupportedAttachmentError
 from modelhost.inference import chat_tools
 from modelhost.inference.chat_tools import ToolSupport
+from modelhost.inference.images import to_rgb_image
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, Message, has_images
 
