@@ -58,7 +58,6 @@ LAYERING_VIOLATIONS: dict[tuple[str, str], str] = {
 # fmt: off
 CYCLES: dict[tuple[str, ...], str] = {
     ("modelhost.backends.llama_cpp.backend", "modelhost.backends.llama_cpp.batch", "modelhost.backends.llama_cpp.embedding", "modelhost.backends.llama_cpp.model", "modelhost.backends.llama_cpp.vision"): "model, batch engine, vision and embedding reach into each other (issue 20: one engine per backend)",  # noqa: E501
-    ("modelhost.worker.documents", "modelhost.worker.embeddings", "modelhost.worker.executor", "modelhost.worker.training"): "the executor imports its operations lazily, they import its JobContext (issue 20: an operation registry)",  # noqa: E501
 }
 # fmt: on
 

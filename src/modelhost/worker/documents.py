@@ -22,7 +22,7 @@ from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
 from modelhost.errors import InvalidInputError, ModelHostError
 from modelhost.host.models import Servable, ServedModel
 from modelhost.worker import protocol
-from modelhost.worker.executor import HOST_RETRY_SECONDS, JobContext
+from modelhost.worker.operation import HOST_RETRY_SECONDS, JobContext, Operation
 from modelhost.worker.protocol import failed, input_path, invalid
 
 OPERATION = "document.convert"
@@ -173,3 +173,6 @@ def unread_lines(unread: dict[int, str]) -> str:
 #: The output that lists the pages a completed job could not read (a page that does not load, or that exhausted
 #: its sandbox), present only when there are some.
 UNREAD = "unread-pages.txt"
+
+
+CONVERT = Operation(OPERATION, document_convert, check_submission)

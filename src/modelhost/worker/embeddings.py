@@ -27,7 +27,7 @@ from modelhost.errors import InvalidInputError, InvalidOptionError, ModelHostErr
 from modelhost.host.models import Servable
 from modelhost.inference.capabilities import EmbeddingModel, as_capability
 from modelhost.worker import protocol
-from modelhost.worker.executor import JobContext, submit_to_host
+from modelhost.worker.operation import JobContext, Operation, submit_to_host
 from modelhost.worker.protocol import failed, input_path, invalid
 
 OPERATION = "text.embed"
@@ -180,3 +180,6 @@ async def _embed(ctx: JobContext, chunk: list[str], offset: int, *, normalize: b
 def _shifted(message: str, offset: int) -> str:
     """A call's message naming `input[i]` renamed to the text's place in the whole job (`texts[offset + i]`)."""
     return re.sub(r"input\[(\d+)\]", lambda m: f"texts[{offset + int(m.group(1))}]", message)
+
+
+EMBED = Operation(OPERATION, text_embed, check_submission)

@@ -17,12 +17,14 @@ import uvicorn
 
 from modelhost import _serving
 from modelhost.host import Host
-from modelhost.host.models import Models, ServedModel, as_models
+from modelhost.host.models import Models, Servable, ServedModel, as_models
 from modelhost.worker import protocol
 from modelhost.worker.app import build_app, layer_error_body
-from modelhost.worker.executor import Operation, Runner, default_input_checks, default_operations
+from modelhost.worker.executor import Runner
 from modelhost.worker.jobs import InputCheck, JobBoard, Journal, print_journal
 from modelhost.worker.metrics import WorkerMetrics
+from modelhost.worker.operation import CheckInput, Operation, RunJob
+from modelhost.worker.registry import default_operations
 from modelhost.worker.store import JobStore, SyncMode
 from modelhost.worker.submission import DEFAULT_MAX_UPLOAD_BYTES
 
@@ -41,6 +43,11 @@ HTTP_GRACE_SECONDS = 5
 MAX_SWEEP_INTERVAL = 60.0
 
 
+def _check_on(check: CheckInput, host: Servable) -> InputCheck:
+    """An operation's input check bound to the model the job names."""
+    return lambda value: check(value, host)
+
+
 class WorkerServer:
     """The giz job worker on `host`'s model, its jobs in `state_dir`."""
 
@@ -56,14 +63,15 @@ class WorkerServer:
         max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
         retention_seconds: float = DEFAULT_RETENTION_SECONDS,
         journal: Journal = print_journal,
-        operations: Mapping[str, Operation] | None = None,
+        operations: Mapping[str, Operation | RunJob] | None = None,
         drain_seconds: float = DEFAULT_DRAIN_SECONDS,
         execute: bool = True,
         sync: SyncMode | None = None,
         concurrency: int | None = None,
         limits: _serving.ClientLimits | None = None,
     ) -> None:
-        """`operations` defaults to text.chat, text.generate, lora.train and document.convert. `execute=False` stores
+        """`operations` defaults to the registry's (modelhost.worker.registry); a bare coroutine function is an
+        operation of that name with no submission check that may run beside others. `execute=False` stores
         jobs but runs none (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py).
         `limits` bounds slow and excess clients (modelhost._serving): a stalled JSON body and a stalled multipart
         upload are cut alike. `concurrency` is how many jobs run at once (None: as many as the model decodes at once,
@@ -77,19 +85,19 @@ class WorkerServer:
         self.drain_seconds = drain_seconds
         self.execute = execute
         self.concurrency = concurrency
-        self.operations = dict(operations if operations is not None else default_operations())
+        given = operations if operations is not None else default_operations()
+        self.operations = {name: op if isinstance(op, Operation) else Operation(name, op) for name, op in given.items()}
         self.metrics = WorkerMetrics()
         self.store = JobStore(Path(state_dir), sync=sync)
         served = [(m.name, op) for m in self.models for op in sorted(self.operations)]
-        # Inputs are checked at submission where the operation is one of ours: a custom operation under the same name
-        # reads its input its own way.
-        defaults = default_operations()
-        # The checks read the model (does it take images?): one per (model, operation) when several are served.
+        # Inputs are checked at submission by the operation's own check; the checks read the model (does it take
+        # images?): one per (model, operation) when several are served.
         checks: dict[str | tuple[str, str], InputCheck] = {}
         for served_model in [self.host] if len(self.models) == 1 else list(self.models):
-            for name, check in default_input_checks(served_model).items():
-                if self.operations.get(name) is defaults[name]:
-                    checks[name if len(self.models) == 1 else (served_model.name, name)] = check
+            for name, op in self.operations.items():
+                if op.check is not None:
+                    key = name if len(self.models) == 1 else (served_model.name, name)
+                    checks[key] = _check_on(op.check, served_model)
         self.board = JobBoard(
             self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal, input_checks=checks
         )

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.errors import InvalidInputError, InvalidOptionError, ModelNotFoundError, NotTrainableError
+from modelhost.host.models import Servable
 from modelhost.inference import catalogue
 from modelhost.worker import protocol
-from modelhost.worker.executor import JobContext, Operation
+from modelhost.worker.operation import JobContext, Operation, RunJob
 from modelhost.worker.protocol import failed, invalid
 
 STAGE_TRAINING = protocol.STAGE_TRAINING
@@ -91,7 +92,7 @@ def _is_file(value: Any) -> bool:
     return protocol.input_path(value) is not None
 
 
-def lora_train_for(base: str | None = None, *, backend: str | None = "transformers") -> Operation:
+def lora_train_for(base: str | None = None, *, backend: str | None = "transformers") -> RunJob:
     """A `lora.train` operation that trains `base` (a path or catalogue name); None: the job's own model name,
     resolved through the catalogue (right for `default` and catalogue names; a server of a file passes its path)."""
 
@@ -132,6 +133,16 @@ def lora_train_for(base: str | None = None, *, backend: str | None = "transforme
 
 lora_train = lora_train_for()
 """`lora.train` on the job's own model (see `lora_train_for`)."""
+
+
+def _check(value: Any, host: Servable) -> None:
+    check_lora_train(value)  # the input alone: the trainable copy is loaded from the model's files when it runs
+
+
+#: Exclusive: lora.train trains its own copy of the model with optimiser state (several times the model's memory), so
+#: two at once could exhaust memory that the host's batch slots do not account for. Other jobs keep starting past a
+#: waiting one; it starts, in its queue order, as soon as the running one ends.
+LORA_TRAIN = Operation("lora.train", lora_train, _check, exclusive=True)
 
 
 def _resolve(model: str) -> str:

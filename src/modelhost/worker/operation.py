@@ -1,0 +1,152 @@
+"""What an operation is: one record (`Operation`: its name, the check of its input at submission, the coroutine
+that runs a job, and whether it runs alone), and what a running job gets (`JobContext`).
+
+An operation's `run` gets a JobContext (the seed's Work, plus `progress` and the host) and returns the names of the
+output files it wrote in `ctx.dir`, or raises a protocol.Failure: `invalid(...)` for the job's own input (400),
+`failed(code, ...)` for the worker's (500). Anything else it raises is WORKER_FAILED with the message, and the
+worker carries on with the next job.
+
+Model work goes through the host's scheduler only (`submit_to_host`): the worker is one door among several, and the
+host is the one place that queues, cancels and measures model work. Closing a request's stream cancels it; that
+is how DELETE stops a processing job within one token.
+
+Each operation module (`text`, `embeddings`, `training`, `documents`) defines its records; `registry` lists them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from modelhost.errors import HostClosedError, ModelLoadingError, QueueFullError
+from modelhost.host.models import Servable, ServedModel
+from modelhost.worker import protocol
+from modelhost.worker.jobs import JobBoard
+from modelhost.worker.protocol import Failure, Record, failed, invalid
+
+T = TypeVar("T")
+
+#: While the host's queue is full (other doors share it), a job waits this long before asking again: short enough
+#: to take a free slot promptly, long enough not to spin.
+HOST_RETRY_SECONDS = 0.05
+#: Input error codes of the host (modelhost.errors) that are the job's own fault, hence WORKER_INVALID_INPUT (400).
+INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsupported", "embeddings_unsupported"})
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A job for an operation (the seed's Work): its input (files as `$inputFile`) and the folder for its outputs."""
+
+    id: str
+    operation: str
+    model: str
+    input: Any
+    dir: Path
+
+
+class JobContext:
+    """What an operation gets: the work, the host, and progress/cancel plumbing to the board."""
+
+    def __init__(self, board: JobBoard, record: Record, work: Work, host: Servable) -> None:
+        self.board = board
+        self.record = record
+        self.work = work
+        self.host = host
+        self.cancel_code = ""  # WORKER_CANCELLED or WORKER_INTERRUPTED once cancelled
+        self._hooks: list[Callable[[], None]] = []
+        board.on_cancel(record.id, self._cancelled)
+        if record.cancel:
+            self.cancel_code = protocol.WORKER_CANCELLED
+
+    @property
+    def dir(self) -> Path:
+        """The folder the outputs go into."""
+        return self.work.dir
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the job was cancelled (DELETE) or interrupted (the worker stops)."""
+        return bool(self.cancel_code)
+
+    def progress(self, stage: str, step: int = 0, total: int = 0, remaining: float = 0.0) -> bool:
+        """Tell giz where the job is; False once it was cancelled (stop, then raise `self.stopped()`)."""
+        return self.board.progress(self.record, stage, step, total, remaining) and not self.cancelled
+
+    def on_cancel(self, hook: Callable[[], None]) -> None:
+        """Call `hook()` when the job is cancelled (at once if it already was)."""
+        if self.cancelled:
+            hook()
+        else:
+            self._hooks.append(hook)
+
+    def stopped(self) -> Failure:
+        """The failure a cancelled job ends with."""
+        if self.cancel_code == protocol.WORKER_INTERRUPTED:
+            return failed(protocol.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
+        return failed(protocol.WORKER_CANCELLED, "cancelled while processing")
+
+    def _cancelled(self, code: str) -> None:
+        if self.cancel_code:
+            return
+        self.cancel_code = code
+        for hook in self._hooks:
+            hook()
+
+
+RunJob = Callable[[JobContext], Awaitable[list[str]]]
+"""An operation's runner: runs one job, returns the names of its outputs in `ctx.dir`, or raises a Failure."""
+
+CheckInput = Callable[[Any, Servable], None]
+"""An operation's check of a job's input at submission, on the model the job names: raises `invalid(...)` (the
+submission is answered 400) before the job is stored; the runner checks again when the job runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation the worker serves: `name` (what a job's `operation` says), `run`, `check` (None: the input is
+    read only when the job runs), and `exclusive`: at most one job of it runs at a time (an operation that holds a
+    heavy resource of its own for its whole run, beyond the host's batch slots)."""
+
+    name: str
+    run: RunJob
+    check: CheckInput | None = None
+    exclusive: bool = False
+
+
+async def submit_to_host(ctx: JobContext, submit: Callable[[], T]) -> T:
+    """`submit()` (a request to the job's host), retried while the model loads or the host's queue is full, with
+    the job's stage saying which; the host's refusal of the job's own input is the job's fault (invalid). A model
+    of a set counts as in use meanwhile: a keep-alive of 0 unloaded it between its load and the next retry."""
+    held = ctx.host.in_use() if isinstance(ctx.host, ServedModel) else contextlib.nullcontext()
+    with held:
+        return await _submit_retrying(ctx, submit)
+
+
+async def _submit_retrying(ctx: JobContext, submit: Callable[[], T]) -> T:
+    while True:
+        if ctx.cancelled:
+            raise ctx.stopped()
+        state = ctx.host.state
+        if state in ("new", "loading"):
+            ctx.progress(protocol.STAGE_LOADING_MODEL)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+            continue
+        try:
+            return submit()
+        except QueueFullError:
+            ctx.progress(protocol.STAGE_INITIALIZING)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+        except ModelLoadingError:
+            ctx.progress(protocol.STAGE_LOADING_MODEL)
+            await asyncio.sleep(HOST_RETRY_SECONDS)
+        except HostClosedError as exc:
+            raise failed(protocol.WORKER_FAILED, str(exc)) from exc
+        except Exception as exc:
+            code = getattr(exc, "code", "")
+            if code in INPUT_CODES:
+                raise invalid(str(exc)) from exc
+            raise
