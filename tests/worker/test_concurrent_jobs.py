@@ -41,11 +41,11 @@ def test_jobs_run_together_up_to_the_hosts_slots(tmp_path: Path) -> None:
             # A step at a time (a request joins between steps) until both slots decode worker jobs together; the
             # third waits queued (cancellable as such), not "processing".
             for _ in range(5):
-                if len(model.engine.busy) == 2:
+                if len(model.paced.busy) == 2:
                     break
                 gate.release()
                 await asyncio.sleep(0.2)
-            assert len(model.engine.busy) == 2, model.engine.busy
+            assert len(model.paced.busy) == 2, model.paced.busy
             health = (await c.get("/v1/health")).json()
             assert (health["processing"], health["queued"]) == (2, 1), health
             queue = (await c.get("/v1/queue")).json()
