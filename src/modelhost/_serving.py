@@ -103,6 +103,11 @@ DEFAULT_BODY_TIMEOUT = 60.0
 #: first body_timeout of grace, so a byte-every-minute trickle cannot keep a request open for days. 500 B/s is 4
 #: kbit/s: any real link, even a poor phone connection, does far better.
 DEFAULT_BODY_MIN_RATE = 500.0
+#: nginx's send_timeout: the longest a response write may wait for the client to take bytes (the socket's buffers
+#: full and uvicorn's writes paused). A client that asked for a stream and stopped reading otherwise holds its
+#: connection, and the unsent answer in memory, for as long as its process lives; 256 of them fill the door. A
+#: live reader drains a buffer in milliseconds, so 60 s only ever cuts one that has stopped.
+DEFAULT_WRITE_TIMEOUT = 60.0
 #: Open connections one door holds at once; the next ones get 503 with Retry-After and are closed. Each costs a file
 #: descriptor: two doors at 256 stay well under the common soft limit of 1024 descriptors, with room for the model,
 #: the wire socket's clients and the worker's job files. Real load is far lower: the model serves one request at a
@@ -123,16 +128,18 @@ class ClientLimits:
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     body_min_rate: float = DEFAULT_BODY_MIN_RATE
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
 
     def __post_init__(self) -> None:
-        if not (self.header_timeout > 0 and self.body_timeout > 0 and self.body_min_rate > 0):
+        timeouts = (self.header_timeout, self.body_timeout, self.write_timeout)
+        if not (all(t > 0 for t in timeouts) and self.body_min_rate > 0):
             raise ValueError("client timeouts and the minimum body rate must be positive")
         if self.max_connections < 1:
             raise ValueError("max_connections must be at least 1")
 
 
 #: The reasons a door refuses a client, the label values of its `..._client_refusals_total` counter.
-Refusal = Literal["header_timeout", "body_timeout", "connection_limit", "malformed"]
+Refusal = Literal["header_timeout", "body_timeout", "write_timeout", "connection_limit", "malformed"]
 REFUSALS: tuple[Refusal, ...] = typing.get_args(Refusal)
 
 
@@ -140,7 +147,8 @@ def refusal_counter(registry: CollectorRegistry, prefix: str) -> Counter:
     """The door's `{prefix}_client_refusals_total{reason}` counter, every reason present from the start (at 0)."""
     counter = Counter(
         f"{prefix}_client_refusals",
-        "Clients refused by the HTTP layer: headers or body too slow, too many connections, malformed HTTP.",
+        "Clients refused by the HTTP layer: headers or body too slow, an answer not read, too many connections, "
+        "malformed HTTP.",
         ["reason"],
         registry=registry,
     )
@@ -194,6 +202,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._body_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
+        #: Since when the client has not taken the bytes we wrote (the transport paused our writes), or None.
+        self._write_paused_since: float | None = None
         #: The message of a malformed request that arrived while the one before it is still being answered.
         self._malformed: str | None = None
         held = len(self.connections)
@@ -211,6 +221,16 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._timer.cancel()
             self._timer = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_paused_since is None:
+            self._write_paused_since = self.loop.time()
+            self._arm(self._write_paused_since + self.guard.limits.write_timeout)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._write_paused_since = None  # the client reads again: its clock restarts at the next pause
 
     def data_received(self, data: bytes) -> None:
         if self._malformed is not None:
@@ -248,6 +268,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def _deadline(self) -> tuple[float, Refusal] | None:
         limits = self.guard.limits
+        if self._write_paused_since is not None:
+            # First: an answer the client does not read blocks everything after it on this connection anyway.
+            return self._write_paused_since + limits.write_timeout, "write_timeout"
         if self._header_since is not None:
             return self._header_since + limits.header_timeout, "header_timeout"
         cycle = self.cycle
@@ -275,10 +298,15 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._arm(deadline)
             return
         self.guard.refusals.labels(reason).inc()
-        if reason == "header_timeout":
-            self._refuse(408, f"the request headers did not arrive within {self.guard.limits.header_timeout:g} s")
+        limits = self.guard.limits
+        if reason == "write_timeout":
+            # abort, not close: close() would wait to flush the very buffer the client does not read. The app sees
+            # a disconnect (uvicorn's connection_lost), so a stream it is generating is cancelled.
+            _log.warning("dropping a client that took no bytes of its answer for %.0f s", limits.write_timeout)
+            self.transport.abort()
+        elif reason == "header_timeout":
+            self._refuse(408, f"the request headers did not arrive within {limits.header_timeout:g} s")
         else:
-            limits = self.guard.limits
             self._refuse(
                 408,
                 f"the request body was too slow: no bytes for {limits.body_timeout:g} s, or under "
