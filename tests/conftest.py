@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 #: bench/'s document measures (docmetrics, doccorpus, doctools) are tested and reused by the corpus acceptance test.
 #: Appended, not prepended, so a bench script's module name never shadows an installed package.
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """An empty Hugging Face hub cache of the session's own: `/api/tags` and `modelhost list` list the hub cache, so
+    models in this machine's ~/.cache/huggingface must not change what a test sees (nor may a test write there)."""
+    saved = os.environ.get("HF_HUB_CACHE")
+    os.environ["HF_HUB_CACHE"] = str(tmp_path_factory.mktemp("hf-hub-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("HF_HUB_CACHE", None)
+    else:
+        os.environ["HF_HUB_CACHE"] = saved
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from modelhost.host import DEFAULT_MAX_QUEUE
 from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
-from modelhost.inference import catalogue, registry
+from modelhost.inference import catalogue, hub_cache, registry
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,13 @@ class ServeConfig:
 
 
 def model_name(model: str) -> str:
-    """The name a model is served under: the catalogue name, or the file/folder name without `.gguf`."""
+    """The name a model is served under: the catalogue name, a hub name as given (`org/repo:Q4_K_M`), or the
+    file/folder name without `.gguf`."""
     entry = catalogue.ENTRIES.get(model)
     if entry is not None:
         return entry.name
+    if hub_cache.parse_ref(model) is not None and not Path(model).exists():
+        return model  # a pulled hub model keeps the name `modelhost list` and Ollama's /api/tags show for it
     name = Path(model.rstrip("/")).name
     return name[: -len(".gguf")] if name.endswith(".gguf") else name
 

@@ -16,6 +16,7 @@ body under a full Content-Length, then shut the connection down.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -64,6 +65,7 @@ class HubServer:
     #: (repo, path) pairs served with one byte flipped (listing and ETag still give the true hash).
     corrupt: set[tuple[str, str]] = field(default_factory=set)
     requests: list[Request] = field(default_factory=list)
+    _connections: set[socket.socket] = field(default_factory=set)
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
 
@@ -74,12 +76,13 @@ class HubServer:
             h.update(f"{path}\0{git_blob_id(data)}\0".encode())
         return h.hexdigest()
 
+    _url: str = ""
+
     @property
     def url(self) -> str:
-        """The endpoint to put in HF_ENDPOINT."""
-        assert self._server is not None, "start the server first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        """The endpoint to put in HF_ENDPOINT (kept after `stop`, to point at a hub that is gone)."""
+        assert self._url, "start the server first"
+        return self._url
 
     def __enter__(self) -> HubServer:
         hub = self
@@ -88,17 +91,29 @@ class HubServer:
             server_hub = hub
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        host, port = self._server.server_address[:2]
+        self._url = f"http://{host!s}:{port}"
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="hubserver", daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Close the port and every open connection (the hub goes offline: clients holding a keep-alive connection
+        see it drop, new ones are refused); idempotent."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server = None
+        for conn in list(self._connections):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join()
+            self._thread = None
 
     def listing(self, repo: str) -> dict[str, Any]:
         """The JSON of `GET /api/models/{repo}?blobs=true`."""
@@ -114,6 +129,14 @@ class HubServer:
 class _Handler(BaseHTTPRequestHandler):
     server_hub: HubServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.server_hub._connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.server_hub._connections.discard(self.connection)
+        super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: pytest shows failures, not access logs
         pass

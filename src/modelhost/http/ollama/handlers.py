@@ -17,6 +17,7 @@ from modelhost.http import relay
 from modelhost.http.door import Door
 from modelhost.http.errors import ApiError, answers_errors
 from modelhost.http.ollama import embeddings, models, schema
+from modelhost.http.ollama.pull import HubRoutes
 from modelhost.http.ollama.streams import OllamaStream
 from modelhost.http.parsing import ParsedRequest, read_json
 from modelhost.http.relay import StreamedAnswer
@@ -27,6 +28,7 @@ class OllamaRoutes:
 
     def __init__(self, door: Door) -> None:
         self.door = door
+        self.hub = HubRoutes(door.model_set)
 
     def routes(self) -> list[Route]:
         """The routes, for the app."""
@@ -39,6 +41,8 @@ class OllamaRoutes:
             Route("/api/version", self.version, methods=["GET"]),
             Route("/api/embed", self.embed, methods=["POST"]),
             Route("/api/embeddings", self.embed, methods=["POST"]),
+            Route("/api/pull", self.pull, methods=["POST"]),
+            Route("/api/delete", self.delete, methods=["DELETE"]),
         ]
 
     @answers_errors("ollama")
@@ -79,7 +83,18 @@ class OllamaRoutes:
     async def tags(self, request: Request) -> Response:
         """GET /api/tags."""
         listed = [(m.name, m.model.model_type if m.ready else "", m.size) for m in self.door.model_set]
-        return Response(schema.tags(listed, self.door.created), media_type="application/json")
+        cached = await self.hub.cached_tags({name for name, _, _ in listed})
+        return Response(schema.tags(listed, self.door.created, cached), media_type="application/json")
+
+    @answers_errors("ollama")
+    async def pull(self, request: Request) -> Response:
+        """POST /api/pull: a hub model into the local cache, with Ollama's streamed progress (ollama/pull.py)."""
+        return await self.hub.pull(request)
+
+    @answers_errors("ollama")
+    async def delete(self, request: Request) -> Response:
+        """DELETE /api/delete: a pulled model out of the local cache."""
+        return await self.hub.delete(request)
 
     @answers_errors("ollama")
     async def show(self, request: Request) -> Response:

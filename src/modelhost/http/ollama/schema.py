@@ -247,8 +247,9 @@ def ollama_logprobs(entries: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
     return content
 
 
-def tags(models: Sequence[tuple[str, str, int]], modified: float) -> bytes:
-    """GET /api/tags: every model this host serves, (name, family, size in bytes), in Ollama's listing shape."""
+def tags(models: Sequence[tuple[str, str, int]], modified: float, cached: Sequence[dict[str, Any]] = ()) -> bytes:
+    """GET /api/tags: every model this host serves, (name, family, size in bytes), in Ollama's listing shape; then
+    the `cached` entries (the pulled models in the hub cache, ollama/pull.py)."""
     entries = []
     for model, family, size in models:
         details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
@@ -262,4 +263,4 @@ def tags(models: Sequence[tuple[str, str, int]], modified: float) -> bytes:
                 "details": details,
             }
         )
-    return msgspec.json.encode({"models": entries})
+    return msgspec.json.encode({"models": [*entries, *cached]})

@@ -1,0 +1,240 @@
+"""Ollama's model store over the hub cache: POST /api/pull (streamed progress), DELETE /api/delete, and the cached
+models GET /api/tags lists beside the served ones.
+
+A pull is `modelhost pull` (modelhost.hub) behind Ollama's wire: the name is checked and the repository listed
+first, so a bad name, an unknown repository, an ambiguous one or an unreachable hub is an HTTP error with
+Ollama's `{"error": ...}` body before any stream starts (the official client raises ResponseError with it). Then
+the download runs on a worker thread and its progress comes back as NDJSON lines in the shape the `ollama` client
+reads into ProgressResponse: `{"status": "pulling manifest"}`, per file `{"status": "pulling <file>", "digest":
+"sha256:...", "total": N, "completed": M}`, `{"status": "verifying sha256 digest"}`, `{"status": "writing
+manifest"}`, `{"status": "success"}`; a failure midway is one `{"error": ...}` line. A client that hangs up stops
+the download at its next chunk (huggingface_hub deletes the partial file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Collection
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from modelhost import hub
+from modelhost.errors import ModelHostError
+from modelhost.host.models import Models
+from modelhost.http.errors import ApiError
+from modelhost.http.ollama.schema import ollama_timestamp
+from modelhost.http.parsing import read_json, shown
+from modelhost.hub import fetch
+from modelhost.inference import hub_cache
+
+#: Pulls that run at once; the others wait their turn. Each holds a thread and the link's bandwidth, and two pulls
+#: of one file would only wait on each other's file lock.
+MAX_CONCURRENT_PULLS = 2
+#: Shortest gap between two progress lines of one file: huggingface_hub may report every chunk it receives, and a
+#: client on a slow link must not be sent more progress lines than bytes of model.
+PROGRESS_INTERVAL_S = 0.1
+
+# A pull's refusal codes (modelhost.hub.fetch.PullError) as HTTP statuses: the client's own mistake is a 4xx, the
+# hub's failure a 502 (this server worked; the one behind it did not).
+_STATUS = {
+    "invalid_name": 400,
+    "ambiguous_model": 400,
+    "not_a_model": 400,
+    "too_large": 400,
+    "model_not_found": 404,
+    "gated": 403,
+    "hub_unreachable": 502,
+    "hub_error": 502,
+    "checksum_mismatch": 502,
+    "download_failed": 502,
+}
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _api_error(exc: ModelHostError) -> ApiError:
+    status = _STATUS.get(exc.code, 500)
+    return ApiError(status, str(exc), type="server_error" if status >= 500 else "invalid_request_error", code=exc.code)
+
+
+def _line(body: dict[str, Any]) -> bytes:
+    return msgspec.json.encode(body) + b"\n"
+
+
+class _Cancelled(Exception):
+    """Raised inside huggingface_hub's download loop (from its progress callback) when the client hung up."""
+
+
+class _LineProgress:
+    """A PullProgress that turns each event into an NDJSON line on an asyncio queue (from the download thread)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes], cancel: threading.Event) -> None:
+        self._loop = loop
+        self._queue = queue
+        self._cancel = cancel
+        self._completed: dict[str, int] = {}
+        self._sent_at = 0.0
+
+    def _send(self, body: dict[str, Any]) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, _line(body))
+
+    def _status(self, file: fetch.RemoteFile) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": f"pulling {file.path}"}
+        if file.sha256 is not None:
+            body["digest"] = f"sha256:{file.sha256}"
+        if file.size is not None:
+            body["total"] = file.size
+        body["completed"] = self._completed.get(file.path, 0)
+        return body
+
+    def file_started(self, file: fetch.RemoteFile) -> None:
+        self._completed[file.path] = 0
+        self._send(self._status(file))
+
+    def advance(self, file: fetch.RemoteFile, nbytes: int) -> None:
+        if self._cancel.is_set():
+            raise _Cancelled
+        self._completed[file.path] = max(0, self._completed.get(file.path, 0) + nbytes)
+        now = time.monotonic()
+        if now - self._sent_at >= PROGRESS_INTERVAL_S:
+            self._sent_at = now
+            self._send(self._status(file))
+
+    def verifying(self, file: fetch.RemoteFile) -> None:
+        if file.size is not None:
+            self._completed[file.path] = file.size
+        self._send(self._status(file))
+        self._send({"status": "verifying sha256 digest"} | ({"digest": f"sha256:{file.sha256}"} if file.sha256 else {}))
+
+    def file_done(self, file: fetch.RemoteFile) -> None:
+        pass
+
+
+class HubRoutes:
+    """The handlers of /api/pull and /api/delete, and the cached entries of /api/tags, over a door's model set."""
+
+    def __init__(self, model_set: Models) -> None:
+        self.model_set = model_set
+        self._slots = asyncio.Semaphore(MAX_CONCURRENT_PULLS)
+
+    @staticmethod
+    def _name(body: Any) -> str:
+        name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, "model is required", param="model", code="invalid_value")
+        return name
+
+    async def pull(self, request: Request) -> Response:
+        """POST /api/pull: download a hub model into the cache; NDJSON progress unless `stream` is false."""
+        body = await read_json(request)
+        name = self._name(body)
+        stream = body.get("stream", True)
+        if not isinstance(stream, bool):
+            raise ApiError(400, "stream: expected true or false", param="stream", code="invalid_value")
+        try:
+            plan = await asyncio.to_thread(fetch.plan, name)
+        except ModelHostError as exc:
+            raise _api_error(exc) from None
+        if not stream:
+            async with self._slots:
+                try:
+                    await asyncio.to_thread(fetch.download, plan)
+                except ModelHostError as exc:
+                    raise _api_error(exc) from None
+            return Response(_line({"status": "success"}), media_type="application/json")
+        return StreamingResponse(self._progress(plan), media_type="application/x-ndjson")
+
+    async def _progress(self, plan: fetch.PullPlan) -> AsyncIterator[bytes]:
+        yield _line({"status": "pulling manifest"})
+        async with self._slots:
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[bytes] = asyncio.Queue()
+            cancel = threading.Event()
+            work = asyncio.ensure_future(
+                asyncio.to_thread(fetch.download, plan, progress=_LineProgress(loop, queue, cancel))
+            )
+            # Read its outcome even when nobody is left to hear it (a client that hung up): no "never retrieved".
+            work.add_done_callback(lambda task: task.cancelled() or task.exception())
+            try:
+                while not work.done() or not queue.empty():
+                    getting = asyncio.ensure_future(queue.get())
+                    await asyncio.wait({getting, work}, return_when=asyncio.FIRST_COMPLETED)
+                    if getting.done():
+                        yield getting.result()
+                    else:
+                        getting.cancel()
+                error = work.exception()
+                if error is None:
+                    yield _line({"status": "writing manifest"})
+                    yield _line({"status": "success"})
+                elif isinstance(error, ModelHostError):
+                    yield _line({"error": f"{error} [{error.code}]"})
+                else:
+                    yield _line({"error": f"pull failed: {type(error).__name__}: {error}"})
+            finally:
+                cancel.set()  # the client hung up (or we are done): the download stops at its next chunk
+
+    async def delete(self, request: Request) -> Response:
+        """DELETE /api/delete: remove a model from the cache (not one this process is serving)."""
+        name = self._name(await read_json(request))
+        ref = hub_cache.parse_ref(name)
+        if ref is None:
+            raise ApiError(404, f"model {shown(name)!r} not found (only pulled hub models can be deleted)",
+                           code="model_not_found")  # fmt: skip
+        served = self._served_from(ref)
+        if served is not None:
+            raise ApiError(400, f"model {name!r} is served by this process as {served!r}; stop serving it first",
+                           param="model", code="model_in_use")  # fmt: skip
+        try:
+            await asyncio.to_thread(hub.remove, name)
+        except ModelHostError as exc:
+            raise ApiError(404, f"model {name!r} not found", code=exc.code) from None
+        return Response(status_code=200)
+
+    def _served_from(self, ref: hub_cache.HubRef) -> str | None:
+        """The served model whose files the deletion of `ref` would take (a whole repository, or one file)."""
+        folder = hub_cache.repo_folder(ref.repo).resolve()
+        target = hub_cache.resolve_cached(ref) if ref.spec is not None else None
+        if ref.spec is not None and target is None:
+            return None  # not cached: nothing of it to take from anyone (the removal answers 404)
+        for model in self.model_set:
+            if model.path is None:
+                continue
+            path = Path(model.path).resolve()
+            if path == Path(target).resolve() if target is not None else path.is_relative_to(folder):
+                return model.name
+        return None
+
+    async def cached_tags(self, served: Collection[str]) -> list[dict[str, Any]]:
+        """/api/tags entries for the cached hub models that are not already listed as served."""
+        cached = await asyncio.to_thread(hub.cached_models)
+        return [_tag(model) for model in cached if model.name not in served]
+
+
+def _tag(model: hub.CachedModel) -> dict[str, Any]:
+    path = Path(model.path)
+    blob = path.resolve().name if path.is_file() else ""
+    quant = hub_cache.quant_of(path.name) if path.is_file() else None
+    weights = "safetensors" if any(path.glob("*.safetensors")) else ""
+    details = {
+        "format": "gguf" if path.is_file() else weights,
+        "family": "",
+        "families": [],
+        "parameter_size": "",
+        "quantization_level": quant or "",
+    }
+    return {
+        "name": model.name,
+        "model": model.name,
+        "modified_at": ollama_timestamp(model.modified),
+        "size": model.bytes,
+        # The blob of a GGUF is named by its sha256 in the hub cache: the digest Ollama shows is that of the model.
+        "digest": blob if _SHA256.match(blob) else "",
+        "details": details,
+    }
