@@ -225,8 +225,11 @@ def test_batch_drops_finished_rows_and_keeps_decoding_the_rest(
     rows = model.batch_generate(PROMPTS, **opts)
     monkeypatch.undo()
     assert rows[0].finish_reason == "stop" and len(rows[0].tokens) < 10
-    assert widths[0] == len(PROMPTS) and min(widths) < len(PROMPTS), f"finished rows stayed in the batch: {widths}"
-    assert widths == sorted(widths, reverse=True)
+    # Each prompt is prefilled alone (as a single generation is), then the rows decode together.
+    prefills, decodes = widths[: len(PROMPTS)], widths[len(PROMPTS) :]
+    assert prefills == [1] * len(PROMPTS), widths
+    assert decodes[0] == len(PROMPTS) and min(decodes) < len(PROMPTS), f"finished rows stayed in the batch: {widths}"
+    assert decodes == sorted(decodes, reverse=True)
     for prompt, row in zip(PROMPTS, rows, strict=True):
         assert [t.id for t in row.tokens] == [t.id for t in model.generate(prompt, **opts)], prompt
 

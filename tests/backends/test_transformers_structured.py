@@ -1,8 +1,9 @@
 """json_schema, logprobs and the thought channel on the transformers backend, over tiny random Llamas.
 
 A random model follows no instruction, so a valid answer can only come from the grammar's mask: every answer here
-must parse and validate, one at a time, through the batch engine and through batch_generate. Log-probabilities are
-the model's own (raw logits), so they must equal log_softmax of `classify(logits=True)`'s logits for the same prompt.
+must parse and validate, one at a time, side by side in the engine's slots and through batch_generate.
+Log-probabilities are the model's own (raw logits), so they must equal log_softmax of `classify(logits=True)`'s
+logits for the same prompt.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from modelhost.backends.transformers.grammar import NUMBER_BOUND, bounded
 from modelhost.backends.transformers.model import TransformersModel
 from modelhost.errors import InvalidOptionError
 from modelhost.inference.capabilities import OptionChecker, as_capability
-from modelhost.inference.types import Message, Token
+from modelhost.inference.engine import EngineRequest
+from modelhost.inference.engine_conformance import drive
+from modelhost.inference.types import Message
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -140,23 +143,19 @@ def test_bounding_leaves_the_callers_own_bounds_and_open_objects_alone() -> None
 
 def test_each_batch_slot_follows_its_own_schema(model: TransformersModel) -> None:
     names = sorted(SCHEMAS)
-    answers: dict[int, list[str]] = {}
-    finished: dict[int, str | None] = {}
-    schema_of: dict[int, dict[str, Any]] = {}
-    with model.open_batch() as engine:
-        assert engine.slots >= len(names)
-        for i, name in enumerate(names):
-            admitted = engine.admit(prompt=f"prompt {i}", json_schema=SCHEMAS[name], temperature=1.0, seed=i,
-                                    max_tokens=MAX_TOKENS)  # fmt: skip
-            schema_of[admitted.slot] = SCHEMAS[name]
-        while len(finished) < len(names):
-            for out in engine.step().outputs:
-                answers.setdefault(out.slot, []).append(out.token.text if out.token is not None else "")
-                if out.finish_reason is not None:
-                    finished[out.slot] = out.finish_reason
-    assert set(finished.values()) == {"stop"}
-    for slot, schema in schema_of.items():
-        valid("".join(answers[slot]), schema)
+    engine = model.engine()
+    assert engine.slots >= len(names)
+    requests = [
+        EngineRequest(
+            prompt=f"prompt {i}",
+            options={"json_schema": SCHEMAS[name], "temperature": 1.0, "seed": i, "max_tokens": MAX_TOKENS},
+        )
+        for i, name in enumerate(names)
+    ]
+    runs = drive(engine, requests)  # all admitted at once: every step decodes every slot together
+    assert {r.finish_reason for r in runs} == {"stop"}
+    for run, name in zip(runs, names, strict=True):
+        valid(run.text, SCHEMAS[name])
 
 
 def test_batch_generate_rows_all_answer_valid_json(model: TransformersModel) -> None:
@@ -224,11 +223,9 @@ def test_logprobs_in_batch_slots_match_one_at_a_time(model: TransformersModel) -
         assert a.logprob is not None and b.logprob is not None
         assert b.logprob.logprob == pytest.approx(a.logprob.logprob, abs=1e-4)
         assert len(b.logprob.top) == 2
-    with model.open_batch() as engine:
-        engine.admit(prompt="hello there", logprobs=0, max_tokens=6, temperature=0)
-        got: list[Token] = []
-        while len(got) < 6:
-            got.extend(o.token for o in engine.step().outputs if o.token is not None)
+    company = EngineRequest(prompt="hi", options={"max_tokens": 6, "temperature": 0})
+    asked = EngineRequest(prompt="hello there", options={"logprobs": 0, "max_tokens": 6, "temperature": 0})
+    got = drive(model.engine(), [company, asked])[1].tokens
     assert [t.logprob.logprob for t in got if t.logprob] == pytest.approx([t.logprob.logprob for t in alone], abs=1e-4)  # type: ignore[union-attr]
     assert all(t.logprob is not None and t.logprob.top == () for t in got)
     assert all(t.logprob is None for t in model.generate("hi", max_tokens=3, temperature=0))
@@ -249,11 +246,9 @@ def test_the_thinking_model_splits_its_thought(thinker: TransformersModel) -> No
     tokens = list(thinker.chat(ask, max_tokens=8, min_tokens=8, temperature=0, thinking_budget=3))
     assert [t.channel for t in tokens] == ["thought"] * 3 + ["marker"] + ["content"] * 4
     assert tokens[3].text == "</think>"
-    with thinker.open_batch() as engine:
-        engine.admit(messages=ask, max_tokens=8, min_tokens=8, temperature=0, thinking_budget=3)
-        batched: list[Token] = []
-        while len(batched) < 8:
-            batched.extend(o.token for o in engine.step().outputs if o.token is not None)
+    company = EngineRequest(prompt="hello", options={"max_tokens": 8, "temperature": 0})
+    budgeted = {"max_tokens": 8, "min_tokens": 8, "temperature": 0, "thinking_budget": 3}
+    batched = drive(thinker.engine(), [company, EngineRequest(messages=tuple(ask), options=budgeted)])[1].tokens
     assert [t.channel for t in batched] == [t.channel for t in tokens]
     plain = list(thinker.chat(ask, max_tokens=4, temperature=0, enable_thinking=False))
     assert {t.channel for t in plain} == {"content"}

@@ -13,8 +13,9 @@ import torch
 
 from modelhost.backends.transformers import sampling
 from modelhost.backends.transformers.pieces import token_bytes
-from modelhost.backends.transformers.sampling import RowState, ThoughtTokens
-from modelhost.inference.generation import Utf8Stream
+from modelhost.backends.transformers.sampling import RowState
+from modelhost.inference.decoding import ThoughtTracker
+from modelhost.inference.generation import ThoughtMarkers, Utf8Stream
 from modelhost.inference.options import GenerateOptions
 
 NEG = float("-inf")
@@ -59,25 +60,30 @@ def test_suppress_and_min_tokens_per_row() -> None:
 
 
 def test_thinking_budget_forces_close_once_spent() -> None:
-    thought = ThoughtTokens(open_id=1, close_id=2)
+    thought = ThoughtMarkers(open_id=1, close_id=2)
     assert thought.inside_after([5, 1, 7]) and not thought.inside_after([1, 2, 7]) and not thought.inside_after([7])
-    sampler = sampling.make_sampler(
-        GenerateOptions.parse(temperature=0, thinking_budget=2).resolved(),
-        stop_ids=[0],
-        thought=thought,
-        device=torch.device("cpu"),
-    )
-    row = RowState(context=[1], in_thought=True)
+    opts = GenerateOptions.parse(temperature=0, thinking_budget=2).resolved()
+    sampler = sampling.make_sampler(opts, stop_ids=[0], device=torch.device("cpu"))
+    tracker = ThoughtTracker.for_request(thought, opts, [1], constrained=False)  # the prompt opened the thought
+    row = RowState(context=[1])
     favourite = logits(0.0, 0.0, 0.0, 9.0)
-    assert [sampler(favourite, [row])[0] for _ in range(3)] == [3, 3, 2]
-    assert row.budget_forced and not row.in_thought
-    assert sampler(favourite, [row]) == [3], "outside the thought the budget no longer applies"
+
+    def draw() -> int:
+        # What the engine does per draw: ask the tracker for a forced id, sample, let the tracker follow.
+        row.forced = tracker.forced_token()
+        token = sampler(favourite, [row])[0]
+        tracker.follow(token)
+        return token
+
+    assert [draw() for _ in range(3)] == [3, 3, 2]
+    assert tracker.forced and not tracker.inside
+    assert draw() == 3, "outside the thought the budget no longer applies"
 
 
 def test_seeded_draws_are_reproducible() -> None:
     def draws(seed: int) -> list[int]:
         opts = GenerateOptions.parse(temperature=1.5, seed=seed).resolved()
-        sampler = sampling.make_sampler(opts, stop_ids=[], thought=None, device=torch.device("cpu"))
+        sampler = sampling.make_sampler(opts, stop_ids=[], device=torch.device("cpu"))
         row = RowState(context=[])
         return [sampler(torch.zeros((1, 50)), [row])[0] for _ in range(20)]
 
@@ -86,7 +92,7 @@ def test_seeded_draws_are_reproducible() -> None:
 
 def test_greedy_is_argmax_and_leaves_logits_untouched() -> None:
     opts = GenerateOptions.parse(temperature=0, suppress_tokens=[2]).resolved()
-    sampler = sampling.make_sampler(opts, stop_ids=[], thought=None, device=torch.device("cpu"))
+    sampler = sampling.make_sampler(opts, stop_ids=[], device=torch.device("cpu"))
     raw = logits(0.0, 1.0, 5.0)
     assert sampler(raw, [RowState(context=[])]) == [1]
     assert raw.tolist() == [[0.0, 1.0, 5.0]], "steps must work on a copy (classify returns the raw logits)"

@@ -42,8 +42,9 @@ class Prompts:
     text only, touching no weights or cache, so a door may ask it beside a generation.
     """
 
-    def __init__(self, checkpoint: Checkpoint, piece_bytes: Callable[[int], bytes]) -> None:
+    def __init__(self, checkpoint: Checkpoint, piece_bytes: Callable[[int], bytes], *, vocab_size: int) -> None:
         self.checkpoint = checkpoint
+        self._vocab_size = vocab_size  # the logits' width: the ids a prompt may hold
         self._piece = piece_bytes  # token id -> its bytes (pieces.py): the longest one bounds a prompt's bytes
         self._max_token_bytes = 0  # found at the first prompt long enough to need it
         template = getattr(checkpoint.processor or checkpoint.tokenizer, "chat_template", None) or ""
@@ -54,6 +55,16 @@ class Prompts:
     def raw(self, text: str) -> Prompt:
         """A raw prompt (no chat template), tokenised with the tokenizer's own BOS/EOS policy."""
         return Prompt(self._encode(text, special=True))
+
+    def from_ids(self, ids: Sequence[int]) -> Prompt:
+        """A prompt given as token ids of this vocabulary: bounded by the context first, then each id checked."""
+        checked = self._fits(tuple(ids))
+        for i, token in enumerate(checked):
+            if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < self._vocab_size:
+                raise InvalidInputError(
+                    f"prompt_ids[{i}] is {token!r}, not a token id of this model (0 to {self._vocab_size - 1})"
+                )
+        return Prompt(checked)
 
     def chat(self, messages: Sequence[Message], opts: GenerateOptions) -> Prompt:
         """The assistant's turn after `messages`, through the chat template (images included); `opts` are the

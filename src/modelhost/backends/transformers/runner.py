@@ -1,9 +1,8 @@
 """The loaded checkpoint's compute, shared by every way this backend generates.
 
 One forward pass, a fresh KV cache, a request's options checked once, a sampler per request, a sampling row per
-sequence, and the metrics of an operation that ended. `TransformersModel` (model.py) and `TransformersBatchEngine`
-(batch.py) both drive a Runner, so neither reaches into the other and each engine step is the same code whichever
-of them asked for it.
+sequence, and the metrics of a request that ended. The engine (engine.py) drives it for every generation; the model
+(model.py) for what is not a generation (attention inspection), so neither reaches into the other.
 
 Each step is an `inference_mode` call of its own, never a block held open across a `yield`: the caller's code runs
 between two steps and must not inherit inference mode.
@@ -125,7 +124,7 @@ class Runner:
     def sampler(self, opts: GenerateOptions) -> Sampler:
         """The token chooser of one request (`opts` from `options`)."""
         stops = set(self.eos_ids) | set(opts.stop_tokens)
-        return make_sampler(opts, stop_ids=stops, thought=self.thought, device=self.device, piece=self.piece)
+        return make_sampler(opts, stop_ids=stops, device=self.device, piece=self.piece)
 
     @torch.inference_mode()
     def sample(self, sampler: Sampler, logits: torch.Tensor, rows: Sequence[RowState]) -> list[int]:
@@ -133,11 +132,8 @@ class Runner:
         return sampler(logits, rows)
 
     def row(self, ids: Sequence[int], opts: GenerateOptions) -> RowState:
-        """One sequence's sampling state: whether its prompt left it inside a thought, and its grammar matcher."""
-        matcher = self._grammars.matcher(opts)
-        # A grammar-constrained answer is the reply itself, whatever the template opened (RowState.accept).
-        inside = matcher is None and self.thought is not None and self.thought.inside_after(ids)
-        return RowState(context=list(ids), in_thought=inside, matcher=matcher)
+        """One sequence's sampling state: its context (the prompt) and its grammar matcher."""
+        return RowState(context=list(ids), matcher=self._grammars.matcher(opts))
 
     def metrics(
         self, clock: MetricsClock, reason: FinishReason, *, thinking_budget_forced: bool = False

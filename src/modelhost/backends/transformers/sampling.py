@@ -2,13 +2,15 @@
 
 Built the way mlx-lm builds its sampler: each step is a tiny function of (logits, rows) -> logits, `make_sampler`
 picks the steps a request needs (a step whose option is off is not in the chain at all), and temperature 0 goes
-straight to argmax. Every step works on a batch of rows, so a single generation and `batch_generate` share the same
-code; per-row state (what a row has generated, whether it is inside a thought, its json_schema matcher) lives in
-`RowState`. The grammar's mask (grammar.py) is the last step, so it has the final word on what may follow.
+straight to argmax. Every step works on a batch of rows (classify's padded batch is one call); per-row state
+(what a row has generated, its json_schema matcher, the id its thinking budget forces) lives in `RowState`. The
+grammar's mask (grammar.py) is the last step, so it has the final word on what may follow.
 
-What the caller reads back per token also lives in RowState: its channel (thought, marker, content: the contract's
-ThoughtMarkers rules, the same as llama.cpp's) and, for the `logprobs` option, its log-probability under the raw
-logits, taken before any step, temperature or mask (what OpenAI, vLLM and our llama.cpp backend report).
+The thought channel and the thinking budget's rule are the contract's (inference/decoding.py's ThoughtTracker, the
+same for every engine): the engine asks the tracker before each draw and puts the id it forces in
+`RowState.forced`, which the `force` step makes the only possible token. For the `logprobs` option each chosen
+token's log-probability is taken under the raw logits, before any step, temperature or mask (what OpenAI, vLLM and
+our llama.cpp backend report), and left in RowState for the engine to hand to the decoder.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from modelhost.backends.transformers import grammar
-from modelhost.inference.generation import ThoughtMarkers
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import Channel, TokenLogprob
+from modelhost.inference.types import TokenLogprob
 
 if TYPE_CHECKING:
     import torch
@@ -30,42 +31,24 @@ if TYPE_CHECKING:
 #: penalise the same window.
 REPEAT_LAST_N = 64
 
-#: The thought channel's markers and rules are the contract's (shared with llama.cpp); the old name stays for callers.
-ThoughtTokens = ThoughtMarkers
-
 
 @dataclass(slots=True)
 class RowState:
-    """One sequence being decoded: what the steps need to know about its past."""
+    """One sequence being decoded: what the steps need to know about its past, and what the sampler leaves for the
+    engine about the token it chose."""
 
     context: list[int]  # prompt then generated ids; the repeat penalty reads its tail
     generated: int = 0
-    in_thought: bool = False
-    thought_tokens: int = 0
-    forcing: bool = False  # the budget step masked this row to the close token on this step
-    budget_forced: bool = False  # the close token was forced at least once
     matcher: Any = None  # the row's llguidance matcher when its request has a json_schema (grammar.py)
-    channel: Channel = "content"  # of the token accepted last (decode_loop's `channel` hook reads it)
+    forced: int | None = None  # the id this draw must choose (the thinking budget's closing marker), set per draw
     logprob: TokenLogprob | None = None  # of the token accepted last, when the request asked for logprobs
 
-    def accept(self, token: int, thought: ThoughtMarkers | None) -> None:
+    def accept(self, token: int) -> None:
         """Record the token this row just sampled."""
         self.context.append(token)
         self.generated += 1
-        if self.forcing:
-            self.budget_forced = True
-            self.forcing = False
         if self.matcher is not None:
             grammar.advance(self.matcher, token)
-            # The grammar's answer is the reply: a marker token it lets into a JSON string must not flip the channel.
-            return
-        if thought is None:
-            return
-        self.in_thought, self.channel = thought.follow(token, self.in_thought)
-        if token == thought.open_id:
-            self.thought_tokens = 0  # each thought gets the whole budget, as on llama.cpp
-        elif self.channel == "thought":
-            self.thought_tokens += 1
 
 
 LogitsStep = Callable[["torch.Tensor", Sequence[RowState]], "torch.Tensor"]
@@ -117,20 +100,14 @@ def repeat_penalty(penalty: float, last_n: int = REPEAT_LAST_N) -> LogitsStep:
     return step
 
 
-def thinking_budget(budget: int, thought: ThoughtMarkers) -> LogitsStep:
-    """Once a row has spent `budget` tokens inside its thought, force the close token (one step, then it is out)."""
-
-    def step(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
-        for r, row in enumerate(rows):
-            if row.in_thought and row.thought_tokens >= budget:
-                # Only the close token stays possible (finite even if an earlier step masked it: forcing wins),
-                # so argmax and any draw both pick it.
-                logits[r, :] = float("-inf")
-                logits[r, thought.close_id] = 0.0
-                row.forcing = True
-        return logits
-
-    return step
+def force(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
+    """A row with a `forced` id can choose only that id (finite even if an earlier step masked it: forcing wins,
+    as the thinking budget needs), so argmax and any draw both pick it."""
+    for r, row in enumerate(rows):
+        if row.forced is not None:
+            logits[r, :] = float("-inf")
+            logits[r, row.forced] = 0.0
+    return logits
 
 
 def grammar_mask(logits: torch.Tensor, rows: Sequence[RowState]) -> torch.Tensor:
@@ -182,7 +159,6 @@ class Sampler:
     top_p: float
     min_p: float
     generator: torch.Generator | None
-    thought: ThoughtMarkers | None
     logprobs: int | None = None  # the `logprobs` option: record each chosen token's log-probability, and this many
     piece: Callable[[int], bytes] | None = None  # alternatives; `piece` spells them
 
@@ -205,7 +181,7 @@ class Sampler:
             for r, (row, token) in enumerate(zip(rows, ids, strict=True)):
                 row.logprob = self._logprob(logits[r], token)
         for row, token in zip(rows, ids, strict=True):
-            row.accept(token, self.thought)
+            row.accept(token)
         return ids
 
     def _logprob(self, raw: torch.Tensor, token: int) -> TokenLogprob:
@@ -233,7 +209,6 @@ def make_sampler(
     opts: GenerateOptions,
     *,
     stop_ids: Collection[int],
-    thought: ThoughtMarkers | None,
     device: torch.device,
     piece: Callable[[int], bytes] | None = None,
 ) -> Sampler:
@@ -248,10 +223,10 @@ def make_sampler(
         steps.append(min_tokens(opts.min_tokens, stop_ids))
     if opts.repeat_penalty is not None and opts.repeat_penalty != 1.0:
         steps.append(repeat_penalty(opts.repeat_penalty))
-    if opts.thinking_budget > 0 and thought is not None:
-        # Last, so that forcing the close token overrides every other step. A model without a thought channel
-        # ignores the budget: there is nothing to close.
-        steps.append(thinking_budget(opts.thinking_budget, thought))
+    if opts.thinking_budget > 0:
+        # After the other steps, so that forcing the close token overrides them. The tracker forces nothing on a
+        # model without a thought channel: there is nothing to close.
+        steps.append(force)
     if opts.json_schema is not None:
         # Last: the mask is the final word on what may follow (the conflicting steps are refused in grammar.check).
         steps.append(grammar_mask)
@@ -269,16 +244,6 @@ def make_sampler(
         top_p=float(opts.top_p if opts.top_p is not None else 1.0),
         min_p=float(opts.min_p or 0.0),
         generator=generator,
-        thought=thought,
         logprobs=opts.logprobs,
         piece=piece,
     )
-
-
-def loop_hooks(opts: GenerateOptions, row: RowState) -> dict[str, Any]:
-    """decode_loop's `logprob` and `channel` hooks for one row: what its sampler recorded for the token it chose
-    last (the loop asks right after that token, so the row's fields are the token's)."""
-    hooks: dict[str, Any] = {"channel": lambda _token: row.channel}
-    if opts.logprobs is not None:
-        hooks["logprob"] = lambda _token: row.logprob
-    return hooks
