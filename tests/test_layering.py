@@ -57,7 +57,6 @@ LAYERING_VIOLATIONS: dict[tuple[str, str], str] = {
 #: The modules of one import cycle (a strongly connected component), sorted: why the cycle is still here.
 # fmt: off
 CYCLES: dict[tuple[str, ...], str] = {
-    ("modelhost.backends.llama_cpp.backend", "modelhost.backends.llama_cpp.batch", "modelhost.backends.llama_cpp.embedding", "modelhost.backends.llama_cpp.model", "modelhost.backends.llama_cpp.vision"): "model, batch engine, vision and embedding reach into each other (issue 20: one engine per backend)",  # noqa: E501
 }
 # fmt: on
 

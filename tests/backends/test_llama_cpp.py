@@ -29,6 +29,8 @@ from modelhost.errors import (
 )
 from modelhost.inference import Registry, conformance
 from modelhost.inference.capabilities import DeviceInfoProvider, VisionModel, as_capability
+from modelhost.inference.engine import EngineRequest
+from modelhost.inference.engine_conformance import drive
 from modelhost.inference.model import Backend, FormatProbe, TextModel
 from modelhost.inference.types import Message
 from modelhost.testing import tinymodels
@@ -95,7 +97,7 @@ def test_the_entry_point_registers_this_backend(tiny_llama_gguf: Path) -> None:
 def test_load_options_are_honoured(tiny_llama_gguf: Path) -> None:
     with load(tiny_llama_gguf, context_length=128, threads=1, gpu_layers=0, parallel=1) as m:
         assert m.context_length == 128
-        assert m._llm.n_threads == 1 and m._llm.n_threads_batch == 1
+        assert m.threads == (1, 1)
     with load(tiny_llama_gguf) as m:
         # No context_length: the default, capped at the 512 positions the tiny model was trained on.
         assert m.context_length == m.info().context_length == 512
@@ -168,24 +170,19 @@ def test_a_lora_gguf_adapter_is_applied_at_load(model: LlamaCppModel, tiny_llama
         assert not np.allclose(b.logits, m.logits), "the adapter did not change the logits"
 
 
-def test_the_adapter_reaches_the_grown_context_and_the_batch_context(
+def test_the_adapter_reaches_the_engines_context_at_every_slot(
     model: LlamaCppModel, tiny_llama_gguf: Path, tmp_path: Path
 ) -> None:
-    # llama.cpp applies a LoRA per context: the one-at-a-time context grown from the standby one (parallel > 1) and
-    # the batch engine's context must both run the adapted weights.
+    # llama.cpp applies a LoRA per context: the engine's context (the model's only one) must run the adapted
+    # weights, alone and beside another request.
     info = model.info()
     adapter = write_lora_gguf(tmp_path / "lora.gguf", n_embd=info.hidden_size, n_vocab=info.vocab_size)
     base = ids(model, max_tokens=8, temperature=0)
     with load(tiny_llama_gguf, adapter=str(adapter), parallel=2) as adapted:
         alone = ids(adapted, max_tokens=8, temperature=0)
-        with adapted.open_batch() as engine:
-            engine.admit(PROMPT, max_tokens=8, temperature=0)
-            batched: list[int] = []
-            done = False
-            while not done:
-                for out in engine.step().outputs:
-                    batched += [out.token.id] if out.token is not None else []
-                    done = done or out.finish_reason is not None
+        request = EngineRequest(prompt=PROMPT, options={"max_tokens": 8, "temperature": 0})
+        other = EngineRequest(prompt="Once upon a time", options={"max_tokens": 8, "temperature": 0})
+        batched = drive(adapted.engine(), [request, other])[0].ids
     assert batched == alone != base
 
 
@@ -228,17 +225,18 @@ def test_closed_model_raises_model_closed(tiny_llama_gguf: Path) -> None:
 
 def test_images_are_refused_before_any_compute(model: LlamaCppModel) -> None:
     list(model.generate("warm", max_tokens=1, temperature=0))
-    before_tokens, before_metrics = model._llm.n_tokens, model.metrics()
+    before_cache, before_metrics = model.engine().cached_tokens(), model.metrics()
     with pytest.raises(UnsupportedAttachmentError) as info:
         model.chat([Message("user", "what is this?", images=(b"\x89PNG",))], max_tokens=4)
     assert info.value.code == "attachment_unsupported"
-    assert model._llm.n_tokens == before_tokens and model.metrics() is before_metrics
+    assert model.engine().cached_tokens() == before_cache and model.metrics() is before_metrics
+    assert model.engine().free_slots() == model.engine().slots
     assert as_capability(model, VisionModel) is model and not model.accepts_images()
 
 
 def test_chat_renders_the_ggufs_own_template(model: LlamaCppModel) -> None:
     messages = [Message("system", "Be brief."), Message("user", "Say something short.")]
-    rendered = chat.render(model._template, messages, bos_token=model._bos_text, eos_token=model._eos_text)
+    rendered = chat.render(model.template, messages, bos_token=model.vocab.bos_text, eos_token=model.vocab.eos_text)
     assert rendered.endswith("<|im_start|>assistant\n") and "<|im_start|>system\nBe brief.<|im_end|>" in rendered
     via_chat = [t.id for t in model.chat(messages, max_tokens=6, temperature=0)]
     assert model.metrics().prompt_tokens == len(model.encode(rendered))
@@ -275,7 +273,7 @@ def test_stop_tokens_add_to_the_models_own(model: LlamaCppModel) -> None:
     greedy = ids(model, max_tokens=8, temperature=0)
     cut = ids(model, max_tokens=8, temperature=0, stop_tokens=[greedy[2]])
     assert cut == greedy[: greedy.index(greedy[2])] and model.metrics().finish_reason == "stop"
-    assert model._eog, "the vocabulary's own end-of-generation tokens are always stops"
+    assert model.vocab.eog, "the vocabulary's own end-of-generation tokens are always stops"
 
 
 def test_min_tokens_bans_the_stops_until_reached(model: LlamaCppModel) -> None:
@@ -317,16 +315,17 @@ def test_repeat_penalty_changes_greedy_output_and_zero_is_refused(model: LlamaCp
 
 def test_checkpoint_defaults_sit_between_request_and_fallback(model: LlamaCppModel) -> None:
     greedy = ids(model, max_tokens=8, temperature=0)
-    saved = model._defaults
+    prompter = model.engine().prompter
+    saved = prompter.defaults
     try:
-        model._defaults = {"temperature": 0.0}
+        prompter.defaults = {"temperature": 0.0}
         assert ids(model, max_tokens=8) == greedy, "the checkpoint's temperature 0 applies when the request is silent"
-        model._defaults = {"temperature": 0.0, "max_tokens": 3}
+        prompter.defaults = {"temperature": 0.0, "max_tokens": 3}
         assert len(ids(model)) == 3
         samples = {tuple(ids(model, max_tokens=8, temperature=2.0, seed=s)) for s in range(4)}
         assert samples != {tuple(greedy)}, "the request's temperature must beat the checkpoint's"
     finally:
-        model._defaults = saved
+        prompter.defaults = saved
 
 
 def test_sampling_defaults_are_read_from_general_sampling_keys() -> None:
@@ -346,26 +345,17 @@ def test_native_seed_never_asks_for_a_random_seed() -> None:
     assert sampling.native_seed(5) == 5 and 0 <= sampling.native_seed((1 << 64) - 1) < 1 << 32
 
 
-def test_the_kv_cache_prefix_is_reused_across_calls(model: LlamaCppModel, monkeypatch: pytest.MonkeyPatch) -> None:
-    evaluated: list[int] = []
-    real_eval = model._llm.eval
-
-    def counting_eval(tokens: list[int]) -> None:
-        evaluated.append(len(tokens))
-        real_eval(tokens)
-
-    monkeypatch.setattr(model._llm, "eval", counting_eval)
+def test_the_kv_cache_prefix_is_reused_across_calls(model: LlamaCppModel) -> None:
     long_prompt = "Once upon a time there was a tiny model that liked to count. " * 3
     first = ids(model, long_prompt, max_tokens=4, temperature=0)
     prompt_len = model.metrics().prompt_tokens
-    assert evaluated[0] == prompt_len
-    evaluated.clear()
     assert ids(model, long_prompt, max_tokens=4, temperature=0) == first, "reuse must not change the output"
-    assert evaluated[0] == 1, "the same prompt again re-evaluates only its last token"
-    assert model.metrics().prompt_tokens == prompt_len, "prompt_tokens counts the whole prompt, cached or not"
-    evaluated.clear()
+    m = model.metrics()
+    assert m.cached_prompt_tokens == prompt_len - 1, "the same prompt again re-evaluates only its last token"
+    assert m.prompt_tokens == prompt_len, "prompt_tokens counts the whole prompt, cached or not"
     list(model.generate(long_prompt + " And then", max_tokens=1, temperature=0))
-    assert evaluated[0] < 10, "an extended prompt evaluates only its new tail"
+    m = model.metrics()
+    assert m.prompt_tokens - m.cached_prompt_tokens < 10, "an extended prompt evaluates only its new tail"
 
 
 def test_a_second_operation_finishes_a_suspended_stream(model: LlamaCppModel) -> None:
@@ -380,14 +370,15 @@ def test_a_second_operation_finishes_a_suspended_stream(model: LlamaCppModel) ->
 def test_an_abandoned_for_loop_frees_the_context_at_once(model: LlamaCppModel) -> None:
     for _ in model.generate(PROMPT, max_tokens=50, temperature=0):
         break
-    assert model.metrics().finish_reason == "cancelled" and model._live is None
+    assert model.metrics().finish_reason == "cancelled"
+    assert model.engine().free_slots() == model.engine().slots, "the request's slot is free again at once"
 
 
 def test_cancel_from_another_thread(model: LlamaCppModel) -> None:
     cancel = threading.Event()
     timer = threading.Timer(0.05, cancel.set)
     timer.start()
-    never_stop = sorted(model._eog)
+    never_stop = sorted(model.vocab.eog)
     tokens = list(
         model.generate(PROMPT, max_tokens=100_000, temperature=1.0, seed=1, cancel=cancel, suppress_tokens=never_stop)
     )
@@ -411,23 +402,25 @@ def test_a_full_context_ends_with_length(tiny_llama_gguf: Path) -> None:
 def test_an_engine_failure_keeps_the_tokens_sets_err_and_recovers(
     model: LlamaCppModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_eval = model._llm.eval
+    import llama_cpp
+
+    real_decode = llama_cpp.llama_decode
     calls = {"n": 0}
 
-    def failing_eval(tokens: list[int]) -> None:
+    def failing_decode(ctx: Any, batch: Any) -> int:
         calls["n"] += 1
         if calls["n"] == 3:  # the prefill, one decode step, then a failure
-            raise RuntimeError("llama_decode returned -1")
-        real_eval(tokens)
+            return -1
+        return int(real_decode(ctx, batch))
 
-    monkeypatch.setattr(model._llm, "eval", failing_eval)
+    monkeypatch.setattr(llama_cpp, "llama_decode", failing_decode)
     got = []
     with pytest.raises(GenerationError, match="llama_decode") as info:
         for token in model.generate("A fresh prompt", max_tokens=10, temperature=0, stop_tokens=[]):
             got.append(token)
     assert len(got) == 2 and info.value.code == "generation_failed"
     assert model.err() is info.value and model.metrics().finish_reason == "error"
-    monkeypatch.setattr(model._llm, "eval", real_eval)
+    monkeypatch.setattr(llama_cpp, "llama_decode", real_decode)
     assert len(ids(model, max_tokens=2, temperature=0)) >= 1 and model.err() is None
 
 
@@ -459,7 +452,7 @@ def test_token_pieces_are_raw_bytes_and_decode_joins_them(model: LlamaCppModel) 
     text = "é€ naïve"
     tokens = model.encode(text)
     assert model.decode(tokens) == text
-    pieces = [model._piece(t) for t in tokens]
+    pieces = [model.vocab.piece(t) for t in tokens]
     assert b"".join(pieces) == text.encode()
     assert any(not _is_utf8(p) for p in pieces), "byte-level BPE splits some characters across tokens"
 

@@ -24,6 +24,8 @@ from modelhost.backends.llama_cpp import LlamaCppBackend
 from modelhost.backends.llama_cpp.grammar import gbnf_for_schema, integer_range_rule
 from modelhost.backends.llama_cpp.model import LlamaCppModel
 from modelhost.errors import InvalidOptionError
+from modelhost.inference.engine import EngineRequest
+from modelhost.inference.engine_conformance import drive
 from modelhost.inference.options import MAX_JSON_SCHEMA_CHARS, GenerateOptions
 from modelhost.inference.types import Message
 
@@ -75,19 +77,9 @@ def test_the_batch_engine_applies_each_slots_own_grammar(model: LlamaCppModel) -
         {"prompt": "The quick brown fox", "json_schema": flags, "max_tokens": 300, "temperature": 0},
     ]
     expected = [[t.id for t in model.generate(**r)] for r in requests]
-    with model.open_batch() as engine:
-        got: dict[int, list[int]] = {i: [] for i in range(len(requests))}
-        waiting, live = list(enumerate(requests)), {}
-        while waiting or live:
-            while waiting and engine.free_slots():
-                i, r = waiting.pop(0)
-                live[engine.admit(**r).slot] = i
-            for o in engine.step().outputs:
-                if o.token is not None:
-                    got[live[o.slot]].append(o.token.id)
-                if o.finish_reason is not None:
-                    assert o.error is None and o.finish_reason != "error"
-                    del live[o.slot]
+    runs = drive(model.engine(), [EngineRequest(prompt=r.pop("prompt"), options=r) for r in requests])
+    assert all(run.error is None and run.finish_reason != "error" for run in runs)
+    got = {i: run.ids for i, run in enumerate(runs)}
     assert [got[i] for i in range(len(requests))] == expected  # greedy: the same tokens as one at a time
     valid(model.decode(got[0]))
     valid(model.decode(got[2]), flags)
@@ -116,10 +108,12 @@ def test_bad_schemas_and_conflicting_options_are_refused_before_compute(model: L
         with pytest.raises(InvalidOptionError) as info:
             model.generate("hello", json_schema=PERSON, **{name: value})
         assert info.value.option == name
-    with model.open_batch() as engine:
-        with pytest.raises(InvalidOptionError):
-            engine.admit("hello", json_schema={"$ref": "https://example.com/schema.json"})
-        assert engine.free_slots() == engine.slots  # the refused request took no slot
+    engine = model.engine()
+    with pytest.raises(InvalidOptionError):
+        engine.admit(
+            EngineRequest(prompt="hello", options={"json_schema": {"$ref": "https://example.com/schema.json"}})
+        )
+    assert engine.free_slots() == engine.slots  # the refused request took no slot
 
 
 def test_the_option_is_validated_and_held_as_compact_json() -> None:
@@ -208,7 +202,7 @@ def test_a_string_never_takes_a_byte_that_starts_no_utf8_character(model: LlamaC
     for seed in range(8):
         tokens = list(model.chat([Message("user", "Weather?")], max_tokens=60, seed=seed, temperature=1.0,
                                  json_schema=schema))  # fmt: skip
-        bad = [t.id for t in tokens if model._piece(t.id)[:1] >= b"\xf5"]
+        bad = [t.id for t in tokens if model.vocab.piece(t.id)[:1] >= b"\xf5"]
         assert not bad, f"seed {seed}: tokens {bad} start with a byte no UTF-8 character starts with"
 
 

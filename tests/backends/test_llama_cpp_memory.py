@@ -31,12 +31,12 @@ def test_smollm2s_kv_cell_is_what_llamacpp_allocates() -> None:
     assert memory.kv_bytes_per_cell(header, "llama") * 4096 == 90 * MIB
 
 
-def test_the_estimate_counts_every_slot_and_the_one_at_a_time_context() -> None:
+def test_the_estimate_counts_every_slot_of_the_one_context() -> None:
     path = catalogue.resolve("default")
     size = Path(path).stat().st_size
     cell = 90 * MIB // 4096
     batching = registry.memory_estimate("default", "llama_cpp", parallel=4)
-    assert batching == size + (DEFAULT_PARALLEL + 1) * DEFAULT_CONTEXT_LENGTH * cell
+    assert batching == size + DEFAULT_PARALLEL * DEFAULT_CONTEXT_LENGTH * cell
     alone = registry.memory_estimate("default", "llama_cpp", parallel=1, context_length=2048)
     assert alone == size + 2048 * cell
     # `serve` counts the estimate, not the file: 4 slots of SmolLM2's KV outweigh its 90 MB of weights.

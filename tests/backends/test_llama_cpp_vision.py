@@ -23,10 +23,13 @@ pytest.importorskip("transformers")
 from PIL import Image
 
 from modelhost.backends.llama_cpp import LlamaCppBackend
-from modelhost.backends.llama_cpp.vision import MAX_ASPECT_RATIO, LlamaCppVisionModel, VisionPrompt, find_mmproj
+from modelhost.backends.llama_cpp.model import LlamaCppModel
+from modelhost.backends.llama_cpp.vision import MAX_ASPECT_RATIO, VisionPrompt, find_mmproj
 from modelhost.backends.transformers import TransformersBackend
 from modelhost.errors import InvalidInputError, InvalidOptionError, ModelLoadError, UnsupportedAttachmentError
 from modelhost.inference.capabilities import VisionModel, accepts_images, as_capability
+from modelhost.inference.engine import EngineRequest
+from modelhost.inference.engine_conformance import drive
 from modelhost.inference.types import Message
 from modelhost.testing.tinyvision import build_tiny_idefics3_gguf, write_idefics3_gguf
 
@@ -39,9 +42,9 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def vlm(pair: tuple[Path, Path, Path]) -> Iterator[LlamaCppVisionModel]:
+def vlm(pair: tuple[Path, Path, Path]) -> Iterator[LlamaCppModel]:
     model = LlamaCppBackend().load_model(str(pair[1]))  # the mmproj is found beside it
-    assert isinstance(model, LlamaCppVisionModel)
+    assert isinstance(model, LlamaCppModel) and model.accepts_images()
     with model:
         yield model
 
@@ -64,8 +67,9 @@ def greedy(model: Any, messages: list[Message], n: int = 20) -> list[int]:
     return [t.id for t in model.chat(messages, max_tokens=n, temperature=0)]
 
 
-def llama_prompt_ids(model: LlamaCppVisionModel, messages: list[Message], image_token: int) -> list[int]:
-    prompt = model._vision_prompt(messages, model._options({}))
+def llama_prompt_ids(model: LlamaCppModel, messages: list[Message], image_token: int) -> list[int]:
+    prompter = model.engine().prompter
+    prompt = prompter.vision_prompt(messages, prompter.options({}))
     assert isinstance(prompt, VisionPrompt)
     chunks = prompt.chunks
     ids: list[int] = []
@@ -85,9 +89,7 @@ def test_found_beside_the_model_and_accepts_images_is_a_live_probe(pair: tuple[P
 
 
 @pytest.mark.parametrize("shape", [(48, 80), (30, 20)], ids=["tiled", "one-tile"])
-def test_prompt_ids_and_greedy_tokens_match_transformers(
-    vlm: LlamaCppVisionModel, hf: Any, shape: tuple[int, int]
-) -> None:
+def test_prompt_ids_and_greedy_tokens_match_transformers(vlm: LlamaCppModel, hf: Any, shape: tuple[int, int]) -> None:
     messages = ask(picture(*shape))
     image_token = int(hf.checkpoint.model.config.image_token_id)
     hf_ids = hf.prompts.chat(messages, hf.runner.options({})).ids
@@ -97,7 +99,7 @@ def test_prompt_ids_and_greedy_tokens_match_transformers(
     assert vlm.metrics().prompt_tokens == len(hf_ids)
 
 
-def test_pil_and_png_give_the_array_reply(vlm: LlamaCppVisionModel) -> None:
+def test_pil_and_png_give_the_array_reply(vlm: LlamaCppModel) -> None:
     page = picture(48, 80, seed=1)
     png = io.BytesIO()
     Image.fromarray(page).save(png, format="PNG")
@@ -106,7 +108,7 @@ def test_pil_and_png_give_the_array_reply(vlm: LlamaCppVisionModel) -> None:
     assert greedy(vlm, ask(png.getvalue()), 8) == expected
 
 
-def test_prompt_reuse_stays_correct_around_images(vlm: LlamaCppVisionModel) -> None:
+def test_prompt_reuse_stays_correct_around_images(vlm: LlamaCppModel) -> None:
     text_only = greedy(vlm, [Message("user", ASK)], 8)
     first = greedy(vlm, ask(picture(48, 80)), 12)
     again = greedy(vlm, ask(picture(48, 80)), 12)
@@ -119,7 +121,7 @@ def test_prompt_reuse_stays_correct_around_images(vlm: LlamaCppVisionModel) -> N
 
 def test_text_only_gguf_still_refuses_images(tiny_llama_gguf: Path) -> None:
     with LlamaCppBackend().load_model(str(tiny_llama_gguf)) as model:
-        assert not isinstance(model, LlamaCppVisionModel) and not model.accepts_images()
+        assert not model.accepts_images()
         with pytest.raises(UnsupportedAttachmentError):
             model.chat(ask(picture(8, 8)))
 
@@ -142,7 +144,7 @@ def png_header_only(width: int, height: int) -> bytes:
     ],
     ids=["too-thin", "empty", "grey", "float", "huge-header", "garbage"],
 )
-def test_bad_images_are_refused_before_mtmd(vlm: LlamaCppVisionModel, image: Any) -> None:
+def test_bad_images_are_refused_before_mtmd(vlm: LlamaCppModel, image: Any) -> None:
     with pytest.raises(InvalidInputError):
         vlm.chat(ask(image))
     assert greedy(vlm, ask(picture(16, 16)), 2)  # still serving
@@ -164,23 +166,14 @@ def test_load_options(pair: tuple[Path, Path, Path], tiny_llama_gguf: Path) -> N
         LlamaCppBackend().load_model(str(pair[1]), dtype="f16")
 
 
-def test_image_prompts_are_batch_slots_prefill(vlm: LlamaCppVisionModel) -> None:
+def test_image_prompts_are_batch_slots_prefill(vlm: LlamaCppModel) -> None:
     # Two image requests and a text one, admitted a step apart, decode together; each gets its one-at-a-time reply.
     requests = [ask(picture(48, 80)), [Message("user", "Hello there")], ask(picture(30, 20, seed=3))]
     expected = [greedy(vlm, m, 10) for m in requests]
-    replies: dict[int, list[int]] = {}
-    owner: dict[int, int] = {}
-    with vlm.open_batch() as engine:
-        waiting = list(enumerate(requests))
-        while waiting or owner:
-            if waiting and engine.free_slots():
-                index, messages = waiting.pop(0)
-                owner[engine.admit(messages=messages, max_tokens=10, temperature=0).slot] = index
-                replies[index] = []
-            for out in engine.step().outputs:
-                assert out.error is None, out.error
-                if out.token is not None:
-                    replies[owner[out.slot]].append(out.token.id)
-                if out.finish_reason is not None:
-                    del owner[out.slot]
-    assert [replies[i] for i in range(len(requests))] == expected
+    runs = drive(
+        vlm.engine(),
+        [EngineRequest(messages=tuple(m), options={"max_tokens": 10, "temperature": 0}) for m in requests],
+        joins={1: 1, 2: 2},
+    )
+    assert all(run.error is None for run in runs), [run.error for run in runs]
+    assert [run.ids for run in runs] == expected

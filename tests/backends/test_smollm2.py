@@ -111,7 +111,7 @@ def test_sampling_with_a_seed_is_repeatable(model: LlamaCppModel) -> None:
 def _render(model: LlamaCppModel) -> str:
     from modelhost.backends.llama_cpp import chat
 
-    return chat.render(model._template, QUESTION, bos_token=model._bos_text, eos_token=model._eos_text)
+    return chat.render(model.template, QUESTION, bos_token=model.vocab.bos_text, eos_token=model.vocab.eos_text)
 
 
 #: Distinct questions for the batching test: different lengths, so prompts join and leave at different steps.

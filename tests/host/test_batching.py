@@ -246,20 +246,14 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
     # slowly a loaded machine delivers them (24 tokens of the tiny model take milliseconds: without the gate, one
     # request could finish before the next arrived, and the test would pin scheduling luck instead of sharing).
     everyone_in = threading.Event()
-    open_batch = model.open_batch
+    engine = model.engine()
+    step = engine.step
 
-    def gated_open_batch() -> Any:
-        engine = open_batch()
-        step = engine.step
+    def gated_step() -> Any:
+        everyone_in.wait(60)
+        return step()
 
-        def gated_step() -> Any:
-            everyone_in.wait(60)
-            return step()
-
-        engine.step = gated_step  # type: ignore[method-assign]
-        return engine
-
-    model.open_batch = gated_open_batch  # type: ignore[method-assign]
+    engine.step = gated_step  # type: ignore[method-assign]
 
     def over_socket(path: str, question: str) -> str:
         with Client(path, timeout=STATE_WAIT_SECONDS) as client:

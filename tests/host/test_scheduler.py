@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from modelhost.errors import HostClosedError, InvalidOptionError, QueueFullError, UnsupportedAttachmentError
+from modelhost.errors import (
+    HostClosedError,
+    InvalidInputError,
+    InvalidOptionError,
+    QueueFullError,
+    UnsupportedAttachmentError,
+)
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
 from modelhost.inference.types import Message
 from modelhost.testing.standins import ScriptedModel
@@ -194,6 +200,30 @@ def test_a_dead_model_thread_fails_its_requests_and_stops_admitting() -> None:
         assert host.state == "failed" and not host.ready
         with pytest.raises(HostClosedError):
             host.submit(GenerationRequest(prompt="p"))
+        await host.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_prompt_over_the_models_byte_bound_is_refused_at_submit_without_tokenizing() -> None:
+    class Bounded(ScriptedModel):
+        def prompt_byte_limit(self) -> int:
+            return 100
+
+    async def main() -> None:
+        model = Bounded(["ok"], max_tokens=5)
+        host = await started_host(model)
+        with pytest.raises(InvalidInputError, match="101 bytes"):
+            host.submit(GenerationRequest(prompt="x" * 101))
+        with pytest.raises(InvalidInputError, match="messages: 102 bytes"):  # the turns' text, before any template
+            host.submit(GenerationRequest(messages=[Message("user", "é" * 30), Message("user", "y" * 42)]))
+        await host.precheck(GenerationRequest(prompt="é" * 50))  # 50 characters, 100 bytes: within the bound
+        with pytest.raises(InvalidInputError):
+            await host.precheck(GenerationRequest(prompt="é" * 51))
+        assert model.prompts == [] and host.waiting == 0
+        assert host.metrics.requests_rejected.labels(host.name, "invalid_input")._value.get() == 3
+        events = await collect(host, "é" * 50, max_tokens=1)
+        assert isinstance(events[-1], Done) and model.prompts == ["é" * 50]
         await host.aclose()
 
     asyncio.run(main())

@@ -1,8 +1,7 @@
-"""Every model is driven as an Engine: the adapters (inference/adapters.py), the Python API over an engine
-(inference/over_engine.py) and the engine conformance kit, on the tiny GGUF through llama.cpp and on stand-ins.
+"""Every model is driven as an Engine: the adapters (inference/adapters.py) on the tiny GGUF and on stand-ins.
 
-The llama.cpp batch engine behind handles and one slot over the model's own streams must both pass the engine kit
-and give the model's own greedy tokens; a model whose API is written over an engine must pass the model kit.
+One slot over a model's own streams must pass the engine conformance kit and give the model's own greedy tokens;
+a slot-keyed BatchEngine behind handles must never hand out a handle twice.
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ from typing import Any
 
 import pytest
 
-from modelhost.errors import InvalidInputError, InvalidOptionError
-from modelhost.inference import conformance, engine_conformance
+from modelhost.inference import engine_conformance
 from modelhost.inference.adapters import SlotEngine, StreamEngine, engine_of
-from modelhost.inference.engine import Engine, EngineRequest
+from modelhost.inference.engine import EngineRequest
 from modelhost.inference.engine_conformance import EngineKit, drive
-from modelhost.inference.over_engine import OverEngine
-from modelhost.inference.types import ModelInfo
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import Admission, GenerateMetrics, SlotOutput, StepReport, Token
 from modelhost.testing.standins import ScriptedModel
 
 pytest.importorskip("llama_cpp")
@@ -36,22 +34,8 @@ def llama(tiny_llama_gguf: Path) -> Iterator[Any]:
         yield m
 
 
-@pytest.fixture(scope="module")
-def batch_engine(llama: Any) -> Iterator[Engine]:
-    engine = SlotEngine(llama.open_batch())
-    yield engine
-    engine.close()
-
-
 def requests() -> list[EngineRequest]:
     return [EngineRequest(prompt=p, options=GREEDY) for p in PROMPTS]
-
-
-@pytest.mark.parametrize("check", engine_conformance.CHECKS, ids=lambda c: c.__name__)
-def test_the_llama_batch_engine_behind_handles_keeps_the_engine_contract(
-    batch_engine: Engine, llama: Any, check: Any
-) -> None:
-    check(EngineKit(batch_engine, requests(), single=StreamEngine(llama)))
 
 
 @pytest.mark.parametrize("check", engine_conformance.CHECKS, ids=lambda c: c.__name__)
@@ -59,76 +43,79 @@ def test_one_slot_over_a_models_streams_keeps_the_engine_contract(llama: Any, ch
     check(EngineKit(StreamEngine(llama), requests()))
 
 
-def test_both_engines_give_the_models_own_greedy_tokens(llama: Any, batch_engine: Engine) -> None:
+def test_one_slot_over_the_models_streams_gives_its_own_greedy_tokens(llama: Any) -> None:
     expected = [[t.id for t in llama.generate(p, **GREEDY)] for p in PROMPTS]
     assert [r.ids for r in drive(StreamEngine(llama), requests())] == expected
-    assert [r.ids for r in drive(batch_engine, requests())] == expected
+    assert [r.ids for r in drive(llama.engine(), requests())] == expected  # the model's own engine
 
 
-class OverLlama(OverEngine):
-    """A model whose whole Python API is the shared implementation over the llama batch engine."""
+class Slots:
+    """A slot-keyed BatchEngine stand-in: each slot says "x" once a step until its max_tokens."""
 
-    model_type = "llama"
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.busy: dict[int, list[int]] = {}
+        self.closed = False
 
-    def __init__(self, llama: Any) -> None:
-        super().__init__()
-        self._llama = llama
-        self._engine = SlotEngine(llama.open_batch())
+    def free_slots(self) -> int:
+        return self.slots - len(self.busy)
 
-    def engine(self) -> Engine:
-        return self._engine
+    def admit(self, prompt: str | None = None, messages: Any = (), **opts: Any) -> Admission:
+        max_tokens = GenerateOptions.parse(opts).max_tokens
+        slot = min(set(range(self.slots)) - set(self.busy))
+        self.busy[slot] = [0, 3 if max_tokens is None else max_tokens]
+        return Admission(slot, 2, 0)
 
-    def info(self) -> ModelInfo:
-        info: ModelInfo = self._llama.info()
-        return info
+    def step(self) -> StepReport:
+        outputs = []
+        for slot, state in list(self.busy.items()):
+            state[0] += 1
+            done = state[0] >= state[1]
+            if done:
+                del self.busy[slot]
+            outputs.append(
+                SlotOutput(slot, Token(7, "x"), "length" if done else None, GenerateMetrics() if done else None)
+            )
+        return StepReport(tuple(outputs), len(outputs), len(outputs))
+
+    def release(self, slot: int) -> GenerateMetrics | None:
+        return GenerateMetrics(finish_reason="cancelled") if self.busy.pop(slot, None) else None
 
     def close(self) -> None:
-        self._engine.close()
-
-    def __enter__(self) -> OverLlama:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.closed = True
 
 
-# The old slot-keyed batch engine has no classify requests and no embeddings; the rest of the kit holds.
-@pytest.mark.parametrize(
-    "check",
-    [c for c in conformance.CHECKS if c not in (conformance.check_embeddings, conformance.check_classify)],
-    ids=lambda c: c.__name__,
-)
-def test_the_python_api_over_an_engine_keeps_the_model_contract(llama: Any, check: Any) -> None:
-    with OverLlama(llama) as model:
-        check(model)
+class BatchingStandIn(ScriptedModel):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch = Slots(2)
+
+    def batch_slots(self) -> int:
+        return 2
+
+    def open_batch(self) -> Slots:
+        return self.batch
 
 
-def test_the_api_over_an_engine_gives_the_models_own_answers(llama: Any) -> None:
-    with OverLlama(llama) as over:
-        for prompt in PROMPTS:
-            assert [t.id for t in over.generate(prompt, **GREEDY)] == [t.id for t in llama.generate(prompt, **GREEDY)]
-        together = over.batch_generate([*PROMPTS, 7], **GREEDY)  # type: ignore[list-item]
-        alone = ["".join(t.text for t in llama.generate(p, **GREEDY)) for p in PROMPTS]
-        assert [r.text for r in together[:-1]] == alone
-        assert isinstance(together[-1].error, InvalidInputError) and together[-1].finish_reason == "error"
-        assert over.metrics().generated_tokens == sum(len(r.tokens) for r in together)
-        with pytest.raises(InvalidOptionError):
-            over.batch_generate(list(PROMPTS), max_tokens=-1)
-        # One operation at a time: a new stream ends the one its caller left suspended.
-        first = over.generate(PROMPTS[0], **GREEDY)
-        next(first)
-        second = list(over.generate(PROMPTS[1], **GREEDY))
-        assert second and list(first) == [] and over.engine().free_slots() == 3
+def test_a_slot_keyed_batch_engine_behind_handles_never_reuses_one() -> None:
+    model = BatchingStandIn()
+    engine = engine_of(model)
+    assert isinstance(engine, SlotEngine) and engine.slots == 2
+    runs = drive(
+        engine, [EngineRequest(prompt=p, options={"max_tokens": n}) for p, n in (("a", 2), ("b", 3), ("c", 1))]
+    )
+    assert [r.text for r in runs] == ["xx", "xxx", "x"] and all(r.finish_reason == "length" for r in runs)
+    first = engine.admit(EngineRequest(prompt="d", options={"max_tokens": 5}))
+    assert engine.release(first.handle) is not None and engine.release(first.handle) is None
+    second = engine.admit(EngineRequest(prompt="e"))  # the same slot again, a new handle
+    assert second.handle != first.handle and engine.release(first.handle) is None and engine.free_slots() == 1
+    engine.close()
+    assert model.batch.closed
 
 
-def test_engine_of_picks_the_models_own_then_its_batch_then_its_streams(llama: Any) -> None:
-    scripted = ScriptedModel(["a", "b"])
-    assert isinstance(engine_of(scripted), StreamEngine)
-    batch = engine_of(llama)
-    assert isinstance(batch, SlotEngine) and batch.slots == 3
-    batch.close()
-    with OverLlama(llama) as over:
-        assert engine_of(over) is over.engine()
+def test_engine_of_picks_the_models_own_engine_else_its_streams(llama: Any) -> None:
+    assert isinstance(engine_of(ScriptedModel(["a", "b"])), StreamEngine)
+    assert engine_of(llama) is llama.engine()
 
 
 def test_a_stream_engine_turns_a_models_failure_into_an_error_output_after_its_tokens() -> None:

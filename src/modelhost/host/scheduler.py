@@ -52,7 +52,13 @@ from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest,
 from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
 from modelhost.inference.adapters import engine_of
-from modelhost.inference.capabilities import EmbeddingModel, OptionChecker, as_capability, check_embedding_inputs
+from modelhost.inference.capabilities import (
+    EmbeddingModel,
+    OptionChecker,
+    as_capability,
+    check_embedding_inputs,
+    check_prompt_size,
+)
 from modelhost.inference.engine import Engine, EngineRequest, Handle
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
@@ -385,6 +391,8 @@ class Host:
                 raise InvalidInputError(f"unknown role {message.role!r}; expected one of {', '.join(sorted(ROLES))}")
         if has_images(request.messages) and not self._accepts_images:
             raise UnsupportedAttachmentError(f"model {self.name!r} does not accept image input")
+        # Over the context by its bytes alone: refused here, so the model thread never tokenizes it.
+        check_prompt_size(self._model, None if request.messages else (request.prompt or ""), request.messages)
         return options
 
     def _dequeue(self, stream: RequestStream) -> None:

@@ -229,6 +229,43 @@ class OptionChecker(Protocol):
 
 
 @runtime_checkable
+class PromptBound(Protocol):
+    """A model that knows, without its tokenizer, the most bytes a prompt can have and still fit its context.
+
+    Why: tokenizing is the model's work (on its thread, or under its tokenizer's lock), and a 25 MiB prompt took
+    10-30 s of it only to be refused for being over the context. A token stands for at most so many bytes, so a
+    prompt longer than `context_length x that` is over the context whatever its tokens: the host refuses it at
+    submit, before queueing, for every backend that states the bound (`check_prompt_size`).
+    """
+
+    def prompt_byte_limit(self) -> int:
+        """Most UTF-8 bytes a prompt (or a chat's text) may have: its context's tokens times the longest token's
+        bytes. A static fact, safe from any thread."""
+        ...
+
+
+def check_prompt_size(model: object, prompt: str | None, messages: Sequence[Message] = ()) -> None:
+    """Refuse a prompt (or chat turns, whose text the template only adds to) longer than the model's
+    PromptBound allows, without tokenizing: InvalidInputError naming the size and the bound. A model without the
+    capability is left to find out by tokenizing."""
+    bound = as_capability(model, PromptBound)
+    if bound is None:
+        return
+    limit = bound.prompt_byte_limit()
+    texts = [prompt] if prompt is not None else [m.content for m in messages]
+    chars = sum(len(t) for t in texts if isinstance(t, str))
+    if chars * 4 <= limit:  # a character is at most 4 UTF-8 bytes: surely within the bound, nothing to encode
+        return
+    size = chars if chars > limit else sum(len(t.encode("utf-8", "surrogatepass")) for t in texts if isinstance(t, str))
+    if size > limit:
+        what = "prompt" if prompt is not None else "messages"
+        raise InvalidInputError(
+            f"{what}: {size} bytes of text, more than the model's context can hold (at most {limit} bytes for its "
+            "tokens); shorten it or load the model with a larger context_length"
+        )
+
+
+@runtime_checkable
 class EmbeddingModel(Protocol):
     """A model that turns texts into pooled vectors (embeddings) with the weights it already holds for generation.
 

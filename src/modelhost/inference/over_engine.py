@@ -134,6 +134,8 @@ class OverEngine:
 
     def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
         """Stream the assistant's reply to `messages` (the engine applies the model's chat template)."""
+        if not messages:  # an empty chat would read as a raw empty prompt: refused as what it is
+            raise InvalidInputError("chat needs at least one message")
         return self._open(EngineRequest(messages=tuple(messages), options=opts))
 
     def classify(self, prompts: Sequence[str], **opts: Any) -> list[ClassifyResult]:

@@ -11,6 +11,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from modelhost.backends.llama_cpp.engine import BATCH_SIZE
 from modelhost.errors import InvalidOptionError, ModelLoadError
 from modelhost.inference import catalogue
 from modelhost.inference.options import LoadOptions
@@ -21,10 +22,6 @@ from modelhost.inference.types import DeviceInfo
 #: a modern model (32k-128k) would cost gigabytes that most requests never touch.
 DEFAULT_CONTEXT_LENGTH = 4096
 
-#: Tokens per llama_decode call during prefill: llama-cpp-python's default, large enough to keep the matrix
-#: kernels busy and small enough that the batch buffers stay modest.
-BATCH_SIZE = 512
-
 #: Flash attention, on. Its kernel accumulates each query's attention over the cells of its own sequence in
 #: order, skipping masked ones, so a sequence's output does not depend on how many cells other sequences in the
 #: same batch use; without it, llama.cpp's attention sums over a span padded to the longest sequence of the batch,
@@ -34,19 +31,17 @@ BATCH_SIZE = 512
 #: aggregate for 4 batched streams.
 FLASH_ATTENTION = True
 
-#: Requests decoded together when the caller sets no `parallel` (llama-server's `-np` default is 4 as well). It
-#: costs nothing at load: the batch context (parallel x context_length KV cells) is made when a host opens the
-#: engine. On 2 cores, 4 streams decode ~1.3x faster in aggregate than one at a time (bench/concurrency.py), and
-#: a fifth request waits in the host's queue rather than slowing four others further.
+#: Requests decoded together when the caller sets no `parallel` (llama-server's `-np` default is 4 as well): the
+#: engine's one context holds parallel x context_length KV cells from the load. On 2 cores, 4 streams decode ~1.3x
+#: faster in aggregate than one at a time (bench/concurrency.py), and a fifth request waits in the host's queue
+#: rather than slowing four others further.
 DEFAULT_PARALLEL = 4
 
-#: Context size `llama_cpp.Llama` is opened with (llama.cpp pads it to 256 cells, with a 1-token batch). The Llama
-#: must own a context, but a batching host never uses it: every request goes through the batch engine's context.
-#: Opened at full size it would hold a second, idle copy of a whole context: on SmolLM2-135M at 4096 tokens a
-#: 90 MiB KV buffer plus a 98 MiB compute buffer (n_ubatch 512 x a 49152-token vocabulary of logits); 2 GiB of KV
-#: for a Llama-2-7B at 4096 tokens. The model grows it to `context_length` at load when it serves one request at a time
-#: (parallel 1), else at its first one-at-a-time call (model.py, `_ensure_context`).
-STANDBY_CONTEXT = 1
+#: Context size `llama_cpp.Llama` is opened with (llama.cpp pads it to its minimum of 256 cells). The Llama must
+#: open a context to exist, but every request runs in the engine's context (engine.py), so the model frees this one
+#: as soon as the engine's is made: opened at full size it would have been a second, idle copy of a whole context
+#: (SmolLM2-135M at 4096 tokens: a 90 MiB KV buffer plus a 98 MiB compute buffer).
+OPENING_CONTEXT = 1
 
 
 def default_threads() -> int:
@@ -86,7 +81,7 @@ class LlamaCppBackend:
 
     def memory_estimate(self, path: str, **load_opts: Any) -> int:
         """Bytes the model will hold once loaded with these options (the MemoryEstimator capability): the GGUF file,
-        its projector, and the KV cache of `parallel` slots plus the one-at-a-time context (memory.py)."""
+        its projector, and the KV cache of the engine's `parallel` slots (memory.py)."""
         from modelhost.backends.llama_cpp import memory
         from modelhost.backends.llama_cpp import vision as _vision
 
@@ -108,7 +103,8 @@ class LlamaCppBackend:
         offload), adapter (a llama.cpp LoRA GGUF), mmproj (a vision model's projector GGUF; without it, an
         `mmproj-<name>.gguf` beside the model is loaded; an image prompt is one batch slot's prefill) and parallel
         (slots of the continuous-batching engine, default DEFAULT_PARALLEL; 1 keeps the host one request at a time);
-        refuses dtype and GPU layers on a CPU-only build with InvalidOptionError.
+        refuses dtype and GPU layers on a CPU-only build with InvalidOptionError. The engine's context
+        (`parallel` x context_length cells) is made now, so a context that cannot be made fails the load.
         """
         opts = LoadOptions.parse(load_opts)
         if opts.backend not in (None, self.name):
@@ -128,7 +124,7 @@ class LlamaCppBackend:
         adapter = _resolve_adapter(opts.adapter) if opts.adapter else None
         threads = opts.threads or default_threads()
         try:
-            llm = _open(resolved, STANDBY_CONTEXT, threads, opts, adapter)
+            llm = _open(resolved, OPENING_CONTEXT, threads, opts, adapter)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(f"backend {self.name!r} failed to load {resolved!r}: {exc}") from exc
         from modelhost.backends.llama_cpp import vision as _vision
@@ -154,15 +150,16 @@ class LlamaCppBackend:
 def _load_vision(
     llm: Any, mmproj: str, path: str, adapter: str | None, context: int, threads: int, opts: LoadOptions
 ) -> Any:
-    """A LlamaCppVisionModel: the mmproj through mtmd (checked first so that mtmd never asserts)."""
+    """A LlamaCppModel with its projector: the mmproj through mtmd (checked first so that mtmd never asserts)."""
     from modelhost.backends.llama_cpp import vision as _vision
+    from modelhost.backends.llama_cpp.model import LlamaCppModel
 
     projector = _vision.Projector(mmproj, llm, threads=threads)
     if projector.mrope and opts.parallel is not None and opts.parallel > 1:
         projector.close()
         raise InvalidOptionError("parallel", "a vision model with M-RoPE positions serves one request at a time")
     try:
-        return _vision.LlamaCppVisionModel(
+        return LlamaCppModel(
             llm,
             projector=projector,
             path=path,

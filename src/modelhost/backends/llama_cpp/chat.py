@@ -42,7 +42,7 @@ def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, *
 
 
 @lru_cache(maxsize=8)
-def _compile(template: str) -> Any:
+def compile_template(template: str) -> Any:
     # Compiling a template costs milliseconds; a model renders the same one for every chat call.
     import jinja2
     import jinja2.ext
@@ -73,7 +73,7 @@ def check_messages(messages: Sequence[Message]) -> None:
 def tool_support(template: str | None, bos_token: str, eos_token: str) -> ToolSupport:
     """Whether `template` renders tools and earlier calls (probed once per template: a model renders the same one
     for every call)."""
-    compiled = _compile(template or CHATML_FALLBACK)
+    compiled = compile_template(template or CHATML_FALLBACK)
 
     def probe_render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
         variables: dict[str, Any] = {"messages": messages, "bos_token": bos_token, "eos_token": eos_token}
@@ -118,6 +118,6 @@ def render(
     if enable_thinking is not None:
         variables["enable_thinking"] = enable_thinking
     try:
-        return str(_compile(template or CHATML_FALLBACK).render(**variables))
+        return str(compile_template(template or CHATML_FALLBACK).render(**variables))
     except jinja2.TemplateError as exc:
         raise InvalidInputError(f"the model's chat template failed to render: {exc}") from exc

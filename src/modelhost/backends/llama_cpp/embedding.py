@@ -41,7 +41,7 @@ from modelhost.inference.capabilities import check_embedding_inputs, too_long, t
 from modelhost.inference.types import EmbeddingResult
 
 if TYPE_CHECKING:
-    from modelhost.backends.llama_cpp.model import LlamaCppModel
+    from modelhost.backends.llama_cpp.vocab import Vocab
 
 #: Most inputs packed into one llama_decode (sequence ids of the embedding context). Past a few dozen short inputs
 #: a decode is already large enough to keep the matrix kernels busy; more sequences only grow llama.cpp's per-
@@ -65,18 +65,22 @@ def pooling_type(metadata: dict[str, str], architecture: str) -> int:
 
 
 class LlamaEmbedder:
-    """The embedding context of one LlamaCppModel: a second context on the same weights (see the module doc)."""
+    """The embedding context of one loaded GGUF: a second context on the same weights (see the module doc).
 
-    def __init__(self, model: LlamaCppModel) -> None:
+    Given what it needs (the `llama_cpp.Llama` whose weights it runs, its vocabulary, the per-input token bound
+    and the GGUF's metadata), it knows nothing of the model object around it."""
+
+    def __init__(
+        self, llm: Any, vocab: Vocab, *, context_length: int, metadata: dict[str, str], architecture: str
+    ) -> None:
         import llama_cpp
         from llama_cpp import _internals
 
         self._lib = llama_cpp
-        self._model = model
-        llm = model._llm
+        self._vocab = vocab
         #: Tokens one input may have: the same bound as a prompt on the generation path.
-        self.limit = model.context_length
-        self.pooling = pooling_type(model._meta, model.model_type)
+        self.limit = context_length
+        self.pooling = pooling_type(metadata, architecture)
         params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
         params.embeddings = True
         params.pooling_type = self.pooling
@@ -94,7 +98,7 @@ class LlamaEmbedder:
         self._batch: Any = llama_cpp.llama_batch_init(self.limit, 0, 1)
         out = getattr(llama_cpp, "llama_model_n_embd_out", None)
         self.size = int(out(llm.model)) if out is not None else int(llm.n_embd())
-        self._add_eos = bool(llama_cpp.llama_vocab_get_add_eos(model._vocab))
+        self._add_eos = vocab.add_eos
         self._eos = int(llm.token_eos())
 
     def embed(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingResult:
@@ -106,7 +110,7 @@ class LlamaEmbedder:
         # truncation, before tokenising: a 10 MB input with `truncate` held the model thread for 54-80 s (and 2 GB)
         # to keep its first tokens. The cut keeps twice what `limit` tokens can span, so the tokens kept are those
         # of the whole text: only the last few tokens before a cut can tokenise differently.
-        most = self.limit * self._model.max_token_bytes
+        most = self.limit * self._vocab.max_token_bytes
         for i, text in enumerate(items):
             data = text.encode("utf-8")
             if len(data) > most:
@@ -143,7 +147,7 @@ class LlamaEmbedder:
     def _tokens(self, data: bytes) -> list[int]:
         # The vocabulary's own BOS rule, and its EOS rule (embedding models that pool their last token want it).
         # Special tokens are parsed, as in a raw prompt and as the transformers tokenizer does.
-        tokens = list(self._model._llm.tokenize(data, add_bos=True, special=True))
+        tokens = self._vocab.tokenize(data, add_bos=True)
         if self._add_eos and self._eos >= 0 and (not tokens or tokens[-1] != self._eos):
             tokens.append(self._eos)
         return tokens

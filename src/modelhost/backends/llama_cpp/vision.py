@@ -16,10 +16,11 @@ and evaluates them into the language model's context; generation then goes on ex
 - Prompt reuse: the text before the first image is reused from the KV cache like any text prompt; image chunks
   and everything after them are evaluated afresh, and the cache remembers image positions as -1 so a later prompt
   never matches into them.
-- Batching: an image prompt is the prefill of one slot of the continuous-batching engine (VisionBatchEngine): its
-  chunks are evaluated into that slot's sequence in one step, then the slot decodes beside the others. A slot's
-  image prompt reuses no cache (text prompts still reuse theirs). Projectors with M-RoPE positions (Qwen-VL) serve
-  one request at a time, since the engine's slots count positions as tokens.
+- Slots: an image prompt is the prefill of one slot of the model's engine (engine.py): its chunks are evaluated
+  into that slot's sequence in one step, then the slot decodes beside the others. Projectors with M-RoPE positions
+  (Qwen-VL) serve one request at a time, since the engine's slots count positions as tokens.
+
+This module is the projector and the prompt's images; it knows no model and no engine (composed, not subclassed).
 """
 
 from __future__ import annotations
@@ -27,27 +28,22 @@ from __future__ import annotations
 import ctypes
 import os
 import secrets
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
-from modelhost.backends.llama_cpp.batch import LlamaBatchEngine
-from modelhost.backends.llama_cpp.memory import read_header
-from modelhost.backends.llama_cpp.model import LlamaCppModel, TokenChooser
+from modelhost.backends.llama_cpp.gguf import gguf_string
 from modelhost.errors import (
     GenerationError,
     InvalidInputError,
     ModelLoadError,
-    UnsupportedAttachmentError,
 )
 from modelhost.inference import chat_tools, images
-from modelhost.inference.decoding import SequenceDecoder
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import Admission, Message, SlotOutput, StepReport, Token, has_images
+from modelhost.inference.types import Message
 
 #: Largest ratio of an image's long side to its short side. Preprocessors scale the long side to a fixed edge
 #: (Idefics3: `clip.vision.preproc_image_size`, 64 in the tiny test model, 512+ in real ones) and the short side
@@ -69,10 +65,10 @@ REQUIRED_TOKENS: dict[str, tuple[str, ...]] = {
 }
 
 #: The mtmd chunk type of text (mtmd.h: MTMD_INPUT_CHUNK_TYPE_TEXT).
-_CHUNK_TEXT = 0
+CHUNK_TEXT = 0
 
 #: A media marker no user can guess: text that contains the marker would otherwise claim an image slot.
-_MARKER = f"<__modelhost_media_{secrets.token_hex(8)}__>"
+MARKER = f"<__modelhost_media_{secrets.token_hex(8)}__>"
 
 
 # --- finding and reading the mmproj ----------------------------------------------------------------------------
@@ -104,13 +100,6 @@ def resolve_mmproj(option: str | None, model_path: str) -> str | None:
     if not path.is_file():
         raise ModelLoadError(f"mmproj {option!r} does not exist")
     return str(path)
-
-
-def gguf_string(path: str, key: str) -> str | None:
-    """The string value of metadata `key` in a GGUF file (None if absent or not a string), reading only the header
-    (the backend's one GGUF header reader, memory.read_header)."""
-    value = read_header(path, (key,)).get(key)
-    return value if isinstance(value, str) else None
 
 
 # --- images ------------------------------------------------------------------------------------------------------
@@ -159,7 +148,7 @@ class Projector:
         params.n_threads = threads
         params.print_timings = False
         params.warmup = False
-        params.media_marker = _MARKER.encode()
+        params.media_marker = MARKER.encode()
         self._ctx: Any = mtmd_cpp.mtmd_init_from_file(path.encode(), llm.model, params)
         if not self._ctx:
             raise ModelLoadError(f"llama.cpp could not load the mmproj {path!r} for this model (see its log)")
@@ -237,7 +226,7 @@ class Chunks:
             chunk = mtmd.mtmd_input_chunks_get(handle, i)
             kind = int(mtmd.mtmd_input_chunk_get_type(chunk))
             ids: list[int] = []
-            if kind == _CHUNK_TEXT:
+            if kind == CHUNK_TEXT:
                 n = ctypes.c_size_t()
                 raw = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(n))
                 ids = [int(raw[j]) for j in range(n.value)]
@@ -310,240 +299,63 @@ class VisionPrompt(list[int]):
         super().__init__(t for ids in chunks.tokens for t in ids)
         self.chunks = chunks
         self.total_tokens = sum(chunks.sizes)
+        #: The text before the first image: the part of the prompt a slot's cache can hold from an earlier one.
+        self.head: list[int] = chunks.tokens[0] if chunks.kinds and chunks.kinds[0] == CHUNK_TEXT else []
 
 
-class LlamaCppVisionModel(LlamaCppModel):
-    """A LlamaCppModel with an mmproj: `chat()` takes images; one request at a time (`batch_slots()` is 1). Its
-    ChatFeatures are the text model's: images are rendered through the same template and vocabulary."""
+def render_with_markers(
+    template: str | None,
+    messages: Sequence[Message],
+    options: GenerateOptions,
+    n_images: int,
+    *,
+    bos_text: str,
+    eos_text: str,
+) -> str:
+    """The chat template's text with the media marker where the template put each image."""
+    import jinja2
 
-    def __init__(self, llm: Any, *, projector: Projector, **kwargs: Any) -> None:
-        super().__init__(llm, **kwargs)
-        self._projector = projector
-        self.mmproj = projector.path
-        if self.batch_slots() <= 1:
-            self._allocate_context()  # an M-RoPE projector serves one request at a time, from this context
+    tools = options.tool_specs()
+    support = chat_tools.NO_SUPPORT
+    if chat_tools.needs_tools(messages, tools):
+        support = chat_template.tool_support(template, bos_text, eos_text)
+    turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
 
-    def accepts_images(self) -> bool:
-        """A live probe: the model is open and its mtmd context is loaded with a vision encoder."""
-        return self._llm is not None and self._projector.alive and self._projector.vision
+    def conversation(image_part: dict[str, Any]) -> list[dict[str, Any]]:
+        # Content as parts, images first: the form vision templates iterate over (as the transformers backend).
+        out = []
+        for m in turns:
+            parts: list[dict[str, Any]] = [dict(image_part) for _ in m.images]
+            text = chat_tools.text_of(m, support)
+            if text:
+                parts.append({"type": "text", "text": text})
+            out.append(chat_tools.turn(m, parts, support))
+        return out
 
-    def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
-        """Stream the reply; images go through the mmproj (checked and prepared now, computed on iteration)."""
-        if not has_images(messages):
-            return super().chat(messages, **opts)
-        self._check_open()
-        options = self._options(opts)
-        return self._start(self._vision_prompt(messages, options), options)
-
-    def batch_slots(self) -> int:
-        """The `parallel` load option; 1 for an M-RoPE projector, whose positions the batch slots cannot count."""
-        return 1 if self._projector.mrope else self._parallel
-
-    def open_batch(self) -> VisionBatchEngine:
-        """A continuous-batching engine whose slots also take image prompts (one slot's prefill each)."""
-        self._check_open()
-        return VisionBatchEngine(self, self.batch_slots())
-
-    def close(self) -> None:
-        """Free the mtmd context, then the weights and the KV cache. Idempotent."""
-        if self._llm is None:
-            return
-        self._release_live()
-        self._projector.close()
-        super().close()
-
-    def __repr__(self) -> str:
-        return super().__repr__()[:-1] + f", mmproj={self.mmproj!r})"
-
-    # --- internals ---------------------------------------------------------------------------------------------
-
-    def _chat_tokens(self, messages: Sequence[Message], options: GenerateOptions) -> list[int]:
-        if has_images(messages):  # chat() and VisionBatchEngine.admit() take images before this is reached
-            raise UnsupportedAttachmentError("images go through chat() or the vision batch engine")
-        return super()._chat_tokens(messages, options)
-
-    def _vision_prompt(self, messages: Sequence[Message], options: GenerateOptions) -> VisionPrompt:
-        chat_template.check_messages(messages)
-        images = [rgb_pixels(img, i) for i, img in enumerate(img for m in messages for img in m.images)]
-        text = self._render_with_markers(messages, options, len(images))
-        add_special = self._add_bos and self._bos >= 0 and not text.startswith(self._bos_text or "\0")
-        chunks = self._projector.tokenize(text, images, add_special=add_special)
-        prompt = VisionPrompt(chunks)
-        if sum(chunks.positions) > self._n_ctx:
-            chunks.free()
-            raise InvalidInputError(
-                f"the prompt with its images takes {sum(chunks.positions)} positions but the context holds "
-                f"{self._n_ctx}; send fewer or smaller images, or load the model with a larger context_length"
-            )
-        return prompt
-
-    def _render_with_markers(self, messages: Sequence[Message], options: GenerateOptions, n_images: int) -> str:
-        """The chat template's text with the media marker where the template put each image."""
-        import jinja2
-
-        tools = options.tool_specs()
-        support = chat_tools.NO_SUPPORT
-        if chat_tools.needs_tools(messages, tools):
-            support = chat_template.tool_support(self._template, self._bos_text, self._eos_text)
-        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
-
-        def conversation(image_part: dict[str, Any]) -> list[dict[str, Any]]:
-            # Content as parts, images first: the form vision templates iterate over (as the transformers backend).
-            out = []
-            for m in turns:
-                parts: list[dict[str, Any]] = [dict(image_part) for _ in m.images]
-                text = chat_tools.text_of(m, support)
-                if text:
-                    parts.append({"type": "text", "text": text})
-                out.append(chat_tools.turn(m, parts, support))
-            return out
-
-        variables: dict[str, Any] = {
-            "bos_token": self._bos_text,
-            "eos_token": self._eos_text,
-            "add_generation_prompt": True,
-        }
-        if options.enable_thinking is not None:
-            variables["enable_thinking"] = options.enable_thinking
-        if tools_variable is not None:
-            variables["tools"] = tools_variable
-        template = chat_template._compile(self._template or chat_template.CHATML_FALLBACK)
-        try:
-            text = str(template.render(messages=conversation({"type": "image"}), **variables))
-            for placeholder in IMAGE_PLACEHOLDERS:
-                user_count = sum(m.content.count(placeholder) for m in messages)
-                if text.count(placeholder) == n_images + user_count and user_count == 0:
-                    return text.replace(placeholder, _MARKER)
-            # A template that writes nothing recognisable for an image: put the marker in as a text part.
-            text = str(template.render(messages=conversation({"type": "text", "text": _MARKER}), **variables))
-        except jinja2.TemplateError as exc:
-            raise InvalidInputError(f"the model's chat template failed to render: {exc}") from exc
-        if text.count(_MARKER) != n_images:
-            raise InvalidInputError("the model's chat template does not show where the images go")
-        return text
-
-    def _sample(self, prompt: list[int], chooser: TokenChooser, decoder: SequenceDecoder) -> Generator[int, None, None]:
-        if not isinstance(prompt, VisionPrompt):
-            yield from super()._sample(prompt, chooser, decoder)
-            return
-        llm = self._llm
-        try:
-            cached = self._prefill_vision(prompt)
-            while True:
-                token = chooser.choose(llm._ctx, -1)
-                if chooser.produced == 1:
-                    decoder.prefill_done(prompt.total_tokens, cached)
-                yield token
-                if llm.n_tokens >= self._n_ctx:
-                    return
-                llm.eval([token])
-        finally:
-            prompt.chunks.free()
-
-    def _prefill_vision(self, prompt: VisionPrompt) -> int:
-        """Evaluate the chunks, reusing the cached prefix of the text before the first image; return tokens reused."""
-        llm = self._llm
-        chunks = prompt.chunks
-        head = chunks.tokens[0] if chunks.kinds and chunks.kinds[0] == _CHUNK_TEXT else []
-        keep = 0
-        if head and llm.n_tokens and not self._recurrent:
-            n = min(llm.n_tokens, len(head))
-            differ = np.flatnonzero(llm.input_ids[:n] != np.asarray(head[:n], dtype=np.intc))
-            keep = int(differ[0]) if differ.size else n
-            if len(chunks) == 1:
-                keep = min(keep, len(head) - 1)
-        mem = self._lib.llama_get_memory(llm.ctx)
-        if keep == 0 or not self._lib.llama_memory_seq_rm(mem, -1, keep, -1):
-            llm.reset()
-            self._lib.llama_memory_clear(mem, True)
-            keep = 0
-        llm.n_tokens = keep
-        start, n_past = 0, keep
-        if head and keep == len(head):
-            start = 1  # the whole first text chunk is cached
-        elif head and keep:
-            # Part of the first text chunk is cached: evaluate its tail as text, then the rest through mtmd.
-            llm.eval(head[keep:])
-            start, n_past = 1, len(head)
-        n_past = self._projector.eval(llm.ctx, chunks, start, n_past, seq_id=0, n_batch=int(llm.n_batch))
-        llm.input_ids[:n_past] = _cache_record(chunks, n_past, self._projector.mrope)
-        llm.n_tokens = n_past
-        return keep
+    variables: dict[str, Any] = {"bos_token": bos_text, "eos_token": eos_text, "add_generation_prompt": True}
+    if options.enable_thinking is not None:
+        variables["enable_thinking"] = options.enable_thinking
+    if tools_variable is not None:
+        variables["tools"] = tools_variable
+    compiled = chat_template.compile_template(template or chat_template.CHATML_FALLBACK)
+    try:
+        text = str(compiled.render(messages=conversation({"type": "image"}), **variables))
+        for placeholder in IMAGE_PLACEHOLDERS:
+            user_count = sum(m.content.count(placeholder) for m in messages)
+            if text.count(placeholder) == n_images + user_count and user_count == 0:
+                return text.replace(placeholder, MARKER)
+        # A template that writes nothing recognisable for an image: put the marker in as a text part.
+        text = str(compiled.render(messages=conversation({"type": "text", "text": MARKER}), **variables))
+    except jinja2.TemplateError as exc:
+        raise InvalidInputError(f"the model's chat template failed to render: {exc}") from exc
+    if text.count(MARKER) != n_images:
+        raise InvalidInputError("the model's chat template does not show where the images go")
+    return text
 
 
-def _cache_record(chunks: Chunks, n_past: int, mrope: bool) -> list[int]:
+def cache_record(chunks: Chunks, n_past: int, mrope: bool) -> list[int]:
     """What a KV sequence holds after `chunks`: text ids, and -1 over image positions (never matched by a prompt)."""
     record: list[int] = []
     for kind, ids, pos in zip(chunks.kinds, chunks.tokens, chunks.positions, strict=True):
-        record.extend(ids if kind == _CHUNK_TEXT else [-1] * pos)
+        record.extend(ids if kind == CHUNK_TEXT else [-1] * pos)
     return [-1] * n_past if mrope or len(record) != n_past else record
-
-
-class VisionBatchEngine(LlamaBatchEngine):
-    """The continuous-batching engine with image prompts: an image prompt is one slot's prefill.
-
-    Admission renders and tokenizes the prompt (images checked, preprocessed by mtmd); the step after, the slot's
-    chunks (text runs, image embeddings) are evaluated into its sequence with mtmd's helper, in one go, and its
-    first token is drawn; from then on it decodes in the batch like any other slot. Image prompts wait their turn
-    with text prompts, oldest first, one prompt's prefill per step.
-    """
-
-    def __init__(self, model: LlamaCppVisionModel, slots: int, **kwargs: Any) -> None:
-        super().__init__(model, slots, **kwargs)
-        self._vmodel = model
-        self._images: dict[int, VisionPrompt] = {}
-
-    def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
-        """Take a request into a free slot; one with images gets the least recently used slot, its cache cleared."""
-        if not messages or not has_images(messages):
-            return super().admit(prompt, messages, **opts)
-        model = self._vmodel
-        model._check_open()
-        self._check_open()
-        options = model._options(opts)
-        free = [s for s in self._slots if not s.busy]
-        if not free:
-            raise RuntimeError("no free slot: admit only while free_slots() > 0")
-        request = model._vision_prompt(messages, options)
-        slot = min(free, key=lambda s: s.last_used)
-        self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
-        self._occupy(slot, options, request, cached=[], pending=[], prompt_tokens=request.total_tokens)
-        self._images[slot.index] = request
-        return Admission(slot.index, request.total_tokens, 0)
-
-    def step(self) -> StepReport:
-        """The text engine's step, then the prefill of the oldest image prompt when it is the oldest prompt waiting
-        (or no text prompt took this step)."""
-        report = super().step()
-        waiting = sorted((s for s in self._slots if s.busy and s.index in self._images), key=lambda s: s.admitted)
-        if not waiting:
-            return report
-        slot = waiting[0]
-        texts = [s.admitted for s in self._slots if s.busy and s.pending]
-        if report.prompt_tokens and texts and min(texts) < slot.admitted:
-            return report  # an older text prompt is still in prefill: it goes first
-        request = self._images.pop(slot.index)
-        try:
-            n_past = self._vmodel._projector.eval(
-                self._ctx.ctx, request.chunks, 0, 0, seq_id=slot.index, n_batch=self._n_batch
-            )
-            slot.cached = _cache_record(request.chunks, n_past, self._vmodel._projector.mrope)
-        except GenerationError as exc:
-            self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
-            slot.cached = []
-            return replace(report, outputs=(*report.outputs, self._finish(slot, None, "error", exc)))
-        finally:
-            request.chunks.free()
-        output = self._advance(slot, -1)
-        return StepReport(
-            (*report.outputs, output),
-            report.batch_tokens + request.total_tokens,
-            report.sampled + 1,
-            report.prompt_tokens + request.total_tokens,
-        )
-
-    def _finish(self, slot: Any, token: Token | None, reason: Any, error: BaseException | None = None) -> SlotOutput:
-        request = self._images.pop(slot.index, None)
-        if request is not None:  # cancelled (or closed) before its prefill
-            request.chunks.free()
-        return super()._finish(slot, token, reason, error)

@@ -29,6 +29,7 @@ from modelhost.docengine.emit import element, to_docling
 from modelhost.docengine.pixels import PixelReader, check_image, check_size
 from modelhost.docengine.types import Block, Kind, PageLayout
 from modelhost.errors import GenerationError, InvalidInputError, ModelClosedError, ModelHostError
+from modelhost.inference.adapters import StreamEngine
 from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import BatchResult, ClassifyResult, GenerateMetrics, Message, ModelInfo, Token
@@ -86,6 +87,15 @@ class OcrModel:
         self.architecture = architecture
         self._metrics = GenerateMetrics()
         self._err: BaseException | None = None
+        # The pixel path cannot be stepped in llama.cpp's sense (a page is detection, then one recognition per
+        # region), but its stream yields one element per token: one slot over that stream keeps the engine contract
+        # whole (each step is one element; a cancelled page stops before its next region is recognised).
+        self._engine = StreamEngine(self)
+
+    def engine(self) -> StreamEngine:
+        """The model's engine (EngineModel): one slot over its own element stream."""
+        self._live()
+        return self._engine
 
     @property
     def reader(self) -> PixelReader:
@@ -205,6 +215,7 @@ class OcrModel:
 
     def close(self) -> None:
         """Release the models."""
+        self._engine.close()
         if self._reader is not None:
             self._reader.close()
         self._reader = None

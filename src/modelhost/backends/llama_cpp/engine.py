@@ -1,0 +1,428 @@
+"""The llama.cpp engine: one context of `parallel` slots (one slot when `parallel` is 1), stepped by its caller.
+
+Every request of a loaded GGUF runs here, whoever asks: the host drives the engine directly, and the model's
+Python API (`generate`, `chat`, `classify`, `batch_generate`) runs over the same engine (inference/over_engine.py).
+So a model holds one context, one KV cache per slot, and there is one decoder: no second path to drift from.
+
+The context has `n_seq_max` = slots. Each slot is one sequence id in it and holds up to `context_length` tokens;
+the context is `slots x context_length` cells in all, allocated at load. A step is:
+
+- one `llama_decode` of one token for every decoding slot (the token it sampled in the previous step: a sampled
+  token is evaluated only when the next one is needed, so a finished request never pays for its last);
+- then one chunk of the oldest prompt still in prefill (at most `PREFILL_CHUNK` tokens while other slots decode,
+  so a long prompt arriving mid-stream delays the running streams by one bounded step at a time; the whole
+  batch when nothing else decodes, so a lone request prefills as fast as one big call), or that prompt's images
+  (mtmd evaluates them into the slot's sequence in one go).
+
+Each slot has its own TokenChooser (sampling.py) and its own SequenceDecoder (inference.decoding), so stops,
+`max_tokens`, `min_tokens`, the thinking budget and UTF-8 are decided per request exactly once.
+
+Prefix reuse per slot: a slot remembers the tokens its KV sequence holds, and a new request goes to the free slot
+whose cache shares the longest prefix with its prompt (ties: the least recently used slot, so a recent
+conversation's cache survives longest), as llama-server does. Only the rest of the prompt is evaluated; the last
+prompt token always is (its logits are what the first token is drawn from). An image prompt reuses the text before
+its first image; its images and what follows them are evaluated afresh (the cache records image positions as -1,
+so no later prompt matches into them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from modelhost.backends.llama_cpp.prompts import Prompter
+from modelhost.backends.llama_cpp.sampling import TokenChooser, build_sampler
+from modelhost.backends.llama_cpp.vision import VisionPrompt, cache_record
+from modelhost.errors import GenerationError, ModelHostError, ModelLoadError
+from modelhost.inference.decoding import SequenceDecoder, ThoughtTracker
+from modelhost.inference.engine import Admitted, EngineOutput, EngineRequest, Handle, StepResult
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import FinishReason, GenerateMetrics, Token
+
+#: Tokens per llama_decode call during a lone prefill: llama-cpp-python's default, large enough to keep the matrix
+#: kernels busy and small enough that the batch buffers stay modest.
+BATCH_SIZE = 512
+
+#: Prompt tokens evaluated per step while other slots decode (one prompt's chunk). A step's cost grows with its
+#: tokens, and every decoding slot waits for the whole step: 256 tokens of SmolLM2-135M on 2 cores is ~0.15 s, one
+#: stall of a few tokens' time for the running streams, while a chat prompt of a few dozen tokens is still
+#: prefilled in one step.
+PREFILL_CHUNK = 256
+
+#: Whether the slots share one KV buffer (`kv_unified`): no, each slot gets its own. Measured on SmolLM2-135M Q4_1,
+#: 2 threads, 64 greedy tokens per stream, 4 alternating rounds on a shared 2-core machine (engine only): separate
+#: buffers decode 84.7 tokens/s for one stream and 109.8 aggregate for four, a unified one 78.8 and 104.0. Both
+#: give greedy output equal to one request alone once flash attention is on (8 of 8 prompts; without flash
+#: attention a unified buffer diverged on 7 of 8 after 11-37 tokens, because each sequence's attention then sums
+#: over a span padded to every slot's cells). Requests here do not share prefixes across slots (each slot reuses
+#: its own), so a unified buffer buys nothing, and separate ones also keep every slot's context exactly its own.
+KV_UNIFIED = False
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One sequence of the context and the request it serves (when `handle` is set)."""
+
+    index: int
+    cached: list[int] = field(default_factory=list)  # the tokens whose KV this sequence holds, from position 0
+    last_used: int = 0
+    handle: Handle | None = None
+    admitted: int = 0  # admission order: prefill is served oldest first
+    pending: list[int] = field(default_factory=list)  # prompt tokens still to evaluate as text
+    vision: VisionPrompt | None = None  # an image prompt whose chunks are still to evaluate
+    next_token: int | None = None  # sampled, evaluated at the next step
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    history: Sequence[int] = ()
+    options: GenerateOptions | None = None
+    classify: bool = False
+    chooser: TokenChooser | None = None
+    decoder: SequenceDecoder | None = None
+
+
+class LlamaEngine:
+    """The Engine of a loaded GGUF (see the module doc). Made by the model at load; drive it from one thread."""
+
+    def __init__(
+        self,
+        llm: Any,
+        prompter: Prompter,
+        *,
+        slots: int,
+        recurrent: bool = False,
+        prefill_chunk: int = PREFILL_CHUNK,
+        kv_unified: bool = KV_UNIFIED,
+    ) -> None:
+        import llama_cpp
+        from llama_cpp import _internals
+
+        if slots < 1 or prefill_chunk < 2:
+            raise ValueError("an engine needs at least one slot and a prefill chunk of at least 2 tokens")
+        self._lib = llama_cpp
+        self._llm = llm
+        self.prompter = prompter
+        self.slots = slots
+        #: Tokens each slot holds: the model's context_length (a request's prompt plus its answer).
+        self.slot_context = prompter.context_length
+        self._recurrent = recurrent
+        self._chunk = prefill_chunk
+        params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
+        params.n_seq_max = slots
+        params.kv_unified = kv_unified
+        # Without a unified buffer llama.cpp gives each sequence n_ctx / n_seq_max cells.
+        params.n_ctx = self.slot_context * slots
+        n_batch = max(min(BATCH_SIZE, params.n_ctx), slots + prefill_chunk)
+        params.n_batch = params.n_ubatch = n_batch
+        try:
+            self._ctx: Any = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        except ValueError as exc:
+            raise ModelLoadError(f"llama.cpp could not create a context of {slots} x {self.slot_context}") from exc
+        per_seq = int(llama_cpp.llama_n_ctx_seq(self._ctx.ctx))
+        if per_seq < self.slot_context:
+            self._ctx.close()
+            raise ModelLoadError(f"llama.cpp gave each slot {per_seq} cells, fewer than {self.slot_context}")
+        if not apply_adapter(self._ctx, llm):  # adapters are per context: without it the slots would run the base
+            self._ctx.close()
+            raise ModelLoadError("llama.cpp could not apply the LoRA adapter to the engine's context")
+        self._n_batch = n_batch
+        self._batch: Any = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
+        self._slots = [_Slot(i) for i in range(slots)]
+        self._clock = itertools.count(1)
+        self._handles = itertools.count(1)
+
+    # --- the Engine contract --------------------------------------------------------------------------------------
+
+    def free_slots(self) -> int:
+        """Slots that can take a request now."""
+        return sum(1 for s in self._slots if s.handle is None)
+
+    def admit(self, request: EngineRequest) -> Admitted:
+        """Check the request and take it into the free slot whose cache shares the longest prefix with its prompt."""
+        self._check_open()
+        prompter = self.prompter
+        options = prompter.options(request.options)
+        prompt = prompter.prompt(request, options)
+        free = [s for s in self._slots if s.handle is None]
+        if not free:
+            if isinstance(prompt, VisionPrompt):
+                prompt.chunks.free()
+            raise RuntimeError("no free slot: admit only while free_slots() > 0")
+        vision = prompt if isinstance(prompt, VisionPrompt) else None
+        text = vision.head if vision is not None else prompt
+        slot = max(free, key=lambda s: (_common_prefix(s.cached, text), -s.last_used))
+        keep = 0 if self._recurrent else _common_prefix(slot.cached, text)
+        if vision is None:
+            keep = min(keep, len(text) - 1)  # the last prompt token is always evaluated: its logits come next
+        if not self._lib.llama_memory_seq_rm(self._mem, slot.index, keep, -1):
+            self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
+            keep = 0
+        total = vision.total_tokens if vision is not None else len(text)
+        handle = next(self._handles)
+        slot.handle, slot.admitted = handle, next(self._clock)
+        slot.cached, slot.pending, slot.vision, slot.next_token = slot.cached[:keep], list(text[keep:]), vision, None
+        slot.prompt_tokens, slot.cached_prompt_tokens = total, keep
+        slot.history, slot.options, slot.classify = prompt, options, request.classify
+        slot.chooser = None if request.classify else prompter.chooser(options, prompt)
+        slot.decoder = SequenceDecoder(
+            options,
+            prompter.vocab.piece,
+            eos_ids=prompter.vocab.eog,
+            thought=slot.chooser.thought if slot.chooser is not None else ThoughtTracker(None),
+        )
+        return Admitted(handle, total, keep)
+
+    def step(self) -> StepResult:
+        """A token for each decoding slot (one llama_decode), then one prompt's chunk (or its images)."""
+        self._check_open()
+        outputs: dict[Handle, EngineOutput] = {}
+        decoding: list[_Slot] = []
+        for slot in self._slots:
+            if slot.handle is None:
+                continue
+            assert slot.decoder is not None
+            if slot.decoder.done and not slot.classify:  # max_tokens 0: finished without compute
+                self._put_output(outputs, self._finish(slot, None, "length"))
+            elif slot.next_token is not None:
+                if len(slot.cached) >= self.slot_context:
+                    self._put_output(outputs, self._finish(slot, slot.decoder.out_of_room(), "length"))
+                else:
+                    decoding.append(slot)
+        batch_tokens = sampled = prompt_tokens = 0
+        if decoding:
+            for i, slot in enumerate(decoding):
+                assert slot.next_token is not None
+                self._put(i, slot.next_token, len(slot.cached), slot.index, True)
+                slot.cached.append(slot.next_token)
+                slot.next_token = None
+            if not self._decode(len(decoding), outputs):
+                return StepResult(outputs, len(decoding))
+            for i, slot in enumerate(decoding):
+                self._put_output(outputs, self._advance(slot, i))
+            batch_tokens = sampled = len(decoding)
+        # One prompt's prefill work per step, the oldest admission's: a step's outputs reach the caller only when it
+        # ends, so prefilling four new prompts in one step would hold the first one's first token back until the
+        # fourth was evaluated. One at a time, the first prompt starts streaming after its own prefill, the next
+        # joins one step later (4 clients arriving together: mean time to first token ~2.5 prefills instead of 4).
+        waiting = [s for s in self._slots if s.handle is not None and (s.pending or s.vision is not None)]
+        if waiting:
+            slot = min(waiting, key=lambda s: s.admitted)
+            handle = slot.handle
+            evaluated = self._prefill(slot, outputs, alone=not decoding)
+            prompt_tokens += evaluated
+            batch_tokens += evaluated
+            first = outputs.get(handle) if handle is not None else None
+            sampled += 1 if first is not None and first.error is None and (first.tokens or first.finish_reason) else 0
+        return StepResult(outputs, batch_tokens, sampled, prompt_tokens)
+
+    def release(self, handle: Handle) -> GenerateMetrics | None:
+        """End a live request ("cancelled") and return its metrics; None when the handle is not live."""
+        for slot in self._slots:
+            if slot.handle == handle:
+                return self._finish(slot, None, "cancelled").metrics
+        return None
+
+    def close(self) -> None:
+        """End every live request and free the context and the batch. Idempotent."""
+        if self._ctx is None:
+            return
+        for slot in self._slots:
+            if slot.handle is not None:
+                self._finish(slot, None, "cancelled")
+        self._lib.llama_batch_free(self._batch)
+        ctx, self._ctx = self._ctx, None
+        ctx.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once the engine (or the model it runs on) was closed."""
+        return self._ctx is None or self._ctx.ctx is None
+
+    def cached_tokens(self) -> tuple[tuple[int, ...], ...]:
+        """What each slot's KV sequence holds, from position 0 (-1 for an image position): the prefix the next
+        request there may reuse. For operators and tests; reading it changes nothing."""
+        return tuple(tuple(s.cached) for s in self._slots)
+
+    # --- per slot -------------------------------------------------------------------------------------------------
+
+    def _prefill(self, slot: _Slot, outputs: dict[Handle, EngineOutput], *, alone: bool) -> int:
+        """Evaluate the next chunk of `slot`'s prompt (text, or its images once the text before them is in);
+        the slot's first token is drawn when the prompt is complete. Returns the prompt tokens evaluated."""
+        if not slot.pending:
+            return self._prefill_images(slot, outputs)
+        budget = self._n_batch if alone else self._chunk
+        take = chunk_size(len(slot.pending), budget)
+        for i in range(take):
+            self._put(i, slot.pending[i], len(slot.cached), slot.index, False)
+            slot.cached.append(slot.pending[i])
+        del slot.pending[:take]
+        last = not slot.pending and slot.vision is None
+        self._batch.logits[take - 1] = last
+        if self._decode(take, outputs) and last:
+            self._put_output(outputs, self._first(slot, take - 1))
+        return take
+
+    def _prefill_images(self, slot: _Slot, outputs: dict[Handle, EngineOutput]) -> int:
+        vision = slot.vision
+        assert vision is not None and self.prompter.projector is not None
+        slot.vision = None
+        projector = self.prompter.projector
+        start = 1 if vision.head else 0  # the text before the first image is in the cache already
+        try:
+            n_past = projector.eval(
+                self._ctx.ctx, vision.chunks, start, len(slot.cached), seq_id=slot.index, n_batch=self._n_batch
+            )
+            slot.cached = cache_record(vision.chunks, n_past, projector.mrope)
+        except GenerationError as exc:
+            self._lib.llama_memory_seq_rm(self._mem, slot.index, -1, -1)
+            slot.cached = []
+            self._put_output(outputs, self._finish(slot, None, "error", exc))
+            return 0
+        finally:
+            vision.chunks.free()
+        self._put_output(outputs, self._first(slot, -1))
+        return vision.total_tokens - len(vision.head)
+
+    def _first(self, slot: _Slot, row: int) -> EngineOutput:
+        """The prompt is in: draw the first token (or answer a classify request)."""
+        assert slot.decoder is not None
+        slot.decoder.prefill_done(slot.prompt_tokens, slot.cached_prompt_tokens)
+        if slot.classify:
+            return self._classify(slot, row)
+        return self._advance(slot, row)
+
+    def _advance(self, slot: _Slot, row: int) -> EngineOutput:
+        """Draw the slot's next token from its logits row and run it through the slot's decoder."""
+        chooser, decoder = slot.chooser, slot.decoder
+        assert chooser is not None and decoder is not None and slot.handle is not None
+        try:
+            token = chooser.choose(self._ctx, row)
+            visible = decoder.push(token, chooser.logprob)
+        except Exception as exc:
+            return self._finish(slot, None, "error", _as_error(exc))
+        if decoder.done:
+            return self._finish(slot, visible, decoder.finish_reason)
+        slot.next_token = token
+        return EngineOutput(slot.handle, (visible,) if visible is not None else ())
+
+    def _classify(self, slot: _Slot, row: int) -> EngineOutput:
+        """One token drawn at the prompt's last position, as it is (a stop token too), with the raw logits row when
+        the `logits` option asks for it."""
+        options, decoder = slot.options, slot.decoder
+        assert options is not None and decoder is not None
+        vocab = self.prompter.vocab
+        try:
+            logits = None
+            if options.logits:
+                raw = self._lib.llama_get_logits_ith(self._ctx.ctx, row)
+                logits = np.ctypeslib.as_array(raw, shape=(vocab.size,)).copy()
+            grammar = self.prompter.grammar(options)
+            sampler = build_sampler(options, n_vocab=vocab.size, history=slot.history, grammar=grammar)
+            try:
+                token = int(sampler.sample(self._ctx, row))
+            finally:
+                sampler.close()
+        except Exception as exc:
+            return self._finish(slot, None, "error", _as_error(exc))
+        decoder.clock.generated_tokens = 1
+        chosen = Token(token, vocab.piece(token).decode("utf-8", "replace"))
+        out = self._finish(slot, chosen, "length")
+        return EngineOutput(out.handle, out.tokens, out.finish_reason, out.metrics, None, logits)
+
+    def _finish(
+        self, slot: _Slot, token: Token | None, reason: FinishReason, error: BaseException | None = None
+    ) -> EngineOutput:
+        handle = slot.handle
+        assert handle is not None
+        metrics = None
+        if slot.decoder is not None:
+            slot.decoder.close()
+            metrics = slot.decoder.metrics(reason)
+        if slot.chooser is not None:
+            slot.chooser.close()
+        if slot.vision is not None:  # ended (cancelled, closed) before its images were evaluated
+            slot.vision.chunks.free()
+        slot.handle, slot.decoder, slot.chooser, slot.vision, slot.options = None, None, None, None, None
+        slot.pending, slot.next_token, slot.history, slot.classify = [], None, (), False
+        slot.last_used = next(self._clock)
+        return EngineOutput(handle, (token,) if token is not None else (), reason, metrics, error)
+
+    def _put(self, i: int, token: int, pos: int, seq: int, logits: bool) -> None:
+        b = self._batch
+        b.token[i] = token
+        b.pos[i] = pos
+        b.n_seq_id[i] = 1
+        b.seq_id[i][0] = seq
+        b.logits[i] = logits
+
+    def _decode(self, n: int, outputs: dict[Handle, EngineOutput]) -> bool:
+        # One llama_decode per kind of work: every decoding slot's token together, then each prompt chunk alone.
+        # Why not one call: llama.cpp splits a batch whose sequences bring different token counts (kv_unified off)
+        # so that each sequence's share can end up evaluated one token at a time, and its one-token path rounds
+        # differently from its many-token path (measured: 0.7 apart in SmolLM2's logits). Evaluating each chunk
+        # alone keeps greedy outputs equal whatever else runs beside a request.
+        self._batch.n_tokens = n
+        rc = self._lib.llama_decode(self._ctx.ctx, self._batch)
+        if rc != 0:
+            self._fail_all(GenerationError(f"llama_decode failed with status {rc}"), outputs)
+            return False
+        return True
+
+    def _fail_all(self, error: GenerationError, outputs: dict[Handle, EngineOutput]) -> None:
+        # The KV cache may hold half a step: forget all of it rather than trust it, and fail every request.
+        self._lib.llama_memory_clear(self._mem, True)
+        for slot in self._slots:
+            if slot.handle is not None:
+                self._put_output(outputs, self._finish(slot, None, "error", error))
+            slot.cached = []
+
+    @staticmethod
+    def _put_output(outputs: dict[Handle, EngineOutput], out: EngineOutput) -> None:
+        outputs[out.handle] = out
+
+    def _check_open(self) -> None:
+        # The context also goes when its model is closed (llama_cpp frees contexts before their model).
+        if self.closed:
+            raise GenerationError("this engine (or its model) was closed")
+
+
+def apply_adapter(ctx: Any, llm: Any) -> bool:
+    """Apply the Llama's LoRA adapter (if it has one) to another of its contexts (a llama_cpp LlamaContext):
+    llama.cpp applies adapters per context, and Llama() applied it only to the context it opened. False if
+    llama.cpp refused."""
+    import llama_cpp
+
+    adapter = getattr(llm, "_lora_adapter", None)
+    if adapter is None:
+        return True
+    adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+    scales = (ctypes.c_float * 1)(float(llm.lora_scale))
+    return int(llama_cpp.llama_set_adapters_lora(ctx.ctx, adapters, 1, scales)) == 0
+
+
+def _as_error(exc: BaseException) -> ModelHostError:
+    # A deliberate error keeps its code (the grammar's SchemaError is the request's fault: a 400, not a 500).
+    return exc if isinstance(exc, ModelHostError) else GenerationError(f"llama.cpp failed while generating: {exc}")
+
+
+def chunk_size(pending: int, budget: int) -> int:
+    """Prompt tokens to evaluate now: up to `budget`, never leaving exactly one behind.
+
+    A prompt's last token alone would take llama.cpp's one-token path, which rounds differently from evaluating it
+    with the tokens before it, and greedy output would then depend on where the chunks fell.
+    """
+    take = min(pending, budget)
+    return take - 1 if pending - take == 1 else take
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
