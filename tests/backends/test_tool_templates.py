@@ -84,7 +84,7 @@ def test_the_template_stays_sandboxed() -> None:
 
     hostile = "{% if tools %}{{ tools.__class__.__init__.__globals__ }}{% endif %}" + tinymodels.CHATML_TEMPLATE
     with pytest.raises(SecurityError):
-        chat._compile(hostile).render(messages=[], tools=TOOLS, add_generation_prompt=False)
+        chat.compile_template(hostile).render(messages=[], tools=TOOLS, add_generation_prompt=False)
     assert chat.tool_support(hostile, "", "") == chat_tools.NO_SUPPORT
 
 
