@@ -183,6 +183,26 @@ def test_context_length_bounds_prompt_and_generation(tiny_llama_dir: Path) -> No
         assert isinstance(rows[1].error, InvalidInputError)
 
 
+def test_an_over_long_prompt_is_refused_by_its_bytes_before_tokenising(
+    tiny_llama_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with load(tiny_llama_dir, context_length=12) as small:
+        tokenizer_type = type(small.checkpoint.tokenizer)
+        real = tokenizer_type.__call__
+        calls: list[int] = []
+        monkeypatch.setattr(tokenizer_type, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+        huge = "word " * 2_000_000  # 10 MB: tokenising it whole held the model thread for seconds, to refuse it
+        with pytest.raises(InvalidInputError, match="bytes"):
+            small.generate(huge)
+        with pytest.raises(InvalidInputError, match="bytes"):
+            small.chat([Message("user", huge)])
+        rows = small.batch_generate([huge, PROMPT], max_tokens=2)
+        assert isinstance(rows[0].error, InvalidInputError) and rows[1].error is None
+        assert len(calls) == 1, "only the prompt within the byte bound was tokenised"
+        with pytest.raises(InvalidInputError, match="tokens"):  # within the byte bound: judged by its tokens
+            small.generate("one two three four five six seven eight nine ten eleven twelve thirteen")
+
+
 # --- classify and batch_generate -------------------------------------------------------------------------------------
 
 

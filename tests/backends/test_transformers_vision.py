@@ -24,8 +24,10 @@ from PIL import Image
 from modelhost.backends.transformers import TransformersBackend
 from modelhost.backends.transformers.model import TransformersModel
 from modelhost.errors import InvalidInputError
-from modelhost.inference import conformance
+from modelhost.inference import conformance, engine_conformance
 from modelhost.inference.capabilities import VisionModel, accepts_images, as_capability
+from modelhost.inference.engine import EngineRequest
+from modelhost.inference.engine_conformance import EngineKit
 from modelhost.inference.images import MAX_IMAGE_AXIS, to_rgb_image
 from modelhost.inference.types import Message
 
@@ -66,6 +68,17 @@ def reply(model: TransformersModel, *images: Any, **opts: Any) -> list[int]:
 @pytest.mark.parametrize("check", conformance.CHECKS, ids=lambda c: c.__name__)
 def test_conformance(vlm: TransformersModel, check: Any) -> None:
     check(vlm)
+
+
+@pytest.mark.parametrize("check", engine_conformance.CHECKS, ids=lambda c: c.__name__)
+def test_engine_conformance_with_images(vlm: TransformersModel, picture: np.ndarray, check: Any) -> None:
+    # Distinct pages per request, several at once: each row's pixel values go with its own prefill only.
+    pages = [picture, picture[::-1].copy(), picture[:, ::-1].copy()]
+    requests = [
+        EngineRequest(messages=(Message("user", ASK, images=(page,)),), options={"max_tokens": 4, "temperature": 0})
+        for page in pages
+    ]
+    check(EngineKit(vlm.engine(), requests))
 
 
 def test_accepts_images_is_a_live_probe(vlm: TransformersModel) -> None:
