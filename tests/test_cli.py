@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -166,3 +168,221 @@ def test_no_think_closes_a_thinking_models_thought(tiny_thinking_dir: Path, tmp_
     assert prompt[0] and prompt[1], (thinking.stderr, answered.stderr)
     assert int(prompt[1].group(2)) > int(prompt[0].group(2)), "the closed empty thought is part of the prompt"
     assert answered.stdout != thinking.stdout
+
+
+# -- the command line as a new user meets it: --version, --help, the README's examples, one-line mistakes ------------
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+def one_line_failure(result: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a refused command (exit 2, no traceback), for the caller to check."""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and len(lines) == 1, result.stderr
+    assert lines[0].startswith("modelhost: "), lines
+    return lines[0]
+
+
+def test_version_and_help_show_defaults_and_keep_bracketed_text() -> None:
+    from importlib.metadata import version
+
+    shown = modelhost("--version")
+    assert shown.returncode == 0 and shown.stdout.strip() == f"modelhost {version('modelhost')}", shown
+    helped = modelhost("serve", "--help")
+    assert helped.returncode == 0, helped.stderr
+    text = " ".join(helped.stdout.split())  # help wraps lines wherever the terminal's width puts them
+    # Bracketed text once vanished under rich markup ("The model the inferd socket serves .").
+    assert "The model the inferd socket serves [the first --model]." in text, text
+    assert "[default: 8]" in text and "[default: 64]" in text, text
+    chat = " ".join(modelhost("chat", "--help").stdout.split())
+    assert "[default: default]" in chat and "[default: 512]" in chat and "[its template's]" in chat, chat
+
+
+def test_every_example_file_the_readme_names_is_shipped_and_usable() -> None:
+    import json
+
+    from PIL import Image
+
+    from modelhost.inference.options import GenerateOptions
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"examples/([\w.-]+\.\w+)", readme))
+    assert {"page.png", "person.json", "texts.txt", "scan.pdf", "secret.jsonl"} <= named, named
+    for name in named:
+        assert (EXAMPLES / name).is_file(), f"the README names examples/{name}, which is not shipped"
+    with Image.open(EXAMPLES / "page.png") as page:
+        assert page.size[0] >= 400 and page.mode == "RGB"
+    GenerateOptions.parse(json_schema=json.loads((EXAMPLES / "person.json").read_text()))
+    records = [json.loads(line) for line in (EXAMPLES / "secret.jsonl").read_text().splitlines()]
+    assert records and all(r["messages"][-1]["role"] == "assistant" for r in records)
+    assert (EXAMPLES / "scan.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_the_readme_document_and_schema_commands_run_as_written() -> None:
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    # `modelhost convert examples/page.png`: the offline ocr model reads the printed page.
+    page = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", "convert", "examples/page.png"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert page.returncode == 0, page.stderr
+    assert "Invoice 1042" in page.stdout and "Lovelace" in page.stdout, page.stdout
+    # `modelhost convert examples/scan.pdf`: a PDF without a text layer goes to the model too.
+    scan = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", "convert", "examples/scan.pdf"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert scan.returncode == 0 and "Meeting notes" in scan.stdout, (scan.stdout, scan.stderr)
+    # `modelhost chat "Extract: Ada, 36, London" --json-schema examples/person.json`, greedily.
+    extracted = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", "chat", "Extract: Ada, 36, London", "--json-schema",
+         "examples/person.json", "-t", "0"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert extracted.returncode == 0, extracted.stderr
+    person = json.loads(extracted.stdout)
+    jsonschema.validate(person, json.loads((EXAMPLES / "person.json").read_text()))
+    assert person["age"] == 36 and person["city"] == "London", person
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A TCP port something else already listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def live_socket(tmp_path: Path) -> Iterator[Path]:
+    """A Unix socket path another process listens on."""
+    import socket
+
+    path = tmp_path / "live.sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        sock.listen()
+        yield path
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        # The file checks come first: with an unknown model too, the file is what is named.
+        (["chat", "hi", "--json-schema", "missing.json", "--model", "nope"], "--json-schema missing.json: no such"),
+        (["chat", "hi", "--json-schema", str(REPO / "README.md")], "README.md: not JSON"),
+        (["embed", "--file", "missing.txt", "--model", "nope"], "--file missing.txt: no such file"),
+        (["chat", "hi", "--image", "missing.png", "--model", "nope"], "--image missing.png: no such file"),
+        (["convert", "missing.pdf"], "convert missing.pdf: no such file"),
+        (["chat", "hi", "--model", "no-such-model"], "no model 'no-such-model'"),
+        (["serve", "--model", "no-such-model"], "no model 'no-such-model'"),
+        (["serve", "--socket", "/dev/null/m.sock"], "cannot make the socket's folder /dev/null"),
+        (["serve", "--socket", "/tmp/" + "s" * 120 + ".sock"], "is too long"),
+        (["serve", "--http", "127.0.0.1:70000"], "port out of range"),
+    ],
+)
+def test_a_common_mistake_is_one_line_and_exit_2(args: list[str], expected: str) -> None:
+    line = one_line_failure(modelhost(*args))
+    assert expected in line, line
+
+
+@pytest.mark.parametrize("door", ["--http", "--worker"])
+def test_a_port_in_use_is_named_before_any_model_loads(door: str, taken_port: int) -> None:
+    result = modelhost("serve", "--no-socket", door, f"127.0.0.1:{taken_port}")
+    line = one_line_failure(result)
+    assert f"{door} 127.0.0.1:{taken_port}: cannot listen: the port is in use" in line, line
+
+
+def test_a_socket_another_host_serves_on_is_refused_before_any_model_loads(live_socket: Path) -> None:
+    line = one_line_failure(modelhost("serve", "--socket", str(live_socket)))
+    assert f"another model host is already serving on {live_socket}" in line, line
+    assert live_socket.exists(), "a live socket is never removed"
+
+
+def test_chat_over_a_socket_nobody_serves_says_so_in_one_line(tmp_path: Path) -> None:
+    # The client retries a missing socket for 10 s (a host may still be loading), then gives up clearly.
+    line = one_line_failure(modelhost("chat", "hi", "--socket", str(tmp_path / "none.sock")))
+    assert "is a model host running?" in line and "[connect_failed]" in line, line
+    assert not line.startswith("modelhost: modelhost:"), line
+
+
+class Serving:
+    """`modelhost serve` in a subprocess, its stderr lines collected as they come (a thread reads them)."""
+
+    def __init__(self, *args: str) -> None:
+        import threading
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "modelhost.cli", "serve", *args],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.strip())
+
+    def wait_for(self, text: str) -> None:
+        from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
+        while not any(text in line for line in self.lines):
+            assert self.proc.poll() is None, f"serve exited ({self.proc.returncode}): {self.lines}"
+            assert time.monotonic() < deadline, f"no {text!r} line: {self.lines}"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def test_convert_over_a_socket_serving_a_text_model_fails_and_says_why(tiny_llama_gguf: Path, tmp_path: Path) -> None:
+    sock = tmp_path / "text.sock"
+    serving = Serving("--model", str(tiny_llama_gguf), "--socket", str(sock))
+    try:
+        serving.wait_for("ready: serving")
+        result = modelhost("convert", str(EXAMPLES / "scan.pdf"), "--socket", str(sock), "-o", str(tmp_path / "s.md"))
+        assert result.returncode == 1, (result.returncode, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert "scan.pdf: no page was read" in result.stderr and "--socket-model ocr" in result.stderr, result.stderr
+    finally:
+        serving.stop()
+
+
+def test_the_first_ctrl_c_says_how_long_it_waits_and_a_stream_is_cancelled_after_the_grace(tmp_path: Path) -> None:
+    import signal
+
+    from modelhost.inference.types import Message
+    from modelhost.wire.client import Client
+
+    sock = tmp_path / "m.sock"
+    serving = Serving("--model", "default", "--socket", str(sock))
+    try:
+        serving.wait_for("ready: serving")
+        with Client(str(sock)) as client:
+            stream = client.chat([Message("user", "Write a very long story.")], max_tokens=4000, temperature=0)
+            next(stream)  # generation is under way
+            serving.proc.send_signal(signal.SIGINT)
+            serving.wait_for("stopping")
+            stopping = next(line for line in serving.lines if "stopping" in line)
+            assert "5 s to finish" in stopping and "Ctrl-C again cancels them now" in stopping, stopping
+            rest = "".join(stream)
+            # 4000 tokens take SmolLM2 about a minute: the stream ended because the grace did, not the story.
+            assert client.last_done is not None and client.last_done.stop_reason == "cancelled", rest
+        from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
+        assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
+        assert not sock.exists()
+    finally:
+        serving.stop()

@@ -41,16 +41,24 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: rich markup would read every "[...]" in a help text as a style tag and drop it ("The model the
+    # inferd socket serves ."), and the defaults this help shows in brackets are exactly such text.
+    rich_markup_mode=None,
 )
 
 ModelOpt = Annotated[
     str,
     typer.Option("--model", "-m", help="A catalogue name, a .gguf file, a model folder or a pulled org/repo[:QUANT]."),
 ]
-BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="Pin an engine (see `modelhost backends`).")]
+BackendOpt = Annotated[
+    str | None,
+    typer.Option("--backend", "-b", help="Pin an engine (see `modelhost backends`) [the first that loads the file]."),
+]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", "-n", help="Bound on generated tokens.")]
-TemperatureOpt = Annotated[float | None, typer.Option("--temperature", "-t", help="0 = greedy.")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="Sampling seed, for repeatable output.")]
+TemperatureOpt = Annotated[
+    float | None, typer.Option("--temperature", "-t", help="0 = greedy [the checkpoint's, else 0.7].")
+]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Sampling seed, for repeatable output [random].")]
 SchemaOpt = Annotated[
     str | None,
     typer.Option(
@@ -61,9 +69,44 @@ SchemaOpt = Annotated[
 
 
 def _fail(exc: BaseException) -> typer.Exit:
+    """One line on stderr, `modelhost: <what went wrong> [<code>]`, and the exit to raise (2: the request's fault)."""
     code = getattr(exc, "code", "error")
-    typer.secho(f"modelhost: {exc} [{code}]", err=True, fg=typer.colors.RED)
+    message = str(exc).removeprefix("modelhost: ")  # some messages already say who is speaking
+    typer.secho(f"modelhost: {message} [{code}]", err=True, fg=typer.colors.RED)
     return typer.Exit(2 if isinstance(exc, errors.ModelHostError) else 1)
+
+
+def _usage(message: str) -> typer.Exit:
+    """A mistake in the command line itself (a missing file, a port in use): one line, exit 2, nothing loaded."""
+    typer.secho(f"modelhost: {message}", err=True, fg=typer.colors.RED)
+    return typer.Exit(2)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"modelhost {version('modelhost')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """Load a language model once; serve it to everything that needs it."""
+
+
+def _existing_file(path: Path, flag: str) -> Path:
+    """`path` when it is a readable file; else the one-line error of `_usage`, before any model loads for nothing."""
+    if not path.exists():
+        raise _usage(f"{flag} {path}: no such file")
+    if not path.is_file():
+        raise _usage(f"{flag} {path}: not a file")
+    return path
 
 
 def _load(model: str, backend: str | None, adapter: str | None = None) -> Any:
@@ -114,18 +157,23 @@ def _schema(value: str) -> Any:
     import json
 
     text = value
-    path = Path(value)
-    if not value.lstrip().startswith("{") and path.is_file():
-        text = path.read_text(encoding="utf-8")
+    where = "--json-schema"
+    if not value.lstrip().startswith("{"):  # not the schema itself: the name of a file holding it
+        path = _existing_file(Path(value), "--json-schema")
+        where = f"--json-schema {value}"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _usage(f"{where}: cannot read it: {exc}") from None
     try:
         schema = json.loads(text)
     except ValueError as exc:
-        raise typer.BadParameter(f"not a JSON Schema file nor JSON: {exc}", param_hint="--json-schema") from None
+        raise _usage(f"{where}: not JSON: {exc}") from None
     schema = schema or {"type": "object"}
     try:  # the bounds every engine needs (inference/schema_limits.py), before a model is loaded for nothing
         GenerateOptions.parse(json_schema=schema)
     except errors.InvalidOptionError as exc:
-        raise typer.BadParameter(exc.detail, param_hint="--json-schema") from None
+        raise _usage(f"{where}: {exc.detail} [{exc.code}]") from None
     return schema
 
 
@@ -163,9 +211,7 @@ def chat(
     ] = None,
     image: Annotated[
         list[Path] | None,
-        typer.Option(
-            "--image", "-i", help="A PNG or JPEG for a vision model, attached to the first message.", exists=True
-        ),
+        typer.Option("--image", "-i", help="A PNG or JPEG for a vision model, attached to the first message."),
     ] = None,
     adapter: Annotated[
         str | None, typer.Option("--adapter", help="A LoRA adapter folder (`modelhost train` output) to apply.")
@@ -182,12 +228,12 @@ def chat(
         options["enable_thinking"] = think
     history: list[Message] = [Message("system", system)] if system else []
     # Encoded bytes, as the contract allows: the backend that accepts images decodes (and bounds) them itself.
-    images = tuple(path.read_bytes() for path in image or ())
+    images = tuple(_existing_file(path, "--image").read_bytes() for path in image or ())
     if socket is not None:
         if adapter is not None:
-            raise typer.BadParameter("--adapter applies to a model loaded here; a served model has its own")
+            raise _usage("--adapter applies to a model loaded here; a served model has its own")
         if json_schema is not None:
-            raise typer.BadParameter("inferd's wire carries no schema; use the HTTP door's response_format")
+            raise _usage("--json-schema: inferd's wire carries no schema; use the HTTP door's response_format")
         _chat_over_socket(socket, history, message, max_tokens, temperature, images)
         return
     with _load(model, backend, adapter) as m:
@@ -278,6 +324,8 @@ def embed(
 
     if bool(texts) == (file is not None):
         raise _fail(errors.InvalidInputError("give the texts as arguments or with --file, not both and not neither"))
+    if file is not None and str(file) != "-":
+        _existing_file(file, "--file")
     with _load(model, backend) as m:
         embedder = as_capability(m, EmbeddingModel)
         if embedder is None:
@@ -365,7 +413,10 @@ def backends() -> None:
 def convert(
     files: Annotated[list[Path], typer.Argument(help="PDFs or images (PNG, JPEG, TIFF).")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="The file to write (a folder for several inputs).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="The file to write (a folder for several inputs) [stdout; beside each input]."
+        ),
     ] = None,
     to: Annotated[
         str | None, typer.Option("--to", help="md, json, doctags or html [from -o's suffix, else md].")
@@ -393,26 +444,48 @@ def convert(
 
     from modelhost.documents import batch
 
+    for file in files:
+        _existing_file(file, "convert")
     try:
         fmt = batch.choose_format(to, output)
         batch.targets(files, output, fmt)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise _usage(str(exc)) from exc
     try:
         outcomes = asyncio.run(_convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens, text_layer))
     except errors.ModelHostError as exc:
         raise _fail(exc) from exc
-    failed = [o for o in outcomes if o.error]
+    failed = False
     for outcome in outcomes:
         if outcome.error:
             typer.secho(f"modelhost: {outcome.error}", err=True, fg=typer.colors.RED)
+            failed = True
         elif outcome.conversion is not None:
             from modelhost.documents import summary
 
             where = f" -> {outcome.written}" if outcome.written else ""
             typer.secho(summary(outcome.conversion) + where, err=True, fg=typer.colors.BRIGHT_BLACK)
+            if (nothing := _nothing_read(outcome.conversion, socket)) is not None:
+                typer.secho(f"modelhost: {nothing}", err=True, fg=typer.colors.RED)
+                failed = True
     if failed:
         raise typer.Exit(1)
+
+
+def _nothing_read(conversion: Any, socket: str | None) -> str | None:
+    """Why no page of `conversion` was read (every page failed with nothing kept); None when one was.
+
+    An empty document written with exit status 0 is what a model that reads no pages (a text model on the socket)
+    used to give: the run must say it failed, and why.
+    """
+    if any(not page.error or page.doctags.strip() for page in conversion.pages):
+        return None
+    reasons = [page.error for page in conversion.pages] or list(conversion.unread.values())
+    why = f": {reasons[0]}" if reasons else ""
+    message = f"{conversion.name}: no page was read{why}"
+    if socket is not None and any("attachment_unsupported" in reason for reason in reasons):
+        message += " (the socket's model reads no images: serve a page model there, e.g. `--socket-model ocr`)"
+    return message
 
 
 def _write_stdout(text: str) -> None:
@@ -529,7 +602,9 @@ def serve(
     ] = None,
     max_memory: Annotated[
         str | None,
-        typer.Option("--max-memory", help="Bound on loaded models' total size, e.g. 8G; the LRU idle one unloads."),
+        typer.Option(
+            "--max-memory", help="Bound on loaded models' total size, e.g. 8G; the LRU idle one unloads [none]."
+        ),
     ] = None,
     backend: BackendOpt = None,
     socket: Annotated[
@@ -545,7 +620,9 @@ def serve(
     worker: Annotated[
         str | None, typer.Option("--worker", help="giz job worker on HOST:PORT (alone: 127.0.0.1:8001).")
     ] = None,
-    state: Annotated[str | None, typer.Option("--state", help="The job worker's state folder.")] = None,
+    state: Annotated[
+        str | None, typer.Option("--state", help="The job worker's state folder [~/.local/state/modelhost/worker].")
+    ] = None,
     capacity: Annotated[int, typer.Option("--capacity", help="Jobs the worker holds at once.")] = 8,
     max_queue: Annotated[int, typer.Option("--max-queue", help="Requests that may wait for the model.")] = 64,
     parallel: Annotated[
@@ -601,8 +678,10 @@ def serve(
         )
         serving.run(config)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+        raise _usage(str(exc)) from exc
     except errors.ModelHostError as exc:
+        raise _fail(exc) from exc
+    except OSError as exc:  # what no check foresaw (a disk that fails): still one line, not a traceback
         raise _fail(exc) from exc
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -34,10 +36,20 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from modelhost._serving import ClientLimits
+    from modelhost.worker import WorkerServer
 
 #: How long a stop signal waits for in-flight requests before cancelling them. Long enough for a typical answer
 #: on a small model, short enough that a service manager's own kill timeout (systemd: 90 s) never fires first.
 DEFAULT_GRACE_SECONDS = 30.0
+
+#: The grace of a Ctrl-C (SIGINT) instead: a person at a terminal is waiting, and 30 s of "stopping" reads as a hang
+#: (issue 21). Five seconds lets a short answer end; a long stream is cancelled, and a second Ctrl-C cancels at once.
+INTERRUPT_GRACE_SECONDS = 5.0
+
+#: After the grace, how long the doors still wait for the cancelled requests' last answers (their "cancelled" done
+#: frame) before hanging up: the cancel reaches the model thread and comes back within one token, which takes under
+#: a second even on a loaded machine (1 s was measured enough on a quiet one; 2 leaves room).
+CANCELLED_ANSWER_SECONDS = 2.0
 
 #: How long after its grace (after a second signal: after that signal) a stop may still take before the process
 #: exits hard. The orderly rest (cancelled requests end at their next token, the model closes) takes well under a
@@ -201,29 +213,42 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     raise_open_file_limit()
     specs, sockets = model_specs(config)
+    _check_doors(config, sockets)
     models = Models(
         specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory
     )
     name = ", ".join(models.names)
-    closers: list[Callable[[], Awaitable[None]]] = []  # socket and job doors: closed before the host drains
+    # Socket and job doors, closed before the host drains; each is given the grace the stop signal chose.
+    closers: list[Callable[[float], Awaitable[None]]] = []
     http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
     deadline: list[threading.Timer] = []
+    grace = [config.grace_seconds]  # what in-flight requests get once a stop begins (SIGINT: shorter, see above)
+    timers: list[asyncio.TimerHandle] = []  # the grace's end, cancelled when the stop ends sooner
 
-    def on_signal() -> None:
+    def on_signal(sig: signal.Signals) -> None:
         # The first signal starts an orderly stop; a second one means "now": cancel what is still running.
         if stop.is_set():
             say("modelhost: second stop signal: cancelling in-flight requests")
             models.cancel_all()
             _exit_hard_after(HARD_EXIT_SECONDS, say, deadline)
         else:
-            _exit_hard_after(config.grace_seconds + HARD_EXIT_SECONDS, say, deadline)
+            if sig == signal.SIGINT:
+                grace[0] = min(grace[0], INTERRUPT_GRACE_SECONDS)
+            say(
+                f"modelhost: stopping: no new requests; in-flight ones get {grace[0]:g} s to finish, then are "
+                "cancelled (Ctrl-C again cancels them now)"
+            )
+            _exit_hard_after(grace[0] + HARD_EXIT_SECONDS, say, deadline)
+            # At the grace's end the host cancels what still runs, so each stream ends with its "cancelled" answer
+            # (a done frame, a finish_reason) before the doors hang up, rather than being cut off mid-stream.
+            timers.append(loop.call_later(grace[0], models.cancel_all))
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         if config.http is not None:
             from modelhost.http import HttpServer
@@ -235,7 +260,10 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 api_key=config.api_key,
                 limits=config.client_limits,
             )
-            await http_server.start()
+            try:
+                await http_server.start()
+            except OSError as exc:
+                raise ValueError(listen_error("--http", config.http, exc)) from exc
             http = http_server
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
         for spec in specs:
@@ -254,7 +282,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 if served_name == model.name:
                     wire = WireServer(model, socket_path)
                     await wire.start()
-                    closers.append(functools.partial(wire.aclose, grace=config.grace_seconds))
+                    closers.append(wire.aclose)  # aclose(grace)
                     bound.append(f"{served_name} on unix:{wire.path}")
                     say(f"modelhost: socket ready: {served_name} on unix:{wire.path}")
 
@@ -277,27 +305,68 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 drain_seconds=config.grace_seconds,
                 limits=config.client_limits,
             )
-            await worker.start()
-            closers.append(worker.aclose)
+            try:
+                await worker.start()
+            except OSError as exc:  # taken since _check_doors looked
+                raise ValueError(listen_error("--worker", config.worker, exc)) from exc
+            closers.append(functools.partial(_close_worker, worker))
             say(f"modelhost: worker on {worker.url} (state {state})")
         if bound:
             say(f"modelhost: ready: serving {name} ({', '.join(bound)})")
         else:
             say(f"modelhost: ready: serving {name}")
         await stop.wait()
-        say("modelhost: stopping: finishing in-flight requests")
     finally:
         # The doors drain concurrently (each waits for its own in-flight requests), then the host closes the model.
-        await asyncio.gather(*(close() for close in reversed(closers)), return_exceptions=True)
-        await models.aclose(grace=config.grace_seconds)
+        wait = grace[0] + CANCELLED_ANSWER_SECONDS
+        await asyncio.gather(*(close(wait) for close in reversed(closers)), return_exceptions=True)
+        await models.aclose(grace=wait)
         if http is not None:
             with contextlib.suppress(Exception):
                 await http.aclose()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        for handle in timers:
+            handle.cancel()
         for timer in deadline:
             timer.cancel()  # stopped in time: nothing to force (and an embedding process must not be exited)
         say("modelhost: stopped")
+
+
+def listen_error(flag: str, where: tuple[str, int], exc: OSError) -> str:
+    """The one line for a door that cannot listen on `where` (HOST, PORT): which flag, and what to do about it."""
+    host, port = where
+    if exc.errno == errno.EADDRINUSE:
+        why = "the port is in use (another server listens there): stop it, or choose another port"
+    elif exc.errno == errno.EACCES:
+        why = "permission denied (ports below 1024 need privileges)"
+    elif isinstance(exc, socket.gaierror):
+        why = f"unknown host {host!r}"
+    else:
+        why = exc.strerror or str(exc)
+    return f"{flag} {host}:{port}: cannot listen: {why}"
+
+
+def _check_doors(config: ServeConfig, sockets: list[tuple[str, str]]) -> None:
+    """Refuse now, before any model loads or any door opens, what a door would refuse later: a socket path it cannot
+    bind (SocketPathError) and a port already taken (ValueError naming the flag), so the mistake is the only line."""
+    from modelhost import _serving
+    from modelhost.wire.server import check_path
+
+    for _, path in sockets:
+        check_path(path)
+    for flag, where in (("--http", config.http), ("--worker", config.worker)):
+        if where is not None and where[1] != 0:  # port 0: the system picks a free one
+            try:
+                _serving.bind(*where).close()
+            except OSError as exc:
+                raise ValueError(listen_error(flag, where, exc)) from exc
+
+
+async def _close_worker(worker: WorkerServer, grace: float) -> None:
+    """Close the job worker, its running jobs given at most `grace` seconds (its drain, as the other doors')."""
+    worker.drain_seconds = min(worker.drain_seconds, grace)
+    await worker.aclose()
 
 
 def _exit_hard_after(seconds: float, say: Callable[[str], None], timers: list[threading.Timer]) -> None:

@@ -55,7 +55,15 @@ from modelhost.wire.codec import Buffer, FrameHeader, RequestReader, ResponseEve
 from modelhost.wire.errors import SocketPathError
 from modelhost.wire.handler import respond
 
-__all__ = ["LISTEN_BACKLOG", "REFUSALS", "WRITE_TIMEOUT", "WireLimits", "WireServer"]
+__all__ = [
+    "LISTEN_BACKLOG",
+    "MAX_SOCKET_PATH_BYTES",
+    "REFUSALS",
+    "WRITE_TIMEOUT",
+    "WireLimits",
+    "WireServer",
+    "check_path",
+]
 
 log = logging.getLogger(__name__)
 
@@ -665,7 +673,12 @@ async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Non
 
 
 def _prepare_directory(directory: str) -> None:
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise SocketPathError(f"cannot make the socket's folder {directory}: {exc.strerror or exc}") from exc
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise SocketPathError(f"cannot create a socket in {directory}: permission denied")
     st = os.stat(directory)
     shared = bool(st.st_mode & stat.S_ISVTX) and bool(st.st_mode & stat.S_IWOTH)
     # pdf-spec makes the directory 0700 even when it existed. Not a sticky world-writable directory like /tmp
@@ -674,11 +687,27 @@ def _prepare_directory(directory: str) -> None:
         os.chmod(directory, 0o700)
 
 
-def _remove_stale(path: str) -> None:
+#: Longest socket path Linux's sockaddr_un holds (108 bytes with the terminating NUL); bind() refuses a longer one
+#: with an error that does not say why ("AF_UNIX path too long").
+MAX_SOCKET_PATH_BYTES: Final = 107
+
+
+def check_path(path: str) -> None:
+    """Raise SocketPathError for what binding `path` would refuse (a path too long, a folder that cannot be made, a
+    symbolic link, a file that is not a socket, a live socket): `serve` asks before loading a model for nothing."""
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        raise SocketPathError(f"socket path {path} is too long ({len(os.fsencode(path))} bytes; at most 107)")
+    _prepare_directory(os.path.dirname(path) or ".")
+    _stale(path)
+
+
+def _stale(path: str) -> bool:
+    """True for a socket nobody answers on (a host that died left it); False when nothing is there. Raises
+    SocketPathError for anything that must not be removed."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return
+        return False
     if stat.S_ISLNK(st.st_mode):
         # A symlink here could point our unlink or bind anywhere (inferd refuses it too, THREAT_MODEL F-2).
         raise SocketPathError(f"refusing to serve on {path}: it is a symbolic link")
@@ -695,7 +724,12 @@ def _remove_stale(path: str) -> None:
         raise SocketPathError(f"another model host is already serving on {path}")
     finally:
         probe.close()
-    os.unlink(path)  # nobody listens: a socket left by a host that died
+    return True
+
+
+def _remove_stale(path: str) -> None:
+    if _stale(path):
+        os.unlink(path)  # nobody listens: a socket left by a host that died
 
 
 def _bind(path: str) -> socket.socket:
