@@ -102,8 +102,8 @@ def test_refusals_name_the_parameter(tiny: HttpServer) -> None:
         ({"input": ["fine", ""]}, "input", "input[1]"),
         ({"input": ["x"] * (MAX_EMBEDDING_INPUTS + 1)}, "input", str(MAX_EMBEDDING_INPUTS)),
         ({"input": ["short", LONG]}, "input", "input[1]"),
-        ({"input": [1, 2, 3]}, "input", "token-id"),
-        ({"input": [[1, 2], [3]]}, "input", "token-id"),
+        ({"input": [10**9]}, "input", "vocabulary"),
+        ({"input": [[1, 2], []]}, "input", "input[1]"),
         ({"input": "x", "dimensions": 32}, "dimensions", "64"),
         ({"input": "x", "encoding_format": "binary"}, "encoding_format", ""),
     ]

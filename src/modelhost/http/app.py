@@ -31,9 +31,9 @@ from modelhost.http.metrics import HttpMetrics
 from modelhost.http.ollama.handlers import OllamaRoutes
 from modelhost.http.openai.handlers import OpenAIRoutes
 
-#: The routes that carry work (and so need the API key). /health, /ready and /metrics stay open: an orchestrator or
-#: a Prometheus scraper must see the process without holding the key, and they reveal no model output.
-_PROTECTED_PREFIXES = ("/v1/", "/api/")
+#: The routes that carry work or reach the model (and so need the API key). /health, /ready and /metrics stay open: an
+#: orchestrator or a Prometheus scraper must see the process without holding the key, and they reveal no model output.
+_PROTECTED_PREFIXES = ("/v1/", "/api/", "/tokenize", "/detokenize")
 
 
 # -- middleware (pure ASGI: BaseHTTPMiddleware would buffer streams and hide disconnects) -------------------------

@@ -36,6 +36,9 @@ class ParsedEmbedding:
     encoding_format: EncodingFormat = "float"
     #: Contract option name -> the parameter the client sent, so an error names what the client wrote.
     wire_names: Mapping[str, str] = field(default_factory=dict)
+    #: OpenAI's token-id input, one id sequence per input: read into `texts` by the handler (it needs the model's
+    #: tokenizer) before anything is submitted.
+    token_ids: tuple[tuple[int, ...], ...] = ()
 
 
 def encode_floats(vector: np.ndarray) -> list[float]:
@@ -54,8 +57,9 @@ def decode_base64(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
-def texts(value: Any, param: str, *, token_ids: bool) -> list[str]:
-    """`input` as a list of non-empty strings: a string, or a list of them. Token-id arrays are refused (see below)."""
+def texts(value: Any, param: str) -> list[str]:
+    """`input` as a list of non-empty strings: a string, or a list of them (token ids are the OpenAI door's: see
+    `openai.embeddings`)."""
     if isinstance(value, str):
         items: list[Any] = [value]
     elif isinstance(value, list):
@@ -76,16 +80,6 @@ def texts(value: Any, param: str, *, token_ids: bool) -> list[str]:
                 raise ApiError(400, f"{param}[{i}]: an empty string has nothing to embed", param=param,
                                code="invalid_value")  # fmt: skip
             continue
-        if token_ids and (isinstance(item, int) or (isinstance(item, list) and all(isinstance(t, int) for t in item))):
-            # Refused, not guessed at: OpenAI clients send token ids of OpenAI's tokenizer (tiktoken; LangChain does
-            # by default), which mean nothing to this model's vocabulary.
-            raise ApiError(
-                400,
-                f"{param}: token-id arrays are not supported (they would be another tokenizer's ids); send text "
-                "(LangChain: OpenAIEmbeddings(check_embedding_ctx_length=False))",
-                param=param,
-                code="unsupported_parameter",
-            )
         raise ApiError(400, f"{param}[{i}]: must be a string, got {type(item).__name__}", param=param,
                        code="invalid_value")  # fmt: skip
     return items

@@ -37,11 +37,16 @@ class ParsedRequest:
     generation: GenerationRequest
     stream: bool
     include_usage: bool = False
+    #: vLLM's stream_options.continuous_usage_stats: every chunk carries the usage so far.
+    continuous_usage: bool = False
     logprobs: bool = False  # the answer carries each token's log-probability
     tools: tooling.ToolPlan | None = None  # the model may (or must) answer with tool calls
     n: int = 1  # choices: each is its own generation of the same request (OpenAI's `n`)
     #: /v1/completions given several prompts: one generation per prompt and choice (`generation` holds the first).
     prompts: tuple[str, ...] = ()
+    #: /v1/completions given token ids: one id sequence per prompt, read into `prompts` by the handler (it needs
+    #: the model's tokenizer) before anything is submitted.
+    prompt_ids: tuple[tuple[int, ...], ...] = ()
     # contract option name -> the parameter name the client used, so errors name what the client sent.
     wire_names: Mapping[str, str] = field(default_factory=dict)
 

@@ -35,7 +35,9 @@ class Writer(Protocol):
 
     def started(self) -> bytes: ...
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes: ...
+    def delta(
+        self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content", tokens: int = 0
+    ) -> bytes: ...
 
     def done(self, done: Done, total_seconds: float) -> bytes: ...
 
@@ -175,7 +177,7 @@ class StreamedAnswer(Response):
     def _render(self, index: int, event: Event, gone: asyncio.Event) -> bytes:
         writer = self.writers[index]
         if isinstance(event, Delta):
-            return writer.delta(event.text, event.logprobs, event.channel)
+            return writer.delta(event.text, event.logprobs, event.channel, event.tokens)
         if isinstance(event, Started):
             return writer.started()
         if isinstance(event, Failed):

@@ -37,7 +37,7 @@ class OllamaEmbeddingsRequest(msgspec.Struct, forbid_unknown_fields=True):
 def parse_embed(body: Any) -> ParsedEmbedding:
     """The request body of /api/embed, or an ApiError naming the parameter."""
     req: OllamaEmbedRequest = convert(body, OllamaEmbedRequest)
-    inputs = texts(req.input, "input", token_ids=False)
+    inputs = texts(req.input, "input")
     _check_options(req.options)
     options: dict[str, Any] = {"normalize": True, "truncate": req.truncate}
     if req.dimensions is not None:

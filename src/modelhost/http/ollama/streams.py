@@ -65,7 +65,9 @@ class OllamaStream:
         """Nothing: Ollama has no role line."""
         return b""
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+    def delta(
+        self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content", tokens: int = 0
+    ) -> bytes:
         """One line of text or thinking, with its tokens' logprobs when asked. With tools, content that may be a
         call is held back (its logprobs still go out, on a line of no text); the calls go out in one message at the
         end, as Ollama sends them."""

@@ -9,7 +9,9 @@ import msgspec
 
 from modelhost.http.embeddings import EncodingFormat, ParsedEmbedding, encode_base64, encode_floats, texts
 from modelhost.http.errors import ApiError
+from modelhost.http.openai import tokens
 from modelhost.http.parsing import convert
+from modelhost.inference.capabilities import MAX_EMBEDDING_INPUTS
 from modelhost.inference.types import EmbeddingResult
 
 
@@ -27,13 +29,33 @@ class OpenAIEmbeddingRequest(msgspec.Struct, forbid_unknown_fields=True):
 def parse(body: Any) -> ParsedEmbedding:
     """The request body of /v1/embeddings, or an ApiError naming the parameter."""
     req: OpenAIEmbeddingRequest = convert(body, OpenAIEmbeddingRequest)
-    inputs = texts(req.input, "input", token_ids=True)
+    ids = _token_ids(req.input)
+    inputs = [] if ids else texts(req.input, "input")
     if req.dimensions is not None and req.dimensions < 1:
         raise ApiError(400, "dimensions must be at least 1", param="dimensions", code="invalid_value")
     options: dict[str, Any] = {"normalize": True, "truncate": False}  # OpenAI refuses over-long input
     if req.dimensions is not None:
         options["dimensions"] = req.dimensions
-    return ParsedEmbedding(inputs, options, req.encoding_format or "float", {"dimensions": "dimensions"})
+    return ParsedEmbedding(inputs, options, req.encoding_format or "float", {"dimensions": "dimensions"}, ids)
+
+
+def _token_ids(value: Any) -> tuple[tuple[int, ...], ...]:
+    """`input` as token-id sequences when it is ids (a list of ints, or a list of non-empty lists of ints: vLLM's
+    and llama-server's forms, what LangChain's OpenAIEmbeddings sends by default); () when it is text."""
+    if not isinstance(value, list) or not value:
+        return ()
+    if tokens.is_ids(value):
+        return (tuple(value),)
+    if not all(isinstance(item, list) for item in value):
+        return ()  # text, or a mistake that `texts` names
+    if len(value) > MAX_EMBEDDING_INPUTS:
+        raise ApiError(400, f"input: {len(value)} inputs; at most {MAX_EMBEDDING_INPUTS} per request",
+                       param="input", code="too_many_inputs")  # fmt: skip
+    for i, item in enumerate(value):
+        if not item or not tokens.is_ids(item):
+            raise ApiError(400, f"input[{i}]: must be a non-empty list of token ids", param="input",
+                           code="invalid_value")  # fmt: skip
+    return tuple(tuple(item) for item in value)
 
 
 class _Vector(msgspec.Struct):

@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from modelhost.errors import ModelNotFoundError
 from modelhost.host.models import ServedModel
 from modelhost.http import relay
 from modelhost.http.door import Door
-from modelhost.http.errors import answers_errors
-from modelhost.http.openai import embeddings, schema, streams
+from modelhost.http.errors import ApiError, answers_errors
+from modelhost.http.openai import embeddings, responses, schema, streams, tokens
+from modelhost.http.openai.responses_stream import ResponsesStream
 from modelhost.http.parsing import ParsedRequest, read_json
 from modelhost.http.relay import Answer, ChoiceWriter, StreamedAnswer
 
-StreamedWriter = Callable[[str, bool, int], ChoiceWriter]
+#: A stream writer of one choice: (model name, the request, choice index) -> writer.
+StreamedWriter = Callable[[str, ParsedRequest, int], ChoiceWriter]
 WholeBody = Callable[[str, Sequence[Answer]], bytes]
 
 
@@ -32,16 +37,49 @@ class OpenAIRoutes:
         """The routes, for the app."""
         return [
             Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/models/{model:path}", self.model, methods=["GET"]),
+            Route("/tokenize", self.tokenize, methods=["POST"]),
+            Route("/detokenize", self.detokenize, methods=["POST"]),
             Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
             Route("/v1/completions", self.completions, methods=["POST"]),
+            Route("/v1/responses", self.responses, methods=["POST"]),
             Route("/v1/embeddings", self.embeddings, methods=["POST"]),
         ]
 
     @answers_errors("openai")
     async def models(self, request: Request) -> Response:
         """GET /v1/models."""
-        listed = schema.models_list(self.door.model_set.names, int(self.door.created))
-        return Response(listed, media_type="application/json")
+        listed = [(m.name, m.spec.aliases) for m in self.door.model_set]
+        return Response(schema.models_list(listed, int(self.door.created)), media_type="application/json")
+
+    @answers_errors("openai")
+    async def model(self, request: Request) -> Response:
+        """GET /v1/models/{id}: a served model by its name or an alias (404 model_not_found for any other name:
+        unlike a generation, which one lone model answers whatever it names, a lookup must not pretend)."""
+        try:
+            served = self.door.model_set.get(request.path_params["model"])
+        except ModelNotFoundError as exc:
+            raise ApiError(404, str(exc), type="not_found_error", param="model", code="model_not_found") from None
+        body = schema.model_object(served.name, served.spec.aliases, int(self.door.created))
+        return Response(msgspec.json.encode(body), media_type="application/json")
+
+    @answers_errors("openai")
+    async def tokenize(self, request: Request) -> Response:
+        """POST /tokenize (llama-server's and vLLM's shapes, see tokens.py)."""
+        body = await read_json(request)
+        parsed = tokens.parse_tokenize(body)
+        served = self.door.route(body)
+        self._loaded(served)
+        return Response(await tokens.tokenize(served, parsed), media_type="application/json")
+
+    @answers_errors("openai")
+    async def detokenize(self, request: Request) -> Response:
+        """POST /detokenize (llama-server's and vLLM's shapes, see tokens.py)."""
+        body = await read_json(request)
+        parsed = tokens.parse_detokenize(body)
+        served = self.door.route(body)
+        self._loaded(served)
+        return Response(await tokens.detokenize(served, parsed), media_type="application/json")
 
     @answers_errors("openai")
     async def chat_completions(self, request: Request) -> Response:
@@ -51,11 +89,13 @@ class OpenAIRoutes:
         plan = parsed.tools
         if plan is None:
             return await self._answer(
-                request, self.door.route(body), parsed, streams.OpenAIChatStream, schema.chat_completion
-            )
+                request, self.door.route(body), parsed,
+                lambda name, p, choice: streams.OpenAIChatStream(name, p.include_usage, choice, p.continuous_usage),
+                schema.chat_completion,
+            )  # fmt: skip
         return await self._answer(
             request, self.door.route(body), parsed,
-            lambda name, usage, choice: streams.OpenAIToolStream(name, usage, plan, choice),
+            lambda name, p, choice: streams.OpenAIToolStream(name, p.include_usage, plan, choice, p.continuous_usage),
             lambda name, answers: schema.chat_completion(name, answers, plan),
         )  # fmt: skip
 
@@ -64,11 +104,37 @@ class OpenAIRoutes:
         """POST /v1/completions."""
         body = await read_json(request)
         parsed = schema.parse_completion(body, relay.request_id())
+        served = self.door.route(body)
+        if parsed.prompt_ids:
+            parsed = await self._read_ids(served, parsed)
         prompts = max(1, len(parsed.prompts))
         return await self._answer(
-            request, self.door.route(body), parsed, streams.OpenAICompletionStream,
+            request, served, parsed,
+            lambda name, p, choice: streams.OpenAICompletionStream(name, p.include_usage, choice, p.continuous_usage),
             lambda name, answers: schema.completion(name, answers, prompts),
         )  # fmt: skip
+
+    @answers_errors("openai")
+    async def responses(self, request: Request) -> Response:
+        """POST /v1/responses (OpenAI's Responses API; shapes in responses.py, events in responses_stream.py)."""
+        body = await read_json(request)
+        shaped = responses.parse_responses(body, relay.request_id())
+        served = self.door.route(body)
+        parsed = shaped.parsed
+        await self.door.precheck(served, parsed)
+        choices = self.door.submit(served, parsed)
+        if parsed.stream:
+            writer = ResponsesStream(served.name, shaped)
+            return StreamedAnswer(self.door.metrics, request.url.path, choices, [writer], "text/event-stream")
+        (answer,), _ = await relay.collect(request, choices, self.door.metrics, logprobs=False, split=True)
+        return Response(responses.whole(served.name, shaped, answer), media_type="application/json")
+
+    async def _read_ids(self, served: ServedModel, parsed: ParsedRequest) -> ParsedRequest:
+        """A completion of token ids as the completion of the text they spell (tokens.py says why it is exact)."""
+        self._loaded(served)
+        texts = await tokens.texts_of_ids(served, parsed.prompt_ids, "prompt")
+        generation = replace(parsed.generation, prompt=texts[0])
+        return replace(parsed, generation=generation, prompts=tuple(texts) if len(texts) > 1 else (), prompt_ids=())
 
     @answers_errors("openai")
     async def embeddings(self, request: Request) -> Response:
@@ -76,10 +142,20 @@ class OpenAIRoutes:
         body = await read_json(request)
         parsed = embeddings.parse(body)
         served = self.door.route(body)
+        if parsed.token_ids:
+            self._loaded(served)
+            parsed = replace(parsed, texts=await tokens.texts_of_ids(served, parsed.token_ids, "input"), token_ids=())
         result, _ = await self.door.embed(request, served, parsed)
         # Encoded off the event loop: 2048 vectors of a 4096-wide model are ~0.9 s of JSON floats (0.15 s base64).
         answer = await asyncio.to_thread(embeddings.response, served.name, parsed, result)
         return Response(answer, media_type="application/json")
+
+    def _loaded(self, served: ServedModel) -> None:
+        """Refuse (503, retry) a request that needs the model's tokenizer while the model is not loaded; a lazy
+        model starts loading, so the retry finds it, as a text request's would."""
+        if not served.ready:
+            served.load()
+            raise self.door.not_ready(served)
 
     async def _answer(
         self,
@@ -89,12 +165,12 @@ class OpenAIRoutes:
         streamed: StreamedWriter,
         whole: WholeBody,
     ) -> Response:
-        """Submit every choice; answer as SSE from `streamed(model, include_usage, choice)` writers (one per
+        """Submit every choice; answer as SSE from `streamed(model, parsed, choice)` writers (one per
         choice, sharing one id), or as one `whole(model, answers)` body."""
         await self.door.precheck(served, parsed)
         choices = self.door.submit(served, parsed)
         if parsed.stream:
-            writers = [streamed(served.name, parsed.include_usage, i) for i in range(len(choices.streams))]
+            writers = [streamed(served.name, parsed, i) for i in range(len(choices.streams))]
             for writer in writers[1:]:
                 writer.id, writer.created = writers[0].id, writers[0].created
             prompts = max(1, len(parsed.prompts))

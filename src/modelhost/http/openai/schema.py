@@ -19,9 +19,10 @@ from modelhost.host.events import Done, GenerationRequest
 from modelhost.http import tools as tooling
 from modelhost.http.errors import ApiError
 from modelhost.http.images import MAX_IMAGES, decode_image_data_uri, too_many_images
+from modelhost.http.openai import tokens
 from modelhost.http.parsing import ParsedRequest, convert, invalid, shown, unsupported
 from modelhost.http.relay import Answer
-from modelhost.inference.options import ANY_JSON_OBJECT
+from modelhost.inference.options import ANY_JSON_OBJECT, DEFAULT_MAX_TOKENS
 from modelhost.inference.types import Message, TokenLogprob, ToolCall
 
 #: What OpenAI's /v1/completions does when `max_tokens` is absent. Kept, so clients written against OpenAI see the
@@ -53,11 +54,17 @@ class _ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
 
 class _StreamOptions(msgspec.Struct, forbid_unknown_fields=True):
     include_usage: bool = False
+    #: vLLM's: every chunk carries the usage so far (a benchmark's per-chunk token count); honoured.
+    continuous_usage_stats: bool = False
+    #: OpenAI's random padding against length side channels; a hint about framing only, nothing to pad here.
+    include_obfuscation: bool | None = None
 
 
 class _Sampling(msgspec.Struct, forbid_unknown_fields=True):
     """Fields shared by chat and completions. Extensions beyond OpenAI (vLLM's names): top_k, min_p,
-    repetition_penalty, min_tokens."""
+    repetition_penalty, min_tokens, ignore_eos, stop_token_ids. Hints that change nothing about the answer are
+    accepted and have no effect (see README "What the OpenAI door accepts"): user, metadata, store, service_tier,
+    prompt_cache_key, safety_identifier, cache_prompt."""
 
     model: str | None = None
     max_tokens: int | None = None
@@ -68,6 +75,15 @@ class _Sampling(msgspec.Struct, forbid_unknown_fields=True):
     stream: bool = False
     stream_options: _StreamOptions | None = None
     user: str | None = None  # an end-user id for the caller's own abuse tracking; nothing to do here
+    safety_identifier: str | None = None  # OpenAI's newer name for `user`
+    metadata: dict[str, str] | None = None  # the caller's tags for its own records; nothing is stored here
+    store: bool | None = None  # nothing is stored here, so nothing can be retrieved later either way
+    service_tier: str | None = None  # a latency/price tier: one tier here
+    prompt_cache_key: str | None = None  # a cache-routing hint: the prefix cache is always on
+    cache_prompt: bool | None = None  # llama-server's: the prefix cache is always on, and never changes an answer
+    #: vLLM's: generate to max_tokens, the end-of-sequence and stop tokens banned until then (min_tokens = max_tokens).
+    ignore_eos: bool = False
+    stop_token_ids: list[int] | None = None  # vLLM's: ids that end the answer (the contract's stop_tokens)
     top_k: int | None = None
     min_p: float | None = None
     repetition_penalty: float | None = None
@@ -158,7 +174,8 @@ def _enable_thinking(req: ChatCompletionRequest) -> tuple[bool | None, str]:
 class CompletionRequest(_Sampling, forbid_unknown_fields=True):
     """POST /v1/completions."""
 
-    prompt: str | list[str] | None = None
+    #: Text, a list of texts, token ids, or a list of token-id lists (vLLM's and llama-server's forms; see tokens.py).
+    prompt: Any = None
     echo: bool | None = None
     suffix: str | None = None
     best_of: int | None = None
@@ -182,6 +199,15 @@ def _refuse_non_neutral(req: _Sampling) -> None:
 
 
 def _sampling_options(req: _Sampling, max_tokens: int | None) -> tuple[dict[str, Any], dict[str, str]]:
+    names = {"repeat_penalty": "repetition_penalty", "stop_tokens": "stop_token_ids"}
+    min_tokens = req.min_tokens
+    if req.ignore_eos:
+        # Honoured with the contract's own ban on stops until min_tokens: every backend implements it, and a
+        # backend's refusals (a grammar cannot be combined with it) then name ignore_eos. Without a max_tokens the
+        # engine's own bound applies, so the answer runs to that bound.
+        max_tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+        min_tokens = max_tokens
+        names["min_tokens"] = "ignore_eos"
     options: dict[str, Any] = {
         "max_tokens": max_tokens,
         "temperature": req.temperature,
@@ -191,9 +217,10 @@ def _sampling_options(req: _Sampling, max_tokens: int | None) -> tuple[dict[str,
         "top_k": req.top_k,
         "min_p": req.min_p,
         "repeat_penalty": req.repetition_penalty,
-        "min_tokens": req.min_tokens,
+        "min_tokens": min_tokens,
+        "stop_tokens": req.stop_token_ids,
     }
-    return {k: v for k, v in options.items() if v is not None}, {"repeat_penalty": "repetition_penalty"}
+    return {k: v for k, v in options.items() if v is not None}, names
 
 
 def _chat_message(index: int, msg: _ChatMessage, images_so_far: int) -> Message:
@@ -273,7 +300,8 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     return ParsedRequest(
         GenerationRequest(messages=messages, options=options, request_id=request_id),
         stream=req.stream,
-        include_usage=bool(req.stream_options and req.stream_options.include_usage),
+        include_usage=_include_usage(req),
+        continuous_usage=_continuous_usage(req),
         logprobs=bool(req.logprobs),
         tools=tool_plan if tool_plan is not None and tool_plan.reads_calls else None,  # "none": content only
         n=req.n or 1,
@@ -291,29 +319,56 @@ def parse_completion(data: Any, request_id: str = "") -> ParsedRequest:
         raise unsupported("suffix", "fill-in-the-middle is not supported")
     if req.best_of not in (None, 1):
         raise unsupported("best_of", "only best_of=1 is supported")
-    prompts = req.prompt if isinstance(req.prompt, list) else None
-    if prompts is not None and not prompts:
-        raise ApiError(400, "prompt must not be an empty list", param="prompt", code="invalid_value")
-    if prompts is not None and len(prompts) * (req.n or 1) > MAX_CHOICES:
+    texts, ids = _prompts(req.prompt)
+    count = len(texts or ids)
+    if count * (req.n or 1) > MAX_CHOICES:
         raise ApiError(
             400, f"at most {MAX_CHOICES} generations per request (prompts x n)", param="prompt", code="invalid_value"
         )
-    prompt = prompts[0] if prompts is not None else req.prompt
-    if not isinstance(prompt, str):
-        raise ApiError(400, "prompt is required", param="prompt", code="invalid_value")
     limit = req.max_tokens if req.max_tokens is not None else COMPLETIONS_DEFAULT_MAX_TOKENS
     options, names = _sampling_options(req, limit)
     if req.logprobs is not None:  # an int on /v1/completions: the number of alternatives (0: the chosen token's only)
         options["logprobs"] = req.logprobs
     return ParsedRequest(
-        GenerationRequest(prompt=prompt, options=options, request_id=request_id),
+        # Token ids are read into text with the model's tokenizer before submission (handlers, tokens.py).
+        GenerationRequest(prompt=texts[0] if texts else "", options=options, request_id=request_id),
         stream=req.stream,
-        include_usage=bool(req.stream_options and req.stream_options.include_usage),
+        include_usage=_include_usage(req),
+        continuous_usage=_continuous_usage(req),
         logprobs=req.logprobs is not None,
         n=req.n or 1,
-        prompts=tuple(prompts) if prompts is not None and len(prompts) > 1 else (),
+        prompts=tuple(texts) if len(texts) > 1 else (),
+        prompt_ids=tuple(ids),
         wire_names=names,
     )
+
+
+def _prompts(value: Any) -> tuple[list[str], list[tuple[int, ...]]]:
+    """/v1/completions' `prompt` as (texts, token-id sequences): one of them is non-empty."""
+    if isinstance(value, str):
+        return [value], []
+    if value is None:
+        raise ApiError(400, "prompt is required", param="prompt", code="invalid_value")
+    if not isinstance(value, list):
+        raise invalid("prompt", f"must be a string, a list of strings or token ids, got {type(value).__name__}")
+    if not value:
+        raise ApiError(400, "prompt must not be an empty list", param="prompt", code="invalid_value")
+    if all(isinstance(p, str) for p in value):
+        return list(value), []
+    if tokens.is_ids(value):
+        return [], [tuple(value)]
+    if all(tokens.is_ids(p) and p for p in value):
+        return [], [tuple(p) for p in value]
+    raise invalid("prompt", "must be a string, a list of strings, a list of token ids, or a list of token-id lists")
+
+
+def _include_usage(req: _Sampling) -> bool:
+    return bool(req.stream_options and req.stream_options.include_usage)
+
+
+def _continuous_usage(req: _Sampling) -> bool:
+    # As vLLM: per-chunk usage is a refinement of the usage chunk, so it needs include_usage too.
+    return bool(req.stream_options and req.stream_options.include_usage and req.stream_options.continuous_usage_stats)
 
 
 # -- OpenAI responses ---------------------------------------------------------------------------------------------
@@ -477,7 +532,13 @@ def completion(model: str, answers: Sequence[Answer], prompts: int = 1) -> bytes
     return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, choices, usage))
 
 
-def models_list(models: Sequence[str], created: int) -> bytes:
-    """GET /v1/models: every model this host serves."""
-    data = [{"id": model, "object": "model", "created": created, "owned_by": "modelhost"} for model in models]
+def model_object(name: str, aliases: Sequence[str], created: int) -> dict[str, Any]:
+    """One model as OpenAI lists it, with the other names a request may use for it (`aliases`: the catalogue name it
+    was started with, such as `default`)."""
+    return {"id": name, "object": "model", "created": created, "owned_by": "modelhost", "aliases": list(aliases)}
+
+
+def models_list(models: Sequence[tuple[str, Sequence[str]]], created: int) -> bytes:
+    """GET /v1/models: every model this host serves, (name, aliases) each, once."""
+    data = [model_object(name, aliases, created) for name, aliases in models]
     return msgspec.json.encode({"object": "list", "data": data})

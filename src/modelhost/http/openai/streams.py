@@ -17,6 +17,7 @@ from modelhost.http.openai.schema import (
     ChunkDelta,
     Completion,
     CompletionChoice,
+    Usage,
     chat_logprobs,
     completion_logprobs,
     new_id,
@@ -27,33 +28,61 @@ from modelhost.http.reasoning import ReasoningSplit
 from modelhost.inference.types import Channel, TokenLogprob
 
 
+class RunningUsage:
+    """The usage so far of one streamed choice, for vLLM's `continuous_usage_stats` (off: no usage on the chunks).
+
+    The completion count is the host's (Delta.tokens). The prompt's count is the model's own, and the host reports it
+    when the answer ends, so the chunks before the finish chunk carry `prompt_tokens: 0` and the finish chunk (and
+    the usage chunk after it) the true count: a client summing per-chunk usage reads the last one, as vLLM's do."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.tokens = 0
+        self.prompt = 0
+
+    def end(self, done: Done) -> None:
+        """The choice finished: its counts are now the model's."""
+        self.tokens, self.prompt = done.completion_tokens, done.prompt_tokens
+
+    def usage(self) -> Usage | None:
+        """The usage a chunk carries now (None when not asked for)."""
+        return Usage(self.prompt, self.tokens, self.prompt + self.tokens) if self.on else None
+
+
 class OpenAIChatStream:
     """Serialises one streamed chat answer: a role chunk, content chunks, a finish chunk, an optional usage chunk."""
 
-    def __init__(self, model: str, include_usage: bool, choice: int = 0) -> None:
+    def __init__(self, model: str, include_usage: bool, choice: int = 0, continuous_usage: bool = False) -> None:
         self.id = new_id("chatcmpl")
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
         self.choice = choice  # this writer's index among a request's `n` choices
         self._split = ReasoningSplit()
+        self._running = RunningUsage(continuous_usage)
 
     def _chunk(self, delta: ChunkDelta, finish: str | None = None) -> bytes:
-        choice = ChunkChoice(self.choice, delta, finish)
-        return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
+        return self._send(ChunkChoice(self.choice, delta, finish))
+
+    def _send(self, choice: ChunkChoice) -> bytes:
+        chunk = ChatCompletionChunk(self.id, self.created, self.model, [choice], self._running.usage())
+        return sse(msgspec.json.encode(chunk))
 
     def started(self) -> bytes:
         """The role chunk, sent when the model takes the request (OpenAI sends it first)."""
         return self._chunk(ChunkDelta(role="assistant", content=""))
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
-        """A content or reasoning_content chunk (with its tokens' log-probabilities when the request asked)."""
+    def delta(
+        self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content", tokens: int = 0
+    ) -> bytes:
+        """A content or reasoning_content chunk (with its tokens' log-probabilities when the request asked);
+        `tokens` is how many the answer has so far (the per-chunk usage of continuous_usage_stats)."""
+        self._running.tokens = max(self._running.tokens, tokens)
         content, thought = self._split.feed(text, channel)
         if not (content or thought or logprobs):
             return b""
         delta = ChunkDelta(reasoning_content=thought) if thought else ChunkDelta(content=content)
-        choice = ChunkChoice(self.choice, delta, None, chat_logprobs(logprobs) if logprobs else None)
-        return sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
+        return self._send(ChunkChoice(self.choice, delta, None, chat_logprobs(logprobs) if logprobs else None))
 
     def done(self, done: Done, total_seconds: float) -> bytes:
         """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
@@ -61,6 +90,7 @@ class OpenAIChatStream:
 
     def finish(self, done: Done) -> bytes:
         """This choice's finish chunk (a stream of several choices sends one per choice, then `closing` once)."""
+        self._running.end(done)
         return self._chunk(ChunkDelta(), openai_finish_reason(done))
 
     def closing(self, dones: Sequence[Done], prompts: int) -> bytes:
@@ -82,8 +112,10 @@ class OpenAIToolStream(OpenAIChatStream):
     only `index` and the arguments' fragments as they are generated. Text that may still be a call is held back;
     text that is not one streams as content (see tools.CallReader); the finish reason of a call is "tool_calls"."""
 
-    def __init__(self, model: str, include_usage: bool, tools: tooling.ToolPlan, choice: int = 0) -> None:
-        super().__init__(model, include_usage, choice)
+    def __init__(
+        self, model: str, include_usage: bool, tools: tooling.ToolPlan, choice: int = 0, continuous_usage: bool = False
+    ) -> None:
+        super().__init__(model, include_usage, choice, continuous_usage)
         self.tools = tools
         self._reader = tools.reader()
 
@@ -100,13 +132,15 @@ class OpenAIToolStream(OpenAIChatStream):
                 else:
                     call = {"index": event.index, "function": {"arguments": event.text}}
                 lp = chat_logprobs(logprobs) if logprobs else None
-                choice = ChunkChoice(self.choice, ChunkDelta(tool_calls=[call]), None, lp)
-                out += sse(msgspec.json.encode(ChatCompletionChunk(self.id, self.created, self.model, [choice])))
+                out += self._send(ChunkChoice(self.choice, ChunkDelta(tool_calls=[call]), None, lp))
             logprobs = ()
         return out + (super().delta("", logprobs) if logprobs else b"")
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+    def delta(
+        self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content", tokens: int = 0
+    ) -> bytes:
         """Content goes through the call reader; thought goes out as usual."""
+        self._running.tokens = max(self._running.tokens, tokens)
         if channel != "content":
             return super().delta(text, logprobs, channel)
         return self._events(self._reader.feed(text), logprobs)
@@ -114,6 +148,7 @@ class OpenAIToolStream(OpenAIChatStream):
     def finish(self, done: Done) -> bytes:
         """What was held back (content when it was not a call), then the finish chunk: "tool_calls" when the answer
         made calls that ended (a call cut off by max_tokens finishes "length", as OpenAI's does)."""
+        self._running.end(done)
         out = self._events(self._reader.close(), ())
         if self._reader.calls and self._reader.complete:
             return out + self._chunk(ChunkDelta(), "tool_calls")
@@ -123,29 +158,36 @@ class OpenAIToolStream(OpenAIChatStream):
 class OpenAICompletionStream:
     """Serialises one streamed /v1/completions answer."""
 
-    def __init__(self, model: str, include_usage: bool, choice: int = 0) -> None:
+    def __init__(self, model: str, include_usage: bool, choice: int = 0, continuous_usage: bool = False) -> None:
         self.id = new_id("cmpl")
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
         self.choice = choice  # this writer's index among a request's `n` choices
         self._offset = 0  # characters of token text streamed so far (logprobs' text_offset)
+        self._running = RunningUsage(continuous_usage)
 
     def _chunk(self, text: str, finish: str | None = None) -> bytes:
-        choice = CompletionChoice(self.choice, text, finish)
-        return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [choice])))
+        return self._send(CompletionChoice(self.choice, text, finish))
+
+    def _send(self, choice: CompletionChoice) -> bytes:
+        chunk = Completion(self.id, self.created, self.model, [choice], self._running.usage())
+        return sse(msgspec.json.encode(chunk))
 
     def started(self) -> bytes:
         """Nothing: completions have no role chunk."""
         return b""
 
-    def delta(self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content") -> bytes:
+    def delta(
+        self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content", tokens: int = 0
+    ) -> bytes:
         """A text chunk (with its tokens' log-probabilities when the request asked); raw text is not split."""
+        self._running.tokens = max(self._running.tokens, tokens)
         if not logprobs:
             return self._chunk(text)
         choice = CompletionChoice(self.choice, text, None, completion_logprobs(logprobs, self._offset))
         self._offset += sum(len(e.text) for e in logprobs)
-        return sse(msgspec.json.encode(Completion(self.id, self.created, self.model, [choice])))
+        return self._send(choice)
 
     def done(self, done: Done, total_seconds: float) -> bytes:
         """The finish chunk, the usage chunk when asked for, and the [DONE] sentinel."""
@@ -153,6 +195,7 @@ class OpenAICompletionStream:
 
     def finish(self, done: Done) -> bytes:
         """This choice's finish chunk (a stream of several choices sends one per choice, then `closing` once)."""
+        self._running.end(done)
         return self._chunk("", openai_finish_reason(done))
 
     def closing(self, dones: Sequence[Done], prompts: int) -> bytes:
