@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +29,11 @@ def _greedy(model_path: str, backend: str) -> str:
 
 def _blobs(env: dict[str, str]) -> list[Path]:
     return [p for p in Path(env["HF_HUB_CACHE"]).rglob("blobs/*") if p.is_file()]
+
+
+def _model_files(root: Path) -> list[Path]:
+    """Every file of the cache but its lock files and its CACHEDIR.TAG: blobs, links, partial downloads."""
+    return [p for p in root.rglob("*") if p.is_file() and ".locks" not in p.parts and p.name != "CACHEDIR.TAG"]
 
 
 def test_pull_a_quantisation_then_generate_with_it(
@@ -81,7 +88,11 @@ def test_a_cut_connection_resumes_and_the_file_is_byte_identical(
     assert 0 < resumed_at < size, "the second request resumed from what had arrived instead of restarting"
 
 
-def test_a_corrupt_download_is_refused_and_not_kept(hub_env: dict[str, str], hub_server: hubserver.HubServer) -> None:
+@pytest.mark.parametrize("hashes_listed", [True, False], ids=["listing-hash", "etag-hash"])
+def test_a_corrupt_download_is_refused_and_not_kept(
+    hub_env: dict[str, str], hub_server: hubserver.HubServer, hashes_listed: bool
+) -> None:
+    hub_server.hide_sizes = not hashes_listed  # without the listing's hashes, the ETag's (the blob's name) is checked
     hub_server.corrupt.add((GGUF_REPO, "tiny-llama-F32.gguf"))
     pulled = run_cli("pull", f"{GGUF_REPO}:F32", env=hub_env)
     assert pulled.returncode == 2
@@ -242,3 +253,69 @@ def test_choose(files: list[str], spec: str | None, entry: str | None) -> None:
     else:
         assert choice.entry == entry and entry in choice.files
         assert len(choice.files) == (2 if "of-00002" in entry else 1)
+
+
+class _HangUp(Exception):
+    """What the Ollama door's progress raises inside huggingface_hub's loop when its client has gone."""
+
+
+class _HangUpAfterFirstBytes:
+    """A PullProgress that gives up at the first bytes, as ollama/pull.py's does once its client hung up."""
+
+    def file_started(self, file: hub.RemoteFile) -> None:
+        pass
+
+    def advance(self, file: hub.RemoteFile, nbytes: int) -> None:
+        raise _HangUp
+
+    def verifying(self, file: hub.RemoteFile) -> None:
+        pass
+
+    def file_done(self, file: hub.RemoteFile) -> None:
+        pass
+
+
+def test_a_pull_abandoned_midway_leaves_no_partial_file(hub_env: dict[str, str]) -> None:
+    with pytest.raises(_HangUp):
+        hub.download(hub.plan(BIG_REPO), progress=_HangUpAfterFirstBytes())
+    assert _model_files(Path(hub_env["HF_HUB_CACHE"])) == []
+    assert hub.cached_models() == []
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs, unmounted afterwards; skipped where this process may not mount one."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_is_refused_before_or_fails_cleanly_during_a_pull(
+    hub_env: dict[str, str], hub_server: hubserver.HubServer, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(small_disk / "hub"))
+    with pytest.raises(PullError, match=r"is [0-9.]+ MB but .* has [0-9.]+ MB free") as info:
+        hub.pull(BIG_REPO)  # ~20 MB onto 4 MB: the listing's sizes refuse it before any download
+    assert info.value.code == "too_large"
+    assert [r.path for r in hub_server.requests] == [f"/api/models/{BIG_REPO}"]
+
+    hub_server.hide_sizes = True  # a listing without sizes: the disk fills midway
+    with (
+        pytest.raises(PullError, match="No space left on device") as info,
+        pytest.warns(UserWarning, match="Not enough free disk space"),  # huggingface_hub's own check only warns
+    ):
+        hub.pull(BIG_REPO)
+    assert info.value.code == "download_failed"
+    assert _model_files(small_disk) == [], "the partial file went with the failure"
+    assert hub.cached_models() == []
+
+    hub_server.hide_sizes = False
+    assert Path(hub.pull(f"{GGUF_REPO}:F32").path).is_file(), "the space came back: a model that fits pulls"

@@ -303,15 +303,20 @@ def download(plan_: PullPlan, *, progress: PullProgress | None = None, token: st
 
 
 def _verify(plan_: PullPlan, file: RemoteFile, pointer: Path) -> None:
-    """Hash the downloaded file against the listing; on a mismatch delete it from the cache and raise."""
+    """Hash the downloaded file against the listing; on a mismatch delete it from the cache and raise.
+
+    The expected hash is the listing's (sha256 for an LFS file, else the git blob id); a listing without hashes
+    leaves the blob's own name, which huggingface_hub takes from the file's ETag: the same two kinds of hash.
+    """
     blob = pointer.resolve()
-    if file.sha256 is not None:
-        expected, actual = file.sha256, _digest(blob, hashlib.sha256())
-    elif file.blob_id is not None:
-        expected, actual = file.blob_id, _digest(blob, hashlib.sha1(f"blob {blob.stat().st_size}\0".encode()))
+    expected = (file.sha256 or file.blob_id or blob.name).lower()
+    if len(expected) == 64:
+        actual = _digest(blob, hashlib.sha256())
+    elif len(expected) == 40:
+        actual = _digest(blob, hashlib.sha1(f"blob {blob.stat().st_size}\0".encode()))
     else:
-        return  # a listing without hashes: huggingface_hub's size check is all there is
-    if actual == expected.lower():
+        return  # no hash to check against: huggingface_hub's size check is all there is
+    if actual == expected:
         return
     pointer.unlink(missing_ok=True)
     blob.unlink(missing_ok=True)

@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import socket
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,9 +65,11 @@ class HubServer:
     broken: set[tuple[str, str]] = field(default_factory=set)
     #: (repo, path) pairs served with one byte flipped (listing and ETag still give the true hash).
     corrupt: set[tuple[str, str]] = field(default_factory=set)
+    #: List files by name only, as the hub's listing does without `blobs=true` (no sizes, no hashes to check).
+    hide_sizes: bool = False
     requests: list[Request] = field(default_factory=list)
     _connections: set[socket.socket] = field(default_factory=set)
-    _server: ThreadingHTTPServer | None = None
+    _server: _Server | None = None
     _thread: threading.Thread | None = None
 
     def commit(self, repo: str) -> str:
@@ -90,10 +93,9 @@ class HubServer:
         class Handler(_Handler):
             server_hub = hub
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         host, port = self._server.server_address[:2]
         self._url = f"http://{host!s}:{port}"
-        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="hubserver", daemon=True)
         self._thread.start()
         return self
@@ -119,11 +121,23 @@ class HubServer:
         """The JSON of `GET /api/models/{repo}?blobs=true`."""
         siblings = []
         for path, data in sorted(self.repos[repo].items()):
+            if self.hide_sizes:
+                siblings.append({"rfilename": path})
+                continue
             entry: dict[str, Any] = {"rfilename": path, "size": len(data), "blobId": git_blob_id(data)}
             if path.endswith(_LFS_SUFFIXES):
                 entry["lfs"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "pointerSize": 134}
             siblings.append(entry)
         return {"id": repo, "modelId": repo, "sha": self.commit(repo), "private": False, "siblings": siblings}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-body (a test abandoning a pull) is expected here, not worth a traceback.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
