@@ -8,65 +8,70 @@ tokens they get one at a time.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
+from modelhost.inference.engine import Admitted, EngineOutput, EngineRequest, StepResult
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import Admission, GenerateMetrics, Message, SlotOutput, StepReport, Token
+from modelhost.inference.types import GenerateMetrics, Message, Token
 from modelhost.testing.standins import ScriptedModel
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 
 class PacedEngine:
-    """A BatchEngine whose slots say a, b, c ... (one letter a step) up to max_tokens; each step takes the gate."""
+    """An Engine whose slots say a, b, c ... (one letter a step) up to max_tokens; each step takes the gate."""
 
     def __init__(self, slots: int, gate: threading.Semaphore | None) -> None:
         self.slots = slots
         self.gate = gate
         self.steps = 0
-        self.busy: dict[int, list[int]] = {}  # slot -> [produced, max_tokens]
+        self.busy: dict[int, list[int]] = {}  # handle -> [slot, produced, max_tokens]
         self.log: list[tuple[int, str, int]] = []  # (step, "admit"/"release", slot)
         self.closed = False
+        self._handles = itertools.count(1)
 
     def free_slots(self) -> int:
         return self.slots - len(self.busy)
 
-    def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
-        options = GenerateOptions.parse(opts)
-        if prompt == "refuse":
+    def admit(self, request: EngineRequest) -> Admitted:
+        options = GenerateOptions.parse(request.options)
+        if request.prompt == "refuse":
             from modelhost.errors import InvalidInputError
 
             raise InvalidInputError("refused at admission")
-        slot = min(set(range(self.slots)) - set(self.busy))
-        self.busy[slot] = [0, options.max_tokens if options.max_tokens is not None else 16]
+        slot = min(set(range(self.slots)) - {state[0] for state in self.busy.values()})
+        handle = next(self._handles)
+        self.busy[handle] = [slot, 0, options.max_tokens if options.max_tokens is not None else 16]
         self.log.append((self.steps, "admit", slot))
-        return Admission(slot, 3, 1)
+        return Admitted(handle, 3, 1)
 
-    def step(self) -> StepReport:
+    def step(self) -> StepResult:
         if self.gate is not None:
             assert self.gate.acquire(timeout=10)
         self.steps += 1
-        outputs = []
-        for slot, state in list(self.busy.items()):
-            state[0] += 1
-            token = Token(state[0], chr(96 + state[0]))
-            if state[0] >= state[1]:
-                del self.busy[slot]
-                m = GenerateMetrics(prompt_tokens=3, generated_tokens=state[0], finish_reason="length")
-                outputs.append(SlotOutput(slot, token, "length", m, None))
+        outputs = {}
+        for handle, state in list(self.busy.items()):
+            state[1] += 1
+            token = Token(state[1], chr(96 + state[1]))
+            if state[1] >= state[2]:
+                del self.busy[handle]
+                m = GenerateMetrics(prompt_tokens=3, generated_tokens=state[1], finish_reason="length")
+                outputs[handle] = EngineOutput(handle, (token,), "length", m)
             else:
-                outputs.append(SlotOutput(slot, token))
-        return StepReport(tuple(outputs), len(outputs), len(outputs), 0)
+                outputs[handle] = EngineOutput(handle, (token,))
+        return StepResult(outputs, len(outputs), len(outputs), 0)
 
-    def release(self, slot: int) -> GenerateMetrics | None:
-        state = self.busy.pop(slot, None)
-        self.log.append((self.steps, "release", slot))
-        return None if state is None else GenerateMetrics(generated_tokens=state[0], finish_reason="cancelled")
+    def release(self, handle: int) -> GenerateMetrics | None:
+        state = self.busy.pop(handle, None)
+        if state is None:
+            return None
+        self.log.append((self.steps, "release", state[0]))
+        return GenerateMetrics(generated_tokens=state[1], finish_reason="cancelled")
 
     def close(self) -> None:
         self.closed = True
@@ -77,10 +82,7 @@ class BatchingScripted(ScriptedModel):
         super().__init__()
         self.paced = PacedEngine(slots, gate)
 
-    def batch_slots(self) -> int:
-        return self.paced.slots
-
-    def open_batch(self) -> PacedEngine:
+    def engine(self) -> PacedEngine:
         return self.paced
 
 

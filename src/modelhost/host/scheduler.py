@@ -9,8 +9,8 @@ answers 429/queue_full instead of letting latency grow without bound. A request 
 its consumer calls `cancel()` or closes its stream: a queued request leaves the queue and frees its slot; a running
 one stops within one token (the contract's `cancel=` token), and the model takes the next request.
 
-One loop: the model thread drives an Engine (inference/engine.py): the model's own (EngineModel), else its
-slot-keyed BatchEngine behind handles, else one slot over the model's own streams (inference/adapters.py). Each
+One loop: the model thread drives an Engine (inference/engine.py): the model's own (EngineModel), else one slot
+over the model's own streams (inference/adapters.py). Each
 iteration runs at most one waiting embedding, applies cancellations (releases the handles of cancelled requests:
 the one point where cancellation happens), admits waiting requests into free slots, steps the engine once and
 hands each request its tokens. So a request joins a running batch without waiting for the others to finish, a
@@ -209,7 +209,7 @@ class Host:
         self._running: list[RequestStream] = []  # what the model works on now: one, or one per busy batch slot
         self._embeddings: collections.deque[EmbeddingTicket] = collections.deque()
         self._embedding: EmbeddingTicket | None = None  # the one the model thread computes now
-        self.slots = 1  # requests decoded at once; set at load from the model's BatchingModel capability
+        self.slots = 1  # requests decoded at once; set at load from the model's engine
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()

@@ -7,8 +7,6 @@ and the doors use it, and it knows none of them.
 from modelhost.inference.capabilities import (
     Adapter,
     AttentionInspector,
-    BatchEngine,
-    BatchingModel,
     ChatFeatures,
     DeviceInfoProvider,
     EmbeddingModel,
@@ -20,7 +18,6 @@ from modelhost.inference.capabilities import (
     VisionModel,
     accepts_images,
     as_capability,
-    batch_slots,
 )
 from modelhost.inference.model import Backend, FormatProbe, TextModel
 from modelhost.inference.options import GenerateOptions, LoadOptions
@@ -37,7 +34,6 @@ from modelhost.inference.registry import (
     register,
 )
 from modelhost.inference.types import (
-    Admission,
     AttentionSnapshot,
     BatchResult,
     ClassifyResult,
@@ -48,8 +44,6 @@ from modelhost.inference.types import (
     LoRAConfig,
     Message,
     ModelInfo,
-    SlotOutput,
-    StepReport,
     Token,
     ToolCall,
     TrainingConfig,
@@ -57,13 +51,10 @@ from modelhost.inference.types import (
 
 __all__ = [
     "Adapter",
-    "Admission",
     "AttentionInspector",
     "AttentionSnapshot",
     "Backend",
-    "BatchEngine",
     "BatchResult",
-    "BatchingModel",
     "ChatFeatures",
     "ClassifyResult",
     "DeviceInfo",
@@ -81,8 +72,6 @@ __all__ = [
     "ModelInfo",
     "OptionChecker",
     "Registry",
-    "SlotOutput",
-    "StepReport",
     "TextModel",
     "Token",
     "ToolCall",
@@ -94,7 +83,6 @@ __all__ = [
     "accepts_images",
     "as_capability",
     "backend_device_info",
-    "batch_slots",
     "default",
     "default_registry",
     "get",

@@ -1,16 +1,15 @@
-"""Engines over what is not (yet) an engine, so whoever drives models drives one kind of thing: an Engine.
+"""An engine over what is not one, so whoever drives models drives one kind of thing: an Engine.
 
 - `StreamEngine`: one slot over any TextModel's own streams (`generate`/`chat` iterators; `classify` for a
   classify request). Each step draws one token from the live stream, so a caller that steps it (the host) can do
   other work between two tokens, exactly as between two steps of a batching engine. A model that cannot step at
   all (the OCR pipeline) is served the same way: its stream yields its whole answer, and the step that draws the
   first token is simply long.
-- `SlotEngine`: a slot-keyed `BatchEngine` (the older step protocol in capabilities.py) behind handles.
-- `engine_of(model)`: the model's own engine (EngineModel), else its BatchEngine when it batches, else a
-  StreamEngine: the one question the host asks at load.
+- `engine_of(model)`: the model's own engine (EngineModel), else a StreamEngine: the one question the host asks
+  at load.
 
-Why here, in the contract: these are how the contract's older shapes meet its step shape, and they know no
-backend; a new backend should implement Engine itself (see engine.py) and needs none of them.
+Why here, in the contract: this is how a plain TextModel (a stand-in, a wrapper, a model that cannot step) meets
+the step shape, and it knows no backend; a new backend implements Engine itself (see engine.py).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelhost.errors import InvalidInputError
-from modelhost.inference.capabilities import BatchEngine, BatchingModel, as_capability
+from modelhost.inference.capabilities import as_capability
 from modelhost.inference.engine import Admitted, Engine, EngineModel, EngineOutput, EngineRequest, Handle, StepResult
 from modelhost.inference.model import TextModel
 from modelhost.inference.types import GenerateMetrics, Token
@@ -114,71 +113,10 @@ class StreamEngine:
             self.release(self._live.handle)
 
 
-class SlotEngine:
-    """An Engine over a slot-keyed BatchEngine: each admission gets a fresh handle for the slot it took."""
-
-    def __init__(self, batch: BatchEngine) -> None:
-        self._batch = batch
-        self.slots = batch.slots
-        self._handles = itertools.count(1)
-        self._by_slot: dict[int, Handle] = {}
-
-    def free_slots(self) -> int:
-        """The batch engine's free slots."""
-        return self._batch.free_slots()
-
-    def admit(self, request: EngineRequest) -> Admitted:
-        """Admit into the batch engine (raw prompts and chat; it takes no token ids and no classify requests)."""
-        if request.prompt_ids is not None or request.classify:
-            raise InvalidInputError("this engine takes a prompt as text or chat messages only")
-        opts = dict(request.options)
-        if request.messages:
-            admission = self._batch.admit(messages=request.messages, **opts)
-        else:
-            admission = self._batch.admit(request.prompt or "", **opts)
-        handle = next(self._handles)
-        self._by_slot[admission.slot] = handle
-        return Admitted(handle, admission.prompt_tokens, admission.cached_prompt_tokens)
-
-    def step(self) -> StepResult:
-        """One step of the batch engine, its slot outputs keyed by their requests' handles."""
-        report = self._batch.step()
-        outputs: dict[Handle, EngineOutput] = {}
-        for out in report.outputs:
-            handle = self._by_slot.get(out.slot)
-            if handle is None:
-                continue
-            tokens: tuple[Token, ...] = (out.token,) if out.token is not None else ()
-            if out.finish_reason is not None:
-                del self._by_slot[out.slot]
-            earlier = outputs.get(handle)
-            if earlier is not None:
-                tokens = earlier.tokens + tokens
-            outputs[handle] = EngineOutput(handle, tokens, out.finish_reason, out.metrics, out.error)
-        return StepResult(outputs, report.batch_tokens, report.sampled, report.prompt_tokens)
-
-    def release(self, handle: Handle) -> GenerateMetrics | None:
-        """Free the handle's slot; None when the handle is not live."""
-        for slot, live in self._by_slot.items():
-            if live == handle:
-                del self._by_slot[slot]
-                return self._batch.release(slot) or GenerateMetrics(finish_reason="cancelled")
-        return None
-
-    def close(self) -> None:
-        """Close the batch engine (its slots' requests end)."""
-        self._by_slot.clear()
-        self._batch.close()
-
-
 def engine_of(model: object) -> Engine:
-    """The engine to drive `model` with: its own (EngineModel), else its BatchEngine behind handles when it
-    decodes more than one request at once, else one slot over its streams."""
+    """The engine to drive `model` with: its own (EngineModel), else one slot over its streams."""
     own = as_capability(model, EngineModel)
     if own is not None:
         return own.engine()
-    batching = as_capability(model, BatchingModel)
-    if batching is not None and batching.batch_slots() > 1:
-        return SlotEngine(batching.open_batch())
     text: Any = model
     return StreamEngine(text)

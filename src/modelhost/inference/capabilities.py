@@ -12,14 +12,11 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from modelhost.errors import InvalidInputError
 from modelhost.inference.types import (
-    Admission,
     AttentionSnapshot,
     DeviceInfo,
     EmbeddingResult,
-    GenerateMetrics,
     LoRAConfig,
     Message,
-    StepReport,
     TrainingConfig,
 )
 
@@ -163,61 +160,6 @@ class MemoryEstimator(Protocol):
 
 
 @runtime_checkable
-class BatchEngine(Protocol):
-    """A step-level engine over a fixed number of slots, one request per slot: the host drives it from one thread.
-
-    The host's loop is: `admit` waiting requests into free slots, `step()` (one token for every decoding slot plus
-    a bounded chunk of the prompts still in prefill), hand each SlotOutput to its request, `release` the slots of
-    cancelled requests, repeat. A request joins or leaves between two steps, so a cancelled one stops costing
-    compute within one step. Stop strings and tokens, `max_tokens`, `min_tokens`, the thinking budget and UTF-8 are
-    handled per slot exactly as in `TextModel.generate`, and greedy output equals the one-at-a-time output wherever
-    the engine's arithmetic allows (each backend's tests say where it does).
-    """
-
-    #: How many requests the engine decodes at once.
-    slots: int
-
-    def free_slots(self) -> int:
-        """Slots that can take a request now."""
-        ...
-
-    def admit(self, prompt: str | None = None, messages: Sequence[Message] = (), **opts: Any) -> Admission:
-        """Take one request (a raw prompt, or chat messages) into a free slot; compute starts at the next step.
-
-        Options are the contract's generation options, checked now: a bad option or prompt raises the model's own
-        error and takes no slot. Raises RuntimeError when no slot is free (the caller's bookkeeping is wrong).
-        """
-        ...
-
-    def step(self) -> StepReport:
-        """Run one step for every occupied slot. An engine failure finishes the affected slots with "error"."""
-        ...
-
-    def release(self, slot: int) -> GenerateMetrics | None:
-        """Free a slot now (its request was cancelled) and return that request's metrics; None when the slot was
-        already free. What the slot's cache holds stays there for prefix reuse."""
-        ...
-
-    def close(self) -> None:
-        """Free the engine's own memory (its context and batch); the model stays loaded."""
-        ...
-
-
-@runtime_checkable
-class BatchingModel(Protocol):
-    """A model that can decode several requests together (continuous batching)."""
-
-    def batch_slots(self) -> int:
-        """How many requests the loaded model was set up to decode at once (the `parallel` load option); 1 means
-        no batching, and the host keeps its one-at-a-time path."""
-        ...
-
-    def open_batch(self) -> BatchEngine:
-        """The model's step-level engine with `batch_slots()` slots. Drive it from one thread; close it when done."""
-        ...
-
-
-@runtime_checkable
 class OptionChecker(Protocol):
     """A model that checks generation options without computing. The host calls it when a request is submitted, so
     an option the model would refuse later (a JSON Schema its grammar engine cannot follow) is a clear error naming
@@ -345,12 +287,6 @@ def as_capability(obj: object, capability: type[C]) -> C | None:
         unwrap = getattr(current, "unwrap", None)
         current = unwrap() if callable(unwrap) else None
     return None
-
-
-def batch_slots(model: object) -> int:
-    """Requests the model (or what it wraps) decodes at once: its BatchingModel's `batch_slots()`, else 1."""
-    batching = as_capability(model, BatchingModel)
-    return max(1, batching.batch_slots()) if batching is not None else 1
 
 
 def accepts_images(model: object) -> bool:

@@ -123,7 +123,8 @@ class LlamaCppModel(OverEngine):
         return self._n_ctx * self.vocab.max_token_bytes
 
     def batch_slots(self) -> int:
-        """Requests its engine decodes at once: the `parallel` load option (1 for an M-RoPE vision projector)."""
+        """Requests its engine decodes at once: the `parallel` load option (1 for an M-RoPE vision projector);
+        the same as `engine().slots`."""
         return self._parallel
 
     def embedding_size(self) -> int:
