@@ -225,7 +225,7 @@ class EmbeddingModel(Protocol):
     - Determinism: the same text in the same call layout gives the same vector bit for bit; batching several inputs
       in one pass may round differently from one at a time (each backend's tests say by how much).
     - Isolation: `embed` may be called between two tokens of a generation stream (the host does, so an embedding
-      never waits for a long generation) and between two steps of the model's BatchEngine. It must leave both
+      never waits for a long generation) and between two steps of the model's Engine. It must leave both
       exactly as they were: no shared KV cache, sampler or logits state may change, so the generation continues as
       if the call had not happened.
     """
