@@ -356,6 +356,7 @@ def test_convert_over_a_socket_serving_a_text_model_fails_and_says_why(tiny_llam
         assert result.returncode == 1, (result.returncode, result.stderr)
         assert "Traceback" not in result.stderr
         assert "scan.pdf: no page was read" in result.stderr and "--socket-model ocr" in result.stderr, result.stderr
+        assert "attachment_unsupported: attachment_unsupported" not in result.stderr, "the code is said once"
     finally:
         serving.stop()
 

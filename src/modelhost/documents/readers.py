@@ -106,7 +106,9 @@ class WireReader:
         if isinstance(error, TruncatedError):
             return PageAnswer(text, "length", str(error))
         code = error.code if isinstance(error, ModelHostError) else "error"
-        return PageAnswer(text, "error", f"{code}: {error}")
+        # A RemoteError's text already opens with its code, a ConnectError's with "modelhost:": said once each.
+        said = str(error).removeprefix("modelhost: ")
+        return PageAnswer(text, "error", said if said.startswith(code) else f"{code}: {said}")
 
     def close(self) -> None:
         self._client.close()
