@@ -247,6 +247,14 @@ def test_the_readme_document_and_schema_commands_run_as_written() -> None:
     person = json.loads(extracted.stdout)
     jsonschema.validate(person, json.loads((EXAMPLES / "person.json").read_text()))
     assert person["age"] == 36 and person["city"] == "London", person
+    # `modelhost embed --file examples/texts.txt > vectors.jsonl`: one vector per non-empty line, in order.
+    vectors = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", "embed", "--file", "examples/texts.txt"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert vectors.returncode == 0, vectors.stderr
+    texts = [line for line in (EXAMPLES / "texts.txt").read_text().splitlines() if line]
+    assert [json.loads(row)["index"] for row in vectors.stdout.splitlines()] == list(range(len(texts)))
 
 
 @pytest.fixture
