@@ -35,9 +35,11 @@ from modelhost.inference import Registry, conformance
 from modelhost.inference.capabilities import (
     AttentionInspector,
     DeviceInfoProvider,
+    PromptBound,
     VisionModel,
     accepts_images,
     as_capability,
+    check_prompt_size,
 )
 from modelhost.inference.model import Backend, FormatProbe, TextModel
 from modelhost.inference.types import Message
@@ -199,6 +201,11 @@ def test_an_over_long_prompt_is_refused_by_its_bytes_before_tokenising(
         rows = small.batch_generate([huge, PROMPT], max_tokens=2)
         assert isinstance(rows[0].error, InvalidInputError) and rows[1].error is None
         assert len(calls) == 1, "only the prompt within the byte bound was tokenised"
+        assert as_capability(small, PromptBound) is small  # the host refuses such a prompt at submit with it
+        with pytest.raises(InvalidInputError, match="bytes"):
+            check_prompt_size(small, huge)
+        check_prompt_size(small, PROMPT)
+        assert len(calls) == 1, "the bound is a fact of the loaded model: asking it tokenises nothing"
         with pytest.raises(InvalidInputError, match="tokens"):  # within the byte bound: judged by its tokens
             small.generate("one two three four five six seven eight nine ten eleven twelve thirteen")
 

@@ -40,7 +40,7 @@ DEFAULT_PARALLEL = 4
 
 class TransformersModel(OverEngine):
     """A checkpoint loaded with transformers. TextModel (over its EngineModel engine), VisionModel, ChatFeatures,
-    OptionChecker, EmbeddingModel, AttentionInspector, and (through
+    OptionChecker, PromptBound, EmbeddingModel, AttentionInspector, and (through
     LoRATraining, training.py) TrainableModel and TrainerModel for LoRA fine-tuning.
 
     Its parts are public seams: `checkpoint` (the loaded module, tokenizer, processor and facts; loading.py),
@@ -55,7 +55,7 @@ class TransformersModel(OverEngine):
         self.checkpoint = checkpoint
         self.model_type: str = str(checkpoint.model.config.model_type)
         self.runner = Runner(checkpoint)
-        self.prompts = Prompts(checkpoint, self.runner.piece, vocab_size=self.runner.info.vocab_size)
+        self.prompts = Prompts(checkpoint, vocab_size=self.runner.info.vocab_size)
         self.training = LoRATraining(checkpoint)
         self._engine: TransformersEngine | None = None
         super().__init__()
@@ -100,6 +100,11 @@ class TransformersModel(OverEngine):
     def check_options(self, **opts: Any) -> None:
         """Refuse options this model cannot honour, before any compute (the OptionChecker capability)."""
         self.runner.options(opts)
+
+    def prompt_byte_limit(self) -> int:
+        """Most UTF-8 bytes a prompt may have (PromptBound): the context's tokens times the longest token's bytes,
+        fixed at load, so any thread may ask."""
+        return self.prompts.byte_limit
 
     def embedding_size(self) -> int:
         """Length of the vectors `embed` returns: the text config's hidden size (the EmbeddingModel capability)."""
