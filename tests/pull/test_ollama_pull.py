@@ -85,7 +85,7 @@ def test_pull_streams_progress_then_tags_lists_it_and_delete_removes_it(
 ) -> None:
     url, _ = served
     client = ollama.Client(host=url)
-    parts = list(client.pull(PULLED, stream=True))
+    parts = list(client.pull(f"hf.co/{PULLED}", stream=True))  # Ollama's spelling of a hub model
     statuses = [p.status for p in parts]
     assert statuses[0] == "pulling manifest" and statuses[-1] == "success", statuses
     assert "verifying sha256 digest" in statuses

@@ -43,8 +43,8 @@ def test_pull_a_quantisation_then_generate_with_it(
     assert pulled.returncode == 0, pulled.stderr
     assert pulled.stdout.strip() == f"{GGUF_REPO}:F16", "stdout is the name that loads it, for scripts"
     assert "tiny-llama-F16.gguf" in pulled.stderr and "kB" in pulled.stderr, "the progress bar names file and bytes"
-    got = [r.path.rsplit("/", 1)[-1] for r in hub_server.requests if r.method == "GET" and "/resolve/" in r.path]
-    assert got == ["tiny-llama-F16.gguf"], "only the chosen quantisation is downloaded"
+    got = [r.path for r in hub_server.requests if r.method == "GET" and not r.path.startswith("/api/")]
+    assert got == [f"/cdn/{GGUF_REPO}/tiny-llama-F16.gguf"], "only the chosen quantisation, from the CDN redirect"
 
     path = catalogue.resolve(f"{GGUF_REPO}:F16")
     assert Path(path).read_bytes() == tiny_llama_f16.read_bytes()
@@ -68,7 +68,8 @@ def test_pull_a_safetensors_folder_then_load_it(
     for source in tiny_llama_dir.iterdir():
         assert (folder / source.name).read_bytes() == source.read_bytes(), source.name
     assert not (folder / "README.md").exists(), "only the files a model folder needs"
-    gets = [r.path for r in hub_server.requests if r.method == "GET" and "/resolve/" in r.path]
+    gets = [r.path for r in hub_server.requests if r.method == "GET" and not r.path.startswith("/api/")]
+    assert f"/cdn/{FOLDER_REPO}/model.safetensors" in gets, "weights (LFS) come from the CDN redirect"
     assert gets[-1].endswith("/config.json"), "config.json (what makes a folder a model) comes last"
     assert _greedy(FOLDER_REPO, "transformers") == _greedy(str(tiny_llama_dir), "transformers")
 

@@ -2,8 +2,9 @@
 
 Tests point `HF_ENDPOINT` at it and run the real client code against real sockets: `GET /api/models/{repo}` (the
 listing with sizes, git blob ids and LFS sha256, as `model_info(files_metadata=True)` asks), `HEAD` and `GET
-/{repo}/resolve/{revision}/{path}` (X-Repo-Commit, ETag, Content-Length, Range requests answered 206), and the
-hub's error headers (`X-Error-Code: RepoNotFound | EntryNotFound | RevisionNotFound`).
+/{repo}/resolve/{revision}/{path}` (X-Repo-Commit, ETag, Content-Length; an LFS file redirected to a "CDN" on
+another port with its X-Linked-Etag and X-Linked-Size, as the hub does), Range requests answered 206, and the hub's
+error headers (`X-Error-Code: RepoNotFound | EntryNotFound | RevisionNotFound`).
 
 Faults are what the tests exist for, so they are built in: `drop_after` hangs up a file's first GET after so many
 bytes (a connection lost midway), `broken` hangs up every GET of a file halfway, `corrupt` serves a file with one
@@ -35,6 +36,7 @@ from urllib.parse import unquote, urlsplit
 # usually says; the rest are plain git blobs identified by their git sha1.
 _LFS_SUFFIXES = (".gguf", ".safetensors", ".bin", ".onnx")
 _RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
+_CDN = re.compile(r"^/cdn/(?P<repo>[^/]+/[^/]+)/(?P<path>.+)$")
 _API = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?:/revision/(?P<rev>[^/]+))?$")
 _RANGE = re.compile(r"^bytes=(\d+)-$")
 _CHUNK = 64 * 1024
@@ -69,8 +71,8 @@ class HubServer:
     hide_sizes: bool = False
     requests: list[Request] = field(default_factory=list)
     _connections: set[socket.socket] = field(default_factory=set)
-    _server: _Server | None = None
-    _thread: threading.Thread | None = None
+    _servers: list[_Server] = field(default_factory=list)
+    _threads: list[threading.Thread] = field(default_factory=list)
 
     def commit(self, repo: str) -> str:
         """The repository's commit id: a hash of its files, so changing a file makes a new commit."""
@@ -80,6 +82,7 @@ class HubServer:
         return h.hexdigest()
 
     _url: str = ""
+    _cdn_url: str = ""
 
     @property
     def url(self) -> str:
@@ -87,35 +90,47 @@ class HubServer:
         assert self._url, "start the server first"
         return self._url
 
+    @property
+    def cdn_url(self) -> str:
+        """Where LFS files are redirected to: another origin, as the hub's CDN is, so the client does not follow
+        the HEAD's redirect but reads the file's metadata from it (X-Linked-Etag, X-Linked-Size)."""
+        assert self._cdn_url, "start the server first"
+        return self._cdn_url
+
     def __enter__(self) -> HubServer:
         hub = self
 
         class Handler(_Handler):
             server_hub = hub
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
-        host, port = self._server.server_address[:2]
-        self._url = f"http://{host!s}:{port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="hubserver", daemon=True)
-        self._thread.start()
+        urls = []
+        for _ in ("hub", "cdn"):
+            server = _Server(("127.0.0.1", 0), Handler)
+            host, port = server.server_address[:2]
+            urls.append(f"http://{host!s}:{port}")
+            thread = threading.Thread(target=server.serve_forever, name="hubserver", daemon=True)
+            thread.start()
+            self._servers.append(server)
+            self._threads.append(thread)
+        self._url, self._cdn_url = urls
         return self
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     def stop(self) -> None:
-        """Close the port and every open connection (the hub goes offline: clients holding a keep-alive connection
-        see it drop, new ones are refused); idempotent."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        """Close the ports and every open connection (the hub goes offline: clients holding a keep-alive
+        connection see it drop, new ones are refused); idempotent."""
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
         for conn in list(self._connections):
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        for thread in self._threads:
+            thread.join()
+        self._servers.clear()
+        self._threads.clear()
 
     def listing(self, repo: str) -> dict[str, Any]:
         """The JSON of `GET /api/models/{repo}?blobs=true`."""
@@ -192,6 +207,10 @@ class _Handler(BaseHTTPRequestHandler):
             if body:
                 self.wfile.write(payload)
             return None
+        cdn = _CDN.match(path)
+        if cdn is not None and cdn["path"] in hub.repos.get(cdn["repo"], {}):
+            repo, rel = cdn["repo"], cdn["path"]
+            return self._file(repo, rel, hub.repos[repo][rel], hub.commit(repo), body=body)
         resolve = _RESOLVE.match(path)
         if resolve is None or resolve["repo"] not in hub.repos:
             return self._error(404, "RepoNotFound")
@@ -201,7 +220,20 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, "RevisionNotFound")
         if rel not in hub.repos[repo]:
             return self._error(404, "EntryNotFound", commit)
+        if rel.endswith(_LFS_SUFFIXES):
+            return self._redirect(repo, rel, hub.repos[repo][rel], commit)
         return self._file(repo, rel, hub.repos[repo][rel], commit, body=body)
+
+    def _redirect(self, repo: str, rel: str, data: bytes, commit: str) -> None:
+        """An LFS file, as the hub answers it: 302 to the CDN, the file's own ETag and size in X-Linked-* headers."""
+        self.send_response(302)
+        self.send_header("Location", f"{self.server_hub.cdn_url}/cdn/{repo}/{rel}")
+        self.send_header("X-Repo-Commit", commit)
+        self.send_header("X-Linked-Etag", f'"{hashlib.sha256(data).hexdigest()}"')
+        self.send_header("X-Linked-Size", str(len(data)))
+        self.send_header("ETag", f'"{git_blob_id(data)}"')  # the pointer file's, as on the hub
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _file(self, repo: str, rel: str, data: bytes, commit: str, *, body: bool) -> None:
         hub = self.server_hub
@@ -216,9 +248,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(206 if start else 200)
         self.send_header("X-Repo-Commit", commit)
         self.send_header("ETag", f'"{etag}"')
-        if lfs:
-            self.send_header("X-Linked-Etag", f'"{etag}"')
-            self.send_header("X-Linked-Size", str(len(data)))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(len(data) - start))
         if start:
