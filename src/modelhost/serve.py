@@ -136,7 +136,7 @@ def _estimated_size(path: str, backend: str | None, load_opts: dict[str, Any]) -
 def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, str]]]:
     """The model set's specs (each resolved now: fail fast, before binding anything, on a model that is not there)
     and the sockets, (model name, path), the main one first. ValueError for a bad --socket-model or --model-socket."""
-    load_opts: dict[str, Any] = {"parallel": config.parallel} if config.parallel is not None else {}
+    load_opts = _load_options(config)
     chosen = [split_model(arg) for arg in (config.models or (config.model,))]
     if config.mmproj is not None:
         if len(chosen) > 1:
@@ -173,6 +173,23 @@ def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, s
         for name, what, path in resolved
     ]
     return specs, sockets
+
+
+def _load_options(config: ServeConfig) -> dict[str, Any]:
+    return {"parallel": config.parallel} if config.parallel is not None else {}
+
+
+def pulled_spec(config: ServeConfig, name: str) -> ModelSpec:
+    """The spec of a model pulled while `serve` runs (Ollama's /api/pull): resolved in the hub cache now, loaded at
+    its first request with serve's backend and options, counted against the memory budget by its estimate."""
+    load_opts = _load_options(config)
+    path = catalogue.resolve(name)
+    return ModelSpec(
+        model_name(name),
+        functools.partial(registry.load_model, path, config.backend, **load_opts),
+        path=path,
+        size=_estimated_size(path, config.backend, load_opts),
+    )
 
 
 def parse_hostport(value: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
@@ -217,6 +234,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     models = Models(
         specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory
     )
+    models.spec_for = functools.partial(pulled_spec, config)
     name = ", ".join(models.names)
     # Socket and job doors, closed before the host drains; each is given the grace the stop signal chose.
     closers: list[Callable[[float], Awaitable[None]]] = []

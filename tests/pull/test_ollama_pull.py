@@ -19,6 +19,7 @@ from modelhost import hub
 from modelhost.errors import ModelNotFoundError
 from modelhost.inference import catalogue
 from modelhost.testing import hubserver
+from modelhost.testing.waiting import wait_until
 
 ollama = pytest.importorskip("ollama")
 pytest.importorskip("llama_cpp")
@@ -102,7 +103,19 @@ def test_pull_streams_progress_then_tags_lists_it_and_delete_removes_it(
     assert pulled.details.format == "gguf" and pulled.details.quantization_level == "F16"  # type: ignore[attr-defined]
 
     answer = client.chat(model=SERVED, messages=[{"role": "user", "content": "hi"}], options={"num_predict": 4})
-    assert answer.done and answer.model == SERVED, "the pulled hub model is served under its hub name"
+    assert answer.done and answer.model == SERVED, "a hub model given to serve is served under its hub name"
+
+    # `ollama pull` then `ollama run`: the pulled model is served now, loaded at its first request, under its hub
+    # name and the name the client pulled it by.
+    for asked in (PULLED, f"hf.co/{PULLED}"):
+        answer = client.chat(model=asked, messages=[{"role": "user", "content": "hi"}], options={"num_predict": 4})
+        assert answer.done and answer.model == PULLED
+    assert PULLED in [m.model for m in client.ps().models]
+    with pytest.raises(ollama.ResponseError) as loaded:
+        client.delete(PULLED)
+    assert loaded.value.status_code == 400 and "unload it first" in loaded.value.error
+    client.generate(model=PULLED, keep_alive=0)  # Ollama's "unload now"
+    wait_until(lambda: PULLED not in [m.model for m in client.ps().models], what="the pulled model to unload")
 
     assert client.delete(PULLED).status == "success"
     assert PULLED not in _tags(client)

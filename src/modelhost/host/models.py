@@ -372,6 +372,9 @@ class Models:
         #: Models whose requests were refused for want of memory, in the order they first asked, with the time they
         #: last asked: the sweep loads them as the room frees (fair eviction, see the module doc).
         self._claims: dict[str, float] = {}
+        #: How this process turns a model name into a spec for `add` (its backend, load options), set by the
+        #: composition root (`serve`); None: the set takes no new model while it runs (a door then only lists it).
+        self.spec_for: Callable[[str], ModelSpec] | None = None
 
     @classmethod
     def of(cls, host: Host, *, name: str | None = None) -> Models:
@@ -408,6 +411,36 @@ class Models:
         if not name or (len(self._models) == 1 and name not in self._aliases):
             return self._models[self.default]
         return self.get(name)
+
+    def add(self, spec: ModelSpec) -> ServedModel:
+        """Serve one more model from now on (one pulled while the process runs), unloaded until a request needs it.
+        ValueError when its name is taken or it needs more than the whole memory budget."""
+        if spec.name in self._models or spec.name in self._aliases:
+            raise ValueError(f"a model named {spec.name!r} is already served")
+        if self.max_memory is not None and spec.size > self.max_memory:
+            raise ValueError(
+                f"model {spec.name!r} needs about {_mb(spec.size)}, more than the whole memory budget "
+                f"({_mb(self.max_memory)})"
+            )
+        served = ServedModel(spec, self)
+        self._models[spec.name] = served
+        for alias in spec.aliases:
+            if alias not in self._models:
+                self._aliases.setdefault(alias, spec.name)
+        self.metrics.include(spec.name)
+        return served
+
+    def remove(self, name: str) -> None:
+        """Stop serving a model that is unloaded and idle (before its files are deleted); ValueError saying why
+        not: the first model (the default of requests that name none), a pinned one, or one loaded or in use."""
+        model = self.get(name)
+        if model.name == self.default or model.pinned:
+            raise ValueError(f"model {model.name!r} is {'pinned' if model.pinned else 'the first model served'}")
+        if model.host is not None or model.busy:
+            raise ValueError(f"model {model.name!r} is loaded or in use; unload it first (keep_alive 0)")
+        del self._models[model.name]
+        self._aliases = {alias: target for alias, target in self._aliases.items() if target != model.name}
+        self._claims.pop(model.name, None)
 
     def states(self) -> dict[str, str]:
         return {m.name: m.state for m in self}

@@ -83,7 +83,7 @@ class OllamaRoutes:
     async def tags(self, request: Request) -> Response:
         """GET /api/tags."""
         listed = [(m.name, m.model.model_type if m.ready else "", m.size) for m in self.door.model_set]
-        cached = await self.hub.cached_tags({name for name, _, _ in listed})
+        cached = await self.hub.cached_tags()
         return Response(schema.tags(listed, self.door.created, cached), media_type="application/json")
 
     @answers_errors("ollama")

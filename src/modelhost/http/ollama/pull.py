@@ -9,15 +9,21 @@ reads into ProgressResponse: `{"status": "pulling manifest"}`, per file `{"statu
 "sha256:...", "total": N, "completed": M}`, `{"status": "verifying sha256 digest"}`, `{"status": "writing
 manifest"}`, `{"status": "success"}`; a failure midway is one `{"error": ...}` line. A client that hangs up stops
 the download at its next chunk (huggingface_hub deletes the partial file).
+
+A pulled model is served from then on (loaded at its first request) when the process says how to load one
+(`Models.spec_for`, which `serve` sets), as `ollama pull` then `ollama run` expects; /api/delete takes it out of the
+set again before its files go, and refuses while it is loaded or in use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +62,7 @@ _STATUS = {
     "download_failed": 502,
 }
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+log = logging.getLogger("modelhost.http")
 
 
 def _api_error(exc: ModelHostError) -> ApiError:
@@ -147,10 +154,25 @@ class HubRoutes:
                     await asyncio.to_thread(fetch.download, plan)
                 except ModelHostError as exc:
                     raise _api_error(exc) from None
+            await self._adopt(plan, name)
             return Response(_line({"status": "success"}), media_type="application/json")
-        return StreamingResponse(self._progress(plan), media_type="application/x-ndjson")
+        return StreamingResponse(self._progress(plan, name), media_type="application/x-ndjson")
 
-    async def _progress(self, plan: fetch.PullPlan) -> AsyncIterator[bytes]:
+    async def _adopt(self, plan: fetch.PullPlan, asked: str) -> None:
+        """Serve the pulled model from now on (loaded at its first request), under its hub name and the name the
+        client asked for (`hf.co/...`), when the process says how (Models.spec_for) and it is not served yet."""
+        name = str(plan.ref)
+        factory = self.model_set.spec_for
+        if factory is None or name in self.model_set.names:
+            return
+        try:
+            spec = await asyncio.to_thread(factory, name)
+            aliases = tuple(a for a in (*spec.aliases, asked) if a != spec.name)
+            self.model_set.add(dataclasses.replace(spec, aliases=aliases))
+        except (ModelHostError, ValueError) as exc:  # pulled and listed, but not servable here (say, too big)
+            log.warning("pulled %s is not served: %s", name, exc)
+
+    async def _progress(self, plan: fetch.PullPlan, asked: str) -> AsyncIterator[bytes]:
         yield _line({"status": "pulling manifest"})
         async with self._slots:
             loop = asyncio.get_running_loop()
@@ -172,6 +194,7 @@ class HubRoutes:
                 error = work.exception()
                 if error is None:
                     yield _line({"status": "writing manifest"})
+                    await self._adopt(plan, asked)
                     yield _line({"status": "success"})
                 elif isinstance(error, ModelHostError):
                     yield _line({"error": f"{error} [{error.code}]"})
@@ -189,8 +212,13 @@ class HubRoutes:
                            code="model_not_found")  # fmt: skip
         served = self._served_from(ref)
         if served is not None:
-            raise ApiError(400, f"model {name!r} is served by this process as {served!r}; stop serving it first",
-                           param="model", code="model_in_use")  # fmt: skip
+            # A model served here leaves the set first (only when unloaded and idle), so no request loads files
+            # that are about to go.
+            try:
+                self.model_set.remove(served)
+            except ValueError as exc:
+                raise ApiError(400, f"model {name!r} is served by this process as {served!r}: {exc}",
+                               param="model", code="model_in_use") from None  # fmt: skip
         try:
             await asyncio.to_thread(hub.remove, name)
         except ModelHostError as exc:
@@ -211,10 +239,10 @@ class HubRoutes:
                 return model.name
         return None
 
-    async def cached_tags(self, served: Collection[str]) -> list[dict[str, Any]]:
-        """/api/tags entries for the cached hub models that are not already listed as served."""
+    async def cached_tags(self) -> dict[str, dict[str, Any]]:
+        """/api/tags entries of the pulled models in the hub cache, by name."""
         cached = await asyncio.to_thread(hub.cached_models)
-        return [_tag(model) for model in cached if model.name not in served]
+        return {model.name: _tag(model) for model in cached}
 
 
 def _tag(model: hub.CachedModel) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -247,20 +247,27 @@ def ollama_logprobs(entries: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
     return content
 
 
-def tags(models: Sequence[tuple[str, str, int]], modified: float, cached: Sequence[dict[str, Any]] = ()) -> bytes:
+def tags(
+    models: Sequence[tuple[str, str, int]], modified: float, cached: Mapping[str, dict[str, Any]] | None = None
+) -> bytes:
     """GET /api/tags: every model this host serves, (name, family, size in bytes), in Ollama's listing shape; then
-    the `cached` entries (the pulled models in the hub cache, ollama/pull.py)."""
+    the `cached` entries by name (the pulled models in the hub cache, ollama/pull.py). A served model that is also
+    a pulled one is listed once, with the cache's facts (size on disk, digest, quantisation) and its family."""
+    pulled = dict(cached or {})
     entries = []
     for model, family, size in models:
         details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
-        entries.append(
-            {
-                "name": model,
-                "model": model,
-                "modified_at": ollama_timestamp(modified),
-                "size": size,
-                "digest": "",
-                "details": details,
-            }
-        )
-    return msgspec.json.encode({"models": [*entries, *cached]})
+        entry: dict[str, Any] = {
+            "name": model,
+            "model": model,
+            "modified_at": ollama_timestamp(modified),
+            "size": size,
+            "digest": "",
+            "details": details,
+        }
+        if model in pulled:
+            entry = pulled.pop(model)
+            if family:
+                entry["details"] = {**entry["details"], "family": family, "families": [family]}
+        entries.append(entry)
+    return msgspec.json.encode({"models": [*entries, *pulled.values()]})
