@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from modelhost._access import AccessRecord, LogFormat
 from modelhost.host import DEFAULT_MAX_QUEUE
 from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
 from modelhost.inference import catalogue, hub_cache, registry
@@ -99,6 +100,9 @@ class ServeConfig:
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     #: Slow and excess clients of the HTTP doors (header/body timeouts, connections); None: each door's default.
     client_limits: ClientLimits | None = None
+    #: The HTTP doors' access log, one line per request on stderr: "text" for a person, "json" for a log shipper,
+    #: None for none.
+    access_log: LogFormat | None = "text"
 
 
 def model_name(model: str) -> str:
@@ -236,6 +240,12 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     )
     models.spec_for = functools.partial(pulled_spec, config)
     name = ", ".join(models.names)
+    form = config.access_log
+
+    def access_log(record: AccessRecord) -> None:
+        if form is not None:
+            say(record.line(form))
+
     # Socket and job doors, closed before the host drains; each is given the grace the stop signal chose.
     closers: list[Callable[[float], Awaitable[None]]] = []
     http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
@@ -277,6 +287,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 port=config.http[1],
                 api_key=config.api_key,
                 limits=config.client_limits,
+                access_log=access_log,
             )
             try:
                 await http_server.start()
@@ -322,6 +333,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 authorization=os.environ.get("GIZ_WORKER_AUTHORIZATION") or None,
                 drain_seconds=config.grace_seconds,
                 limits=config.client_limits,
+                access_log=access_log,
             )
             try:
                 await worker.start()

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from modelhost import _serving
+from modelhost import _access, _serving
 from modelhost.host import Host
 from modelhost.host.models import Models, ServedModel, as_models
 from modelhost.http.door import Door
@@ -143,15 +143,19 @@ def build_app(
     api_key: str | None = None,
     model_name: str | None = None,
     metrics: HttpMetrics | None = None,
+    access_log: _access.Emit = _access.to_logger,
 ) -> Starlette:
     """The Starlette app of the HTTP door over a host, or a model set (requests routed by their `model`). `api_key`
     guards /v1/* and /api/*; `model_name` is the name clients see of a lone host (default: the host's name). A model
-    may still be loading: /health answers, /ready says 503."""
+    may still be loading: /health answers, /ready says 503. `access_log` gets one record per request (method, path,
+    status, model, tokens, duration: modelhost._access)."""
     models = as_models(host, name=model_name)
     door = Door(models, metrics or HttpMetrics(models))
     routes = [*_Probes(door).routes(), *OpenAIRoutes(door).routes(), *OllamaRoutes(door).routes()]
     middleware = [
-        # Outermost of ours, so it also covers the other middleware.
+        # Outermost: every request is logged with the status it got, whichever layer answered it.
+        Middleware(_access.AccessLog, door="http", emit=access_log),
+        # Outermost of the rest, so it also covers the other middleware.
         Middleware(_serving.AnswerServerErrors, answer=answer_internal_error),
         Middleware(_CountRequests, metrics=door.metrics, routes=frozenset(r.path for r in routes)),
     ]

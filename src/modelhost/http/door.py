@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
+from modelhost import _access
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError, QueueFullError
 from modelhost.host import RequestStream
 from modelhost.host.models import MemoryBudgetError, Models, ServedModel
@@ -42,13 +43,16 @@ class Door:
         self.metrics = metrics
         self.created = time.time()
 
-    def route(self, body: Any) -> ServedModel:
-        """The model a request body names (`model`); 404 model_not_found for a name not served here."""
+    def route(self, request: Request, body: Any) -> ServedModel:
+        """The model a request body names (`model`); 404 model_not_found for a name not served here. The model
+        served goes into the request's access-log line."""
         name = body.get("model") if isinstance(body, dict) else None
         try:
-            return self.model_set.route(name if isinstance(name, str) else None)
+            served = self.model_set.route(name if isinstance(name, str) else None)
         except ModelNotFoundError as exc:
             raise ApiError(404, str(exc), type="not_found_error", param="model", code="model_not_found") from None
+        _access.note(request.scope, model=served.name)
+        return served
 
     def submit(self, served: ServedModel, parsed: ParsedRequest) -> Choices:
         """Submit every choice of the request, or none: when the queue cannot take them all, those already queued
@@ -121,6 +125,7 @@ class Door:
             result = await self.unless_hung_up(request, ticket.result())
         except ModelHostError as exc:
             raise embeddings.error(exc, parsed.wire_names) from None
+        _access.note(request.scope, prompt_tokens=int(result.prompt_tokens))
         return result, time.perf_counter() - ticket.submitted_at
 
     async def unless_hung_up(self, request: Request, work: Awaitable[T]) -> T:

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from modelhost import _access
 from modelhost.host import Delta, Done, Failed, RequestStream, Started
 from modelhost.host.events import Event
 from modelhost.http.errors import ApiError, cancelled_by_host, client_gone, from_failure
@@ -152,11 +153,13 @@ class StreamedAnswer(Response):
         self.prompts = prompts  # distinct prompts among the choices (each billed once in the usage)
         self._finished: dict[int, Done] = {}
         self._ended = False  # an error ended the whole stream (the other choices are cancelled)
+        self._scope: Scope = {}  # the request's, once it runs: the access log's facts go there
         # No caching, and no proxy buffering (nginx's header): tokens must reach the client as they are made.
         self.headers.update({"cache-control": "no-cache", "x-accel-buffering": "no"})
         del self.headers["content-length"]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self._scope = scope
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         gone = asyncio.Event()
         listener = asyncio.create_task(cancel_on_disconnect(receive, self.stream, gone))
@@ -172,6 +175,7 @@ class StreamedAnswer(Response):
             await self.stream.aclose()
             if gone.is_set():
                 self.metrics.disconnects.labels(self.route).inc()
+                _access.note(scope, status=499)  # its 200 went out, but the client left before the answer ended
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     def _render(self, index: int, event: Event, gone: asyncio.Event) -> bytes:
@@ -187,18 +191,22 @@ class StreamedAnswer(Response):
             # Cancelled while the client still listens: only the host's shutdown does that. Say so.
             self._ended = True
             return b"" if gone.is_set() else writer.error(cancelled_by_host())
+        _access.note(self._scope, completion_tokens=event.completion_tokens)
         if len(self.writers) == 1:
+            _access.note(self._scope, prompt_tokens=event.prompt_tokens)
             return writer.done(event, time.perf_counter() - self.stream.submitted_at)
         assert isinstance(writer, ChoiceWriter), "several choices are written by OpenAI writers only"
         self._finished[index] = event
         out = writer.finish(event)
         if len(self._finished) == len(self.writers):
-            out += writer.closing([self._finished[i] for i in range(len(self.writers))], self.prompts)
+            dones = [self._finished[i] for i in range(len(self.writers))]
+            _access.note(self._scope, prompt_tokens=prompt_tokens(dones, self.prompts))
+            out += writer.closing(dones, self.prompts)
         return out
 
 
 async def collect(
-    request: Request, choices: Choices, metrics: HttpMetrics, *, logprobs: bool, split: bool
+    request: Request, choices: Choices, metrics: HttpMetrics, *, logprobs: bool, split: bool, prompts: int = 1
 ) -> tuple[list[Answer], float]:
     """Drain a non-streaming request's choices, cancelling them all if the client hangs up before the answer
     is ready, or if one fails: (one Answer per choice, seconds). With `logprobs` each answer keeps its tokens'
@@ -241,7 +249,17 @@ async def collect(
         splitter = splits[i]
         reasoning = "".join(thoughts[i]) if splitter is not None and splitter.saw_thought else None
         answers.append(Answer("".join(parts[i]), end, entries[i] if logprobs else None, reasoning))
+    dones = [a.done for a in answers]
+    _access.note(request.scope, completion_tokens=sum(d.completion_tokens for d in dones),
+                 prompt_tokens=prompt_tokens(dones, prompts))  # fmt: skip
     return answers, seconds
+
+
+def prompt_tokens(dones: Sequence[Done], prompts: int = 1) -> int:
+    """The prompt tokens of one answer's choices, `dones` in choice order over `prompts` prompts: each prompt counted
+    once (every choice of a prompt read the same prompt, as OpenAI bills it)."""
+    per_prompt = max(1, len(dones) // max(1, prompts))
+    return sum(d.prompt_tokens for d in dones[::per_prompt])
 
 
 def request_id() -> str:

@@ -11,7 +11,7 @@ import asyncio
 
 import uvicorn
 
-from modelhost import _serving
+from modelhost import _access, _serving
 from modelhost.host import Host
 from modelhost.host.models import Models, as_models
 from modelhost.http.app import build_app
@@ -40,13 +40,15 @@ class HttpServer:
         api_key: str | None = None,
         model_name: str | None = None,
         limits: _serving.ClientLimits | None = None,
+        access_log: _access.Emit = _access.to_logger,
     ) -> None:
-        """`limits` bounds slow and excess clients (modelhost._serving; default: nginx-like timeouts)."""
+        """`limits` bounds slow and excess clients (modelhost._serving; default: nginx-like timeouts); `access_log`
+        gets one record per request (modelhost._access: the `modelhost.access` logger by default)."""
         self.models = as_models(host, name=model_name)
         self.bind_host = bind_host
         self.port = port
         self.metrics = HttpMetrics(self.models)
-        self.app = build_app(self.models, api_key=api_key, metrics=self.metrics)
+        self.app = build_app(self.models, api_key=api_key, metrics=self.metrics, access_log=access_log)
         self.guard = _serving.ClientGuard(
             limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals, PROBE_PATHS
         )

@@ -19,7 +19,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from modelhost import _serving
+from modelhost import _access, _serving
 from modelhost.worker import protocol
 from modelhost.worker.jobs import JobBoard
 from modelhost.worker.protocol import ApiError
@@ -127,6 +127,7 @@ class JsonSubmissions:
         try:
             body = await read_json_body(receive, headers, self.max_upload_bytes)
             record, new = await submit_json(body, self.board)
+            _access.note(scope, model=record.model)
             response = _created(record, new)
         except ApiError as exc:
             response = error_response(exc)
@@ -140,12 +141,15 @@ def build_app(
     registries: tuple[CollectorRegistry, ...],
     authorization: str | None = None,
     max_upload_bytes: int,
+    access_log: _access.Emit = _access.to_logger,
 ) -> ASGIApp:
-    """The worker's ASGI app. `health()` gives "ok", "loading" or "draining"; `registries` are scraped in order."""
+    """The worker's ASGI app. `health()` gives "ok", "loading" or "draining"; `registries` are scraped in order;
+    `access_log` gets one record per request (modelhost._access)."""
 
     async def create(request: Request) -> Response:
         # Only multipart arrives here: a JSON submission takes the fast path below.
         record, new = await submit_multipart(request, board, max_upload_bytes)
+        _access.note(request.scope, model=record.model)
         return _created(record, new)
 
     async def read(request: Request) -> Response:
@@ -229,4 +233,5 @@ def build_app(
     app = JsonSubmissions(app, board, max_upload_bytes)
     if authorization:
         app = Authorization(app, authorization)
-    return _serving.AnswerServerErrors(app, _answer_internal_error)
+    # Outermost: a request answered by any layer (a 401, a 500 from a surprise) is logged with its status.
+    return _access.AccessLog(_serving.AnswerServerErrors(app, _answer_internal_error), "worker", access_log)

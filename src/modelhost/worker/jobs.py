@@ -78,9 +78,11 @@ class JobBoard:
         metrics: WorkerMetrics,
         journal: Journal = print_journal,
         input_checks: Mapping[str | tuple[str, str], InputCheck] | None = None,
+        aliases: Mapping[str, str] | None = None,
     ) -> None:
         """`input_checks` maps an operation, or a (model, operation) pair where the check reads the model, to the
-        check of its input made at submission (400 for a bad one)."""
+        check of its input made at submission (400 for a bad one). `aliases` maps other names of a served model
+        (the catalogue name it was started with, such as `default`) to its name, as the HTTP door takes them."""
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.store = store
@@ -90,6 +92,7 @@ class JobBoard:
         self.metrics = metrics
         self.journal = journal
         self.input_checks = dict(input_checks or {})
+        self.aliases = dict(aliases or {})
         self.records: dict[str, Record] = {}
         self.intake_open = True
         self.draining = False
@@ -156,9 +159,13 @@ class JobBoard:
         """Jobs counted against capacity: queued, processing, and submissions being made durable."""
         return len(self._queue) + len(self.running) + self._reserved
 
+    def canonical(self, model: str) -> str:
+        """The served name of `model` (itself, or what it is an alias of)."""
+        return self.aliases.get(model, model)
+
     def input_check(self, model: str, operation: str) -> InputCheck | None:
         """The submission check of `operation` on `model`: the pair's own, else the operation's; None: none."""
-        return self.input_checks.get((model, operation)) or self.input_checks.get(operation)
+        return self.input_checks.get((self.canonical(model), operation)) or self.input_checks.get(operation)
 
     def get(self, job_id: str) -> Record:
         """A job's record; 404 when there is none (or it is being acknowledged away)."""
@@ -183,7 +190,9 @@ class JobBoard:
     # -- intake ---------------------------------------------------------------------------------------------------
     async def reserve(self, operation: str, model: str, key: str) -> Reservation | Record:
         """Admit a submission: the existing job when its key names one (a replay, answered whatever the load), or a
-        reserved slot. Raises ApiError for an unknown operation or model (400) or when refusing new jobs (429)."""
+        reserved slot. Raises ApiError for an unknown operation or model (400) or when refusing new jobs (429). A
+        model named by an alias is the model itself: its job, its idempotency key and its record."""
+        model = self.canonical(model)
         job_id = protocol.job_id(model, operation, key)
         while True:
             existing = self.records.get(job_id)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import uvicorn
 
-from modelhost import _serving
+from modelhost import _access, _serving
 from modelhost.host import Host
 from modelhost.host.models import Models, Servable, ServedModel, as_models
 from modelhost.worker import protocol
@@ -69,13 +69,15 @@ class WorkerServer:
         sync: SyncMode | None = None,
         concurrency: int | None = None,
         limits: _serving.ClientLimits | None = None,
+        access_log: _access.Emit = _access.to_logger,
     ) -> None:
         """`operations` defaults to the registry's (modelhost.worker.registry); a bare coroutine function is an
         operation of that name with no submission check that may run beside others. `execute=False` stores
         jobs but runs none (benchmarks, maintenance). `sync` picks how the store makes writes durable (see store.py).
         `limits` bounds slow and excess clients (modelhost._serving): a stalled JSON body and a stalled multipart
         upload are cut alike. `concurrency` is how many jobs run at once (None: as many as the model decodes at once,
-        its batch slots, so jobs share the batch)."""
+        its batch slots, so jobs share the batch). `access_log` gets one record per request (modelhost._access: the
+        `modelhost.access` logger by default)."""
         # Several models: each served with every operation, each job run on the model it names.
         self.models = as_models(host)
         self.host: Host | ServedModel = host if isinstance(host, Host) else self.models.get(self.models.default)
@@ -98,15 +100,23 @@ class WorkerServer:
                 if op.check is not None:
                     key = name if len(self.models) == 1 else (served_model.name, name)
                     checks[key] = _check_on(op.check, served_model)
+        # The names the HTTP door takes take here too (one alias table: the model set's).
+        aliases: dict[str, str] = {}
+        for m in self.models:
+            for alias in m.spec.aliases:
+                if alias not in self.models.names:
+                    aliases.setdefault(alias, m.name)  # the first model claiming a name keeps it, as Models routes
         self.board = JobBoard(
-            self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal, input_checks=checks
-        )
+            self.store, capacity=capacity, models=served, metrics=self.metrics, journal=journal, input_checks=checks,
+            aliases=aliases,
+        )  # fmt: skip
         self.app = build_app(
             self.board,
             health=self._health,
             registries=(self.metrics.registry, self.models.metrics.registry),
             authorization=authorization or None,
             max_upload_bytes=max_upload_bytes,
+            access_log=access_log,
         )
         limits = limits or _serving.ClientLimits()
         refusals = _serving.refusal_counter(self.metrics.registry, "modelhost_worker")

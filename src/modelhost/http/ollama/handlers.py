@@ -51,7 +51,7 @@ class OllamaRoutes:
         body = await read_json(request)
         parsed = schema.parse_ollama_chat(body, relay.request_id())
         keep = models.body_keep_alive(body)
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         served.keep_for(keep)
         return await self._answer(request, served, parsed, OllamaStream(served.name, "chat", parsed.tools))
 
@@ -61,7 +61,7 @@ class OllamaRoutes:
         body = await read_json(request)
         parsed = schema.parse_ollama_generate(body, relay.request_id())
         keep = models.body_keep_alive(body)
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         writer = OllamaStream(served.name, "generate")
         if parsed is None and keep == 0:
             # Ollama's "unload the model" request: unloaded now when idle, else as soon as its requests end.
@@ -103,7 +103,7 @@ class OllamaRoutes:
         name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
         if not isinstance(name, str) or not name:
             raise ApiError(400, "model is required", param="model", code="invalid_value")
-        return Response(models.show(self.door.route(body | {"model": name})), media_type="application/json")
+        return Response(models.show(self.door.route(request, body | {"model": name})), media_type="application/json")
 
     @answers_errors("ollama")
     async def ps(self, request: Request) -> Response:
@@ -127,7 +127,7 @@ class OllamaRoutes:
         legacy = request.url.path == "/api/embeddings"
         parsed = embeddings.parse_embeddings(body) if legacy else embeddings.parse_embed(body)
         keep = models.body_keep_alive(body)
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         served.keep_for(keep)
         with served.in_use():  # from before the load's wait until the submit: see _loaded
             waited = await self._loaded(request, served)

@@ -68,7 +68,7 @@ class OpenAIRoutes:
         """POST /tokenize (llama-server's and vLLM's shapes, see tokens.py)."""
         body = await read_json(request)
         parsed = tokens.parse_tokenize(body)
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         self._loaded(served)
         return Response(await tokens.tokenize(served, parsed), media_type="application/json")
 
@@ -77,7 +77,7 @@ class OpenAIRoutes:
         """POST /detokenize (llama-server's and vLLM's shapes, see tokens.py)."""
         body = await read_json(request)
         parsed = tokens.parse_detokenize(body)
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         self._loaded(served)
         return Response(await tokens.detokenize(served, parsed), media_type="application/json")
 
@@ -89,12 +89,12 @@ class OpenAIRoutes:
         plan = parsed.tools
         if plan is None:
             return await self._answer(
-                request, self.door.route(body), parsed,
+                request, self.door.route(request, body), parsed,
                 lambda name, p, choice: streams.OpenAIChatStream(name, p.include_usage, choice, p.continuous_usage),
                 schema.chat_completion,
             )  # fmt: skip
         return await self._answer(
-            request, self.door.route(body), parsed,
+            request, self.door.route(request, body), parsed,
             lambda name, p, choice: streams.OpenAIToolStream(name, p.include_usage, plan, choice, p.continuous_usage),
             lambda name, answers: schema.chat_completion(name, answers, plan),
         )  # fmt: skip
@@ -104,7 +104,7 @@ class OpenAIRoutes:
         """POST /v1/completions."""
         body = await read_json(request)
         parsed = schema.parse_completion(body, relay.request_id())
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         if parsed.prompt_ids:
             parsed = await self._read_ids(served, parsed)
         prompts = max(1, len(parsed.prompts))
@@ -119,7 +119,7 @@ class OpenAIRoutes:
         """POST /v1/responses (OpenAI's Responses API; shapes in responses.py, events in responses_stream.py)."""
         body = await read_json(request)
         shaped = responses.parse_responses(body, relay.request_id())
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         parsed = shaped.parsed
         await self.door.precheck(served, parsed)
         choices = self.door.submit(served, parsed)
@@ -141,7 +141,7 @@ class OpenAIRoutes:
         """POST /v1/embeddings."""
         body = await read_json(request)
         parsed = embeddings.parse(body)
-        served = self.door.route(body)
+        served = self.door.route(request, body)
         if parsed.token_ids:
             self._loaded(served)
             parsed = replace(parsed, texts=await tokens.texts_of_ids(served, parsed.token_ids, "input"), token_ids=())
@@ -177,6 +177,7 @@ class OpenAIRoutes:
             return StreamedAnswer(self.door.metrics, request.url.path, choices, writers, "text/event-stream", prompts)
         # Chat answers split a thinking model's thought out; a raw completion's text stays whole.
         answers, _ = await relay.collect(
-            request, choices, self.door.metrics, logprobs=parsed.logprobs, split=bool(parsed.generation.messages)
-        )
+            request, choices, self.door.metrics, logprobs=parsed.logprobs, split=bool(parsed.generation.messages),
+            prompts=max(1, len(parsed.prompts)),
+        )  # fmt: skip
         return Response(whole(served.name, answers), media_type="application/json")

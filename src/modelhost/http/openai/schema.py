@@ -21,7 +21,7 @@ from modelhost.http.errors import ApiError
 from modelhost.http.images import MAX_IMAGES, decode_image_data_uri, too_many_images
 from modelhost.http.openai import tokens
 from modelhost.http.parsing import ParsedRequest, convert, invalid, shown, unsupported
-from modelhost.http.relay import Answer
+from modelhost.http.relay import Answer, prompt_tokens
 from modelhost.inference.options import ANY_JSON_OBJECT, DEFAULT_MAX_TOKENS
 from modelhost.inference.types import Message, TokenLogprob, ToolCall
 
@@ -392,8 +392,7 @@ class Usage(msgspec.Struct):
 def usage_of(*dones: Done, prompts: int = 1) -> Usage:
     """Usage of one answer's choices, `dones` in choice order over `prompts` prompts: each prompt counted once
     (every choice of a prompt read the same prompt, as OpenAI bills it), the completions summed."""
-    per_prompt = max(1, len(dones) // prompts)
-    prompt = sum(d.prompt_tokens for d in dones[::per_prompt])
+    prompt = prompt_tokens(dones, prompts)
     completion = sum(d.completion_tokens for d in dones)
     return Usage(prompt, completion, prompt + completion)
 
