@@ -65,6 +65,7 @@ bench: $(STAMP) bench-setup
 	$(PY) bench/documents.py
 	$(PY) bench/concurrency.py
 	$(PY) bench/training.py
+	$(PY) bench/pull.py
 	$(PY) bench/documents_quality.py
 
 # The document quality benchmark alone (modelhost against pymupdf4llm, pdftotext and RapidOCR on the corpus).
