@@ -395,3 +395,28 @@ def test_the_first_ctrl_c_says_how_long_it_waits_and_a_stream_is_cancelled_after
         assert not sock.exists()
     finally:
         serving.stop()
+
+
+def test_log_format_json_writes_one_json_object_per_request_and_a_bad_format_is_one_line(
+    tiny_llama_gguf: Path,
+) -> None:
+    import json
+
+    import httpx
+
+    from modelhost.serve import model_name
+
+    assert "--log-format takes text, json or none" in one_line_failure(modelhost("serve", "--log-format", "xml"))
+    serving = Serving("--model", str(tiny_llama_gguf), "--no-socket", "--http", ":0", "--log-format", "json")
+    try:
+        serving.wait_for("ready: serving")
+        url = next(m.group(1) for line in serving.lines if (m := re.search(r"http on (http://\S+)", line)))
+        name = model_name(str(tiny_llama_gguf))
+        answer = httpx.post(f"{url}/v1/completions", json={"model": name, "prompt": "hi", "max_tokens": 3}, timeout=120)
+        assert answer.status_code == 200, answer.text
+        serving.wait_for('"path":"/v1/completions"')
+        record = json.loads(next(line for line in serving.lines if '"path":"/v1/completions"' in line))
+        assert (record["method"], record["status"], record["model"]) == ("POST", 200, name), record
+        assert record["completion_tokens"] == answer.json()["usage"]["completion_tokens"], record
+    finally:
+        serving.stop()

@@ -33,6 +33,7 @@ from modelhost.inference.types import GenerateMetrics, Message, Token
 from modelhost.training.cli import train as train_command
 
 if TYPE_CHECKING:
+    from modelhost._access import LogFormat
     from modelhost._serving import ClientLimits
 
 app = typer.Typer(
@@ -648,6 +649,12 @@ def serve(
     max_connections: Annotated[
         int | None, typer.Option("--max-connections", help="HTTP doors: open connections each holds [256].")
     ] = None,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format", help="HTTP doors' access log on stderr: text (for a person), json (a line each) or none."
+        ),
+    ] = "text",
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
     from modelhost import serve as serving
@@ -675,6 +682,7 @@ def serve(
             parallel=parallel,
             mmproj=mmproj,
             client_limits=_client_limits(header_timeout, body_timeout, max_connections),
+            access_log=_log_format(log_format),
         )
         serving.run(config)
     except ValueError as exc:
@@ -683,6 +691,17 @@ def serve(
         raise _fail(exc) from exc
     except OSError as exc:  # what no check foresaw (a disk that fails): still one line, not a traceback
         raise _fail(exc) from exc
+
+
+def _log_format(value: str) -> LogFormat | None:
+    """`--log-format`: text, json or none; ValueError (one line) for anything else."""
+    if value == "none":
+        return None
+    if value == "text":
+        return "text"
+    if value == "json":
+        return "json"
+    raise ValueError(f"--log-format takes text, json or none, got {value!r}")
 
 
 def _client_limits(
