@@ -211,3 +211,22 @@ def test_embedding_finishes_while_a_long_streamed_chat_runs(loop_thread: LoopThr
         assert 'modelhost_num_requests_running{model_name="smol"} 1.0' in metrics
         rest = list(chunks)
         assert rest[-1].choices and rest[-1].choices[0].finish_reason == "length"
+
+
+def test_langchain_openai_embeddings_work_against_the_door(tiny: HttpServer, tiny_llama_dir: Path) -> None:
+    """LangChain's OpenAIEmbeddings, unmodified but for where it finds a tokenizer offline: by default it counts
+    tokens with tiktoken, whose vocabulary file it downloads (no network here), so it is pointed at the model's own
+    tokenizer folder (`tiktoken_enabled=False`); with `check_embedding_ctx_length=False` it sends the text as is."""
+    langchain_openai = pytest.importorskip("langchain_openai")
+    client = client_of(tiny)
+    expected = [np.array(d.embedding) for d in client.embeddings.create(model="tiny", input=TEXTS).data]
+    common: dict[str, Any] = {"model": "tiny", "base_url": f"{tiny.url}/v1", "api_key": KEY, "max_retries": 0}
+    for embedder in (
+        langchain_openai.OpenAIEmbeddings(**common, tiktoken_enabled=False, tiktoken_model_name=str(tiny_llama_dir)),
+        langchain_openai.OpenAIEmbeddings(**common, check_embedding_ctx_length=False),
+    ):
+        vectors = embedder.embed_documents(TEXTS)
+        assert len(vectors) == len(TEXTS)
+        for got, want in zip(vectors, expected, strict=True):
+            assert np.allclose(got, want, atol=1e-5), (got[:4], want[:4])
+        assert np.allclose(embedder.embed_query(TEXTS[0]), expected[0], atol=1e-5)

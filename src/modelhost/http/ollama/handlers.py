@@ -16,7 +16,7 @@ from modelhost.host.models import MemoryBudgetError, ServedModel
 from modelhost.http import relay
 from modelhost.http.door import Door
 from modelhost.http.errors import ApiError, answers_errors
-from modelhost.http.ollama import embeddings, models, schema
+from modelhost.http.ollama import embeddings, facts, models, schema
 from modelhost.http.ollama.pull import HubRoutes
 from modelhost.http.ollama.streams import OllamaStream
 from modelhost.http.parsing import ParsedRequest, read_json
@@ -82,7 +82,7 @@ class OllamaRoutes:
     @answers_errors("ollama")
     async def tags(self, request: Request) -> Response:
         """GET /api/tags."""
-        listed = [(m.name, m.model.model_type if m.ready else "", m.size) for m in self.door.model_set]
+        listed = [(m.name, facts.details(m), facts.disk_size(m), facts.digest(m.path)) for m in self.door.model_set]
         cached = await self.hub.cached_tags()
         return Response(schema.tags(listed, self.door.created, cached), media_type="application/json")
 

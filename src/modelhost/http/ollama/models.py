@@ -19,6 +19,7 @@ import msgspec
 
 from modelhost.host.models import ServedModel
 from modelhost.http.errors import ApiError
+from modelhost.http.ollama import facts
 from modelhost.http.ollama.schema import ollama_timestamp
 from modelhost.http.parsing import ParsedRequest, shown
 from modelhost.inference.capabilities import ChatFeatures, EmbeddingModel, as_capability
@@ -104,18 +105,16 @@ def show(model: ServedModel) -> bytes:
     (showing a model must not load it)."""
     info: dict[str, Any] = {}
     capabilities = ["completion"]
-    family = ""
     if model.ready:
         loaded = model.model
-        facts = loaded.info()
-        family = loaded.model_type
-        arch = facts.architecture
+        known = loaded.info()
+        arch = known.architecture
         info = {"general.architecture": arch}
         for key, value in (
-            ("context_length", facts.context_length),
-            ("embedding_length", facts.hidden_size),
-            ("block_count", facts.num_layers),
-            ("vocab_size", facts.vocab_size),
+            ("context_length", known.context_length),  # the trained length (ps says the one it runs with)
+            ("embedding_length", known.hidden_size),
+            ("block_count", known.num_layers),
+            ("vocab_size", known.vocab_size),
         ):
             if value:
                 info[f"{arch}.{key}"] = value
@@ -128,8 +127,7 @@ def show(model: ServedModel) -> bytes:
             capabilities.append("thinking")
         if as_capability(loaded, EmbeddingModel) is not None:
             capabilities.append("embedding")
-    details = {"parent_model": "", "format": "", "family": family, "families": [family] if family else [],
-               "parameter_size": "", "quantization_level": ""}  # fmt: skip
+    details = {"parent_model": "", **facts.details(model)}
     return msgspec.json.encode(
         {
             "modelfile": "",
@@ -168,7 +166,8 @@ def _loaded_context(loaded: Any) -> int:
 def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes:
     """GET /api/ps: the models resident now (loaded or loading), each with when it would be unloaded if left idle
     (`expires_at`; far in the future for one kept for good), in Ollama's shape. All memory is host memory here, so
-    `size_vram` is 0."""
+    `size_vram` is 0. `context_length` is the context the model runs with (Ollama's meaning here); /api/show's
+    `model_info.<arch>.context_length` is the trained one, as Ollama's is."""
     now_wall, now = time.time(), time.monotonic()
     entries = []
     for model in models:
@@ -177,14 +176,13 @@ def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes
             continue
         keep = model.keep_alive_seconds(default_keep_alive)
         left = FOREVER_SECONDS if keep is None or math.isinf(keep) else max(0.0, model.last_used + keep - now)
-        family = model.model.model_type if model.ready else ""
-        details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
         entry: dict[str, Any] = {
             "name": model.name,
             "model": model.name,
+            # What it holds in memory, by the budget's estimate (weights and KV cache); /api/tags says the disk's.
             "size": model.size,
-            "digest": "",
-            "details": details,
+            "digest": facts.digest(model.path),
+            "details": facts.details(model),
             "expires_at": ollama_timestamp(now_wall + left),
             "size_vram": 0,
         }

@@ -248,26 +248,27 @@ def ollama_logprobs(entries: Sequence[TokenLogprob]) -> list[dict[str, Any]]:
 
 
 def tags(
-    models: Sequence[tuple[str, str, int]], modified: float, cached: Mapping[str, dict[str, Any]] | None = None
+    models: Sequence[tuple[str, dict[str, Any], int, str]],
+    modified: float,
+    cached: Mapping[str, dict[str, Any]] | None = None,
 ) -> bytes:
-    """GET /api/tags: every model this host serves, (name, family, size in bytes), in Ollama's listing shape; then
-    the `cached` entries by name (the pulled models in the hub cache, ollama/pull.py). A served model that is also
-    a pulled one is listed once, with the cache's facts (size on disk, digest, quantisation) and its family."""
+    """GET /api/tags: every model this host serves, (name, details, size on disk, digest: ollama/facts.py), in
+    Ollama's listing shape; then the `cached` entries by name (the pulled models in the hub cache, ollama/pull.py).
+    A served model that is also a pulled one is listed once, with the cache's facts and its family."""
     pulled = dict(cached or {})
     entries = []
-    for model, family, size in models:
-        details = {"format": "", "family": family, "families": [family], "parameter_size": "", "quantization_level": ""}
+    for model, details, size, digest in models:
         entry: dict[str, Any] = {
             "name": model,
             "model": model,
             "modified_at": ollama_timestamp(modified),
             "size": size,
-            "digest": "",
+            "digest": digest,
             "details": details,
         }
         if model in pulled:
             entry = pulled.pop(model)
-            if family:
-                entry["details"] = {**entry["details"], "family": family, "families": [family]}
+            if details["family"]:
+                entry["details"] = {**entry["details"], "family": details["family"], "families": details["families"]}
         entries.append(entry)
     return msgspec.json.encode({"models": [*entries, *pulled.values()]})
