@@ -239,6 +239,12 @@ def test_the_size_limit_is_checked_before_downloading(hub_env: dict[str, str], h
             "Q4/m-Q4_K_M-00001-of-00002.gguf",
         ),
         (["config.json", "model.safetensors", "m-Q8_0.gguf"], None, "folder"),
+        (["m-Q4_K_M-00001-of-00002.gguf", "m-Q8_0.gguf"], None, "m-Q8_0.gguf"),  # a split set lacking a shard
+        (
+            ["a/m-Q4-00001-of-00002.gguf", "a/m-Q4-00002-of-00002.gguf"],
+            "a/m-Q4-00002-of-00002.gguf",
+            "a/m-Q4-00001-of-00002.gguf",
+        ),
     ],
 )
 def test_choose(files: list[str], spec: str | None, entry: str | None) -> None:
@@ -254,6 +260,11 @@ def test_choose(files: list[str], spec: str | None, entry: str | None) -> None:
     else:
         assert choice.entry == entry and entry in choice.files
         assert len(choice.files) == (2 if "of-00002" in entry else 1)
+
+
+def test_a_shard_of_an_incomplete_split_set_is_not_a_model() -> None:
+    with pytest.raises(ModelNotFoundError, match="other shards are missing"):
+        hub_cache.choose(hub_cache.HubRef("org/m", "m-00002-of-00002.gguf"), ["m-00002-of-00002.gguf"])
 
 
 class _HangUp(Exception):

@@ -82,6 +82,7 @@ def _gguf_models(files: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """The GGUF models among `files`: the entry file (a lone GGUF, or a split set's first shard) to all its files.
 
     Vision projectors (`mmproj*`) are not models of their own; they are skipped here and taken only by exact name.
+    A split set is a model only with all its shards: a pull cut short between two shards leaves none that loads half.
     """
     models: dict[str, list[str]] = {}
     for name in sorted(files):
@@ -94,7 +95,11 @@ def _gguf_models(files: Iterable[str]) -> dict[str, tuple[str, ...]]:
             continue
         first = f"{shard['stem']}-{1:05d}-of-{shard['count']}.gguf"
         models.setdefault(first, []).append(name)
-    return {entry: tuple(parts) for entry, parts in models.items()}
+    return {
+        entry: tuple(parts)
+        for entry, parts in models.items()
+        if (shard := _SHARD.match(entry)) is None or len(parts) == int(shard["count"])
+    }
 
 
 def _folder_files(files: Sequence[str]) -> tuple[str, ...] | None:
@@ -140,10 +145,14 @@ def choose(ref: HubRef, files: Sequence[str]) -> Choice:
     if ref.spec in files:
         if not ref.spec.lower().endswith(".gguf"):
             raise ModelNotFoundError(f"{ref.spec!r} in {ref.repo!r} is not a GGUF file; only a GGUF is a model alone")
-        shard = _SHARD.match(ref.spec)
-        group = next((parts for parts in models.values() if ref.spec in parts), (ref.spec,))
-        entry = group[0] if shard is not None else ref.spec
-        return Choice(group, entry)
+        if _SHARD.match(ref.spec) is None:
+            return Choice((ref.spec,), ref.spec)
+        group = next((parts for parts in models.values() if ref.spec in parts), None)
+        if group is None:
+            raise ModelNotFoundError(
+                f"{ref.spec!r} in {ref.repo!r} is a shard of a split GGUF whose other shards are missing"
+            )
+        return Choice(group, group[0])
     matches = {e: p for e, p in models.items() if quant_of(e) == ref.spec.upper()}
     if len(matches) == 1:
         entry, parts = next(iter(matches.items()))
