@@ -307,3 +307,43 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
             assert sum(b.get() for b in steps._buckets[3:]) > 0  # the buckets above 1, 2 and 3 sequences
 
     assert asyncio.run(main()) == expected
+
+
+def test_precheck_tokenizes_off_the_model_thread_and_the_answer_is_the_same(tiny_llama_gguf: Path) -> None:
+    pytest.importorskip("llama_cpp")
+    from modelhost.backends.llama_cpp import LlamaCppBackend
+
+    model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, parallel=2)
+    chat = [Message("user", "hi there")]
+    opts = {"max_tokens": 8, "temperature": 0}
+    expected = "".join(t.text for t in model.chat(chat, **opts))
+    engine = model.engine()
+    seen: list[tuple[str, str, bool]] = []  # (call, thread, had prompt ids)
+    prepare, admit = engine.prepare, engine.admit
+
+    def recording_prepare(request: EngineRequest) -> EngineRequest:
+        seen.append(("prepare", threading.current_thread().name, request.prompt_ids is not None))
+        return prepare(request)
+
+    def recording_admit(request: EngineRequest) -> Admitted:
+        seen.append(("admit", threading.current_thread().name, request.prompt_ids is not None))
+        return admit(request)
+
+    engine.prepare = recording_prepare  # type: ignore[method-assign]
+    engine.admit = recording_admit  # type: ignore[method-assign]
+
+    async def main() -> None:
+        host = Host.from_model(model, name="tiny")
+        await host.start()
+        request = GenerationRequest(messages=chat, options=opts)
+        await host.precheck(request)
+        prechecked, _ = await text_of(host.submit(request))
+        plain, _ = await text_of(host.submit(GenerationRequest(messages=chat, options=opts)))  # no precheck
+        assert prechecked == plain == expected
+        await host.aclose()
+
+    asyncio.run(main())
+    model_thread = "modelhost-model-tiny"
+    assert seen[0][0] == "prepare" and seen[0][1] != model_thread and not seen[0][2]
+    assert seen[1] == ("admit", model_thread, True), "the model thread admits the prepared tokens"
+    assert seen[2] == ("admit", model_thread, False), "a request that was not prechecked is tokenized at admit"

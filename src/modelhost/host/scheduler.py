@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from modelhost.errors import (
@@ -59,7 +59,7 @@ from modelhost.inference.capabilities import (
     check_embedding_inputs,
     check_prompt_size,
 )
-from modelhost.inference.engine import Engine, EngineRequest, Handle
+from modelhost.inference.engine import Engine, EngineRequest, Handle, PreparingEngine
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, EmbeddingResult, GenerateMetrics, Token, has_images
@@ -69,6 +69,11 @@ log = logging.getLogger(__name__)
 #: Default bound on requests waiting for the model. A small CPU model serves a few requests a second; 64 waiting
 #: is already a minute of backlog, past which a caller is better told "busy" than kept waiting.
 DEFAULT_MAX_QUEUE = 64
+
+#: Prepared requests kept between a door's `precheck` and its `submit`: one per request a door has in flight
+#: between the two calls. A door that prechecks and never submits (its client left) leaves one behind; the bound
+#: drops the oldest, so they cannot pile up.
+MAX_PREPARED = 256
 
 HostState = Literal["new", "loading", "ready", "failed", "closing", "closed"]
 
@@ -80,9 +85,13 @@ class RequestStream:
     cancels the request wherever it is.
     """
 
-    def __init__(self, host: Host, request: GenerationRequest, options: dict[str, Any]) -> None:
+    def __init__(
+        self, host: Host, request: GenerationRequest, options: dict[str, Any], prepared: EngineRequest | None = None
+    ) -> None:
         self.request = request
         self.options = options
+        #: The engine request `precheck` prepared (tokenized) off the model thread, if it did.
+        self.prepared = prepared
         self.cancel_event = threading.Event()
         self.submitted_at = time.perf_counter()
         self._host = host
@@ -209,6 +218,9 @@ class Host:
         self._running: list[RequestStream] = []  # what the model works on now: one, or one per busy batch slot
         self._embeddings: collections.deque[EmbeddingTicket] = collections.deque()
         self._embedding: EmbeddingTicket | None = None  # the one the model thread computes now
+        self._engine: Engine | None = None  # set on the model thread at load
+        # Requests `precheck` prepared off the model thread, by id, until `submit` takes them (bounded).
+        self._prepared: dict[int, tuple[GenerationRequest, EngineRequest]] = {}
         self.slots = 1  # requests decoded at once; set at load from the model's engine
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -291,7 +303,7 @@ class Host:
             raise ModelLoadingError(f"model {self.name!r} is still loading")
         if self.state != "ready":
             raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
-        stream = RequestStream(self, request, self._admitted(request))
+        stream = RequestStream(self, request, self._admitted(request), self._take_prepared(request))
         with self._cond:
             self._check_room()
             self._waiting.append(stream)
@@ -304,9 +316,32 @@ class Host:
         """Run the checks `submit` runs on a worker thread, raising what it would raise. A door awaits this first so
         the event loop never compiles a grammar: the model's check (a JSON Schema turned into llama.cpp's grammar
         or llguidance's, up to tens of milliseconds for a large schema) caches what it compiled, and `submit`'s own
-        check then finds it there. A host that is not ready is left to `submit` to refuse."""
+        check then finds it there. A host that is not ready is left to `submit` to refuse.
+
+        When the model's engine is a PreparingEngine, the request is also rendered and tokenized here, so the model
+        thread only admits it: `submit` of the same request object picks the prepared one up."""
         if self.state == "ready":
-            await asyncio.to_thread(self._admitted, request)
+            await asyncio.to_thread(self._precheck, request)
+
+    def _precheck(self, request: GenerationRequest) -> None:
+        options = self._admitted(request)
+        engine = self._engine
+        if not isinstance(engine, PreparingEngine):
+            return
+        try:
+            prepared = engine.prepare(_engine_request(request, options))
+        except ModelHostError as exc:
+            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            raise
+        with self._cond:
+            self._prepared[id(request)] = (request, prepared)
+            while len(self._prepared) > MAX_PREPARED:  # a door that prechecked and never submitted
+                del self._prepared[next(iter(self._prepared))]
+
+    def _take_prepared(self, request: GenerationRequest) -> EngineRequest | None:
+        with self._cond:
+            entry = self._prepared.pop(id(request), None)
+        return entry[1] if entry is not None and entry[0] is request else None
 
     def _admitted(self, request: GenerationRequest) -> dict[str, Any]:
         """The request's checked options; a refusal is counted in the metrics and raised."""
@@ -438,6 +473,7 @@ class Host:
             self._model = self._loader()
             self._accepts_images = accepts_images(self._model)
             engine = engine_of(self._model)
+            self._engine = engine
             self.slots = engine.slots
             self.metrics.batch_slots.labels(self.name).set(engine.slots)
             self.state = "ready"  # aclose() waits for the load to end, so nothing else can have moved the state
@@ -656,10 +692,10 @@ class Host:
         # The host's cancel token goes in too: an engine whose step is long (a whole OCR page) can stop inside it.
         options = {**stream.options, "cancel": stream.cancel_event}
         try:
-            if request.messages:
-                admitted = engine.admit(EngineRequest(messages=tuple(request.messages), options=options))
+            if stream.prepared is not None:
+                admitted = engine.admit(replace(stream.prepared, options=options))
             else:
-                admitted = engine.admit(EngineRequest(prompt=request.prompt or "", options=options))
+                admitted = engine.admit(_engine_request(request, options))
         except ModelHostError as exc:
             self._finish(stream, Failed(exc.code, str(exc), option=getattr(exc, "option", None)))
             return
@@ -683,6 +719,12 @@ class Host:
             self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
         self.metrics.requests_finished.labels(name, reason).inc()
         stream._emit(event)
+
+
+def _engine_request(request: GenerationRequest, options: dict[str, Any]) -> EngineRequest:
+    if request.messages:
+        return EngineRequest(messages=tuple(request.messages), options=options)
+    return EngineRequest(prompt=request.prompt or "", options=options)
 
 
 def _cancelled_embedding() -> ModelHostError:

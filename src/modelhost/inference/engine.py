@@ -147,6 +147,23 @@ class Engine(Protocol):
 
 
 @runtime_checkable
+class PreparingEngine(Protocol):
+    """An engine that can do a request's admission work (options checked, template rendered, prompt tokenized) on
+    any thread, ahead of `admit`.
+
+    Why: `admit` runs on the thread that steps the engine, so tokenizing a long prompt there stalls every request
+    in its slots for that long. A caller with a thread of its own (the host's `precheck` runs on a worker thread)
+    calls `prepare` there and admits what it returns; `admit` then only takes a slot.
+    """
+
+    def prepare(self, request: EngineRequest) -> EngineRequest:
+        """The request with its prompt as `prompt_ids` (the same tokens `admit` would make), or the request itself
+        when it cannot be prepared ahead (an image prompt, a classify request). Raises what `admit` would raise
+        for a bad request. Safe beside a running `step()`: it touches no slot and no cache."""
+        ...
+
+
+@runtime_checkable
 class EngineModel(Protocol):
     """A loaded model that generates through an Engine (the capability the host looks for).
 

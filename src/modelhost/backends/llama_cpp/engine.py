@@ -30,7 +30,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from modelhost.errors import GenerationError, ModelHostError, ModelLoadError
 from modelhost.inference.decoding import SequenceDecoder, ThoughtTracker
 from modelhost.inference.engine import Admitted, EngineOutput, EngineRequest, Handle, StepResult
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import FinishReason, GenerateMetrics, Token
+from modelhost.inference.types import FinishReason, GenerateMetrics, Token, has_images
 
 #: Tokens per llama_decode call during a lone prefill: llama-cpp-python's default, large enough to keep the matrix
 #: kernels busy and small enough that the batch buffers stay modest.
@@ -176,6 +176,16 @@ class LlamaEngine:
             thought=slot.chooser.thought if slot.chooser is not None else ThoughtTracker(None),
         )
         return Admitted(handle, total, keep)
+
+    def prepare(self, request: EngineRequest) -> EngineRequest:
+        """The request with its prompt rendered and tokenized (PreparingEngine): llama.cpp's tokenizer reads only the
+        vocabulary, so this is safe on another thread while the engine steps. Image prompts (mtmd tokenizes them
+        with their bitmaps) and classify requests come back as they are."""
+        if request.prompt_ids is not None or request.classify or has_images(request.messages):
+            return request
+        prompter = self.prompter
+        prompt = prompter.prompt(request, prompter.options(request.options))
+        return replace(request, prompt=None, messages=(), prompt_ids=tuple(prompt))
 
     def step(self) -> StepResult:
         """A token for each decoding slot (one llama_decode), then one prompt's chunk (or its images)."""
