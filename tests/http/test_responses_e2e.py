@@ -151,6 +151,19 @@ def test_a_required_tool_call_and_its_answer_round_trip(client: openai.OpenAI) -
 def test_what_needs_a_stored_response_or_another_tool_is_refused(client: openai.OpenAI) -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"previous_response_id": "resp_1"}, "previous_response_id"),
+        # A required call's schema is the tool's parameters: a bound past the contract's names the tool.
+        (
+            {
+                "tools": [
+                    {
+                        **WEATHER,
+                        "parameters": {"type": "object", "properties": {"x": {"type": "string", "maxLength": 10**6}}},
+                    }
+                ],
+                "tool_choice": "required",
+            },
+            "tools[0].parameters",
+        ),
         ({"background": True}, "background"),
         ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"input": [{"type": "file_search_call", "id": "x"}]}, "input[0].type"),

@@ -23,11 +23,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from modelhost.errors import pointer
 from modelhost.host.events import Done, GenerationRequest
 from modelhost.http import tools as tooling
 from modelhost.http.images import MAX_IMAGES, decode_image_data_uri, too_many_images
-from modelhost.http.openai.schema import REASONING_EFFORTS
+from modelhost.http.openai.schema import REASONING_EFFORTS, add_tools
 from modelhost.http.parsing import ParsedRequest, convert, invalid, unsupported
 from modelhost.http.relay import Answer
 from modelhost.inference.options import ANY_JSON_OBJECT
@@ -237,14 +236,8 @@ def parse_responses(data: Any, request_id: str = "") -> ParsedResponses:
         options["enable_thinking"] = effort != "none"
         names["enable_thinking"] = "reasoning.effort"
     if plan is not None:
-        options["tools"] = plan.specs()
-        names["tools"] = "tools"
-        call_schema = plan.schema()
-        if call_schema is not None:
-            options["json_schema"] = call_schema
-            names["json_schema"] = "tools"
-            for at, param in plan.schema_params().items():
-                names["json_schema" + pointer(at)] = param.replace(".function.parameters", ".parameters")
+        # Responses' tools are flat: `tools[i].parameters` where the chat shape says `tools[i].function.parameters`.
+        add_tools(plan, options, names, lambda param: param.replace(".function.parameters", ".parameters"))
     parsed = ParsedRequest(
         GenerationRequest(messages=turns, options=options, request_id=request_id),
         stream=req.stream,

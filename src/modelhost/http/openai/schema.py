@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -252,6 +252,21 @@ def _chat_message(index: int, msg: _ChatMessage, images_so_far: int) -> Message:
     return Message(role, "\n".join(texts), tuple(images), **tool_fields)
 
 
+def add_tools(
+    plan: tooling.ToolPlan, options: dict[str, Any], names: dict[str, str], where: Callable[[str], str] = str
+) -> None:
+    """A tool plan as the contract's options: the tools (the backend renders them through the model's own chat
+    template, or its generic tools turn), and a required call's schema, each part of it named by `where(param)`
+    of the chat shape's parameter (`tools[i].function.parameters`)."""
+    options["tools"] = plan.specs()
+    names["tools"] = "tools"
+    call_schema = plan.schema()
+    if call_schema is not None:
+        options["json_schema"] = call_schema
+        names["json_schema"] = "tools"
+        names.update({"json_schema" + pointer(at): where(param) for at, param in plan.schema_params().items()})
+
+
 def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
     """Decoded JSON of POST /v1/chat/completions -> ParsedRequest; raises ApiError naming the bad parameter."""
     req: ChatCompletionRequest = convert(data, ChatCompletionRequest)
@@ -289,14 +304,7 @@ def parse_chat_completion(data: Any, request_id: str = "") -> ParsedRequest:
         options["enable_thinking"] = thinking
         names["enable_thinking"] = thinking_param
     if tool_plan is not None:
-        # The backend renders them through the model's own chat template (or its generic tools turn).
-        options["tools"] = tool_plan.specs()
-        names["tools"] = "tools"
-        call_schema = tool_plan.schema()
-        if call_schema is not None:
-            options["json_schema"] = call_schema
-            names["json_schema"] = "tools"
-            names.update({"json_schema" + pointer(at): param for at, param in tool_plan.schema_params().items()})
+        add_tools(tool_plan, options, names)
     return ParsedRequest(
         GenerationRequest(messages=messages, options=options, request_id=request_id),
         stream=req.stream,
