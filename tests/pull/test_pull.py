@@ -39,6 +39,7 @@ def _model_files(root: Path) -> list[Path]:
 def test_pull_a_quantisation_then_generate_with_it(
     hub_env: dict[str, str], hub_server: hubserver.HubServer, tiny_llama_f16: Path
 ) -> None:
+    pytest.importorskip("llama_cpp")
     pulled = run_cli("pull", f"{GGUF_REPO}:F16", env=hub_env)
     assert pulled.returncode == 0, pulled.stderr
     assert pulled.stdout.strip() == f"{GGUF_REPO}:F16", "stdout is the name that loads it, for scripts"
@@ -62,6 +63,7 @@ def test_pull_a_quantisation_then_generate_with_it(
 def test_pull_a_safetensors_folder_then_load_it(
     hub_env: dict[str, str], hub_server: hubserver.HubServer, tiny_llama_dir: Path
 ) -> None:
+    pytest.importorskip("transformers")
     pulled = hub.pull(FOLDER_REPO)
     folder = Path(pulled.path)
     assert catalogue.resolve(FOLDER_REPO) == str(folder)
