@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,6 +20,7 @@ from modelhost.errors import (
     InvalidOptionError,
     ModelHostError,
     ModelLoadError,
+    ModelNotFoundError,
     NoBackendsError,
     NotTrainableError,
 )
@@ -43,6 +45,15 @@ def _safe_available(backend: Backend) -> bool:
         return bool(backend.available())
     except Exception:
         log.warning("backend %r: available() raised; treating it as unavailable", backend.name, exc_info=True)
+        return False
+
+
+def _safe_accepts(backend: Backend, path: str) -> bool:
+    """`backend.accepts(path)` for an available FormatProbe; False for any other backend, and when the probe fails."""
+    try:
+        return isinstance(backend, FormatProbe) and _safe_available(backend) and backend.accepts(path)
+    except Exception:
+        log.warning("backend %r failed to probe %s; taking it as a no", backend.name, path, exc_info=True)
         return False
 
 
@@ -103,18 +114,29 @@ class Registry:
 
     def load_model(self, path: str, backend: str | None = None, **opts: Any) -> TextModel:
         """Resolve `path` through the catalogue and load it with the pinned backend or the first suitable one."""
-        resolved = catalogue.resolve(path)
+        resolved = self._resolve(path)
         load_opts = {k: v for k, v in opts.items() if v is not None}
         return self._load_with(self._choose(path, resolved, backend, opts), resolved, load_opts)
 
     def memory_estimate(self, path: str, backend: str | None = None, **opts: Any) -> int | None:
         """Bytes the model at `path` will hold once `load_model(path, backend, **opts)` loads it, from the backend
         that would load it (the MemoryEstimator capability); None when that backend cannot say."""
-        resolved = catalogue.resolve(path)
+        resolved = self._resolve(path)
         estimator = as_capability(self._choose(path, resolved, backend, opts), MemoryEstimator)
         if estimator is None:
             return None
         return estimator.memory_estimate(resolved, **{k: v for k, v in opts.items() if v is not None})
+
+    def _resolve(self, path: str) -> str:
+        """The catalogue's path for `path`; or `path` itself when it exists in a format the catalogue does not know
+        but an available backend accepts (its FormatProbe), so a new backend's own format needs nothing here."""
+        try:
+            return catalogue.resolve(path)
+        except ModelNotFoundError:
+            candidate = os.path.expanduser(path)
+            if os.path.exists(candidate) and any(_safe_accepts(b, candidate) for b in self.ordered()):
+                return candidate
+            raise
 
     def _choose(self, path: str, resolved: str, backend: str | None, opts: Mapping[str, Any]) -> Backend:
         """The backend `load_model` uses: the pinned one, else the first available one that accepts the file."""
