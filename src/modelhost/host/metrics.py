@@ -2,17 +2,31 @@
 
 They live with the scheduler because that is the one place every request of every door passes: a door adds
 nothing of its own to latency figures. Each Host owns a CollectorRegistry, so two hosts in one process (tests)
-never collide and `/metrics` of a door shows exactly its host.
+never collide and `/metrics` of a door shows exactly its host. The registry also carries prometheus_client's
+`process_*` series (memory, CPU, open files of this process), once.
+
+vLLM's names where vLLM has the figure: `request_success` counts requests by finish reason (stop, length,
+cancelled) and `request_failure` those that ended in an error, by code; `request_prompt_tokens`,
+`request_generation_tokens`, `request_prefill_time_seconds` and `request_decode_time_seconds` are histograms with
+one observation per request the model worked on; `kv_cache_usage_perc` is a fraction (0 to 1, as vLLM's).
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+
+from modelhost.inference.types import GenerateMetrics
 
 # Latency buckets in seconds: from a cached-prompt first token on a small model (~10 ms) to a long page (minutes).
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 # Inter-token buckets: 1 ms (GPU) to 1 s (a large model on a busy CPU).
 _ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
+
+
+# Per-request token counts (prompt or answer): vLLM's 1-2-5 steps, from a one-token answer to a 200k-token context, so
+# a chat turn (tens), a page of a document (hundreds to a few thousand) and a long context each land in their own
+# bucket; a finer grid would only multiply series per model.
+_TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
 
 
 # Batch sizes: from one sequence to a full prefill chunk on top of many decoding slots.
@@ -65,8 +79,50 @@ class HostMetrics:
         self.generation_tokens = Counter("modelhost_generation_tokens", "Tokens generated.", labels, registry=r)
         self.requests_finished = Counter(
             "modelhost_request_success",
-            "Requests finished, by finish reason (stop, length, cancelled, error).",
+            "Requests finished, by finish reason (stop, length, cancelled); failures are in request_failure.",
             [*labels, "finished_reason"],
+            registry=r,
+        )
+        self.requests_failed = Counter(
+            "modelhost_request_failure",
+            "Requests (generations and embeddings) that ended in an error, by error code: refused at admission "
+            "(those are also in request_rejected) or failed on the model.",
+            [*labels, "code"],
+            registry=r,
+        )
+        self.request_prompt_tokens = Histogram(
+            "modelhost_request_prompt_tokens",
+            "Prompt tokens per request (cached ones included), one observation per request the model worked on.",
+            labels,
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.request_generation_tokens = Histogram(
+            "modelhost_request_generation_tokens",
+            "Tokens generated per request the model worked on.",
+            labels,
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.request_prefill_time = Histogram(
+            "modelhost_request_prefill_time_seconds",
+            "Per request: time the model spent evaluating its prompt, up to the first token.",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.request_decode_time = Histogram(
+            "modelhost_request_decode_time_seconds",
+            "Per request: time from its first token to its last.",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.kv_cache_usage = Gauge(
+            "modelhost_kv_cache_usage_perc",
+            "Fraction (0 to 1) of the model's KV-cache cells held by running requests; prefixes idle slots keep for "
+            "reuse count as free, as in vLLM. Only for models whose engine reports it.",
+            labels,
             registry=r,
         )
         self.requests_rejected = Counter(
@@ -119,8 +175,31 @@ class HostMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        if registry is None:
+            # prometheus_client's process_* series (memory, CPU, open files), on the registry made here only: a
+            # caller's registry may have its own already (the library's default REGISTRY does), and a registry does
+            # not refuse a second one, so every process_* sample would appear twice and Prometheus reject the scrape.
+            ProcessCollector(registry=r)
         self.model_name = model_name
         self.include(model_name)
+
+    def reject(self, model_name: str, code: str) -> None:
+        """Count a request refused at admission: a rejection, and so a failure."""
+        self.requests_rejected.labels(model_name, code).inc()
+        self.requests_failed.labels(model_name, code).inc()
+
+    def finished(self, model_name: str, m: GenerateMetrics) -> None:
+        """Count the tokens of a request the model worked on and that ended without an error (cancelled included),
+        and observe each per-request histogram once from its GenerateMetrics. (Its finish reason is counted when
+        its terminal event goes out, with the requests that never reached the model.)"""
+        self.prompt_tokens.labels(model_name).inc(m.prompt_tokens)
+        self.prompt_tokens_cached.labels(model_name).inc(m.cached_prompt_tokens)
+        self.prompt_tokens_evaluated.labels(model_name).inc(max(0, m.prompt_tokens - m.cached_prompt_tokens))
+        self.generation_tokens.labels(model_name).inc(m.generated_tokens)
+        self.request_prompt_tokens.labels(model_name).observe(m.prompt_tokens)
+        self.request_generation_tokens.labels(model_name).observe(m.generated_tokens)
+        self.request_prefill_time.labels(model_name).observe(m.prefill_seconds)
+        self.request_decode_time.labels(model_name).observe(m.decode_seconds)
 
     def mean_request_seconds(self, model_name: str) -> float | None:
         """The mean time of `model_name`'s requests so far, from submission to their end (None before the first)."""

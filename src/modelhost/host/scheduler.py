@@ -59,7 +59,7 @@ from modelhost.inference.capabilities import (
     check_embedding_inputs,
     check_prompt_size,
 )
-from modelhost.inference.engine import Engine, EngineRequest, Handle, PreparingEngine
+from modelhost.inference.engine import CacheReportingEngine, Engine, EngineRequest, Handle, PreparingEngine
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, EmbeddingResult, GenerateMetrics, Token, has_images
@@ -331,7 +331,7 @@ class Host:
         try:
             prepared = engine.prepare(_engine_request(request, options))
         except ModelHostError as exc:
-            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            self.metrics.reject(self.name, exc.code)
             raise
         with self._cond:
             self._prepared[id(request)] = (request, prepared)
@@ -348,7 +348,7 @@ class Host:
         try:
             return self._validate(request)
         except ModelHostError as exc:
-            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            self.metrics.reject(self.name, exc.code)
             raise
 
     def submit_embedding(
@@ -376,7 +376,7 @@ class Host:
                     "dimensions", f"model {self.name!r} makes vectors of {embedder.embedding_size()} dimensions only"
                 )
         except ModelHostError as exc:
-            self.metrics.requests_rejected.labels(self.name, exc.code).inc()
+            self.metrics.reject(self.name, exc.code)
             raise
         ticket = EmbeddingTicket(self, items, {"normalize": normalize, "truncate": truncate})
         with self._cond:
@@ -394,7 +394,7 @@ class Host:
     def _check_room(self) -> None:
         # Under the lock. Embeddings and generations share the bound: both wait for the same thread.
         if self.waiting >= self.max_queue:
-            self.metrics.requests_rejected.labels(self.name, QueueFullError.code).inc()
+            self.metrics.reject(self.name, QueueFullError.code)
             raise QueueFullError(f"queue full: {self.waiting} requests waiting for {self.name!r}")
 
     def _gauge_waiting(self) -> None:
@@ -523,10 +523,11 @@ class Host:
             self.metrics.requests_running.labels(self.name).set(0)
             self._idle.set()
         for stream in doomed:
-            self.metrics.requests_finished.labels(self.name, "error").inc()
+            self.metrics.requests_failed.labels(self.name, "internal").inc()
             stream._emit(Failed("internal", message))
         for ticket in tickets:
             self.metrics.embedding_requests.labels(self.name, "error").inc()
+            self.metrics.requests_failed.labels(self.name, "internal").inc()
             ticket._resolve(ModelHostError(message))
 
     # -- embeddings (the model thread) -----------------------------------------------------------------------------
@@ -575,6 +576,8 @@ class Host:
             self.metrics.embedding_inputs.labels(name).inc(len(ticket.texts))
             self.metrics.embedding_tokens.labels(name).inc(answer.prompt_tokens)
         self.metrics.embedding_requests.labels(name, outcome).inc()
+        if isinstance(answer, ModelHostError) and outcome == "error":
+            self.metrics.requests_failed.labels(name, answer.code).inc()
         self.metrics.embedding_latency.labels(name).observe(time.perf_counter() - ticket.submitted_at)
         ticket._resolve(answer)
 
@@ -591,12 +594,8 @@ class Host:
             stream._emit(Delta(token.text, progress.tokens, logprobs, token.channel))
 
     def _done(self, stream: RequestStream, m: GenerateMetrics) -> None:
-        name = self.name
         reason = "cancelled" if stream.cancel_event.is_set() else (m.finish_reason or "stop")
-        self.metrics.prompt_tokens.labels(name).inc(m.prompt_tokens)
-        self.metrics.prompt_tokens_cached.labels(name).inc(m.cached_prompt_tokens)
-        self.metrics.prompt_tokens_evaluated.labels(name).inc(max(0, m.prompt_tokens - m.cached_prompt_tokens))
-        self.metrics.generation_tokens.labels(name).inc(m.generated_tokens)
+        self.metrics.finished(self.name, m)
         self._finish(stream, Done(reason, m.prompt_tokens, m.generated_tokens, m))
 
     # -- the one loop (the model thread) ---------------------------------------------------------------------------
@@ -608,6 +607,9 @@ class Host:
         """
         live: dict[Handle, tuple[RequestStream, _Progress]] = {}
         name = self.name
+        # The engine's KV-cache report, looked up once (a Protocol check per step would cost more than the report).
+        usage = engine.cache_usage if isinstance(engine, CacheReportingEngine) else None
+        self._gauge_cache(usage)  # shown from the start, at its idle value
         while True:
             self._embed_between()  # between two steps: an embedding never waits for a generation to finish
             # Cancellation is applied here, once per iteration: cancelled requests leave first, so their slots are
@@ -624,6 +626,7 @@ class Host:
                 self._admit(engine, stream, live)
             self.metrics.batch_slots_used.labels(name).set(len(live))
             if not live:
+                self._gauge_cache(usage)  # the last request may have just been cancelled
                 continue
             try:
                 result = engine.step()
@@ -658,6 +661,13 @@ class Host:
                     self._finish(stream, failed)
                 else:
                     self._done(stream, out.metrics or GenerateMetrics(finish_reason=out.finish_reason))
+            self._gauge_cache(usage)  # after the step: requests it finished hold no cells any more
+
+    def _gauge_cache(self, usage: Callable[[], float | None] | None) -> None:
+        """The KV-cache gauge (once per loop iteration) from the engine's report; never shown without one."""
+        value = usage() if usage is not None else None
+        if value is not None:
+            self.metrics.kv_cache_usage.labels(self.name).set(value)
 
     def _take(self, engine: Engine, live: dict[Handle, Any]) -> list[RequestStream] | None:
         """Waiting requests for the free slots; blocks while there is nothing at all to do; None once closed."""
@@ -707,7 +717,6 @@ class Host:
 
     def _finish(self, stream: RequestStream, event: Done | Failed, *, started: bool = True) -> None:
         name = self.name
-        reason = event.finish_reason if isinstance(event, Done) else "error"
         if started:
             # Leave "running" before counting the request finished, so no scrape ever sees it in both.
             with self._cond:
@@ -717,7 +726,10 @@ class Host:
                 if self._quiet():
                     self._idle.set()
             self.metrics.e2e_latency.labels(name).observe(time.perf_counter() - stream.submitted_at)
-        self.metrics.requests_finished.labels(name, reason).inc()
+        if isinstance(event, Done):
+            self.metrics.requests_finished.labels(name, event.finish_reason).inc()
+        else:
+            self.metrics.requests_failed.labels(name, event.code).inc()
         stream._emit(event)
 
 

@@ -175,3 +175,15 @@ class EngineModel(Protocol):
     def engine(self) -> Engine:
         """The model's engine (the same object at every call until the model is closed)."""
         ...
+
+
+@runtime_checkable
+class CacheReportingEngine(Protocol):
+    """An engine that can say how full its KV cache is (optional: the host's `kv_cache_usage_perc` gauge is shown
+    only for a model whose engine offers it)."""
+
+    def cache_usage(self) -> float | None:
+        """The fraction (0 to 1) of the engine's KV-cache cells that live requests hold now (a prefix kept for
+        reuse by an idle slot counts as free, as vLLM counts its prefix cache); None when unknown. Cheap and
+        called from the thread that steps the engine, once per step of its caller's loop."""
+        ...

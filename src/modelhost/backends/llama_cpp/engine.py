@@ -253,6 +253,14 @@ class LlamaEngine:
         """True once the engine (or the model it runs on) was closed."""
         return self._ctx is None or self._ctx.ctx is None
 
+    def cache_usage(self) -> float:
+        """The fraction of the context's KV cells that live requests hold (CacheReportingEngine): each slot owns
+        `slot_context` cells, and a slot holds as many as its sequence has positions. A prefix an idle slot keeps
+        for the next request counts as free (it is overwritten as soon as a request needs the cells). Reads Python
+        lists only: no call into llama.cpp."""
+        held = sum(len(s.cached) for s in self._slots if s.handle is not None)
+        return min(1.0, held / (self.slot_context * self.slots))
+
     def cached_tokens(self) -> tuple[tuple[int, ...], ...]:
         """What each slot's KV sequence holds, from position 0 (-1 for an image position): the prefix the next
         request there may reuse. For operators and tests; reading it changes nothing."""
