@@ -135,6 +135,12 @@ def test_every_door_serves_the_same_model_and_a_stop_drains_them(served: tuple[S
         float(m.group(1)) for m in re.finditer(r"^modelhost_request_success_total\{[^}]*\} (\S+)$", metrics, re.M)
     )
     assert finished >= 3, "the three doors share one scheduler, so its metrics count all three requests"
+    with httpx.Client(base_url=worker_url, timeout=STATE_WAIT_SECONDS) as worker:
+        worker_metrics = worker.get("/metrics").text
+    for page in (metrics, worker_metrics):
+        # Both doors show the host's registry, which carries the process_* series: once on each page, not per door
+        # or per model (a duplicated sample makes Prometheus reject the whole scrape).
+        assert len(re.findall(r"^process_resident_memory_bytes \S+$", page, re.M)) == 1, page
 
     serving.proc.send_signal(signal.SIGTERM)
     assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
