@@ -17,7 +17,6 @@ A tool whose package or program is missing is reported as unavailable with the r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import subprocess
 import sys
@@ -203,19 +202,6 @@ class RapidOcr:
 
     def close(self) -> None:
         self._engine = None
-
-
-def import_baselines_first() -> None:
-    """Import rapidocr as RapidOCR itself does, before modelhost can.
-
-    modelhost's pixel path (docengine.pixels.import_rapidocr) imports rapidocr with its model table emptied to save
-    start-up, and rapidocr keeps that table for the life of the process: any later RapidOCR() with its defaults, the
-    `rapidocr` baseline's and the one pymupdf4llm uses for image pages, then fails with "Unsupported configuration:
-    onnxruntime.PP-OCRv6.det.small". Imported first, every tool gets the real table (modelhost's only costs more
-    start-up, which is not in s/page).
-    """
-    with contextlib.suppress(ImportError):
-        import rapidocr.main  # noqa: F401
 
 
 TOOLS: dict[str, type[Any]] = {

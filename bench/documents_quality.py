@@ -359,13 +359,16 @@ def floors(files: list[FileScore]) -> str:
     def down(found: int, total: int) -> str:
         return "None" if not total else f"{math.floor(100 * found / total) / 100:.2f}"
 
+    def level(agreement: float | None) -> str:
+        return "None" if agreement is None else f"{math.floor(100 * agreement + 1e-9) / 100:.2f}"
+
     rows = []
     for s in files:
         cer = math.ceil(100 * s.char_errors / s.chars) / 100 if s.chars else 1.0
         rows.append(
             f'    "{s.file}": Floor({max(cer, 0.01):.2f}, {down(s.words_found, s.words)}, '
             f"{down(s.headings_found, s.headings)}, {s.headings_false}, {down(s.cells_found, s.cells)}, "
-            f"{s.tables_false}, {down(s.sentences_whole, s.sentences)}),"
+            f"{s.tables_false}, {down(s.sentences_whole, s.sentences)}, {level(s.level_agreement)}),"
         )
     return "\n".join(rows)
 
@@ -398,7 +401,6 @@ def main() -> None:
         print(f"rescored {args.rescore}: {', '.join(names)} on the {len(entries)} files all of them finished")
     else:
         load_before = os.getloadavg()
-        doctools.import_baselines_first()
         tools: list[Any] = []
         for name in args.tools:
             tool = doctools.TOOLS[name]()

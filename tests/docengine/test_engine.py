@@ -42,7 +42,10 @@ class RecordingReader:
         self.sizes: list[tuple[int, int]] = []
 
     async def read(self, image: Any, *, max_tokens: int) -> _Answer:
-        self.sizes.append(image.size)
+        # a rendered PDF page reaches a model as an HxWx3 uint8 array (sharing the page image's memory), which every
+        # backend reads without copying it
+        assert image.dtype == "uint8" and image.shape[2] == 3, (type(image), getattr(image, "shape", None))
+        self.sizes.append((image.shape[1], image.shape[0]))
         return _Answer("<doctag><text><loc_0><loc_0><loc_500><loc_50>read from pixels</text></doctag>")
 
 
@@ -76,7 +79,7 @@ def test_a_page_without_a_text_layer_goes_to_the_reader_and_text_layer_off_sends
     reader = RecordingReader()
     [page] = collect(engine, scan, reader=reader)
     assert isinstance(page, EnginePage) and page.via == "recording" and page.layout is None
-    assert page.image is not None and reader.sizes == [page.image.size]
+    assert page.image is not None and reader.sizes == [page.size] == [(612, 396)]
     assert "read from pixels" in page.doctags
     born = collect(engine, corpus("pdf/multi_page.pdf"), [2, 1], reader=reader, text_layer=False)
     assert [p.number for p in born] == [2, 1] and {p.via for p in born} == {"recording"}

@@ -136,3 +136,24 @@ def test_bad_images_are_refused_before_any_model_runs(reader: PixelReader, image
 def test_a_blank_page_has_no_words(reader: PixelReader) -> None:
     content = reader.read(np.full((800, 600, 3), 255, np.uint8), 100)
     assert content.words == () and content.width == pytest.approx(600 * 72 / 100)
+
+
+def test_rapidocr_with_its_defaults_still_works_after_the_pixel_path_loads() -> None:
+    # The pixel path once imported rapidocr with its model table emptied, and rapidocr keeps that table for the
+    # process: a later RapidOCR() with its defaults (pymupdf4llm's OCR, a user's own) failed with "Unsupported
+    # configuration". A fresh process, so the pixel path is what imports rapidocr first.
+    import subprocess
+    import sys
+
+    script = (
+        "from modelhost.docengine.pixels import PixelReader\n"
+        "PixelReader.load()\n"
+        "from rapidocr import RapidOCR\n"
+        "import pypdfium2 as pdfium, numpy as np\n"
+        f"doc = pdfium.PdfDocument({str(corpus('pdfspec/scanned.pdf'))!r})\n"
+        "image = np.asarray(doc[0].render(scale=150 / 72).to_pil().convert('RGB'))\n"
+        "print(' '.join(RapidOCR()(image).txts or ()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "PyMuPDF" in done.stdout and "Python" in done.stdout, done.stdout

@@ -130,3 +130,26 @@ def test_a_huge_declared_page_is_rendered_within_the_pixel_bound(tmp_path: Path,
 def test_page_ranges_name_many_pages_in_one_line() -> None:
     assert page_ranges([5, 2, 3, 4, 9, 11, 10]) == "2-5, 9-11"
     assert page_ranges([]) == ""
+
+
+def test_children_outlive_the_thread_that_started_them(pdfs: dict[str, Path]) -> None:
+    # PR_SET_PDEATHSIG follows the starting thread: children started from an asyncio.to_thread worker died when it
+    # did (the next asyncio.run's first document failed with "opening it stopped its reader (SIGKILL)").
+    import threading
+
+    with Sandbox(1, Limits(memory_bytes=1 << 30, cpu_seconds=120, wall_seconds=600)) as box:
+        # a first job from that thread: the child has answered, so it has armed its death signal by then
+        starter = threading.Thread(target=box.page_count, args=(pdfs["text"],))
+        starter.start()
+        starter.join()
+        pids = box.pids()
+        assert len(pids) == 1
+        # the thread is gone from the kernel (its exit, and any death signal it sends, has happened)
+        native = Path(f"/proc/self/task/{starter.native_id}")
+        for _ in range(6000):
+            if not native.exists():
+                break
+            threading.Event().wait(0.05)
+        assert not native.exists()
+        assert box.page_count(pdfs["text"]) == 1
+        assert box.pids() == pids  # the same child answered: it was not killed and replaced

@@ -83,33 +83,17 @@ def find_models(folder: Path) -> dict[str, Path] | None:
 
 
 def import_rapidocr() -> Any:
-    """rapidocr's RapidOCR class, imported without parsing its model-download table.
+    """rapidocr's RapidOCR class, imported as rapidocr imports itself.
 
-    Where the start-up went: importing rapidocr parses its 85 KB `default_models.yaml` (the URLs it downloads models
-    from) into OmegaConf objects twice, at module level (`utils.model_resolver`, `inference_engine.base`): 2.5-9 s of
-    a 5-13 s load on this machine (cProfile: OmegaConf.load 9.0 s of 16.7 s, under load), for a table that only
-    serves downloads, which the pixel path never makes (every model is named by path). So for the import alone
-    that one file loads as an empty table; a download attempt, should any code path try one, then fails with
-    rapidocr's own "Unsupported configuration" instead of fetching. Every other file loads as usual.
+    An earlier version emptied rapidocr's model-download table (`default_models.yaml`) for the import to save its
+    parse, and rapidocr keeps that table for the life of the process: every later RapidOCR() with its defaults in
+    the same process (pymupdf4llm's OCR, a user's own) then failed with "Unsupported configuration". Measured: the
+    parse costs ~0.45 s of CPU once per process (1.4 s against 0.95 s for the whole load, three runs each), not
+    worth a process-wide side effect.
     """
-    import sys
+    from rapidocr.main import RapidOCR
 
-    if "rapidocr.main" not in sys.modules:
-        from omegaconf import OmegaConf
-
-        real = OmegaConf.load
-
-        def load(file_: Any, *args: Any, **kwargs: Any) -> Any:
-            if Path(str(file_)).name == "default_models.yaml" and "rapidocr" in Path(str(file_)).parts:
-                return OmegaConf.create({"model_routes": {}, "lang_mapping": {}})
-            return real(file_, *args, **kwargs)
-
-        OmegaConf.load = load  # type: ignore[method-assign]
-        try:
-            importlib.import_module("rapidocr.main")
-        finally:
-            OmegaConf.load = real  # type: ignore[method-assign]
-    return sys.modules["rapidocr.main"].RapidOCR
+    return RapidOCR
 
 
 def check_image(image: Any) -> np.ndarray:
@@ -131,8 +115,9 @@ def check_size(width: int, height: int) -> None:
 
 @dataclass(slots=True)
 class Detection:
-    """One page after detection: the upright image (BGR, as the models read it), its line quads in that frame
-    (full-resolution pixels, reading direction top-left -> top-right), the rotation undone, and layout regions."""
+    """One page after detection: the upright image (RGB: the caller's own pixels when the page is upright), its line
+    quads in that frame (full-resolution pixels, reading direction top-left -> top-right), the rotation undone, and
+    layout regions."""
 
     image: np.ndarray
     quads: list[np.ndarray]
@@ -222,12 +207,18 @@ class PixelReader:
         return self._layout is not None
 
     # -- detection -------------------------------------------------------------------------------------------------
-    def _quads(self, bgr: np.ndarray) -> list[np.ndarray]:
+    def _shrunk(self, rgb: np.ndarray) -> tuple[np.ndarray, float]:
+        # The page as the detector and the layout model see it: BGR, its long side at most det_max_side. Only this
+        # small copy is ever BGR: a full-size BGR copy of a 6250x6250 page was 117 MB more at every page's peak,
+        # and recognition crops are turned to BGR one line at a time instead (_crop).
         import cv2
 
-        height, width = bgr.shape[:2]
+        height, width = rgb.shape[:2]
         ratio = min(1.0, self._det_max_side / max(height, width))
-        small = cv2.resize(bgr, (max(1, round(width * ratio)), max(1, round(height * ratio)))) if ratio < 1 else bgr
+        small = cv2.resize(rgb, (max(1, round(width * ratio)), max(1, round(height * ratio)))) if ratio < 1 else rgb
+        return np.ascontiguousarray(small[:, :, ::-1]), ratio
+
+    def _quads(self, small: np.ndarray, ratio: float) -> list[np.ndarray]:
         result = self._det(small)
         if result.boxes is None or len(result.boxes) == 0:
             return []
@@ -238,23 +229,25 @@ class PixelReader:
         rgb = check_image(image)
         if not dpi > 0:
             raise InvalidInputError(f"dpi: must be positive, got {dpi}")
-        bgr = np.ascontiguousarray(rgb[:, :, ::-1])
-        quads = self._quads(bgr)
+        small, ratio = self._shrunk(rgb)
+        quads = self._quads(small, ratio)
         rotation = 0
         if self._cls is not None and quads:
-            rotation = orientation.page_rotation(bgr, quads, _crop, orientation.classifier_votes(self._cls))
+            rotation = orientation.page_rotation(rgb, quads, _crop, orientation.classifier_votes(self._cls))
         if rotation:
-            height, width = bgr.shape[:2]
-            bgr = orientation.upright(bgr, rotation)
+            height, width = rgb.shape[:2]
+            rgb = orientation.upright(rgb, rotation)
             quads = orientation.turn_quads(quads, rotation, width, height)
+            small, ratio = self._shrunk(rgb)
         else:
             quads = [orientation.order_corners(q) for q in quads]
         scale = 72.0 / dpi
-        regions = self._layout(bgr, scale) if self._layout is not None else ()
+        # the layout model reads the shrunk page (it shrinks any page to its own input, ~800 px, anyway)
+        regions = self._layout(small, scale / ratio) if self._layout is not None else ()
         heights = [_line_height(q) for q in quads]
         body = _body_height(quads, heights)
         order = sorted(range(len(quads)), key=lambda i: (float(quads[i][:, 1].min()), float(quads[i][:, 0].min())))
-        return Detection(bgr, [quads[i] for i in order], rotation, scale, tuple(regions), body)
+        return Detection(rgb, [quads[i] for i in order], rotation, scale, tuple(regions), body)
 
     # -- recognition -----------------------------------------------------------------------------------------------
     def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
@@ -304,12 +297,12 @@ class PixelReader:
             right, bottom = min(width, math.ceil(x1 / scale)), min(height, math.ceil(y1 / scale))
             if right - left < 4 or bottom - top < 4:
                 continue  # no text fits in a box a few pixels wide
-            bgr = np.ascontiguousarray(rgb[top:bottom, left:right, ::-1])
-            quads = [orientation.order_corners(q) for q in self._quads(bgr)]
+            crop = rgb[top:bottom, left:right]
+            quads = [orientation.order_corners(q) for q in self._quads(*self._shrunk(crop))]
             if not quads:
                 continue
             heights = [_line_height(q) for q in quads]
-            detection = Detection(bgr, quads, 0, scale, (), _body_height(quads, heights))
+            detection = Detection(crop, quads, 0, scale, (), _body_height(quads, heights))
             for word in self.recognise(detection, range(len(quads))):
                 bx0, by0, bx1, by1 = word.bbox
                 dx, dy = left * scale, top * scale
@@ -334,10 +327,11 @@ def _batches(crops: dict[int, np.ndarray]) -> list[list[int]]:
     return out
 
 
-def _crop(image: np.ndarray, quad: np.ndarray) -> np.ndarray:
+def _crop(rgb: np.ndarray, quad: np.ndarray) -> np.ndarray:
+    # One line cut out of the RGB page and turned to BGR, as the recogniser and the line classifier read it.
     from rapidocr.utils.process_img import get_rotate_crop_image
 
-    return np.asarray(get_rotate_crop_image(image, quad.astype(np.float32).copy()))
+    return np.ascontiguousarray(np.asarray(get_rotate_crop_image(rgb, quad.astype(np.float32).copy()))[:, :, ::-1])
 
 
 def _line_height(quad: np.ndarray) -> float:

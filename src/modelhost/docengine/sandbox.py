@@ -11,7 +11,8 @@ document (open, page count, the text layer, rendering) runs in a small pool of c
   SIGXCPU;
 - bounded in wall time by the parent, which kills a child that has not answered in time (a child blocked on
   something that costs no CPU still ends);
-- killed with its parent (PR_SET_PDEATHSIG), so a SIGKILLed worker leaves no pdfium behind.
+- killed with its parent (PR_SET_PDEATHSIG, armed from a spawner thread that lives as long as the process), so a
+  SIGKILLed worker leaves no pdfium behind.
 
 A child that dies is replaced on its next job; the job's caller gets a `PageError` (or `DocumentError` when the
 document could not even be opened) naming the file and what stopped it, and the other pages and documents go on.
@@ -22,7 +23,7 @@ A child whose open failed therefore exits after answering, and the next job gets
 
 Results cross the process boundary cheaply: the text layer's PageContent by pickle (plain values), a rendered page
 as its raw RGB rows through the socket (`send_bytes`, one copy; measured in this module's test), which the parent
-wraps as a PIL image without another copy.
+wraps as a numpy array without another copy.
 
 Pages of one document run in parallel on the pool's children (each child keeps the document it last opened, so
 page after page costs one open per child).
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,6 +56,11 @@ from modelhost.docengine.errors import DocumentError
 MAX_PAGE_PIXELS = (128 << 20) // 3
 #: Largest DPI accepted: a letter page at 600 DPI is 5100x6600 (34 MP, ~100 MB RGB), already past what OCR needs.
 MAX_DPI = 600
+
+
+#: How long a fresh child may take to start (Python, then pdfium imported): ~0.2 s idle, seconds on a loaded
+#: machine; a child that has not started in 2 minutes is on a machine that cannot run it.
+START_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +101,18 @@ class Pixels:
     data: bytes
 
     def image(self) -> Any:
-        """The pixels as a PIL RGB image (sharing `data`, no copy)."""
+        """The pixels as a PIL RGB image: a copy (PIL keeps RGB as 4 bytes a pixel); `array()` is not."""
         from PIL import Image
 
         return Image.frombuffer("RGB", (self.width, self.height), self.data, "raw", "RGB", self.stride, 1)
+
+    def array(self) -> Any:
+        """The pixels as a read-only HxWx3 uint8 array sharing `data` (pdfium renders packed rows: no copy), which
+        is what a model reads; `np.asarray(image())` would copy them again, twice over at its peak."""
+        import numpy as np
+
+        rows = np.frombuffer(self.data, np.uint8, self.stride * self.height).reshape(self.height, self.stride)
+        return rows[:, : self.width * 3].reshape(self.height, self.width, 3)
 
 
 class Sandbox:
@@ -201,6 +216,7 @@ class _Child:
         self.lock = threading.Lock()
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Connection | None = None
+        self.ready = False
 
     def ensure_started(self) -> Connection:
         if self.proc is not None and self.conn is not None and self.proc.poll() is None:
@@ -211,7 +227,8 @@ class _Child:
             code = (
                 f"from modelhost.docengine.sandbox import _serve; _serve({child.fileno()}, {self.limits.memory_bytes})"
             )
-            self.proc = subprocess.Popen(
+            spawn = _spawner().submit(
+                subprocess.Popen,
                 [sys.executable, "-c", code],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -219,14 +236,27 @@ class _Child:
                 stderr=subprocess.DEVNULL,  # pdfium's abort message on a bomb says nothing the PageError does not
                 close_fds=True,
             )
+            self.proc = spawn.result()
         finally:
             child.close()
         self.conn = Connection(parent.detach())
+        self.ready = False
         return self.conn
+
+    def _await_ready(self, conn: Connection, name: str, page: int) -> None:
+        # A fresh child answers "ready" once Python and pdfium are imported: a job's wall bound then times the job,
+        # not a start-up that takes seconds on a loaded machine (a 1 s bound once failed a good page that way).
+        if not conn.poll(START_SECONDS):
+            raise self._stopped(name, page, f"did not start within {START_SECONDS:g} s")
+        if conn.recv() != "ready":
+            raise self._stopped(name, page, "started wrongly")
+        self.ready = True
 
     def run(self, job: tuple[str, str, int, int], name: str, page: int) -> Any:
         conn = self.ensure_started()
         try:
+            if not self.ready:
+                self._await_ready(conn, name, page)
             conn.send((*job, self.limits.cpu_seconds))
             reply = self._receive(conn, name, page)
             if reply[0] == "pixels":
@@ -286,6 +316,24 @@ class _Child:
             self.proc = None
 
 
+_spawn_pool: ThreadPoolExecutor | None = None
+_spawn_lock = threading.Lock()
+
+
+def _spawner() -> ThreadPoolExecutor:
+    """The one thread children are started from, alive as long as the process.
+
+    PR_SET_PDEATHSIG fires when the THREAD that started the child exits, not its process: children started from an
+    `asyncio.to_thread` worker were SIGKILLed when that thread went (at the end of each `asyncio.run`, seen as
+    "opening it stopped its reader (SIGKILL)" on the next document of the same process). A thread that never exits
+    before the process does keeps the death signal meaning "the host is gone"."""
+    global _spawn_pool
+    with _spawn_lock:
+        if _spawn_pool is None:
+            _spawn_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdfium-sandbox-spawner")
+        return _spawn_pool
+
+
 def _signame(returncode: int) -> str:
     if returncode < 0:
         with contextlib.suppress(ValueError):
@@ -301,6 +349,11 @@ def _serve(fd: int, memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     _die_with_parent()
     conn = Connection(fd)
+    import pypdfium2  # noqa: F401  (imported before "ready": no job's wall time pays for it)
+
+    import modelhost.docengine.textlayer  # noqa: F401
+
+    conn.send("ready")
     state = _Open()
     while True:
         try:

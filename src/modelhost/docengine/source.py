@@ -43,7 +43,10 @@ class RenderedPage:
     """One page's pixels: `number` is 1-based in the document."""
 
     number: int
-    image: Any  # PIL.Image.Image, RGB
+    #: The page's pixels: a PDF page's as a read-only HxWx3 uint8 RGB array sharing the rendered bytes (a PIL RGB
+    #: image would be a copy of 4 bytes a pixel: 156 MB more for a 6250x6250 page), an image file's frame as a PIL
+    #: RGB image. Every reader takes either.
+    image: Any
 
 
 def parse_pages(spec: str | None, count: int) -> list[int]:
@@ -125,13 +128,14 @@ class Source:
             raise
 
     def render(self, number: int, dpi: int) -> RenderedPage:
-        """Page `number` (1-based) as RGB pixels; a PDF page at `dpi`, an image page at its own resolution.
+        """Page `number` (1-based) as RGB pixels (see RenderedPage); a PDF page at `dpi`, an image page at its own
+        resolution.
 
         PageError (a DocumentError) for a PDF page that cannot be loaded or that exhausts its sandbox."""
         if not 1 <= number <= self.count:
             raise DocumentError(f"{self.name}: no page {number} (it has {self.count})")
         if self._sandbox is not None:
-            return RenderedPage(number, self._sandbox.render(self.path, number - 1, dpi, self.name).image())
+            return RenderedPage(number, self._sandbox.render(self.path, number - 1, dpi, self.name).array())
         try:
             self._image.seek(number - 1)
             return RenderedPage(number, self._image.convert("RGB"))

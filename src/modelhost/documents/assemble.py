@@ -1,9 +1,9 @@
 """Per-page DocTags into one DoclingDocument, and that document into Markdown, JSON, HTML or DocTags.
 
 docling-core reads the DocTags (`DocTagsDocument.from_doctags_and_image_pairs` then
-`DoclingDocument.load_from_doctags`); the page images must be passed, or every page is 1x1. They are dropped from
-the document afterwards: a JSON that carries each page as a base64 PNG is megabytes per page for nothing the text
-needs (the page sizes stay).
+`DoclingDocument.load_from_doctags`). docling is given no page image (it would encode each as a PNG only for its
+size and the pictures' crops): pages are sized and pictures cropped here, as docling does it given the image, and a
+JSON carries no page as a base64 PNG (megabytes per page for nothing the text needs; the page sizes stay).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any, Final
+
+from modelhost.docengine.engine import pixel_size
 
 #: Output formats `convert` writes, by name.
 FORMATS: Final = ("md", "json", "doctags", "html")
@@ -77,18 +79,62 @@ def escape_text(doctags: str) -> str:
 
 
 def build(name: str, pages: Sequence[str], images: Sequence[Any]) -> Any:
-    """One DoclingDocument from each page's DocTags and image (same order)."""
+    """One DoclingDocument from each page's DocTags and pixels (same order; HxWx3 uint8 arrays or PIL images)."""
     from docling_core.types.doc.document import DoclingDocument, DocTagsDocument  # type: ignore[attr-defined]
 
     repaired = [repair(escape_text(p)) for p in pages]
-    pairs = DocTagsDocument.from_doctags_and_image_pairs(
-        repaired, [_for_docling(image, tags) for image, tags in zip(images, repaired, strict=True)]
-    )
+    # docling reads a chart's data only when it has the page image: such a page (rare) gets it; every other page is
+    # sized and has its pictures cropped here (_place)
+    charts = ["<chart>" in tags for tags in repaired]
+    given: list[Any] = [_pil(image) if chart else None for image, chart in zip(images, charts, strict=True)]
+    pairs = DocTagsDocument.from_doctags_and_image_pairs(repaired, given)
     doc = DoclingDocument.load_from_doctags(pairs, document_name=name)
+    for number, (image, chart) in enumerate(zip(images, charts, strict=True), 1):
+        if not chart:
+            _place(doc, number, image)
     for page in doc.pages.values():
         page.image = None
     _unescape(doc)
     return doc
+
+
+def _place(doc: Any, number: int, image: Any) -> None:
+    # docling takes a page's size from its image, and encodes that whole image as a base64 PNG that build() then
+    # drops: 0.1-0.6 s and 100-270 MB at its peak for a 6250x6250 page, for nothing but the size and the pictures'
+    # crops. Given no image, docling lays the page out on a 1x1 page (its boxes relative); here the page gets its
+    # size, every box the scale docling would give it, and each picture its crop, cut as docling cuts it.
+    from docling_core.types.doc.base import Size
+    from docling_core.types.doc.common.reference import ImageRef
+
+    width, height = pixel_size(image)
+    doc.pages[number].size = Size(width=width, height=height)
+    for item in [*doc.texts, *doc.tables, *doc.pictures, *doc.key_value_items, *doc.form_items]:  # every layer's
+        for prov in item.prov:
+            if prov.page_no == number:
+                prov.bbox = prov.bbox.resize_by_scale(width, height)
+    for table in doc.tables:
+        for cell in table.data.table_cells:
+            if cell.bbox is not None:
+                cell.bbox = cell.bbox.resize_by_scale(width, height)
+    for picture in doc.pictures:
+        box = next((p.bbox for p in picture.prov if p.page_no == number), None)
+        if box is not None and picture.image is None:
+            crop = _pil(image, (int(box.l), int(box.t), int(box.r), int(box.b)))
+            picture.image = ImageRef.from_pil(image=crop, dpi=72)
+
+
+def _pil(image: Any, box: tuple[int, int, int, int] | None = None) -> Any:
+    # A PIL RGB image of the pixels (or of `box` in them): made only here, for a chart's page or a picture's crop.
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image if box is None else image.crop(box)
+    import numpy as np
+
+    if box is not None:
+        left, top, right, bottom = box
+        image = image[max(top, 0) : max(bottom, top + 1), max(left, 0) : max(right, left + 1)]
+    return Image.fromarray(np.ascontiguousarray(image))
 
 
 def join(name: str, parts: Sequence[Any]) -> Any:
@@ -100,17 +146,6 @@ def join(name: str, parts: Sequence[Any]) -> Any:
     document = DoclingDocument.concatenate(list(parts))
     document.name = name
     return document
-
-
-def _for_docling(image: Any, doctags: str) -> Any:
-    # docling encodes every page image it is given as a base64 PNG (0.1-0.2 s a page at 300 DPI, measured), which
-    # build() then drops: only the page's size is used, unless the page has pictures to crop out of it. A blank
-    # 1-bit image of the same size gives the same document (checked: same Markdown and JSON) for a few ms.
-    if "<picture>" in doctags:
-        return image
-    from PIL import Image
-
-    return Image.new("1", image.size)
 
 
 def _unescape(doc: Any) -> None:
