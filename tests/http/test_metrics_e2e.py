@@ -103,6 +103,22 @@ def test_a_failed_request_counts_as_a_failure_with_its_code_and_not_as_a_success
     assert not [s for s in after if s.name == success and s.labels.get("finished_reason") == "error"]
 
 
+def test_an_embedding_the_model_cannot_take_is_a_failure_with_its_code(tiny: HttpServer) -> None:
+    before = scrape(tiny.url)
+    too_long = " ".join(["hello"] * 400)  # about 800 tokens: over the tiny model's 512, found when it tokenizes
+    refused = httpx.post(
+        f"{tiny.url}/v1/embeddings", json={"model": "tiny", "input": too_long}, timeout=STATE_WAIT_SECONDS
+    )
+    assert refused.status_code == 400, refused.text
+    code = refused.json()["error"]["code"]
+    after = scrape(tiny.url)
+    failed = "modelhost_request_failure_total"
+    assert value(after, failed, code=code) == value(before, failed, code=code) + 1
+    assert value(after, failed) == value(before, failed) + 1
+    embedded = "modelhost_embedding_requests_total"
+    assert value(after, embedded, outcome="error") == value(before, embedded, outcome="error") + 1
+
+
 def test_kv_cache_usage_is_a_fraction_idle_at_zero_and_holds_a_long_prompt_while_it_runs(tiny: HttpServer) -> None:
     kv = "modelhost_kv_cache_usage_perc"
     idle = scrape(tiny.url)
