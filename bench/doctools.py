@@ -51,6 +51,8 @@ class Modelhost:
     """modelhost's document conversion in this process, through the same calls as `modelhost convert`."""
 
     name = "modelhost"
+    #: False reads every page from its pixels (what pdf-spec sends over the socket), never from its text layer.
+    text_layer = True
 
     def __init__(self, model: str = "ocr") -> None:
         self.model = model
@@ -70,7 +72,7 @@ class Modelhost:
         from modelhost.documents import HostReader, convert
 
         assert self._runner is not None, "start() first"
-        conversion = self._runner.run(convert(pdf, HostReader(self._host)))
+        conversion = self._runner.run(convert(pdf, HostReader(self._host), text_layer=self.text_layer))
         return str(conversion.render("md"))
 
     def close(self) -> None:
@@ -79,6 +81,14 @@ class Modelhost:
                 self._runner.run(self._host.aclose())
             self._runner.close()
             self._runner = None
+
+
+class ModelhostPixels(Modelhost):
+    """modelhost's conversion with every page rendered and read by the `ocr` model, as pdf-spec's pages arrive over
+    the socket: the pixel path on born-digital pages, scored against the same ground truth."""
+
+    name = "modelhost-pixels"
+    text_layer = False
 
 
 class ModelhostCli:
@@ -210,6 +220,7 @@ TOOLS: dict[str, type[Any]] = {
     "pdftotext": PdfToText,
     "rapidocr": RapidOcr,
     "modelhost-cli": ModelhostCli,
+    "modelhost-pixels": ModelhostPixels,
     "docengine": Docengine,
 }
 

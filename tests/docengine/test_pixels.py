@@ -157,3 +157,29 @@ def test_rapidocr_with_its_defaults_still_works_after_the_pixel_path_loads() -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "PyMuPDF" in done.stdout and "Python" in done.stdout, done.stdout
+
+
+def gold_rows(relative: str) -> list[list[str]]:
+    lines = corpus(relative).read_text().splitlines()
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines if ln.startswith("|") and "---" not in ln]
+
+
+def test_a_rendered_born_digital_page_keeps_its_bold_numbered_headings_apart(reader: PixelReader) -> None:
+    # What pdf-spec sends for headings.pdf: the page's pixels only. The subsections are bold at (near) body size,
+    # and before strokes were measured "1.1 A Subsection" ran into its paragraph.
+    found = scanpage.read_layout(reader, render("pdfspec/headings.pdf", 150), 150).blocks
+    gold = corpus("pdfspec/headings.gold.md").read_text()
+    heads = [(b.text, b.level) for b in found if b.kind is Kind.SECTION_HEADER]
+    want = [(ln.lstrip("# "), len(ln) - len(ln.lstrip("#"))) for ln in gold.splitlines() if ln.startswith("#")]
+    assert heads == want, heads
+    texts = [b.text for b in found if b.kind is Kind.TEXT]
+    assert texts == [ln for ln in gold.splitlines() if ln and not ln.startswith("#")], texts
+
+
+def test_a_rendered_table_at_the_top_of_its_page_is_content_not_furniture(reader: PixelReader) -> None:
+    # The layout model boxes table.pdf's table as a page header (it tops the page), and a page header is left out of
+    # Markdown: the whole table was lost. Three rows are no running header: every cell's text is kept, in order.
+    found = scanpage.read_layout(reader, render("pdfspec/table.pdf", 150), 150).blocks
+    assert not [b for b in found if b.kind in (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)], found
+    text = " ".join(b.text for b in found)
+    assert text.split() == " ".join(" ".join(row) for row in gold_rows("pdfspec/table.gold.md")).split(), text

@@ -22,11 +22,14 @@ from dataclasses import replace
 
 from modelhost.docengine.analyse import Style, analyse
 from modelhost.docengine.pixels import Detection, Group, PixelReader, body_style_sizes, groups
-from modelhost.docengine.scantable import table_block
+from modelhost.docengine.scantable import rows, table_block
 from modelhost.docengine.types import Block, Kind, PageContent, PageLayout
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
 MAX_TITLE_CHARS = 160
+#: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
+#: boxed at the page's edge, read as text (a page header is left out of Markdown: its words would be lost).
+FURNITURE_ROWS = 2
 #: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it.
 KINDS = {"header": Kind.PAGE_HEADER, "footer": Kind.PAGE_FOOTER, "caption": Kind.CAPTION, "equation": Kind.FORMULA}
 
@@ -55,6 +58,8 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
     label = group.label
     if label in ("header", "footer") and max(w.size for w in content.words) > style.body_size * 1.01:
         label = "title"  # CDLA calls a page's big first heading a header; furniture is small print
+    elif label in ("header", "footer") and len(rows([(w.bbox, w) for w in content.words])) > FURNITURE_ROWS:
+        label = "text"  # CDLA boxed content that tops (or ends) a page: pdf-spec's table.pdf lost its whole table
     if label == "table":
         table = table_block(content.words)
         if table is not None:

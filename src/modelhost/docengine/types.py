@@ -24,7 +24,8 @@ class Word:
     """One word of the page: its text, its box, and what its font says about it.
 
     From the text layer every font fact is read from the PDF; from OCR `font` is "" and `size` is the box height
-    (the fonts' facts are unknown, so bold/italic/monospace/math are False and `score` is the recogniser's).
+    (the fonts' facts are unknown: `bold` is judged from stroke thickness (pixels.BOLD_STROKE), italic/monospace/
+    math are False, and `score` is the recogniser's).
     `rotation` is the text's direction in degrees (0, 90, 180, 270), clockwise, as the page shows it: rotated table
     headers and sideways captions are words of their own direction, never run into horizontal lines.
     `line` numbers the words of one visual line in reading order (text-layer lines; -1 when unknown), so the
