@@ -30,6 +30,20 @@ sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _own_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A runtime folder of the session's own, so a `serve` without `--socket` binds the default inferd address
+    inside it: two suites on one machine (two checkouts, CI beside a developer) both bound ~/.inferd/run/inferd.sock
+    and one failed with "another model host is already serving", nor may a test take a real host's socket."""
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("xdg"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _own_hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """An empty Hugging Face hub cache of the session's own: `/api/tags` and `modelhost list` list the hub cache, so
     models in this machine's ~/.cache/huggingface must not change what a test sees (nor may a test write there)."""

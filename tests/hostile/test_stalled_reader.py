@@ -20,8 +20,12 @@ from modelhost.testing.proc import open_fds
 
 from .serving import ServeProcess, serve, wait_for
 
-#: Streams that stop being read: more than one, so a door that serialises writes would show it.
-STALLED = 4
+#: Past the suite's 300 s: the write timeout alone is 60 s, and the stalled requests' tokens take minutes at load 10.
+pytestmark = pytest.mark.timeout(900)
+
+#: Streams that stop being read: more than one, so a door that serialises writes would show it (and no more: each
+#: is 16 choices of work for the model, minutes on a loaded machine).
+STALLED = 2
 #: Tokens each stalled stream asks for (the tiny model's context ends it sooner).
 STALLED_TOKENS = 1500
 #: A receive buffer small enough that the server's writes block after a few kilobytes.
