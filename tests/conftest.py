@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,30 +31,34 @@ sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _own_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A runtime folder of the session's own, so a `serve` without `--socket` binds the default inferd address
-    inside it: two suites on one machine (two checkouts, CI beside a developer) both bound ~/.inferd/run/inferd.sock
-    and one failed with "another model host is already serving", nor may a test take a real host's socket."""
-    saved = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("xdg"))
-    yield
-    if saved is None:
-        os.environ.pop("XDG_RUNTIME_DIR", None)
-    else:
-        os.environ["XDG_RUNTIME_DIR"] = saved
+def _own_state_folders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Folders of the session's own where the product reads or writes the machine's state, for this process and the
+    `serve` processes it starts:
+    - an empty Hugging Face hub cache: `/api/tags` and `modelhost list` list the hub cache, so models in this
+      machine's ~/.cache/huggingface must not change what a test sees (nor may a test write there);
+    - a runtime folder, so a `serve` without `--socket` binds the default inferd address inside it: two suites on
+      one machine (two checkouts, CI beside a developer) both bound ~/.inferd/run/inferd.sock and one failed with
+      "another model host is already serving", nor may a test take a real host's socket."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-hub-cache")))
+        env.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("xdg")))
+        yield
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _own_hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """An empty Hugging Face hub cache of the session's own: `/api/tags` and `modelhost list` list the hub cache, so
-    models in this machine's ~/.cache/huggingface must not change what a test sees (nor may a test write there)."""
-    saved = os.environ.get("HF_HUB_CACHE")
-    os.environ["HF_HUB_CACHE"] = str(tmp_path_factory.mktemp("hf-hub-cache"))
-    yield
-    if saved is None:
-        os.environ.pop("HF_HUB_CACHE", None)
-    else:
-        os.environ["HF_HUB_CACHE"] = saved
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MB tmpfs, unmounted afterwards; skipped where this process may not mount one."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 @pytest.fixture(scope="session")

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -294,22 +292,6 @@ def test_a_pull_abandoned_midway_leaves_no_partial_file(hub_env: dict[str, str])
         hub.download(hub.plan(BIG_REPO), progress=_HangUpAfterFirstBytes())
     assert _model_files(Path(hub_env["HF_HUB_CACHE"])) == []
     assert hub.cached_models() == []
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs, unmounted afterwards; skipped where this process may not mount one."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_a_full_disk_is_refused_before_or_fails_cleanly_during_a_pull(

@@ -12,12 +12,10 @@ import errno
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from modelhost.worker import WorkerServer
 
@@ -25,22 +23,6 @@ from .helpers import paced_host, start_server, wait_for
 
 ECHO = {"operation": "test.echo", "model": "paced", "input": {"a": 1}}
 BLOCK = {"operation": "test.block", "model": "paced", "input": {}}
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs, unmounted afterwards; skipped where this process may not mount one."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def fill(disk: Path) -> Path:
