@@ -71,8 +71,8 @@ class Prompter:
         """The GGUF's own chat template rendered and tokenized (text turns only)."""
         if has_images(messages):
             raise UnsupportedAttachmentError(
-                f"the llama_cpp backend is text-only; model {self.model_type!r} cannot take images "
-                "(load a vision model with the transformers backend)"
+                f"model {self.model_type!r} was loaded without a vision projector, so it cannot take images "
+                "(give a GGUF vision model its mmproj file, or load a vision model with the transformers backend)"
             )
         text = chat_template.render(
             self.template,
