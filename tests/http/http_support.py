@@ -13,8 +13,12 @@ import threading
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
+import modelhost.inference
 from modelhost.host import Host
 from modelhost.http import HttpServer
 from modelhost.testing.standins import ScriptedModel
@@ -76,3 +80,13 @@ def scripted_host(model: ScriptedModel | None = None, *, loader: Callable[[], An
     """A host over a scripted_model() (or over what `loader` returns)."""
     chosen = model or scripted_model()
     return Host(loader or (lambda: chosen), name=kw.pop("name", "scripted"), **kw)
+
+
+def embedded_gguf_or_skip() -> Path:
+    """The embedded default model's GGUF, for tests that need a real small chat model; the test is skipped (not
+    failed) where llama-cpp-python or the model's package is not installed."""
+    pytest.importorskip("llama_cpp")
+    try:
+        return Path(modelhost.inference.catalogue.resolve("default"))
+    except Exception as exc:  # the embedded model's package is missing on this machine
+        pytest.skip(f"the embedded model is not installed: {exc}")

@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 import openai
 import pytest
-from http_support import LoopThread, serving
+from http_support import LoopThread, embedded_gguf_or_skip, serving
 
 import modelhost.inference
 from modelhost.host.models import Models, ModelSpec
@@ -32,11 +32,7 @@ NAME = "smollm2-135m-instruct"
 
 @pytest.fixture(scope="module")
 def smol(loop_thread: LoopThread) -> Iterator[HttpServer]:
-    pytest.importorskip("llama_cpp")
-    try:
-        modelhost.inference.catalogue.resolve("default")
-    except Exception as exc:  # the embedded model's package is missing on this machine
-        pytest.skip(f"the embedded model is not installed: {exc}")
+    embedded_gguf_or_skip()
     spec = ModelSpec(NAME, lambda: modelhost.inference.load_model("default"), aliases=("default",))
     with serving(loop_thread, Models([spec])) as server:  # type: ignore[arg-type]
         yield server

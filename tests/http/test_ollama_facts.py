@@ -10,7 +10,7 @@ from pathlib import Path
 
 import ollama
 import pytest
-from http_support import LoopThread, serving
+from http_support import LoopThread, embedded_gguf_or_skip, serving
 
 import modelhost.inference
 from modelhost.host.models import Models, ModelSpec
@@ -24,11 +24,7 @@ ESTIMATE = 123_456_789  # what the memory budget counts (a backend's estimate: w
 
 @pytest.fixture(scope="module")
 def gguf() -> Path:
-    pytest.importorskip("llama_cpp")
-    try:
-        return Path(modelhost.inference.catalogue.resolve("default"))
-    except Exception as exc:  # the embedded model's package is missing on this machine
-        pytest.skip(f"the embedded model is not installed: {exc}")
+    return embedded_gguf_or_skip()
 
 
 @pytest.fixture(scope="module")

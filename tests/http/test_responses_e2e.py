@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 import pytest
-from http_support import LoopThread, serving
+from http_support import LoopThread, embedded_gguf_or_skip, serving
 
 import modelhost.inference
 from modelhost.host import Host
@@ -39,11 +39,7 @@ PERSON = {
 
 @pytest.fixture(scope="module")
 def smol(loop_thread: LoopThread) -> Iterator[HttpServer]:
-    pytest.importorskip("llama_cpp")
-    try:
-        modelhost.inference.catalogue.resolve("default")
-    except Exception as exc:  # the embedded model's package is missing on this machine
-        pytest.skip(f"the embedded model is not installed: {exc}")
+    embedded_gguf_or_skip()
     with serving(loop_thread, Host(lambda: modelhost.inference.load_model("default"), name="default")) as server:
         yield server
 
