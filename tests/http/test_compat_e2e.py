@@ -54,7 +54,9 @@ def ask(text: str) -> list[Any]:
 def test_models_retrieve_by_name_and_alias(client: openai.OpenAI) -> None:
     listed = client.models.list().data
     assert [m.id for m in listed] == [NAME]
-    assert listed[0].model_extra == {"aliases": ["default"]}
+    extra = listed[0].model_extra or {}
+    assert extra["aliases"] == ["default"] and extra["parent"] is None, "a model has no parent; an adapter has"
+    assert extra["root"], "vLLM's root: what the model was loaded from"
     for asked in (NAME, "default"):
         found = client.models.retrieve(asked)
         assert (found.id, found.object, found.owned_by) == (NAME, "model", "modelhost")

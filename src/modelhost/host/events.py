@@ -19,13 +19,15 @@ class GenerationRequest:
     """One generation: chat `messages`, or a raw `prompt` when messages are empty.
 
     `options` are the contract's generation options (max_tokens, temperature, stop, ...), validated at submit.
-    `request_id` is the door's own id, carried for logs and metrics only.
+    `request_id` is the door's own id, carried for logs and metrics only. `adapter` is the LoRA adapter of the
+    model to answer with (set by the model set when a request names an adapter; None: the base model).
     """
 
     messages: Sequence[Message] = ()
     prompt: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     request_id: str = ""
+    adapter: str | None = None
 
     def __post_init__(self) -> None:
         if not self.messages and self.prompt is None:

@@ -43,6 +43,7 @@ from modelhost.errors import HostClosedError, ModelLoadingError, ModelNotFoundEr
 from modelhost.host.events import GenerationRequest
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
+from modelhost.inference.engine import Engine
 from modelhost.inference.model import TextModel
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,10 @@ class ServedModel:
         self.path = spec.path
         self.size = spec.size
         self.pinned = spec.pinned
-        self.host: Host | None = None
+        self._host: Host | None = None
+        #: The LoRA adapters served by name over this model (host/adapters.py adds and removes them): each loads into
+        #: this model's engine whenever it loads, so they share its weights and slots.
+        self.adapters: dict[str, ServedModel] = {}
         self.last_used = time.monotonic()
         self.loads = 0
         self.unloads = 0
@@ -174,6 +178,26 @@ class ServedModel:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def host(self) -> Host | None:
+        """The model's Host while it is loaded (or loading, or closing); None while unloaded."""
+        return self._host
+
+    @host.setter
+    def host(self, host: Host | None) -> None:
+        self._host = host
+
+    @property
+    def parent(self) -> ServedModel | None:
+        """The model an adapter runs on; None for a model (host/adapters.py's ServedAdapter has one)."""
+        return None
+
+    def load_adapters(self, host: Host, engine: Engine) -> None:
+        """Load this model's adapters into its engine (on the model thread, at load: Host's `on_load`)."""
+        for adapter in self.adapters.values():
+            assert adapter.path is not None  # an adapter is always served from its files
+            host.load_adapter_now(engine, adapter.name, adapter.path)
 
     @property
     def state(self) -> ModelState:
@@ -344,6 +368,12 @@ class Models:
             self.metrics.registry.register(_ModelSetCollector(self))
         self._models: dict[str, ServedModel] = {}
         self._aliases: dict[str, str] = {}
+        #: The LoRA adapters served by name, each over a model of the set (host/adapters.py manages them). Not in
+        #: iteration, the memory budget or the keep-alive sweep: an adapter lives and loads with its model.
+        self.adapters: dict[str, ServedModel] = {}
+        #: Set once the set has served an adapter: from then on a lone model no longer answers every name, so a
+        #: request for an adapter (even one since unloaded) never silently gets the base model's answer.
+        self.by_name_only = False
         for spec in specs:
             if spec.name in self._models:
                 raise ValueError(f"two models are named {spec.name!r}; choose names with NAME=PATH")
@@ -375,6 +405,10 @@ class Models:
         #: How this process turns a model name into a spec for `add` (its backend, load options), set by the
         #: composition root (`serve`); None: the set takes no new model while it runs (a door then only lists it).
         self.spec_for: Callable[[str], ModelSpec] | None = None
+        #: Whether a door may load and unload LoRA adapters while the process runs (vLLM's /v1/load_lora_adapter):
+        #: the operator's switch (`serve --allow-adapter-loading`), off by default since a client that may load
+        #: adapters makes the server read files at paths it names.
+        self.adapter_loading = False
 
     @classmethod
     def of(cls, host: Host, *, name: str | None = None) -> Models:
@@ -400,22 +434,26 @@ class Models:
 
     def get(self, name: str) -> ServedModel:
         """The model named `name` (or an alias of it); ModelNotFoundError naming the served ones otherwise."""
-        found = self._models.get(name) or self._models.get(self._aliases.get(name, ""))
+        found = self._models.get(name) or self._models.get(self._aliases.get(name, "")) or self.adapters.get(name)
         if found is None:
-            raise ModelNotFoundError(f"model {name!r} is not served here; served: {', '.join(self._models)}")
+            served = ", ".join([*self._models, *self.adapters])
+            raise ModelNotFoundError(f"model {name!r} is not served here; served: {served}")
         return found
 
     def route(self, name: str | None) -> ServedModel:
         """The model a request names. No name: the first model. One model served: it answers every name (as
-        llama.cpp's server does: clients configured with any model name work); several: the name decides."""
-        if not name or (len(self._models) == 1 and name not in self._aliases):
+        llama.cpp's server does: clients configured with any model name work), unless adapters were ever served
+        (`by_name_only`); several: the name decides."""
+        if name in self.adapters:
+            return self.adapters[name]
+        if not name or (len(self._models) == 1 and name not in self._aliases and not self.by_name_only):
             return self._models[self.default]
         return self.get(name)
 
     def add(self, spec: ModelSpec) -> ServedModel:
         """Serve one more model from now on (one pulled while the process runs), unloaded until a request needs it.
         ValueError when its name is taken or it needs more than the whole memory budget."""
-        if spec.name in self._models or spec.name in self._aliases:
+        if spec.name in self._models or spec.name in self._aliases or spec.name in self.adapters:
             raise ValueError(f"a model named {spec.name!r} is already served")
         if self.max_memory is not None and spec.size > self.max_memory:
             raise ValueError(
@@ -497,7 +535,10 @@ class Models:
 
     def _start_load(self, model: ServedModel, victims: list[ServedModel], *, fresh: bool) -> None:
         self._claims.pop(model.name, None)
-        host = Host(model.spec.loader, name=model.name, max_queue=self.max_queue, metrics=self.metrics)
+        host = Host(
+            model.spec.loader, name=model.name, max_queue=self.max_queue, metrics=self.metrics,
+            on_load=model.load_adapters,
+        )  # fmt: skip
         model.host = host
         model.fresh_since = time.monotonic() if fresh else None
         closing = [self._release(victim) for victim in victims]

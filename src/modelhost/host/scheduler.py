@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import logging
 import threading
 import time
@@ -45,6 +46,7 @@ from modelhost.errors import (
     InvalidOptionError,
     ModelHostError,
     ModelLoadingError,
+    ModelNotFoundError,
     QueueFullError,
     UnsupportedAttachmentError,
 )
@@ -59,7 +61,14 @@ from modelhost.inference.capabilities import (
     check_embedding_inputs,
     check_prompt_size,
 )
-from modelhost.inference.engine import CacheReportingEngine, Engine, EngineRequest, Handle, PreparingEngine
+from modelhost.inference.engine import (
+    AdapterEngine,
+    CacheReportingEngine,
+    Engine,
+    EngineRequest,
+    Handle,
+    PreparingEngine,
+)
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, EmbeddingResult, GenerateMetrics, Token, has_images
@@ -76,6 +85,9 @@ DEFAULT_MAX_QUEUE = 64
 MAX_PREPARED = 256
 
 HostState = Literal["new", "loading", "ready", "failed", "closing", "closed"]
+
+#: Work for the model thread between two steps (an adapter loaded or freed), and where its result goes.
+_Chore = tuple[Callable[[Engine], Any], "concurrent.futures.Future[Any]"]
 
 
 class RequestStream:
@@ -203,7 +215,10 @@ class Host:
         name: str,
         max_queue: int = DEFAULT_MAX_QUEUE,
         metrics: HostMetrics | None = None,
+        on_load: Callable[[Host, Engine], None] | None = None,
     ) -> None:
+        """`on_load(host, engine)` runs on the model thread once the engine is made, before the host is ready (the
+        model set loads its adapters there: `load_adapter_now`); what it raises fails the load."""
         if max_queue < 1:
             raise ValueError("max_queue must be at least 1")
         self.name = name
@@ -222,6 +237,12 @@ class Host:
         # Requests `precheck` prepared off the model thread, by id, until `submit` takes them (bounded).
         self._prepared: dict[int, tuple[GenerationRequest, EngineRequest]] = {}
         self.slots = 1  # requests decoded at once; set at load from the model's engine
+        self._on_load = on_load
+        # Work the model thread does between two steps (adapters loaded and freed), oldest first.
+        self._chores: collections.deque[_Chore] = collections.deque()
+        #: The LoRA adapters the engine holds now, by name (requests may name only these). Changed on the model
+        #: thread, read anywhere: a frozenset is replaced whole, never mutated.
+        self.adapters: frozenset[str] = frozenset()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -421,6 +442,8 @@ class Host:
             checker.check_options(**options)  # what only the model knows it cannot honour (a JSON Schema ...)
         if "cancel" in options:
             raise InvalidInputError("the host owns cancellation; cancel a request by closing its stream")
+        if request.adapter is not None and request.adapter not in self.adapters:
+            raise ModelNotFoundError(f"model {self.name!r} holds no adapter {request.adapter!r}")
         for message in request.messages:
             if message.role not in ROLES:
                 raise InvalidInputError(f"unknown role {message.role!r}; expected one of {', '.join(sorted(ROLES))}")
@@ -476,6 +499,8 @@ class Host:
             self._engine = engine
             self.slots = engine.slots
             self.metrics.batch_slots.labels(self.name).set(engine.slots)
+            if self._on_load is not None:
+                self._on_load(self, engine)
             self.state = "ready"  # aclose() waits for the load to end, so nothing else can have moved the state
         except BaseException as exc:
             self.load_error = exc
@@ -495,6 +520,7 @@ class Host:
             log.critical("the model thread of %r stopped: %r", self.name, exc, exc_info=True)
             self._fail_all(f"the model thread stopped: {exc!r}")
         finally:
+            self._refuse_chores()
             try:
                 engine.close()
             except Exception:
@@ -529,6 +555,66 @@ class Host:
             self.metrics.embedding_requests.labels(self.name, "error").inc()
             self.metrics.requests_failed.labels(self.name, "internal").inc()
             ticket._resolve(ModelHostError(message))
+
+    # -- adapters: work between two steps --------------------------------------------------------------------------
+    @property
+    def serves_adapters(self) -> bool:
+        """True when the loaded model's engine can hold LoRA adapters by name (AdapterEngine)."""
+        return isinstance(self._engine, AdapterEngine)
+
+    async def load_adapter(self, name: str, path: str) -> None:
+        """Load the adapter at `path` into the running engine under `name`, on the model thread between two steps
+        (so the event loop never waits on it, and no step runs beside it); the engine's error when it refuses."""
+        await self._between(lambda engine: self.load_adapter_now(engine, name, path))
+
+    def load_adapter_now(self, engine: Engine, name: str, path: str) -> None:
+        """`load_adapter` on the model thread itself (the model set's `on_load` calls it at load)."""
+        if not isinstance(engine, AdapterEngine):
+            raise InvalidInputError(f"model {self.name!r} cannot serve LoRA adapters by name (its engine has none)")
+        engine.load_adapter(name, path)
+        self.adapters = self.adapters | {name}
+
+    async def unload_adapter(self, name: str) -> None:
+        """Free the adapter `name` on the model thread; the requests waiting for it are refused from then on (the
+        model set drains the running ones first: `adapter_requests`)."""
+
+        def unload(engine: Engine) -> None:
+            self.adapters = self.adapters - {name}
+            if isinstance(engine, AdapterEngine):
+                engine.unload_adapter(name)
+
+        await self._between(unload)
+
+    def adapter_requests(self, name: str) -> list[RequestStream]:
+        """The requests queued for or running with the adapter `name` now."""
+        with self._cond:
+            return [s for s in (*self._waiting, *self._running) if s.request.adapter == name]
+
+    async def _between(self, work: Callable[[Engine], Any]) -> Any:
+        if self.state != "ready":
+            raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._cond:
+            self._chores.append((work, future))
+            self._cond.notify()
+        return await asyncio.wrap_future(future)
+
+    def _run_chores(self, engine: Engine) -> None:
+        while self._chores:  # a racy peek, as in _embed_between: the common case takes no lock
+            with self._cond:
+                if not self._chores:
+                    return
+                work, future = self._chores.popleft()
+            try:
+                future.set_result(work(engine))
+            except Exception as exc:
+                future.set_exception(exc)
+
+    def _refuse_chores(self) -> None:
+        with self._cond:
+            chores, self._chores = list(self._chores), collections.deque()
+        for _, future in chores:
+            future.set_exception(HostClosedError(f"host {self.name!r} closed"))
 
     # -- embeddings (the model thread) -----------------------------------------------------------------------------
     def _pop_embedding(self) -> EmbeddingTicket:
@@ -612,6 +698,7 @@ class Host:
         self._gauge_cache(usage)  # shown from the start, at its idle value
         while True:
             self._embed_between()  # between two steps: an embedding never waits for a generation to finish
+            self._run_chores(engine)  # adapters are loaded and freed here, never under a step
             # Cancellation is applied here, once per iteration: cancelled requests leave first, so their slots are
             # free for the waiting ones in this same round.
             for handle, (stream, _) in list(live.items()):
@@ -672,7 +759,7 @@ class Host:
     def _take(self, engine: Engine, live: dict[Handle, Any]) -> list[RequestStream] | None:
         """Waiting requests for the free slots; blocks while there is nothing at all to do; None once closed."""
         with self._cond:
-            while not self._waiting and not live and not self._embeddings:
+            while not self._waiting and not live and not self._embeddings and not self._chores:
                 if self.state in ("closing", "closed"):
                     return None
                 # Idle: no slot holds a request. Set here, where every path to idle passes (the last request
@@ -735,8 +822,8 @@ class Host:
 
 def _engine_request(request: GenerationRequest, options: dict[str, Any]) -> EngineRequest:
     if request.messages:
-        return EngineRequest(messages=tuple(request.messages), options=options)
-    return EngineRequest(prompt=request.prompt or "", options=options)
+        return EngineRequest(messages=tuple(request.messages), options=options, adapter=request.adapter)
+    return EngineRequest(prompt=request.prompt or "", options=options, adapter=request.adapter)
 
 
 def _cancelled_embedding() -> ModelHostError:

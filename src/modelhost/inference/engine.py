@@ -51,6 +51,9 @@ class EngineRequest:
     `classify` asks for one forward pass instead of a generation: the token chosen at the prompt's last position
     comes back as it is (even when it is a stop token) with `EngineOutput.logits` when the `logits` option asks
     for them, and the request finishes in that step ("length").
+
+    `adapter` names a LoRA adapter the engine holds (AdapterEngine.load_adapter) to run the request with; None is
+    the base model. An engine that holds no adapter of that name refuses the request (ModelNotFoundError).
     """
 
     prompt: str | None = None
@@ -58,6 +61,7 @@ class EngineRequest:
     messages: tuple[Message, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     classify: bool = False
+    adapter: str | None = None
 
     def __post_init__(self) -> None:
         given = (self.prompt is not None) + (self.prompt_ids is not None) + bool(self.messages)
@@ -186,4 +190,25 @@ class CacheReportingEngine(Protocol):
         """The fraction (0 to 1) of the engine's KV-cache cells that live requests hold now (a prefix kept for
         reuse by an idle slot counts as free, as vLLM counts its prefix cache); None when unknown. Cheap and
         called from the thread that steps the engine, once per step of its caller's loop."""
+        ...
+
+
+@runtime_checkable
+class AdapterEngine(Protocol):
+    """An engine that serves LoRA adapters by name beside its base model, over the base's one copy of the weights
+    and its one set of slots: each request names its adapter (`EngineRequest.adapter`, None for the base), and
+    requests of different adapters share a step (how they share it is the backend's to say: docs/adapters.md).
+
+    Both calls run on the thread that steps the engine, between two steps (the host's promise), so a step never
+    sees an adapter half loaded or freed under it.
+    """
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Load the adapter at `path` (a file or folder of this backend's kind) under `name`. Raises the model's
+        error (InvalidInputError naming what is wrong with the files, ModelLoadError) and holds nothing new then."""
+        ...
+
+    def unload_adapter(self, name: str) -> None:
+        """Free the adapter `name`. The caller makes sure no live request uses it (the host drains them first);
+        an unknown name is harmless."""
         ...

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from modelhost.backends.llama_cpp.gguf import read_header
 from modelhost.errors import ModelLoadError
+from modelhost.inference.gguf_header import read_header
 
 __all__ = ["estimate", "kv_bytes_per_cell", "read_header"]
 

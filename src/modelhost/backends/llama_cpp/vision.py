@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
-from modelhost.backends.llama_cpp.gguf import gguf_string
 from modelhost.errors import (
     GenerationError,
     InvalidInputError,
     ModelLoadError,
 )
 from modelhost.inference import chat_tools, images
+from modelhost.inference.gguf_header import gguf_string
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Message
 

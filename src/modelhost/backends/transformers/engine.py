@@ -53,6 +53,7 @@ class _Row:
     state: RowState  # what its sampler reads and writes: context, grammar matcher, forced id, last logprob
     decoder: SequenceDecoder  # what it shows: stops, UTF-8, channel, thinking budget, metrics clock
     classify: bool = False
+    adapter: str | None = None  # the LoRA adapter the row runs with (served_lora.py), None: the base
     next_token: int | None = None  # sampled, not yet evaluated: the input of the next decode forward
     length: int = 0  # real tokens in the cache
 
@@ -92,6 +93,7 @@ class TransformersEngine:
         if self.free_slots() <= 0:
             raise RuntimeError("no free slot: admit only while free_slots() > 0")
         options = runner.options(request.options)
+        runner.lora.check(request.adapter)
         prompts = self._prompts
         if request.messages:
             prompt = prompts.chat(request.messages, options)
@@ -104,7 +106,8 @@ class TransformersEngine:
         decoder = SequenceDecoder(options, runner.piece, eos_ids=runner.eos_ids, thought=thought)
         if not self._rows and not self._waiting:
             reset_peak_memory(runner.device)  # the peak a request reports is of the work since the engine was idle
-        row = _Row(next(self._handles), prompt, options, runner.sampler(options), state, decoder, request.classify)
+        row = _Row(next(self._handles), prompt, options, runner.sampler(options), state, decoder, request.classify,
+                   request.adapter)  # fmt: skip
         self._waiting.append(row)
         return Admitted(row.handle, len(prompt.ids))
 
@@ -152,6 +155,15 @@ class TransformersEngine:
             self._rows, self._cache, self._mask, self._pos = [], None, None, None
         return StepResult(outputs, batch_tokens, sampled, prompt_tokens)
 
+    def load_adapter(self, name: str, path: str) -> None:
+        """Load a peft adapter folder as `name` (AdapterEngine): its rows share every forward with the others'."""
+        self._check_open()
+        self._runner.lora.load(name, path)
+
+    def unload_adapter(self, name: str) -> None:
+        """Free the adapter `name` (AdapterEngine); its caller made sure no live row uses it."""
+        self._runner.lora.unload(name)
+
     def release(self, handle: Handle) -> GenerateMetrics | None:
         """End a live request now ("cancelled"); None when the handle is not live."""
         for row in self._waiting:
@@ -179,12 +191,14 @@ class TransformersEngine:
         """One forward of every running row's pending token; then each row draws its next one."""
         runner = self._runner
         ids = torch.tensor([[r.next_token] for r in self._rows], device=runner.device)
+        adapters = [r.adapter for r in self._rows]
         if self._mask is not None and self._pos is not None:
             self._mask = torch.cat([self._mask, self._mask.new_ones((len(self._rows), 1))], dim=1)
             self._pos = self._pos + 1
-            logits = runner.forward(ids, cache=self._cache, attention_mask=self._mask, position_ids=self._pos)
+            logits = runner.forward(ids, cache=self._cache, attention_mask=self._mask, position_ids=self._pos,
+                                    adapters=adapters)  # fmt: skip
         else:
-            logits = runner.forward(ids, cache=self._cache)
+            logits = runner.forward(ids, cache=self._cache, adapters=adapters)
         outputs: list[EngineOutput] = []
         done: list[int] = []
         for i, row in enumerate(self._rows):
@@ -202,7 +216,7 @@ class TransformersEngine:
         runner = self._runner
         cache = runner.new_cache()
         ids = torch.tensor([row.prompt.ids], device=runner.device)
-        logits = runner.forward(ids, cache=cache, extra=row.prompt.extra)
+        logits = runner.forward(ids, cache=cache, extra=row.prompt.extra, adapters=[row.adapter])
         row.length = len(row.prompt.ids)
         out = self._advance(row, logits)
         if out.finish_reason is None:
@@ -213,7 +227,7 @@ class TransformersEngine:
         """One left-padded forward over the prompts (no cache); each row's own sampler picks its token, returned
         as it is (a stop token included), with the raw logits row when the request asked for them."""
         runner = self._runner
-        logits = runner.prefill_padded([r.prompt.ids for r in rows], cache=None)[0]
+        logits = runner.prefill_padded([r.prompt.ids for r in rows], cache=None, adapters=[r.adapter for r in rows])[0]
         outputs: list[EngineOutput] = []
         for i, row in enumerate(rows):
             token = runner.sample(row.sampler, logits[i : i + 1], [row.state])[0]

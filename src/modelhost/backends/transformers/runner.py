@@ -19,6 +19,7 @@ from modelhost.backends.transformers import grammar
 from modelhost.backends.transformers.device import memory_usage
 from modelhost.backends.transformers.pieces import token_bytes
 from modelhost.backends.transformers.sampling import RowState, Sampler, make_sampler
+from modelhost.backends.transformers.served_lora import ServedLoRA
 from modelhost.errors import ModelClosedError
 from modelhost.inference.generation import MetricsClock, ThoughtMarkers
 from modelhost.inference.options import GenerateOptions
@@ -48,6 +49,8 @@ class Runner:
         #: What left padding fills with (masked out, so any id would do; the tokenizer's own pad when it has one).
         self.pad_id = int(pad if pad is not None else min(checkpoint.eos_ids, default=0))
         self.info = read_info(checkpoint)
+        #: The LoRA adapters served by name over these weights (served_lora.py); a forward's rows name theirs.
+        self.lora = ServedLoRA(checkpoint)
         # json_schema's token masks over the logits' width (grammar.py); llguidance's view of the tokenizer is
         # built at the first schema.
         self._grammars = grammar.Grammars(checkpoint.tokenizer, vocab_size=self.info.vocab_size,
@@ -87,10 +90,13 @@ class Runner:
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         extra: Mapping[str, Any] | None = None,
+        adapters: Sequence[str | None] | None = None,
     ) -> torch.Tensor:
-        """One forward pass; the logits at each row's last position, (rows, vocabulary)."""
+        """One forward pass; the logits at each row's last position, (rows, vocabulary). `adapters`: each row's
+        LoRA adapter by name (None: the base), or None when every row is the base's."""
         self.check_open()
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "use_cache": cache is not None, **(extra or {})}
+        module, lora = self.lora.module(adapters)
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "use_cache": cache is not None, **(extra or {}), **lora}
         if cache is not None:
             kwargs[self.checkpoint.cache_kwarg] = cache
         if attention_mask is not None:
@@ -99,10 +105,10 @@ class Runner:
             kwargs["position_ids"] = position_ids
         if self.checkpoint.logits_to_keep:
             kwargs["logits_to_keep"] = 1  # the LM head over the last position only, not the whole prompt
-        return self.checkpoint.model(**kwargs).logits[:, -1, :]  # type: ignore[no-any-return]
+        return module(**kwargs).logits[:, -1, :]  # type: ignore[no-any-return]
 
     def prefill_padded(
-        self, seqs: Sequence[Sequence[int]], *, cache: Any
+        self, seqs: Sequence[Sequence[int]], *, cache: Any, adapters: Sequence[str | None] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Forward left-padded `seqs`; return last-position logits, the attention mask and the position ids.
 
@@ -118,7 +124,7 @@ class Runner:
             mask[r, width - len(seq) :] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        logits = self.forward(ids, cache=cache, attention_mask=mask, position_ids=positions)
+        logits = self.forward(ids, cache=cache, attention_mask=mask, position_ids=positions, adapters=adapters)
         return logits, mask, positions
 
     def sampler(self, opts: GenerateOptions) -> Sampler:

@@ -80,8 +80,9 @@ def details(model: ServedModel) -> dict[str, Any]:
             quant = f"F{info.quant_bits}"
         elif info.quant_bits:
             quant = f"Q{info.quant_bits}"  # the bits are known, not the GGUF type's name (Q4_0 and Q4_1 alike)
-    return {"format": fmt, "family": family, "families": [family] if family else [], "parameter_size": "",
-            "quantization_level": quant}  # fmt: skip
+    parent = model.parent.name if model.parent is not None else ""  # a LoRA adapter's base model, as Ollama says it
+    return {"parent_model": parent, "format": fmt, "family": family, "families": [family] if family else [],
+            "parameter_size": "", "quantization_level": quant}  # fmt: skip
 
 
 def disk_size(model: ServedModel) -> int:

@@ -82,7 +82,9 @@ class OllamaRoutes:
     @answers_errors("ollama")
     async def tags(self, request: Request) -> Response:
         """GET /api/tags."""
-        listed = [(m.name, facts.details(m), facts.disk_size(m), facts.digest(m.path)) for m in self.door.model_set]
+        model_set = self.door.model_set
+        served = (*model_set, *model_set.adapters.values())  # adapters too, each naming its parent_model
+        listed = [(m.name, facts.details(m), facts.disk_size(m), facts.digest(m.path)) for m in served]
         cached = await self.hub.cached_tags()
         return Response(schema.tags(listed, self.door.created, cached), media_type="application/json")
 

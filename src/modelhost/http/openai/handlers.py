@@ -17,7 +17,7 @@ from modelhost.host.models import ServedModel
 from modelhost.http import relay
 from modelhost.http.door import Door
 from modelhost.http.errors import ApiError, answers_errors
-from modelhost.http.openai import embeddings, responses, schema, streams, tokens
+from modelhost.http.openai import embeddings, lora, responses, schema, streams, tokens
 from modelhost.http.openai.responses_stream import ResponsesStream
 from modelhost.http.parsing import ParsedRequest, read_json
 from modelhost.http.relay import Answer, ChoiceWriter, StreamedAnswer
@@ -44,12 +44,25 @@ class OpenAIRoutes:
             Route("/v1/completions", self.completions, methods=["POST"]),
             Route("/v1/responses", self.responses, methods=["POST"]),
             Route("/v1/embeddings", self.embeddings, methods=["POST"]),
+            Route("/v1/load_lora_adapter", self.load_lora_adapter, methods=["POST"]),
+            Route("/v1/unload_lora_adapter", self.unload_lora_adapter, methods=["POST"]),
         ]
+
+    @answers_errors("openai")
+    async def load_lora_adapter(self, request: Request) -> Response:
+        """POST /v1/load_lora_adapter (vLLM's; lora.py)."""
+        return await lora.load(request, self.door.model_set)
+
+    @answers_errors("openai")
+    async def unload_lora_adapter(self, request: Request) -> Response:
+        """POST /v1/unload_lora_adapter (vLLM's; lora.py)."""
+        return await lora.unload(request, self.door.model_set)
 
     @answers_errors("openai")
     async def models(self, request: Request) -> Response:
         """GET /v1/models."""
-        listed = [(m.name, m.spec.aliases) for m in self.door.model_set]
+        model_set = self.door.model_set
+        listed = [_listed(m) for m in (*model_set, *model_set.adapters.values())]
         return Response(schema.models_list(listed, int(self.door.created)), media_type="application/json")
 
     @answers_errors("openai")
@@ -60,7 +73,7 @@ class OpenAIRoutes:
             served = self.door.model_set.get(request.path_params["model"])
         except ModelNotFoundError as exc:
             raise ApiError(404, str(exc), type="not_found_error", param="model", code="model_not_found") from None
-        body = schema.model_object(served.name, served.spec.aliases, int(self.door.created))
+        body = schema.model_object(_listed(served), int(self.door.created))
         return Response(msgspec.json.encode(body), media_type="application/json")
 
     @answers_errors("openai")
@@ -181,3 +194,8 @@ class OpenAIRoutes:
             prompts=max(1, len(parsed.prompts)),
         )  # fmt: skip
         return Response(whole(served.name, answers), media_type="application/json")
+
+
+def _listed(served: ServedModel) -> schema.ListedModel:
+    parent = served.parent
+    return schema.ListedModel(served.name, served.spec.aliases, served.path, parent.name if parent else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
@@ -539,13 +540,26 @@ def completion(model: str, answers: Sequence[Answer], prompts: int = 1) -> bytes
     return msgspec.json.encode(Completion(new_id("cmpl"), int(time.time()), model, choices, usage))
 
 
-def model_object(name: str, aliases: Sequence[str], created: int) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ListedModel:
+    """What /v1/models says of one served id: its name, its other names, where it was loaded from (`root`) and,
+    for a LoRA adapter, the model it runs on (`parent`)."""
+
+    name: str
+    aliases: Sequence[str] = ()
+    root: str | None = None
+    parent: str | None = None
+
+
+def model_object(model: ListedModel, created: int) -> dict[str, Any]:
     """One model as OpenAI lists it, with the other names a request may use for it (`aliases`: the catalogue name it
-    was started with, such as `default`)."""
-    return {"id": name, "object": "model", "created": created, "owned_by": "modelhost", "aliases": list(aliases)}
+    was started with, such as `default`), and vLLM's `root` (the path it was loaded from) and `parent` (an
+    adapter's base model; null for a model)."""
+    return {"id": model.name, "object": "model", "created": created, "owned_by": "modelhost",
+            "aliases": list(model.aliases), "root": model.root or model.name, "parent": model.parent}  # fmt: skip
 
 
-def models_list(models: Sequence[tuple[str, Sequence[str]]], created: int) -> bytes:
-    """GET /v1/models: every model this host serves, (name, aliases) each, once."""
-    data = [model_object(name, aliases, created) for name, aliases in models]
+def models_list(models: Sequence[ListedModel], created: int) -> bytes:
+    """GET /v1/models: every model this host serves, and every adapter after the models, each once."""
+    data = [model_object(model, created) for model in models]
     return msgspec.json.encode({"object": "list", "data": data})

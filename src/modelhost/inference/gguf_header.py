@@ -1,4 +1,5 @@
-"""The GGUF header, read without llama.cpp: the one reader of the backend (memory estimates, the mmproj's kind).
+"""The GGUF header, read without llama.cpp or the gguf package: the one reader (memory estimates, the mmproj's kind, a
+LoRA GGUF's base model), in the contract so the host and the backends share it.
 
 Why a header reader of our own rather than the `gguf` package: GGUFReader parses every tensor's description too
 (3.2 s for SmolLM2's 272 tensors on a busy 2-core machine), where `serve` needs a handful of numbers from the header
