@@ -112,3 +112,44 @@ def test_lines_go_to_the_text_region_over_a_figure_that_overlaps_it() -> None:
     detection = Detection(np.zeros((800, 600, 3), np.uint8), quads, 0, 1.0, regions, 30.0)
     found = groups(detection)
     assert [(g.label, g.lines) for g in found] == [("figure", []), ("title", [0]), ("text", [1])]
+
+
+def _ruled_page() -> np.ndarray:
+    # A white 600x400 page at 1 point a pixel: a 3x2 grid of 1-pixel rules, a 3-pixel-thick box rule below it,
+    # a filled black square, and a line of big bold "text" (short thick bars, as glyph stems are).
+    page = np.full((400, 600, 3), 255, np.uint8)
+    for y in (50, 80, 110, 140):
+        page[y, 100:401] = 0
+    for x in (100, 250, 400):
+        page[50:141, x] = 0
+    page[200:203, 100:500] = 0  # a thick rule: still a rule (3 points)
+    page[250:330, 450:530] = 0  # a filled area: no rule
+    for x in range(100, 300, 14):
+        page[300:318, x : x + 4] = 0  # stems 18 pixels tall: shorter than a row
+    return page
+
+
+def test_rulings_are_found_in_pixels_and_filled_areas_and_glyphs_are_not() -> None:
+    from modelhost.docengine.pixelrules import find_rulings
+
+    rules = find_rulings(_ruled_page(), 1.0, line_height=20.0)
+    horizontal = sorted((round(s.y0), round(s.x0), round(s.x1)) for s in rules if s.horizontal)
+    vertical = sorted((round(s.x0), round(s.y0), round(s.y1)) for s in rules if not s.horizontal)
+    assert horizontal == [(50, 100, 401), (80, 100, 401), (110, 100, 401), (140, 100, 401), (202, 100, 500)]
+    assert vertical == [(100, 50, 141), (250, 50, 141), (400, 50, 141)]
+    # at 2 points a pixel the same rules are twice as long in points, and the 3-pixel rule is 6 points thick: a bar
+    coarse = find_rulings(_ruled_page(), 2.0, line_height=20.0)
+    assert len(coarse) == 7 and max(s.length for s in coarse) == pytest.approx(602, abs=1)
+
+
+def test_a_ruled_frame_gathers_its_lines_whatever_region_holds_them() -> None:
+    from modelhost.docengine.pixelrules import find_rulings
+
+    page = _ruled_page()
+    cells = [(110, 55), (260, 55), (110, 85), (260, 85), (110, 115), (260, 115)]
+    quads = [np.array([[x, y], [x + 100, y], [x + 100, y + 20], [x, y + 20]], np.float32) for x, y in cells]
+    quads.append(np.array([[100, 160], [400, 160], [400, 180], [100, 180]], np.float32))  # a line under the table
+    regions = (Region("header", (95.0, 45.0, 405.0, 185.0)),)  # the layout model boxed it all as a header
+    detection = Detection(page, quads, 0, 1.0, regions, 20.0, rulings=find_rulings(page, 1.0, 20.0))
+    found = groups(detection)
+    assert [(g.label, g.lines) for g in found] == [("ruled", [0, 1, 2, 3, 4, 5]), ("header", [6])]

@@ -3,8 +3,9 @@
 `PixelReader` holds RapidOCR's PP-OCR ONNX models (detection, recognition and the text-line classifier, all inside
 the rapidocr wheel) and the layout model (`layoutmodel.py`), loaded once per process. A page goes:
 
-    detect(image, dpi) -> Detection     text-line boxes, the page's orientation (orientation.py), layout regions
-    groups(detection) -> [Group]        lines gathered into the layout model's regions, in reading order
+    detect(image, dpi) -> Detection     text-line boxes, the page's orientation (orientation.py), layout regions,
+                                        ruling lines (pixelrules.py)
+    groups(detection) -> [Group]        lines gathered into ruled frames and the layout model's regions, in order
     recognise(detection, lines) -> [Word]   only the lines asked for: the `ocr` model streams region by region
     read(image, dpi) -> PageContent     all of it at once, for `analyse()` (docdoors' engine)
     ocr_regions(image, regions, dpi)    words inside boxes of an otherwise born-digital page (figures, inserts)
@@ -35,8 +36,10 @@ import numpy as np
 from modelhost.docengine import orientation
 from modelhost.docengine.layoutmodel import LayoutModel, Region
 from modelhost.docengine.order import order
+from modelhost.docengine.pixelrules import find_rulings
 from modelhost.docengine.scantable import table_runs
-from modelhost.docengine.types import BBox, PageContent, Usability, Word
+from modelhost.docengine.tables import table_frames
+from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
 from modelhost.errors import InvalidInputError, ModelLoadError
 
 #: The page's long side is shrunk to this for detection (see the module doc for the measurement).
@@ -137,6 +140,7 @@ class Detection:
     body_height: float = 0.0  # the page's usual line height, pixels
     strokes: tuple[float, ...] = ()  # each line's stroke thickness (pixels; _stroke), in `quads` order
     body_stroke: float = 0.0  # the page's usual line's
+    rulings: tuple[Segment, ...] = ()  # ruling lines drawn on the page (points; pixelrules.py)
 
     @property
     def width(self) -> float:
@@ -261,7 +265,10 @@ class PixelReader:
         order = sorted(range(len(quads)), key=lambda i: (float(quads[i][:, 1].min()), float(quads[i][:, 0].min())))
         quads = [quads[i] for i in order]
         strokes = tuple(_stroke(rgb, q) for q in quads)
-        return Detection(rgb, quads, rotation, scale, tuple(regions), body, strokes, _body_stroke(quads, strokes))
+        rulings = find_rulings(rgb, scale, body)
+        return Detection(
+            rgb, quads, rotation, scale, tuple(regions), body, strokes, _body_stroke(quads, strokes), rulings
+        )
 
     # -- recognition -----------------------------------------------------------------------------------------------
     def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
@@ -439,7 +446,22 @@ def groups(detection: Detection) -> list[Group]:
     regions = list(detection.regions)
     members: list[list[int]] = [[] for _ in regions]
     loose: list[int] = []
+    out: list[Group] = []
+    # A ruled frame's lines are read together as a "ruled" group, whatever region the layout model put them in
+    # (it boxed pdf-spec's ruled table as a page header): the rules, not the region, say where the table is. A
+    # frame inside a figure is part of the drawing.
+    figures = [r.bbox for r in regions if r.label == "figure"]
+    ruled: set[int] = set()
+    for frame in table_frames(detection.rulings):
+        if any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures):
+            continue
+        held = [i for i, b in enumerate(boxes) if i not in ruled and _centre_inside(b, frame)]
+        if held:
+            ruled.update(held)
+            out.append(Group("ruled", frame, sorted(held, key=lambda i: (boxes[i][1], boxes[i][0]))))
     for i, box in enumerate(boxes):
+        if i in ruled:
+            continue
         # The region holding most of the line; a text-bearing region beats a figure it overlaps (CDLA often boxes
         # a title page's title both as a title and as a figure), then the smaller region (the finer one) wins.
         best, rank = -1, (0.0, False, 0.0)
@@ -452,7 +474,6 @@ def groups(detection: Detection) -> list[Group]:
             members[best].append(i)
         else:
             loose.append(i)
-    out: list[Group] = []
     for region, m in zip(regions, members, strict=True):
         if region.label == "text":
             # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
@@ -461,10 +482,18 @@ def groups(detection: Detection) -> list[Group]:
                 out.append(Group("table", _union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
         if m or region.label in ("figure", "table"):
-            out.append(Group(region.label, region.bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
+            bbox = region.bbox
+            if m and region.label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
+                bbox = _union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
+            out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     out.extend(_blocks_of_loose(loose, boxes, detection.body_height * detection.scale))
     order = xy_cut([g.bbox for g in out])
     return [out[i] for i in order]
+
+
+def _centre_inside(box: BBox, frame: BBox) -> bool:
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return frame[0] <= cx <= frame[2] and frame[1] <= cy <= frame[3]
 
 
 def _union(boxes: Sequence[BBox]) -> BBox:

@@ -12,7 +12,9 @@ The layout model's label decides what analysis cannot see in words alone: a `hea
 furniture, a `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes
 boxes a title together with its first paragraph), a `caption` a caption, an `equation` a formula, a `figure` a
 picture (its text lines are still read and kept, after the picture, so no line RapidOCR reads is lost), a `table`
-a table built from its words' positions (scantable.py).
+a table built from its words' positions (scantable.py). Lines inside a ruled frame found in the pixels
+(pixelrules.py) are a `ruled` group whatever region holds them, analysed with its rules as a text-layer page is, so
+the ruled-table finder (tables.py) makes its grid.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import replace
 from modelhost.docengine.analyse import Style, analyse
 from modelhost.docengine.pixels import Detection, Group, PixelReader, body_style_sizes, groups
 from modelhost.docengine.scantable import rows, table_block
-from modelhost.docengine.types import Block, Kind, PageContent, PageLayout
+from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
 MAX_TITLE_CHARS = 160
@@ -50,7 +52,10 @@ def blocks(reader: PixelReader, detection: Detection, style: Style | None = None
             continue
         words = reader.recognise(detection, group.lines)
         if words:
-            content = PageContent(1, detection.width, detection.height, words=tuple(words))
+            # A ruled group is analysed with its rules, as a text-layer page is: the ruled-table finder builds
+            # the grid from them, and what is no table reads as text.
+            rules = tuple(r for r in detection.rulings if _within(r, group.bbox)) if group.label == "ruled" else ()
+            content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
             yield from _labelled(group, analyse(content, style).blocks, style, content)
 
 
@@ -79,6 +84,16 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
     kind = KINDS.get(label)
     for block in found:
         yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
+
+
+def _within(rule: Segment, box: BBox) -> bool:
+    slack = 2.0  # points: a frame's own rules lie on its edge
+    return (
+        box[0] - slack <= rule.x0
+        and rule.x1 <= box[2] + slack
+        and box[1] - slack <= rule.y0
+        and rule.y1 <= box[3] + slack
+    )
 
 
 def read_layout(reader: PixelReader, image: object, dpi: float, number: int = 1) -> PageLayout:

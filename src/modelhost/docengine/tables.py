@@ -146,6 +146,19 @@ def rule_frames(rules: Sequence[Segment]) -> list[BBox]:
     return out
 
 
+def table_frames(rules: Sequence[Segment]) -> list[BBox]:
+    """The boxes of rule groups that may be tables (two horizontal rules or more, a few points tall), before any
+    word is known: the pixel path gathers the lines inside each box to read them as one table (`find_tables` then
+    decides, with the words, whether it is one)."""
+    out = []
+    for group in _groups(merge_rules(rules[:MAX_RULES])):
+        if sum(1 for s in group if s.horizontal) >= 2:
+            top, bottom = min(s.y0 for s in group), max(s.y1 for s in group)
+            if bottom - top >= 8:
+                out.append((min(s.x0 for s in group), top, max(s.x1 for s in group), bottom))
+    return out
+
+
 def _inside(word: Word, box: BBox) -> bool:
     cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
