@@ -79,6 +79,23 @@ def test_the_scan_reads_in_order_with_its_title_first(reader: PixelReader) -> No
     assert layout[0].kind is Kind.SECTION_HEADER
 
 
+def test_the_layout_models_regions_reach_the_callers(reader: PixelReader) -> None:
+    # PageContent.regions and PageLayout.regions: the model's labelled boxes, for a docling JSON's clusters.
+    from modelhost.docengine import Region, analyse
+    from modelhost.docengine.layoutmodel import LABELS
+
+    image = render("pdfspec/scanned.pdf", 150)
+    content = reader.read(image, 150)
+    assert content.regions and all(isinstance(r, Region) for r in content.regions)
+    assert {r.label for r in content.regions} <= set(LABELS.values())
+    title = [r for r in content.regions if r.label == "title"]
+    heading = next(w for w in content.words if w.text == "PyMuPDF")
+    assert any(r.bbox[1] <= heading.y0 and heading.y1 <= r.bbox[3] for r in title), content.regions
+    assert all(0 <= r.bbox[0] < r.bbox[2] <= content.width + 1 for r in content.regions)
+    assert analyse(content).regions == content.regions
+    assert scanpage.read_layout(reader, image, 150).regions == content.regions
+
+
 def test_blocks_recognise_lazily_one_group_at_a_time(reader: PixelReader) -> None:
     image = render("pdfspec/scanned.pdf", 150)
     detection = reader.detect(image, 150)

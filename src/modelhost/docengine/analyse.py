@@ -133,7 +133,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             chunk = []
             blocks.append(fixed[i - len(runs)])
         _extend(blocks, _classified(chunk, style, content, frames))
-    return PageLayout(content.number, content.width, content.height, tuple(_captioned(blocks + bottom)))
+    blocks = _captioned(blocks + bottom)
+    return PageLayout(content.number, content.width, content.height, tuple(blocks), content.regions)
 
 
 def largest_images(images: Sequence[ImageRegion]) -> list[ImageRegion]:

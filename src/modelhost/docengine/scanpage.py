@@ -99,4 +99,5 @@ def _within(rule: Segment, box: BBox) -> bool:
 def read_layout(reader: PixelReader, image: object, dpi: float, number: int = 1) -> PageLayout:
     """The whole page's layout at once (for `convert` of a scanned page)."""
     detection = reader.detect(image, dpi)
-    return PageLayout(number, detection.width, detection.height, tuple(blocks(reader, detection)))
+    found = tuple(blocks(reader, detection))
+    return PageLayout(number, detection.width, detection.height, found, detection.regions)

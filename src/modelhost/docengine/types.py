@@ -100,6 +100,18 @@ class ImageRegion:
     pixel_height: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Region:
+    """One region the layout model found on a page image: its label, its box in points, and the model's score.
+
+    Labels are the pixel path's names for CDLA's classes (layoutmodel.LABELS): "text", "title", "figure",
+    "caption", "table", "header", "footer", "equation"."""
+
+    label: str
+    bbox: BBox
+    score: float = 1.0
+
+
 class Usability(enum.StrEnum):
     """The text layer's verdict for a page: `USABLE`, or why it is not (the page, or its regions, need OCR)."""
 
@@ -117,7 +129,8 @@ class PageContent:
 
     `number` is 1-based. `ocr_regions` are boxes (points) with no usable text that the pixel path should read: the
     whole page when the layer is unusable, or image regions big enough to hold text. `rotation` is the page's
-    /Rotate (0, 90, 180, 270); boxes are already in the rotated (as displayed) frame.
+    /Rotate (0, 90, 180, 270); boxes are already in the rotated (as displayed) frame. `regions` are the layout
+    model's regions when the page was read from its pixels (empty for a text layer: no layout model runs on it).
     """
 
     number: int
@@ -129,6 +142,7 @@ class PageContent:
     usability: Usability = Usability.USABLE
     ocr_regions: tuple[BBox, ...] = ()
     rotation: int = 0
+    regions: tuple[Region, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -211,9 +225,12 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class PageLayout:
-    """One analysed page: its number (1-based), size in points, and its blocks in reading order."""
+    """One analysed page: its number (1-based), size in points, its blocks in reading order, and the layout model's
+    regions it was read with (its PageContent's; empty for a text-layer page), for callers that want the model's
+    boxes and labels beside the blocks (a docling JSON's layout clusters)."""
 
     number: int
     width: float
     height: float
     blocks: tuple[Block, ...] = ()
+    regions: tuple[Region, ...] = ()
