@@ -14,6 +14,10 @@ the context is `slots x context_length` cells in all, allocated at load. A step 
   batch when nothing else decodes, so a lone request prefills as fast as one big call), or that prompt's images
   (mtmd evaluates them into the slot's sequence in one go).
 
+LoRA adapters served by name (AdapterEngine, lora.py) share the slots: a step makes one decode call per adapter
+among its decoding slots, and a slot's cached prefix is reused only by a request of the adapter it was evaluated
+with.
+
 Each slot has its own TokenChooser (sampling.py) and its own SequenceDecoder (inference.decoding), so stops,
 `max_tokens`, `min_tokens`, the thinking budget and UTF-8 are decided per request exactly once.
 
@@ -27,7 +31,6 @@ so no later prompt matches into them).
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -35,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from modelhost.backends.llama_cpp.lora import ContextAdapters
 from modelhost.backends.llama_cpp.prompts import Prompter
 from modelhost.backends.llama_cpp.sampling import TokenChooser, build_sampler
 from modelhost.backends.llama_cpp.vision import VisionPrompt, cache_record
@@ -70,6 +74,7 @@ class _Slot:
 
     index: int
     cached: list[int] = field(default_factory=list)  # the tokens whose KV this sequence holds, from position 0
+    cached_adapter: str | None = None  # the adapter `cached` was evaluated with: a prefix is reused under it only
     last_used: int = 0
     handle: Handle | None = None
     admitted: int = 0  # admission order: prefill is served oldest first
@@ -81,6 +86,7 @@ class _Slot:
     history: Sequence[int] = ()
     options: GenerateOptions | None = None
     classify: bool = False
+    adapter: str | None = None  # the named LoRA adapter the request runs with (lora.py), None: the base
     chooser: TokenChooser | None = None
     decoder: SequenceDecoder | None = None
 
@@ -126,9 +132,14 @@ class LlamaEngine:
         if per_seq < self.slot_context:
             self._ctx.close()
             raise ModelLoadError(f"llama.cpp gave each slot {per_seq} cells, fewer than {self.slot_context}")
-        if not apply_adapter(self._ctx, llm):  # adapters are per context: without it the slots would run the base
+        # Adapters are per context: the load-time one must be applied to this context too, or the slots would run
+        # the base; named ones are switched in per decode call (lora.py).
+        self._lora = ContextAdapters(llama_cpp, llm, self._ctx)
+        try:
+            self._lora.use(None)
+        except GenerationError as exc:
             self._ctx.close()
-            raise ModelLoadError("llama.cpp could not apply the LoRA adapter to the engine's context")
+            raise ModelLoadError("llama.cpp could not apply the LoRA adapter to the engine's context") from exc
         self._n_batch = n_batch
         self._batch: Any = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self._mem = llama_cpp.llama_get_memory(self._ctx.ctx)
@@ -147,6 +158,7 @@ class LlamaEngine:
         self._check_open()
         prompter = self.prompter
         options = prompter.options(request.options)
+        self._lora.check(request.adapter)
         prompt = prompter.prompt(request, options)
         free = [s for s in self._slots if s.handle is None]
         if not free:
@@ -155,8 +167,13 @@ class LlamaEngine:
             raise RuntimeError("no free slot: admit only while free_slots() > 0")
         vision = prompt if isinstance(prompt, VisionPrompt) else None
         text = vision.head if vision is not None else prompt
-        slot = max(free, key=lambda s: (_common_prefix(s.cached, text), -s.last_used))
-        keep = 0 if self._recurrent else _common_prefix(slot.cached, text)
+
+        # A prefix evaluated under another adapter holds other keys and values: reusable only under the same one.
+        def reusable(s: _Slot) -> int:
+            return _common_prefix(s.cached, text) if s.cached_adapter == request.adapter else 0
+
+        slot = max(free, key=lambda s: (reusable(s), -s.last_used))
+        keep = 0 if self._recurrent else reusable(slot)
         if vision is None:
             keep = min(keep, len(text) - 1)  # the last prompt token is always evaluated: its logits come next
         if not self._lib.llama_memory_seq_rm(self._mem, slot.index, keep, -1):
@@ -168,6 +185,7 @@ class LlamaEngine:
         slot.cached, slot.pending, slot.vision, slot.next_token = slot.cached[:keep], list(text[keep:]), vision, None
         slot.prompt_tokens, slot.cached_prompt_tokens = total, keep
         slot.history, slot.options, slot.classify = prompt, options, request.classify
+        slot.adapter = slot.cached_adapter = request.adapter
         slot.chooser = None if request.classify else prompter.chooser(options, prompt)
         slot.decoder = SequenceDecoder(
             options,
@@ -204,17 +222,21 @@ class LlamaEngine:
                 else:
                     decoding.append(slot)
         batch_tokens = sampled = prompt_tokens = 0
-        if decoding:
-            for i, slot in enumerate(decoding):
+        # One llama_decode per adapter among the decoding slots (lora.py says why), the base's first.
+        for group in _by_adapter(decoding):
+            if not self._use_adapter(group[0].adapter, outputs):
+                return StepResult(outputs, batch_tokens)
+            for i, slot in enumerate(group):
                 assert slot.next_token is not None
                 self._put(i, slot.next_token, len(slot.cached), slot.index, True)
                 slot.cached.append(slot.next_token)
                 slot.next_token = None
-            if not self._decode(len(decoding), outputs):
-                return StepResult(outputs, len(decoding))
-            for i, slot in enumerate(decoding):
+            if not self._decode(len(group), outputs):
+                return StepResult(outputs, batch_tokens + len(group))
+            for i, slot in enumerate(group):
                 self._put_output(outputs, self._advance(slot, i))
-            batch_tokens = sampled = len(decoding)
+            batch_tokens += len(group)
+            sampled += len(group)
         # One prompt's prefill work per step, the oldest admission's: a step's outputs reach the caller only when it
         # ends, so prefilling four new prompts in one step would hold the first one's first token back until the
         # fourth was evaluated. One at a time, the first prompt starts streaming after its own prefill, the next
@@ -223,12 +245,28 @@ class LlamaEngine:
         if waiting:
             slot = min(waiting, key=lambda s: s.admitted)
             handle = slot.handle
+            if not self._use_adapter(slot.adapter, outputs):
+                return StepResult(outputs, batch_tokens, sampled, prompt_tokens)
             evaluated = self._prefill(slot, outputs, alone=not decoding)
             prompt_tokens += evaluated
             batch_tokens += evaluated
             first = outputs.get(handle) if handle is not None else None
             sampled += 1 if first is not None and first.error is None and (first.tokens or first.finish_reason) else 0
         return StepResult(outputs, batch_tokens, sampled, prompt_tokens)
+
+    def load_adapter(self, name: str, path: str) -> None:
+        """Load a LoRA GGUF as `name` (AdapterEngine): loaded once on the model, applied per decode call (lora.py)."""
+        self._check_open()
+        self._lora.load(name, path)
+
+    def unload_adapter(self, name: str) -> None:
+        """Free the adapter `name` (AdapterEngine); the slots' prefixes evaluated under it are forgotten."""
+        if self.closed:
+            return
+        self._lora.unload(name)
+        for slot in self._slots:
+            if slot.cached_adapter == name and slot.handle is None:
+                slot.cached, slot.cached_adapter = [], None
 
     def release(self, handle: Handle) -> GenerateMetrics | None:
         """End a live request ("cancelled") and return its metrics; None when the handle is not live."""
@@ -247,6 +285,7 @@ class LlamaEngine:
         self._lib.llama_batch_free(self._batch)
         ctx, self._ctx = self._ctx, None
         ctx.close()
+        self._lora.close()  # after the context: nothing applies them any more
 
     @property
     def closed(self) -> bool:
@@ -367,6 +406,7 @@ class LlamaEngine:
             slot.vision.chunks.free()
         slot.handle, slot.decoder, slot.chooser, slot.vision, slot.options = None, None, None, None, None
         slot.pending, slot.next_token, slot.history, slot.classify = [], None, (), False
+        slot.adapter = None
         slot.last_used = next(self._clock)
         return EngineOutput(handle, (token,) if token is not None else (), reason, metrics, error)
 
@@ -391,6 +431,16 @@ class LlamaEngine:
             return False
         return True
 
+    def _use_adapter(self, name: str | None, outputs: dict[Handle, EngineOutput]) -> bool:
+        """Apply `name`'s adapter to the context for the next decode; on failure every request fails, as when a
+        decode fails (the context's adapters are then unknown)."""
+        try:
+            self._lora.use(name)
+        except GenerationError as exc:
+            self._fail_all(exc, outputs)
+            return False
+        return True
+
     def _fail_all(self, error: GenerationError, outputs: dict[Handle, EngineOutput]) -> None:
         # The KV cache may hold half a step: forget all of it rather than trust it, and fail every request.
         self._lib.llama_memory_clear(self._mem, True)
@@ -409,20 +459,6 @@ class LlamaEngine:
             raise GenerationError("this engine (or its model) was closed")
 
 
-def apply_adapter(ctx: Any, llm: Any) -> bool:
-    """Apply the Llama's LoRA adapter (if it has one) to another of its contexts (a llama_cpp LlamaContext):
-    llama.cpp applies adapters per context, and Llama() applied it only to the context it opened. False if
-    llama.cpp refused."""
-    import llama_cpp
-
-    adapter = getattr(llm, "_lora_adapter", None)
-    if adapter is None:
-        return True
-    adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
-    scales = (ctypes.c_float * 1)(float(llm.lora_scale))
-    return int(llama_cpp.llama_set_adapters_lora(ctx.ctx, adapters, 1, scales)) == 0
-
-
 def _as_error(exc: BaseException) -> ModelHostError:
     # A deliberate error keeps its code (the grammar's SchemaError is the request's fault: a 400, not a 500).
     return exc if isinstance(exc, ModelHostError) else GenerationError(f"llama.cpp failed while generating: {exc}")
@@ -436,6 +472,14 @@ def chunk_size(pending: int, budget: int) -> int:
     """
     take = min(pending, budget)
     return take - 1 if pending - take == 1 else take
+
+
+def _by_adapter(slots: list[_Slot]) -> list[list[_Slot]]:
+    """The slots grouped by their adapter, the base's group first, each group in slot order."""
+    groups: dict[str | None, list[_Slot]] = {}
+    for slot in slots:
+        groups.setdefault(slot.adapter, []).append(slot)
+    return [groups[k] for k in sorted(groups, key=lambda k: (k is not None, k or ""))]
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -1,0 +1,86 @@
+"""The LoRA adapters of one llama.cpp engine's context: the one given at load (LoadOptions.adapter, applied to every
+request) and the ones served by name (AdapterEngine), each loaded once on the llama_model and applied to the context
+for the decode calls of the requests that name it.
+
+Why per decode call and not per sequence: llama.cpp (the version llama-cpp-python 0.3.36 bundles) applies adapters
+to a whole context (`llama_set_adapters_lora`), never to one sequence of it. So the engine groups a step's decoding
+slots by adapter and makes one llama_decode per group, switching the context's adapters between them, as
+llama-server does for requests whose LoRA settings differ. The slots, their KV cache and the base weights stay one;
+the price is one more decode call (and llama.cpp's graph re-reservation at each switch) per distinct adapter in a
+step: measured in docs/adapters.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from modelhost.errors import GenerationError, InvalidOptionError, ModelNotFoundError
+from modelhost.inference.lora_files import inspect_adapter
+
+_UNSET = object()  # the context's adapters are not known yet (nothing set since it was made)
+
+
+class ContextAdapters:
+    """The named adapters of one context and the set applied to it now. One thread drives it (the engine's)."""
+
+    def __init__(self, lib: Any, llm: Any, ctx: Any) -> None:
+        self._lib = lib
+        self._llm = llm
+        self._ctx = ctx
+        loaded = getattr(llm, "_lora_adapter", None)
+        #: The load-time adapter (Llama(lora_path=...)), under every request's own.
+        self._base: list[tuple[Any, float]] = [(loaded, float(llm.lora_scale))] if loaded is not None else []
+        self._named: dict[str, Any] = {}
+        self._active: object = _UNSET
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The adapters served by name now."""
+        return frozenset(self._named)
+
+    def check(self, name: str | None) -> None:
+        """Refuse a request for an adapter not loaded here (ModelNotFoundError)."""
+        if name is not None and name not in self._named:
+            raise ModelNotFoundError(f"no adapter named {name!r} is loaded on this model")
+
+    def load(self, name: str, path: str) -> None:
+        """Load the LoRA GGUF at `path` (the file, or the one .gguf of a folder) on the model as `name`;
+        InvalidOptionError ("adapter") when it is not one or llama.cpp refuses it (another architecture, shapes)."""
+        files = inspect_adapter(path, field="adapter")
+        if files.gguf is None:
+            why = "the llama.cpp backend serves GGUF adapters (lora.train writes adapter.gguf beside the peft files)"
+            raise InvalidOptionError("adapter", f"{path!r} has no LoRA GGUF: {why}")
+        if name in self._named:
+            raise InvalidOptionError("adapter", f"an adapter named {name!r} is loaded already")
+        adapter = self._lib.llama_adapter_lora_init(self._llm._model.model, str(files.gguf).encode())
+        if not adapter:
+            raise InvalidOptionError("adapter", f"llama.cpp refused the LoRA GGUF {str(files.gguf)!r} for this model "
+                                                "(another architecture or shape?)")  # fmt: skip
+        self._named[name] = adapter
+
+    def unload(self, name: str) -> None:
+        """Free the adapter `name` (an unknown name is harmless); the context stops applying it first."""
+        adapter = self._named.pop(name, None)
+        if adapter is None:
+            return
+        if self._active == name:
+            self.use(None)
+        self._lib.llama_adapter_lora_free(adapter)
+
+    def use(self, name: str | None) -> None:
+        """Apply the load-time adapter and `name`'s (None: the load-time one alone) to the context, if it does not
+        already; GenerationError when llama.cpp refuses."""
+        if self._active == name:
+            return
+        chosen = [*self._base, *([(self._named[name], 1.0)] if name is not None else [])]
+        adapters = (self._lib.llama_adapter_lora_p_ctypes * max(1, len(chosen)))(*(a for a, _ in chosen))
+        scales = (ctypes.c_float * max(1, len(chosen)))(*(s for _, s in chosen))
+        if int(self._lib.llama_set_adapters_lora(self._ctx.ctx, adapters, len(chosen), scales)) != 0:
+            raise GenerationError(f"llama.cpp could not apply the adapters {[name] if name else []} to the context")
+        self._active = name
+
+    def close(self) -> None:
+        """Free every named adapter (the model frees them too when it is freed; this gives their memory back now)."""
+        for name in list(self._named):
+            self._lib.llama_adapter_lora_free(self._named.pop(name))
