@@ -372,13 +372,16 @@ def test_convert_over_a_socket_serving_a_text_model_fails_and_says_why(tiny_llam
 def test_the_first_ctrl_c_says_how_long_it_waits_and_a_stream_is_cancelled_after_the_grace(tmp_path: Path) -> None:
     import signal
 
+    import httpx
+
     from modelhost.inference.types import Message
     from modelhost.wire.client import Client
 
     sock = tmp_path / "m.sock"
-    serving = Serving("--model", "default", "--socket", str(sock))
+    serving = Serving("--model", "default", "--socket", str(sock), "--http", ":0")
     try:
         serving.wait_for("ready: serving")
+        url = next(m.group(1) for line in serving.lines if (m := re.search(r"http on (http://\S+)", line)))
         with Client(str(sock)) as client:
             stream = client.chat([Message("user", "Write a very long story.")], max_tokens=4000, temperature=0)
             next(stream)  # generation is under way
@@ -386,6 +389,12 @@ def test_the_first_ctrl_c_says_how_long_it_waits_and_a_stream_is_cancelled_after
             serving.wait_for("stopping")
             stopping = next(line for line in serving.lines if "stopping" in line)
             assert "5 s to finish" in stopping and "Ctrl-C again cancels them now" in stopping, stopping
+            # While the stream drains, the HTTP door still answers, but takes no new work and says why: a request
+            # let in now would only be cancelled at the grace's end. The probes tell a balancer the same.
+            late = httpx.post(f"{url}/v1/completions", json={"prompt": "hi", "max_tokens": 3}, timeout=120)
+            assert late.status_code == 503 and "stopping" in late.json()["error"]["message"], late.text
+            ready = httpx.get(f"{url}/ready", timeout=120)
+            assert (ready.status_code, ready.json()["status"]) == (503, "stopping"), ready.text
             rest = "".join(stream)
             # 4000 tokens take SmolLM2 about a minute: the stream ended because the grace did, not the story.
             assert client.last_done is not None and client.last_done.stop_reason == "cancelled", rest

@@ -60,9 +60,11 @@ HARD_EXIT_SECONDS = 10.0
 
 
 class Door(Protocol):
-    """A server on the host: binds in `start()`, stops accepting and closes in `aclose()`."""
+    """A server on the host: binds in `start()`, refuses new work after `stop_intake()`, closes in `aclose()`."""
 
     async def start(self) -> None: ...
+
+    def stop_intake(self) -> None: ...
 
     async def aclose(self) -> None: ...
 
@@ -270,6 +272,8 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 "cancelled (Ctrl-C again cancels them now)"
             )
             _exit_hard_after(grace[0] + HARD_EXIT_SECONDS, say, deadline)
+            if http is not None:
+                http.stop_intake()  # the other doors stop taking work as they close; this one stays up to the end
             # At the grace's end the host cancels what still runs, so each stream ends with its "cancelled" answer
             # (a done frame, a finish_reason) before the doors hang up, rather than being cut off mid-stream.
             timers.append(loop.call_later(grace[0], models.cancel_all))

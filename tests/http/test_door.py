@@ -109,6 +109,35 @@ def test_full_queue_is_429_with_retry_after_and_a_freed_slot_admits_again(loop_t
         assert sample(server.url, "modelhost_request_rejected_total", code="queue_full") == 2
 
 
+def test_a_stopping_door_refuses_new_work_on_every_route_while_admitted_work_runs_to_its_end(
+    loop_thread: LoopThread,
+) -> None:
+    gate = threading.Semaphore(0)
+    host = scripted_host(scripted_model(gate=gate))
+    with serving(loop_thread, host) as server, httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as client:
+        body = {**CHAT, "stream": True, "max_tokens": 3}
+        with client.stream("POST", "/v1/chat/completions", json=body) as running:
+            wait_until(lambda: host.running == 1)
+            server.stop_intake()
+            for path, late in (
+                ("/v1/chat/completions", CHAT),
+                ("/v1/completions", {"prompt": "hi", "max_tokens": 2}),
+                ("/v1/responses", {"input": "hi", "max_output_tokens": 2}),
+                ("/api/chat", {"model": "m", **CHAT, "stream": False}),
+                ("/api/generate", {"model": "m", "prompt": "hi", "stream": False}),
+            ):
+                refused = client.post(path, json=late)
+                assert refused.status_code == 503, (path, refused.text)
+                assert "stopping" in refused.text, (path, refused.text)
+            ready = client.get("/ready")
+            assert (ready.status_code, ready.json()["status"]) == (503, "stopping"), ready.text
+            assert client.get("/health").status_code == 200  # alive: a stopping server is not a broken one
+            for _ in range(8):
+                gate.release()
+            assert running.read().endswith(b"data: [DONE]\n\n")  # what was admitted ends as it would have
+        assert host.running == 0 and host.waiting == 0
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_client_that_hangs_up_cancels_its_request(loop_thread: LoopThread, stream: bool) -> None:
     gate = threading.Semaphore(0)

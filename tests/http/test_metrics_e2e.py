@@ -7,17 +7,13 @@ answered (usage), so a histogram that counts the wrong request, or a failure cou
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from http_support import LoopThread, scripted_model, serving
+from http_support import LoopThread, scripted_model
 from prometheus_client.parser import text_string_to_metric_families
 
-import modelhost.inference
-from modelhost.host import Host
 from modelhost.host.models import Models, ModelSpec
 from modelhost.http import HttpServer
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
@@ -26,12 +22,9 @@ pytest.importorskip("llama_cpp")
 
 
 @pytest.fixture(scope="module")
-def tiny(loop_thread: LoopThread, tiny_llama_gguf: Path) -> Iterator[HttpServer]:
-    host = Host(
-        lambda: modelhost.inference.load_model(str(tiny_llama_gguf), backend="llama_cpp", threads=1), name="tiny"
-    )
-    with serving(loop_thread, host) as server:
-        yield server
+def tiny(tiny_gguf_door: HttpServer) -> HttpServer:
+    """The module's door over the tiny GGUF (tests/http/conftest.py)."""
+    return tiny_gguf_door
 
 
 def scrape(url: str) -> list[Any]:

@@ -5,18 +5,13 @@ never a 500, and the door keeps serving. The example count comes from the hypoth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from http_support import LoopThread, serving
 from hypothesis import given
 from hypothesis import strategies as st
 
-import modelhost.inference
-from modelhost.host import Host
 from modelhost.http import HttpServer
 
 pytest.importorskip("llama_cpp")
@@ -80,12 +75,9 @@ def bodies(draw: st.DrawFn) -> tuple[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def door(loop_thread: LoopThread, tiny_llama_gguf: Path) -> Iterator[HttpServer]:
-    host = Host(
-        lambda: modelhost.inference.load_model(str(tiny_llama_gguf), backend="llama_cpp", threads=1), name="tiny"
-    )
-    with serving(loop_thread, host) as server:
-        yield server
+def door(tiny_gguf_door: HttpServer) -> HttpServer:
+    """The module's door over the tiny GGUF (tests/http/conftest.py)."""
+    return tiny_gguf_door
 
 
 @pytest.mark.fuzz

@@ -102,6 +102,7 @@ class _Probes:
     """What an orchestrator and a scraper ask: answered from the event loop, never waiting on a model."""
 
     def __init__(self, door: Door) -> None:
+        self.door = door
         self.model_set = door.model_set
         self.metrics = door.metrics
 
@@ -124,7 +125,9 @@ class _Probes:
         """Readiness: 200 when requests are admitted: every model loaded at start is ready (a lazy one may be
         unloaded: its first request loads it). Else 503 with the first state in the way. Each model's state too."""
         states = self.model_set.states()
-        blocking = next((m.state for m in self.model_set if _blocks_readiness(m, self.model_set)), None)
+        blocking: str | None = next((m.state for m in self.model_set if _blocks_readiness(m, self.model_set)), None)
+        if self.door.stopping:
+            blocking = "stopping"  # a load balancer must stop sending here before the door refuses what it sends
         body: dict[str, Any] = {"status": blocking or "ready", "model": self.model_set.default, "models": states}
         if blocking is None:
             return JSONResponse(body)
@@ -161,7 +164,9 @@ def build_app(
     ]
     if api_key:
         middleware.append(Middleware(_RequireApiKey, api_key=api_key))
-    return Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
+    app.state.door = door  # HttpServer.stop_intake reaches it here
+    return app
 
 
 __all__ = ["HttpMetrics", "build_app"]

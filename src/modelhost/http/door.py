@@ -42,6 +42,14 @@ class Door:
         self.model_set = models
         self.metrics = metrics
         self.created = time.time()
+        #: Set by `stop_intake` when the server begins to stop: work already admitted runs on, new work is refused.
+        self.stopping = False
+
+    def stop_intake(self) -> None:
+        """Refuse new generations and embeddings from now on (503 host_closed; /ready says "stopping"), while what
+        was admitted runs to its end or its grace. The door keeps answering: /health, /ready and /metrics stay
+        truthful while the host drains, and a client learns at once that this server is going away."""
+        self.stopping = True
 
     def route(self, request: Request, body: Any) -> ServedModel:
         """The model a request body names (`model`); 404 model_not_found for a name not served here. The model
@@ -79,6 +87,10 @@ class Door:
     def admission(self, served: ServedModel, answer: Callable[[ModelHostError], ApiError]) -> Iterator[None]:
         """What a refused submission answers: a full queue `answer(exc)` with Retry-After, a model loading (or
         closed) 503, any other refusal `answer(exc)` (the route family's error, naming the client's parameter)."""
+        if self.stopping:
+            # A request that reached a stopping server would otherwise be queued behind the drain and then
+            # cancelled at the grace's end: refused now, the client can retry on another replica at once.
+            raise from_host_error("host_closed", "the server is stopping: it takes no new requests")
         try:
             yield
         except QueueFullError as exc:

@@ -15,6 +15,7 @@ from modelhost import _access, _serving
 from modelhost.host import Host
 from modelhost.host.models import Models, as_models
 from modelhost.http.app import build_app
+from modelhost.http.door import Door
 from modelhost.http.errors import layer_error_body
 from modelhost.http.metrics import HttpMetrics
 
@@ -79,6 +80,12 @@ class HttpServer:
         )
         self._server = _serving.EmbeddedUvicorn(config)
         self._task = await _serving.serve(self._server, sock, name=f"modelhost-http {self._url}")
+
+    def stop_intake(self) -> None:
+        """Refuse new generations and embeddings (503) while what runs finishes; the probes keep answering, /ready
+        with 503 "stopping". The first stop signal of `serve` calls this; `aclose` later stops the server."""
+        door: Door = self.app.state.door
+        door.stop_intake()
 
     async def aclose(self) -> None:
         """Stop serving. Idempotent."""
