@@ -153,3 +153,51 @@ def test_children_outlive_the_thread_that_started_them(pdfs: dict[str, Path]) ->
         assert not native.exists()
         assert box.page_count(pdfs["text"]) == 1
         assert box.pids() == pids  # the same child answered: it was not killed and replaced
+
+
+def test_images_are_decoded_in_the_sandbox_and_a_decoder_bomb_kills_a_child_not_the_host(tmp_path: Path) -> None:
+    # A 6000x6000 PNG is 120 KB of file and ~250 MB to decode (Pillow's RGB is 4 bytes a pixel, and the rows sent
+    # back 3 more): under a 256 MiB bound its decoding fails in the child, which is reported and replaced, and the
+    # host (this process) decodes nothing itself.
+    import numpy as np
+    from PIL import Image
+
+    from modelhost.docengine.source import Source
+
+    small = tmp_path / "small.png"
+    pixels = np.zeros((40, 60, 3), np.uint8)
+    pixels[:, :30] = (200, 10, 10)
+    Image.fromarray(pixels).save(small)
+    bomb = tmp_path / "bomb.png"
+    Image.new("RGB", (6000, 6000), "white").save(bomb)
+    with Sandbox(1, Limits(memory_bytes=256 << 20)) as box:
+        with Source(small, box) as source:
+            assert not source.is_pdf and source.count == 1
+            page = source.render(1, 150).image
+            assert page.shape == (40, 60, 3) and np.array_equal(page, pixels)
+        with Source(bomb, box, name="upload.png") as source:
+            assert source.count == 1  # its header is within MAX_PAGE_PIXELS: only decoding it costs
+            pids = set(box.pids())
+            with pytest.raises(PageError) as caught:
+                source.render(1, 150)
+        assert caught.value.killed and caught.value.page == 1
+        assert str(caught.value) == "upload.png: page 1 exhausted its 256 MiB memory bound (an allocation failed)"
+        with Source(small, box) as source:  # a fresh child decodes the next image
+            assert np.array_equal(source.render(1, 150).image, pixels)
+        assert not pids & set(box.pids())
+
+
+def test_an_image_too_big_or_no_image_at_all_is_refused_by_name_from_the_sandbox(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from modelhost.docengine.source import Source
+
+    huge = tmp_path / "huge.png"
+    Image.new("1", (12_000, 12_000)).save(huge)  # 18 KB; 432 MB as RGB
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not an image")
+    with Sandbox(1) as box:
+        with pytest.raises(DocumentError, match=r"^scan\.png: a 12000x12000 image is over \d+ pixels$"):
+            Source(huge, box, name="scan.png")
+        with pytest.raises(DocumentError, match=r"^notes\.txt: neither a PDF nor a PNG, JPEG or TIFF image"):
+            Source(junk, box)

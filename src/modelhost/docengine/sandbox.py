@@ -1,8 +1,10 @@
-"""pdfium on untrusted PDFs, in child processes bounded in memory, CPU time and wall time.
+"""pdfium and the image decoders on untrusted files, in child processes bounded in memory, CPU time and wall time.
 
 pdfium runs in this process's address space, and one 700-byte PDF (a Form XObject that draws itself twice) sends
-it into unbounded memory: 8 GB in a minute, the worker and every door dead with it. So every pdfium call on a
-document (open, page count, the text layer, rendering) runs in a small pool of children, each one:
+it into unbounded memory: 8 GB in a minute, the worker and every door dead with it. Image decoders (libpng,
+libjpeg, libtiff under Pillow) are C too, with their own history of crashes and overflows on crafted files. So every
+call that parses a document (a PDF's open, page count, text layer and rendering; an image's frame count and
+decoding) runs in a small pool of children, each one:
 
 - bounded in memory by RLIMIT_AS (set by the child on itself before it imports pdfium): an allocation past it
   fails, and pdfium aborts, which kills that child only;
@@ -57,6 +59,19 @@ MAX_PAGE_PIXELS = (128 << 20) // 3
 #: Largest DPI accepted: a letter page at 600 DPI is 5100x6600 (34 MP, ~100 MB RGB), already past what OCR needs.
 MAX_DPI = 600
 
+
+#: Image formats a child decodes; anything else that is not a PDF is refused by name.
+IMAGE_FORMATS = ("PNG", "JPEG", "TIFF")
+#: Most frames an image document may have: a multi-page TIFF scan is tens of pages; counting frames walks every
+#: IFD, so a file claiming millions is refused before that walk costs minutes.
+MAX_FRAMES = 10_000
+
+#: A child's exit status when an allocation failed against its memory bound (Python's MemoryError), so the parent
+#: names the bound as it does for pdfium's abort.
+MEMORY_EXIT = 86
+#: How long (seconds) a child that hung up is given to finish exiting before it is killed: its exit status is what
+#: says which bound it hit (killing it at once reported a MemoryError's exit as SIGKILL).
+EXIT_GRACE = 2.0
 
 #: How long a fresh child may take to start (Python, then pdfium imported): ~0.2 s idle, seconds on a loaded
 #: machine; a child that has not started in 2 minutes is on a machine that cannot run it.
@@ -149,6 +164,17 @@ class Sandbox:
     def render(self, path: Path | str, index: int, dpi: int, name: str | None = None) -> Pixels:
         """Page `index` (0-based) rendered at `dpi`, within MAX_PAGE_PIXELS. PageError when it fails."""
         pixels: Pixels = self._run(("render", str(path), index, check_dpi(dpi)), _name(path, name), index + 1)
+        return pixels
+
+    def frame_count(self, path: Path | str, name: str | None = None) -> int:
+        """The frames of a PNG, JPEG or TIFF image, each checked against MAX_PAGE_PIXELS from its header before any
+        is decoded. DocumentError (naming the file) when it is no such image or a frame is too big."""
+        count: int = self._run(("frames", str(path), 0, 0), _name(path, name), 0)
+        return count
+
+    def decode(self, path: Path | str, index: int, name: str | None = None) -> Pixels:
+        """Frame `index` (0-based) of an image decoded to RGB. PageError when it fails."""
+        pixels: Pixels = self._run(("decode", str(path), index, 0), _name(path, name), index + 1)
         return pixels
 
     def close(self) -> None:
@@ -285,7 +311,11 @@ class _Child:
         """The child is gone or stopped: it is killed, and the error says which bound it hit as far as is known."""
         assert self.proc is not None
         if self.proc.poll() is None:
-            self.proc.kill()
+            try:
+                # A child that hung up is usually exiting; one that did not answer in time is not.
+                self.proc.wait(timeout=EXIT_GRACE if "longer" not in what else 0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
         returncode = self.proc.wait()
         self.stop()
         if returncode == -signal.SIGXCPU:
@@ -293,6 +323,8 @@ class _Child:
         elif returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS):
             bound = self.limits.memory_bytes >> 20
             why = f"exhausted its {bound} MiB memory bound (pdfium stopped with {_signame(returncode)})"
+        elif returncode == MEMORY_EXIT:
+            why = f"exhausted its {self.limits.memory_bytes >> 20} MiB memory bound (an allocation failed)"
         elif "longer" in what:
             why = what
         else:
@@ -349,12 +381,14 @@ def _serve(fd: int, memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     _die_with_parent()
     conn = Connection(fd)
-    import pypdfium2  # noqa: F401  (imported before "ready": no job's wall time pays for it)
+    import PIL.Image  # noqa: F401  (imported before "ready": no job's wall time pays for it)
+    import pypdfium2  # noqa: F401
 
     import modelhost.docengine.textlayer  # noqa: F401
 
     conn.send("ready")
     state = _Open()
+    images = _OpenImage()
     while True:
         try:
             job = conn.recv()
@@ -365,17 +399,23 @@ def _serve(fd: int, memory_bytes: int) -> None:
         limit = math.ceil(used.ru_utime + used.ru_stime + cpu_seconds)
         resource.setrlimit(resource.RLIMIT_CPU, (limit, resource.RLIM_INFINITY))
         try:
-            reply = _job(state, op, path, index, dpi)
+            if op in ("frames", "decode"):
+                reply = _image_job(images, op, path, index)
+            else:
+                reply = _job(state, op, path, index, dpi)
         except _Refusal as refusal:
             conn.send(("error", refusal.message, refusal.retire, refusal.page_level))
             if refusal.retire:
                 return  # pdfium's last-error state is now stale: the next job gets a fresh process
             continue
         except MemoryError:
-            return  # Python's own allocation hit the bound: exit, the parent reports the page
+            # An allocation (Python's, or a decoder's through Python) hit the bound: exit with a status that says
+            # so, and the parent reports the page as one that exhausted its memory bound.
+            os._exit(MEMORY_EXIT)
         except Exception as exc:  # a defect of the reader, not of the document: say so, and start afresh
-            where = f"page {index + 1}" if op != "count" else "opening it"
-            conn.send(("error", f"{where} could not be read ({type(exc).__name__}: {exc})", True, op != "count"))
+            opening = op in ("count", "frames")
+            where = "opening it" if opening else f"page {index + 1}"
+            conn.send(("error", f"{where} could not be read ({type(exc).__name__}: {exc})", True, not opening))
             return
         if isinstance(reply, _Rendered):
             conn.send(("pixels", reply.width, reply.height, reply.stride))
@@ -448,6 +488,85 @@ class _Open:
         if self.pdf is not None:
             self.pdf.close()
         self.key = self.pdf = None
+
+
+class _OpenImage:
+    """The image a child has open (PIL reads frames lazily: the file stays open between a count and its frames)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[str, int, int] | None = None
+        self.image: Any = None
+        self.count = 0
+
+    def get(self, path: str) -> tuple[Any, int]:
+        from PIL import Image
+
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise _Refusal(f"cannot read it ({exc.strerror or exc})") from exc
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key == self.key:
+            return self.image, self.count
+        self.close()
+        try:
+            image = Image.open(path, formats=IMAGE_FORMATS)
+        except Exception as exc:
+            raise _Refusal(f"neither a PDF nor a PNG, JPEG or TIFF image ({exc})") from exc
+        try:
+            count = count_frames(image)
+        except ValueError as exc:
+            image.close()
+            raise _Refusal(str(exc)) from exc
+        self.key, self.image, self.count = key, image, count
+        return image, count
+
+    def close(self) -> None:
+        if self.image is not None:
+            self.image.close()
+        self.key, self.image, self.count = None, None, 0
+
+
+def count_frames(image: Any) -> int:
+    """The number of frames of an opened PIL image, every one checked against MAX_PAGE_PIXELS before any is
+    decoded; ValueError saying which frame is too big (or unreadable).
+
+    Checking the first frame only let a TIFF whose first frame is 1x1 carry 12000x12000 frames after it (432 MB of
+    RGB each). Seeking reads a frame's header, not its pixels."""
+    count = 0
+    while True:
+        if image.width * image.height > MAX_PAGE_PIXELS:
+            where = f" (frame {count + 1})" if count else ""
+            raise ValueError(f"a {image.width}x{image.height} image{where} is over {MAX_PAGE_PIXELS} pixels")
+        count += 1
+        if count > MAX_FRAMES:
+            raise ValueError(f"more than {MAX_FRAMES} frames")
+        try:
+            image.seek(count)
+        except EOFError:
+            break
+        except Exception as exc:
+            raise ValueError(f"frame {count + 1} cannot be read ({exc})") from exc
+    image.seek(0)
+    return count
+
+
+def _image_job(state: _OpenImage, op: str, path: str, index: int) -> Any:
+    image, count = state.get(path)
+    if op == "frames":
+        return count
+    if not 0 <= index < count:
+        raise _Refusal(f"no page {index + 1} (it has {count})", page_level=True)
+    try:
+        image.seek(index)
+        rgb = image.convert("RGB")
+    except MemoryError:
+        raise  # the child's bound: it exits, and the parent reports the page as one that exhausted it
+    except Exception as exc:  # a truncated or corrupt frame: Pillow's own errors, whatever their class
+        raise _Refusal(f"page {index + 1} cannot be decoded ({exc})", page_level=True) from exc
+    data = rgb.tobytes()  # packed RGB rows: what the parent wraps as an array without another copy
+    rgb.close()
+    return _Rendered(image.width, image.height, image.width * 3, data)
 
 
 def _job(state: _Open, op: str, path: str, index: int, dpi: int) -> Any:
