@@ -655,6 +655,22 @@ def serve(
             "--log-format", help="HTTP doors' access log on stderr: text (for a person), json (a line each) or none."
         ),
     ] = "text",
+    adapter: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--adapter",
+            help="A LoRA adapter served by name beside its base: NAME=PATH (the base its config names, or the only "
+            "model), or NAME=MODEL:PATH (repeatable). Requests name it in `model`.",
+        ),
+    ] = None,
+    allow_adapter_loading: Annotated[
+        bool,
+        typer.Option(
+            "--allow-adapter-loading",
+            help="Let HTTP clients load and unload adapters at runtime (POST /v1/load_lora_adapter, "
+            "/v1/unload_lora_adapter); the server then reads any path a client names.",
+        ),
+    ] = False,
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
     from modelhost import serve as serving
@@ -683,6 +699,8 @@ def serve(
             mmproj=mmproj,
             client_limits=_client_limits(header_timeout, body_timeout, max_connections),
             access_log=_log_format(log_format),
+            adapters=tuple(adapter or ()),
+            allow_adapter_loading=allow_adapter_loading,
         )
         serving.run(config)
     except ValueError as exc:

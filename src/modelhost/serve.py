@@ -23,15 +23,16 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from modelhost._access import AccessRecord, LogFormat
-from modelhost.host import DEFAULT_MAX_QUEUE
+from modelhost.host import DEFAULT_MAX_QUEUE, adapters
 from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
 from modelhost.inference import catalogue, hub_cache, registry
+from modelhost.inference.lora_files import AdapterFiles, inspect_adapter
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,10 @@ class ServeConfig:
     #: The HTTP doors' access log, one line per request on stderr: "text" for a person, "json" for a log shipper,
     #: None for none.
     access_log: LogFormat | None = "text"
+    #: LoRA adapters served by name beside their base: `NAME=PATH`, or `NAME=MODEL:PATH` to name the base.
+    adapters: tuple[str, ...] = ()
+    #: Whether clients may load and unload adapters at runtime (vLLM's /v1/load_lora_adapter).
+    allow_adapter_loading: bool = False
 
 
 def model_name(model: str) -> str:
@@ -127,6 +132,43 @@ def split_model(arg: str) -> tuple[str | None, str]:
     return None, arg
 
 
+def _chosen(config: ServeConfig) -> list[tuple[str | None, str]]:
+    """The `--model` arguments as (NAME or None, what)."""
+    return [split_model(arg) for arg in (config.models or (config.model,))]
+
+
+def split_adapter(arg: str, served: Collection[str]) -> tuple[str, str | None, str]:
+    """`--adapter NAME=PATH` or `NAME=MODEL:PATH` into (name, base or None, path); ValueError for anything else.
+    `MODEL:` is read as a base only when MODEL is in `served` (the models' names and what `--model` gave), so a
+    path holding a colon still works as a path."""
+    name, sep, rest = arg.partition("=")
+    if not (sep and name and rest):
+        raise ValueError(f"--adapter takes NAME=PATH or NAME=MODEL:PATH, got {arg!r}")
+    base, colon, path = rest.partition(":")
+    if colon and base and path and base in served:
+        return name, base, path
+    return name, None, rest
+
+
+def checked_adapters(config: ServeConfig) -> list[tuple[str, str | None, AdapterFiles]]:
+    """Each `--adapter` split and its files checked, from the command line alone: `serve` calls this before it
+    resolves or estimates any model (a transformers estimate imports torch: half a minute on a busy machine), so
+    a wrong adapter path is the only line it prints, at once."""
+    served = {n for name, what in _chosen(config) for n in (name or model_name(what), what)}
+    found = []
+    for arg in config.adapters:
+        name, base, path = split_adapter(arg, served)
+        found.append((name, base, inspect_adapter(path, field="--adapter")))
+    return found
+
+
+def register_adapters(models: Models, found: list[tuple[str, str | None, AdapterFiles]], allow: bool) -> None:
+    """Put each checked `--adapter` on its base model (they load with their models), and set the runtime switch."""
+    for name, base, files in found:
+        adapters.register_adapter(models, name, files, base, name_field="--adapter", path_field="--adapter")
+    models.adapter_loading = allow
+
+
 def _estimated_size(path: str, backend: str | None, load_opts: dict[str, Any]) -> int:
     """What the memory budget counts for a model: its backend's estimate of the loaded model (weights and the KV
     cache of its batch slots), else its files' size. An estimate that fails (an unreadable header) must not stop
@@ -143,7 +185,7 @@ def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, s
     """The model set's specs (each resolved now: fail fast, before binding anything, on a model that is not there)
     and the sockets, (model name, path), the main one first. ValueError for a bad --socket-model or --model-socket."""
     load_opts = _load_options(config)
-    chosen = [split_model(arg) for arg in (config.models or (config.model,))]
+    chosen = _chosen(config)
     if config.mmproj is not None:
         if len(chosen) > 1:
             raise ValueError("--mmproj goes with one --model; for several, put each mmproj beside its model")
@@ -235,12 +277,14 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     """Run until SIGTERM or SIGINT, then stop in order. `say` prints the ready and stop lines."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     raise_open_file_limit()
+    found = checked_adapters(config)
     specs, sockets = model_specs(config)
     _check_doors(config, sockets)
     models = Models(
         specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory
     )
     models.spec_for = functools.partial(pulled_spec, config)
+    register_adapters(models, found, config.allow_adapter_loading)
     name = ", ".join(models.names)
     form = config.access_log
 

@@ -39,7 +39,7 @@ from typing import Any, Literal, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from modelhost.errors import HostClosedError, ModelLoadingError, ModelNotFoundError
+from modelhost.errors import HostClosedError, ModelHostError, ModelLoadError, ModelLoadingError, ModelNotFoundError
 from modelhost.host.events import GenerationRequest
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
@@ -197,7 +197,11 @@ class ServedModel:
         """Load this model's adapters into its engine (on the model thread, at load: Host's `on_load`)."""
         for adapter in self.adapters.values():
             assert adapter.path is not None  # an adapter is always served from its files
-            host.load_adapter_now(engine, adapter.name, adapter.path)
+            try:
+                host.load_adapter_now(engine, adapter.name, adapter.path)
+            except ModelHostError as exc:  # the load fails saying which adapter, not only what the engine said
+                detail = getattr(exc, "detail", str(exc))
+                raise ModelLoadError(f"adapter {adapter.name!r} cannot go on model {self.name!r}: {detail}") from exc
 
     @property
     def state(self) -> ModelState:
