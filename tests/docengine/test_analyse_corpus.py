@@ -136,3 +136,13 @@ def test_code_keeps_its_lines_and_lists_keep_their_items(open_pdf: Open) -> None
 def test_a_display_formula_is_a_formula(open_pdf: Open) -> None:
     page = layouts(open_pdf, "pdf/code_and_formula.pdf")[1]
     assert [b.text for b in page.blocks if b.kind is Kind.FORMULA] == ["a 2 + 8 = 12"]
+
+
+def test_a_chapter_numbered_caption_inside_its_screenshot_is_kept_as_its_caption(open_pdf: Open) -> None:
+    # The Redbook numbers figures by chapter ("Figure 3-11"); this caption is drawn inside its screenshot's box,
+    # and while only "Figure 3" counted as a caption's opening it was taken for a label of the picture and lost.
+    page = layouts(open_pdf, "pdf/redp5110_sampled.pdf")[13]
+    captions = [b.text for b in page.blocks if b.kind is Kind.CAPTION]
+    assert "Figure 3-11 Selecting the EMPLOYEES table from System i Navigator" in captions, captions
+    pictures = [b for b in page.blocks if b.kind is Kind.PICTURE]
+    assert any(page.blocks[p.caption].text.startswith("Figure 3-11") for p in pictures if p.caption >= 0)

@@ -125,3 +125,40 @@ def test_a_page_of_too_many_characters_is_refused_by_name(tmp_path: Path) -> Non
             read_text_layer(doc, 0)
     finally:
         doc.close()
+
+
+def _content_pdf(content: bytes) -> bytes:
+    # One letter page drawing `content` (a content stream) in Helvetica as /F1.
+    from modelhost.testing.hostile_pdfs import _FONT, _pdf, _stream, _text_page
+
+    pages = b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", pages, _text_page(b"", 4, 5), _stream(b"", content), _FONT])
+
+
+def test_superscripts_and_subscripts_are_words_of_their_own_and_small_capitals_are_not(tmp_path: Path) -> None:
+    # "1Space", "Zgas" and "105" were single words on the arXiv paper (an affiliation marker, a subscript, an
+    # exponent), so no search for "Space", "gas" or "10" found them. A smaller size on the same baseline (fake
+    # small capitals) is one word still.
+    content = (
+        b"BT /F1 10 Tf 72 700 Td (H) Tj /F1 8 Tf (ELLO) Tj ET "  # small capitals: one baseline
+        b"BT /F1 7 Tf 72 660 Td (1) Tj /F1 10 Tf 0 -4 Td (Space) Tj ET "  # a raised marker, then the word
+        b"BT /F1 10 Tf 72 620 Td (Z) Tj /F1 7 Tf 0 -1.5 Td (gas) Tj ET "  # TeX's subscript: 0.15 em lower
+        b"BT /F1 10 Tf 72 580 Td (10) Tj /F1 7 Tf 0 4 Td (5) Tj ET"  # an exponent
+    )
+    path = tmp_path / "scripts.pdf"
+    path.write_bytes(_content_pdf(content))
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        words = [w.text for w in read_text_layer(doc, 0).words]
+    finally:
+        doc.close()
+    assert words == ["HELLO", "1", "Space", "Z", "gas", "10", "5"]
+
+
+def test_the_arxiv_affiliation_markers_and_subscripts_come_apart(open_pdf: Open) -> None:
+    first = [w.text for w in read_text_layer(open_pdf("pdf/arxiv_2501.00089_p1-3.pdf"), 0).words]
+    at = first.index("Space")
+    assert first[at - 1 : at + 2] == ["1", "Space", "Telescope"]
+    assert "1Space" not in first and first.count("Department") == 2
+    third = " ".join(w.text for w in read_text_layer(open_pdf("pdf/arxiv_2501.00089_p1-3.pdf"), 2).words)
+    assert "Z gas" in third and "Zgas" not in third

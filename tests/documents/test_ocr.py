@@ -128,3 +128,72 @@ def test_cancel_set_before_recognition_stops_the_page(ocr_model: OcrModel, page:
     cancel.set()
     assert list(ocr_model.chat([Message("user", "", (page.image,))], cancel=cancel)) == []
     assert ocr_model.metrics().finish_reason == "cancelled"
+
+
+def _page_request(image: Any, request_id: str, max_tokens: int | None = None) -> Any:
+    # What pdf-spec's `ocr/ipc` client sends: one user turn of the page's raw RGB and its prompt.
+    from modelhost.wire import codec
+
+    return codec.Request(
+        id=request_id,
+        messages=(
+            codec.Message(
+                codec.Role.USER, (codec.ImageBlock(request_id), codec.TextBlock("Convert this page to docling."))
+            ),
+        ),
+        attachments=(codec.image_attachment(request_id, np.asarray(image)),),
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )
+
+
+def test_over_the_socket_each_element_arrives_before_the_page_is_done(
+    ocr_model: OcrModel, page: Page, page_doctags: str, tmp_path: Any
+) -> None:
+    # A real wire server and client in this process. The page's second region is not recognised until the client
+    # has received the first element: a server that sent the page only once it was done would leave the client
+    # waiting for a first element that never comes, and this test would fail (the gate gives up after minutes).
+    from tests.wire._support import Served
+
+    from modelhost.testing.waiting import STATE_WAIT_SECONDS
+    from modelhost.wire import codec
+    from modelhost.wire.client import Client
+
+    reader = ocr_model.reader
+    recognise = reader.recognise
+    first_seen = threading.Event()
+    gated: list[bool] = []  # per recognition after the first: whether the client had the first element by then
+
+    calls = reader.recognition_calls
+
+    def gated_recognise(detection: Any, lines: Any) -> Any:
+        if reader.recognition_calls > calls and not gated:
+            gated.append(first_seen.wait(STATE_WAIT_SECONDS))
+        return recognise(detection, lines)
+
+    served = Served(ocr_model, tmp_path / "inferd.sock")
+    reader.recognise = gated_recognise  # type: ignore[method-assign]
+    try:
+        deltas: list[str] = []
+        with Client(served.path, timeout=STATE_WAIT_SECONDS) as client:
+            for event in client.request(_page_request(page.image, "page-1")):
+                if isinstance(event, codec.FrameDelta) and event.text:
+                    deltas.append(event.text)
+                    if event.text.startswith("<section_header_level_1>"):
+                        first_seen.set()
+                elif isinstance(event, codec.Done):
+                    assert event.stop_reason == codec.StopReason.END_TURN
+            assert gated == [True], gated  # the second region waited for the first element, and it came
+            assert deltas[0] == "<doctag>" and deltas[1].startswith("<section_header_level_1>")
+            assert "".join(deltas) == page_doctags and len(deltas) > 3
+
+            # max_tokens bounds the work over the wire too: 2 elements cost the page's detection and one region
+            start = reader.recognised_lines
+            cut = list(client.request(_page_request(page.image, "page-2", max_tokens=2)))
+            done = cut[-1]
+            assert isinstance(done, codec.Done) and done.stop_reason == codec.StopReason.MAX_TOKENS
+            assert [e.text for e in cut if isinstance(e, codec.FrameDelta) and e.text] == deltas[:2]
+            assert reader.recognised_lines - start == 1
+    finally:
+        reader.recognise = recognise  # type: ignore[method-assign]
+        served.close()

@@ -43,8 +43,11 @@ MAX_LEVEL = 6
 NUMBERED = re.compile(
     r"^(?:(?:chapter|section|appendix|part)\s+)?(\d{1,2}(?:\.\d{1,2}){0,4}|[A-Z](?:\.\d{1,2}){1,4})\.?\s+\S", re.I
 )
+#: A caption's opening: "Figure 3", "Table 2:", and chapter-numbered ones, "Figure 3-11", "Table 2.1" (the Redbook
+#: numbers every figure so: "Figure 3-11 Selecting..." drawn inside its screenshot's box was taken for a label of
+#: the picture and lost).
 CAPTION = re.compile(
-    r"^(?:figure|fig\.|table|tab\.|listing|algorithm|chart|scheme|plate)\s*[\dIVX]+[.:|]?(?:\s|$)", re.I
+    r"^(?:figure|fig\.|table|tab\.|listing|algorithm|chart|scheme|plate)\s*[\dIVX]+(?:[-.]\d+)*[.:|]?(?:\s|$)", re.I
 )
 _ADDRESS = re.compile(r"\w[./]\w+/|@\w|www\.|\.(?:com|org|net)\b|^[A-Z]+-\d+(?:-\d+)*$")
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")

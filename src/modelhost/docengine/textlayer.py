@@ -71,6 +71,13 @@ WORD_GAP = 0.3
 PITCH_SPREAD = 0.04
 #: ...over at least this many words of three characters or more.
 MIN_PITCH_WORDS = 5
+#: A character this many times larger (or smaller) than the one before it, whose baseline sits at least
+#: SCRIPT_SHIFT of the larger size higher or lower, is a superscript or subscript, and starts a new word: an
+#: affiliation's "1" glued to "Space Telescope", "Z" and its subscript "gas", "10" and its exponent "5" were one
+#: word each ("1Space", "Zgas", "105"), found by no reader's search. Small capitals are smaller letters on the
+#: same baseline: they keep their word. (TeX lowers a subscript by 0.15 em and raises a superscript by 0.3-0.4.)
+SCRIPT_RATIO = 1.2
+SCRIPT_SHIFT = 0.1
 #: Garbled words closer than this (points, at most a line height) form one OCR region.
 MERGE_PAD = 12.0
 #: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold).
@@ -110,6 +117,7 @@ class _Char:
     font: _Font
     angle: int
     generated: bool
+    baseline: float | None = None  # displayed y of its origin; read only where the size changes (_chars)
 
 
 class _Frame:
@@ -351,6 +359,13 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
     count = raw.FPDFText_CountChars(tp)
     if count > MAX_CHARS:
         raise InvalidInputError(f"page: {count} characters in its text layer, more than the {MAX_CHARS} allowed")
+    ox, oy = ctypes.c_double(), ctypes.c_double()
+
+    def baseline(index: int) -> float:
+        raw.FPDFText_GetCharOrigin(tp, index, ctypes.byref(ox), ctypes.byref(oy))
+        return frame.point(ox.value, oy.value)[1]
+
+    last: tuple[int, _Char] | None = None  # the last glyph: its index and character
     for i in range(count):
         code = raw.FPDFText_GetUnicode(tp, i)
         ch = chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
@@ -375,7 +390,15 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
             angle = (360 - angle + frame.rotation) % 360
             facts = (fonts.get(key, _NO_FONT), size, angle)
             per_object[key] = facts
-        out.append(_Char(ch, x0, y0, x1, y1, facts[1], facts[0], facts[2], False))
+        glyph = _Char(ch, x0, y0, x1, y1, facts[1], facts[0], facts[2], False)
+        if last is not None and last[1].size != glyph.size:
+            # Where the size changes, both glyphs' baselines (_script_change); one more foreign call each, only
+            # there, not for every character.
+            glyph.baseline = baseline(i)
+            if last[1].baseline is None:
+                last[1].baseline = baseline(last[0])
+        last = (i, glyph)
+        out.append(glyph)
     return out
 
 
@@ -402,7 +425,8 @@ def _words(chars: list[_Char]) -> Iterator[Word]:
         if current:
             prev = current[-1]
             gap_limit = WORD_GAP * max(prev.size, ch.size, 1.0)
-            if ch.angle != prev.angle or _gap(prev, ch) > gap_limit or not _same_line(prev, ch):
+            split = ch.angle != prev.angle or _gap(prev, ch) > gap_limit or not _same_line(prev, ch)
+            if split or _script_change(prev, ch):
                 word = flush()
                 if word is not None:
                     yield word
@@ -412,6 +436,17 @@ def _words(chars: list[_Char]) -> Iterator[Word]:
     word = flush()
     if word is not None:
         yield word
+
+
+def _script_change(prev: _Char, ch: _Char) -> bool:
+    # A superscript or subscript begins or ends between the two: sizes apart, and the baseline moved (see
+    # SCRIPT_RATIO). Horizontal text only: a rotated line's boxes turn with it.
+    if prev.angle or ch.angle:
+        return False
+    small, large = sorted((prev.size, ch.size))
+    if small <= 0 or large < SCRIPT_RATIO * small or prev.baseline is None or ch.baseline is None:
+        return False
+    return abs(prev.baseline - ch.baseline) >= SCRIPT_SHIFT * large
 
 
 def _gap(prev: _Char, ch: _Char) -> float:
