@@ -567,6 +567,7 @@ async def _convert(
 OPTIONAL_VALUES: dict[str, Callable[[], str]] = {
     "--http": lambda: "127.0.0.1:8000",
     "--worker": lambda: "127.0.0.1:8001",
+    "--docling": lambda: "ocr",
     "--socket": lambda: _default_socket(),
 }
 
@@ -621,6 +622,20 @@ def serve(
     worker: Annotated[
         str | None, typer.Option("--worker", help="giz job worker on HOST:PORT (alone: 127.0.0.1:8001).")
     ] = None,
+    docling: Annotated[
+        str | None,
+        typer.Option(
+            "--docling",
+            help="docling-serve's document API on the --http door, pages read by this served model (alone: ocr); "
+            "its tasks in --state's docling/ [~/.local/state/modelhost/docling].",
+        ),
+    ] = None,
+    allow_fetch: Annotated[
+        bool, typer.Option("--allow-fetch", help="--docling: fetch URL sources (public addresses only).")
+    ] = False,
+    fetch_private: Annotated[
+        bool, typer.Option("--fetch-private", help="--docling --allow-fetch: private and loopback addresses too.")
+    ] = False,
     state: Annotated[
         str | None, typer.Option("--state", help="The job worker's state folder [~/.local/state/modelhost/worker].")
     ] = None,
@@ -701,7 +716,12 @@ def serve(
             access_log=_log_format(log_format),
             adapters=tuple(adapter or ()),
             allow_adapter_loading=allow_adapter_loading,
+            docling=docling,
+            allow_fetch=allow_fetch,
+            fetch_private=fetch_private,
         )
+        if docling is not None and http is None:
+            raise ValueError("--docling serves its API on the HTTP door: add --http")
         serving.run(config)
     except ValueError as exc:
         raise _usage(str(exc)) from exc

@@ -110,6 +110,20 @@ class ServeConfig:
     adapters: tuple[str, ...] = ()
     #: Whether clients may load and unload adapters at runtime (vLLM's /v1/load_lora_adapter).
     allow_adapter_loading: bool = False
+    #: docling-serve's document API on the HTTP door, its pages read by this served model; None: off.
+    docling: str | None = None
+    #: The docling door's URL sources: fetched only when allowed, from private and loopback addresses only if
+    #: `fetch_private` too.
+    allow_fetch: bool = False
+    fetch_private: bool = False
+
+
+def docling_state(config: ServeConfig) -> Path:
+    """The docling door's task folder: `docling/` in --state's folder, else ~/.local/state/modelhost/docling. Its
+    own folder: a store is held by one process, and the worker's may be in use beside it."""
+    if config.state_dir is not None:
+        return config.state_dir / "docling"
+    return Path(os.path.expanduser("~/.local/state/modelhost/docling"))
 
 
 def model_name(model: str) -> str:
@@ -329,6 +343,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         if config.http is not None:
             from modelhost.http import HttpServer
 
+            docling = _docling_door(config, models)
             http_server = HttpServer(
                 models,
                 bind_host=config.http[0],
@@ -336,6 +351,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 api_key=config.api_key,
                 limits=config.client_limits,
                 access_log=access_log,
+                docling=docling,
             )
             try:
                 await http_server.start()
@@ -343,6 +359,10 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 raise ValueError(listen_error("--http", config.http, exc)) from exc
             http = http_server
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
+            if docling is not None:
+                closers.append(docling.aclose)  # its conversions drain with the other doors, before the models
+                say(f"modelhost: docling API on {http_server.url}/v1/convert (pages read by {config.docling}; tasks "
+                    f"in {docling.tasks.state_dir})")  # fmt: skip
         for spec in specs:
             when = "at its first request" if config.lazy and not spec.pinned else "now"
             say(f"modelhost: loading {spec.name} from {spec.path} ({when})")
@@ -409,6 +429,24 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         for timer in deadline:
             timer.cancel()  # stopped in time: nothing to force (and an embedding process must not be exited)
         say("modelhost: stopped")
+
+
+def _docling_door(config: ServeConfig, models: Models) -> Any:
+    """The docling door of `--docling MODEL`, or None; ValueError (one line) for a model that is not served."""
+    if config.docling is None:
+        return None
+    from modelhost.http.docling import DoclingDoor, Policy
+
+    if config.docling not in models.names and config.docling not in [a for m in models for a in m.spec.aliases]:
+        raise ValueError(f"--docling {config.docling!r} is not served; add --model {config.docling}")
+    return DoclingDoor(
+        models,
+        model=config.docling,
+        state_dir=docling_state(config),
+        capacity=config.capacity,
+        api_key=config.api_key,
+        policy=Policy(allowed=config.allow_fetch, private=config.fetch_private),
+    )
 
 
 def listen_error(flag: str, where: tuple[str, int], exc: OSError) -> str:

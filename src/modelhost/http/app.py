@@ -11,7 +11,7 @@ composes them.
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelhost import _access, _serving
@@ -30,6 +30,9 @@ from modelhost.http.errors import ApiError, answer_internal_error, error_respons
 from modelhost.http.metrics import HttpMetrics
 from modelhost.http.ollama.handlers import OllamaRoutes
 from modelhost.http.openai.handlers import OpenAIRoutes
+
+if TYPE_CHECKING:  # imported by whoever makes one (serve): the door's pydantic and task store cost nothing here
+    from modelhost.http.docling import DoclingDoor
 
 #: The routes that carry work or reach the model (and so need the API key). /health, /ready and /metrics stay open: an
 #: orchestrator or a Prometheus scraper must see the process without holding the key, and they reveal no model output.
@@ -66,12 +69,14 @@ class _CountRequests:
 
 
 class _RequireApiKey:
-    def __init__(self, app: ASGIApp, api_key: str) -> None:
+    def __init__(self, app: ASGIApp, api_key: str, own_check: tuple[str, ...] = ()) -> None:
         self.app = app
         self.expected = api_key.encode()
+        self.own_check = own_check  # paths whose routes check the key themselves, in their protocol's header
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(_PROTECTED_PREFIXES):
+        path = scope["path"] if scope["type"] == "http" else ""
+        if path.startswith(_PROTECTED_PREFIXES) and not (self.own_check and path.startswith(self.own_check)):
             scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
             # The scheme is case-insensitive (RFC 9110 §11.1): "bearer" from some clients is as good as "Bearer".
             # compare_digest: the comparison time must not tell an attacker how much of the key they have right.
@@ -147,14 +152,20 @@ def build_app(
     model_name: str | None = None,
     metrics: HttpMetrics | None = None,
     access_log: _access.Emit = _access.to_logger,
+    docling: DoclingDoor | None = None,
 ) -> Starlette:
     """The Starlette app of the HTTP door over a host, or a model set (requests routed by their `model`). `api_key`
     guards /v1/* and /api/*; `model_name` is the name clients see of a lone host (default: the host's name). A model
     may still be loading: /health answers, /ready says 503. `access_log` gets one record per request (method, path,
-    status, model, tokens, duration: modelhost._access)."""
+    status, model, tokens, duration: modelhost._access). `docling` adds docling-serve's document routes
+    (modelhost.http.docling), which take the key as docling's X-Api-Key."""
     models = as_models(host, name=model_name)
     door = Door(models, metrics or HttpMetrics(models))
-    routes = [*_Probes(door).routes(), *OpenAIRoutes(door).routes(), *OllamaRoutes(door).routes()]
+    routes: list[Route | WebSocketRoute] = [
+        *_Probes(door).routes(), *OpenAIRoutes(door).routes(), *OllamaRoutes(door).routes()
+    ]  # fmt: skip
+    if docling is not None:
+        routes += docling.route_list()
     middleware = [
         # Outermost: every request is logged with the status it got, whichever layer answered it.
         Middleware(_access.AccessLog, door="http", emit=access_log),
@@ -163,7 +174,8 @@ def build_app(
         Middleware(_CountRequests, metrics=door.metrics, routes=frozenset(r.path for r in routes)),
     ]
     if api_key:
-        middleware.append(Middleware(_RequireApiKey, api_key=api_key))
+        own = docling.prefixes if docling is not None else ()
+        middleware.append(Middleware(_RequireApiKey, api_key=api_key, own_check=own))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
     app.state.door = door  # HttpServer.stop_intake reaches it here
     return app

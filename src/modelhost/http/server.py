@@ -8,6 +8,7 @@ still be loading, so /health and /ready tell the truth from the first second.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -18,6 +19,9 @@ from modelhost.http.app import build_app
 from modelhost.http.door import Door
 from modelhost.http.errors import layer_error_body
 from modelhost.http.metrics import HttpMetrics
+
+if TYPE_CHECKING:
+    from modelhost.http.docling import DoclingDoor
 
 #: Seconds to let open responses finish on shutdown before their tasks are cancelled (which cancels their host
 #: requests). Streams of a closing host end by themselves; this bounds a client that reads slowly.
@@ -42,14 +46,17 @@ class HttpServer:
         model_name: str | None = None,
         limits: _serving.ClientLimits | None = None,
         access_log: _access.Emit = _access.to_logger,
+        docling: DoclingDoor | None = None,
     ) -> None:
         """`limits` bounds slow and excess clients (modelhost._serving; default: nginx-like timeouts); `access_log`
-        gets one record per request (modelhost._access: the `modelhost.access` logger by default)."""
+        gets one record per request (modelhost._access: the `modelhost.access` logger by default); `docling` adds
+        docling-serve's document routes, whose tasks start and stop with the server."""
+        self.docling = docling
         self.models = as_models(host, name=model_name)
         self.bind_host = bind_host
         self.port = port
         self.metrics = HttpMetrics(self.models)
-        self.app = build_app(self.models, api_key=api_key, metrics=self.metrics, access_log=access_log)
+        self.app = build_app(self.models, api_key=api_key, metrics=self.metrics, access_log=access_log, docling=docling)
         self.guard = _serving.ClientGuard(
             limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals, PROBE_PATHS
         )
@@ -70,6 +77,12 @@ class HttpServer:
             raise RuntimeError("HttpServer already started")
         sock = _serving.bind(self.bind_host, self.port)
         self._url = _serving.url_of(sock)
+        if self.docling is not None:
+            try:
+                await self.docling.start()  # its tasks restored before a route can ask for one
+            except BaseException:
+                sock.close()
+                raise
         config = uvicorn.Config(
             self.app,
             http=self.guard.protocol_class(),
@@ -86,9 +99,13 @@ class HttpServer:
         with 503 "stopping". The first stop signal of `serve` calls this; `aclose` later stops the server."""
         door: Door = self.app.state.door
         door.stop_intake()
+        if self.docling is not None:
+            self.docling.tasks.close_intake()  # new tasks: 429 "stopping"; queued ones stay for the next start
 
     async def aclose(self) -> None:
         """Stop serving. Idempotent."""
+        if self.docling is not None:
+            await self.docling.aclose()
         if self._server is None or self._task is None:
             return
         self._server.should_exit = True

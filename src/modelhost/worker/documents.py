@@ -1,6 +1,8 @@
 """`document.convert`: a PDF or image uploaded as a `$file`, converted page by page through the host's model.
 
-Input: `{"document": {"$file": field}, "dpi"?: int, "pages"?: "1-3,5", "max_tokens"?: int}` (tokens per page).
+Input: `{"document": {"$file": field}, "dpi"?: int, "pages"?: "1-3,5", "max_tokens"?: int, "text_layer"?: bool,
+"pixels"?: bool}`: tokens per page; `text_layer: false` reads every page from its pixels (`convert --no-text-layer`),
+`pixels: false` reads only the pages with a usable text layer and names the others unread (docling's `do_ocr`).
 Outputs: `document.md`, `document.json` (a DoclingDocument) and `page-N.doctags` for each page converted; and
 `unread-pages.txt` when some pages could not be read (each named with why); a document none of whose pages can be
 read fails the job, its message naming the upload by the name it was uploaded under.
@@ -12,6 +14,7 @@ A page that hits its token bound or fails keeps what was generated; `document.js
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +38,15 @@ def _int(value: dict[str, Any], key: str, default: int) -> int:
     return got
 
 
-def check_document_convert(value: Any) -> tuple[Path, str, int, str | None, int]:
-    """The job's input checked: (document path, its upload's name, dpi, pages, max_tokens); the seed's
-    invalid-input Failure else."""
+def check_document_convert(value: Any) -> tuple[Path, str, Settings]:
+    """The job's input checked: (document path, its upload's name, its settings); the seed's invalid-input Failure
+    else."""
     if not isinstance(value, dict):
         raise invalid(f"{OPERATION} input must be a JSON object")
     path = input_path(value.get("document"))
     if path is None:
         raise invalid(f"{OPERATION} needs `document`: an uploaded PDF or image ({{'$file': field}})")
-    return (Path(path), upload_name(value["document"], Path(path)), *_settings(value))
+    return Path(path), upload_name(value["document"], Path(path)), _settings(value)
 
 
 #: Longest upload name shown in messages: a name is the client's own text, and a megabyte of it in every message
@@ -62,7 +65,25 @@ def upload_name(document: dict[str, Any], path: Path) -> str:
     return text or f"the uploaded document{path.suffix}"
 
 
-def _settings(value: dict[str, Any]) -> tuple[int, str | None, int]:
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How a document is converted (see the module docstring for each)."""
+
+    dpi: int = DEFAULT_DPI
+    pages: str | None = None
+    max_tokens: int = DEFAULT_PAGE_TOKENS
+    text_layer: bool = True
+    pixels: bool = True
+
+
+def _bool(value: dict[str, Any], key: str) -> bool:
+    got = value.get(key, True)
+    if not isinstance(got, bool):
+        raise invalid(f"{OPERATION}: `{key}` must be true or false, got {got!r}")
+    return got
+
+
+def _settings(value: dict[str, Any]) -> Settings:
     pages = value.get("pages")
     if pages is not None:
         if not isinstance(pages, str):
@@ -76,7 +97,8 @@ def _settings(value: dict[str, Any]) -> tuple[int, str | None, int]:
         check_dpi(dpi)
     except InvalidInputError as exc:
         raise invalid(f"{OPERATION}: {exc}") from exc
-    return dpi, pages, _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
+    max_tokens = _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
+    return Settings(dpi, pages, max_tokens, _bool(value, "text_layer"), _bool(value, "pixels"))
 
 
 def check_submission(value: Any, host: Servable) -> None:
@@ -94,7 +116,7 @@ def check_submission(value: Any, host: Servable) -> None:
 
 async def document_convert(ctx: JobContext) -> list[str]:
     """Run the documents pipeline on the uploaded file through the host; write the outputs."""
-    path, name, dpi, pages, max_tokens = check_document_convert(ctx.work.input)
+    path, name, settings = check_document_convert(ctx.work.input)
     ctx.progress(protocol.STAGE_INITIALIZING)
     while ctx.host.state in ("new", "loading", "unloaded"):
         if isinstance(ctx.host, ServedModel):
@@ -118,10 +140,11 @@ async def document_convert(ctx: JobContext) -> list[str]:
     task = asyncio.ensure_future(
         convert(
             path,
-            HostReader(ctx.host),
-            dpi=dpi,
-            pages=pages,
-            max_tokens=max_tokens,
+            HostReader(ctx.host) if settings.pixels else None,
+            dpi=settings.dpi,
+            pages=settings.pages,
+            max_tokens=settings.max_tokens,
+            text_layer=settings.text_layer,
             on_start=on_start,
             on_page=on_page,
             name=name,
@@ -142,6 +165,9 @@ async def document_convert(ctx: JobContext) -> list[str]:
         raise invalid(str(exc)) from exc
     except ModelHostError as exc:
         raise failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}") from exc
+    # The document is named after the upload, as `modelhost convert` names it after its file (the stored `1.pdf`
+    # would name every document "1").
+    conversion.document.name = Path(name).stem or conversion.document.name
     return await asyncio.to_thread(_write, ctx.dir, conversion)
 
 
