@@ -655,6 +655,12 @@ def serve(
             "--mmproj", help="A GGUF vision model's projector (llama_cpp) [an mmproj-<name>.gguf beside the model]."
         ),
     ] = None,
+    tensor_parallel: Annotated[
+        int | None, typer.Option("--tp", min=1, help="vllm: GPUs each model's layers are split across [1].")
+    ] = None,
+    pipeline_parallel: Annotated[
+        int | None, typer.Option("--pp", min=1, help="vllm: pipeline stages each model is cut into [1].")
+    ] = None,
     header_timeout: Annotated[
         float | None, typer.Option("--header-timeout", help="HTTP doors: seconds a request's headers may take [60].")
     ] = None,
@@ -712,6 +718,8 @@ def serve(
             max_queue=max_queue,
             parallel=parallel,
             mmproj=mmproj,
+            tensor_parallel=tensor_parallel,
+            pipeline_parallel=pipeline_parallel,
             client_limits=_client_limits(header_timeout, body_timeout, max_connections),
             access_log=_log_format(log_format),
             adapters=tuple(adapter or ()),

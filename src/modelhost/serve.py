@@ -100,6 +100,9 @@ class ServeConfig:
     parallel: int | None = None
     #: A vision model's projector GGUF (llama_cpp; one --model only). None: an `mmproj-<name>.gguf` beside the model.
     mmproj: str | None = None
+    #: vllm: devices each model's layers are split across (tensor parallel) and pipeline stages; None: one.
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     #: Slow and excess clients of the HTTP doors (header/body timeouts, connections); None: each door's default.
     client_limits: ClientLimits | None = None
@@ -238,7 +241,9 @@ def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, s
 
 
 def _load_options(config: ServeConfig) -> dict[str, Any]:
-    return {"parallel": config.parallel} if config.parallel is not None else {}
+    opts = {"parallel": config.parallel, "tensor_parallel": config.tensor_parallel,
+            "pipeline_parallel": config.pipeline_parallel}  # fmt: skip
+    return {name: value for name, value in opts.items() if value is not None}
 
 
 def pulled_spec(config: ServeConfig, name: str) -> ModelSpec:

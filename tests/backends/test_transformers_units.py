@@ -12,11 +12,11 @@ pytest.importorskip("transformers")
 import torch
 
 from modelhost.backends.transformers import sampling
-from modelhost.backends.transformers.pieces import token_bytes
 from modelhost.backends.transformers.sampling import RowState
 from modelhost.inference.decoding import ThoughtTracker
 from modelhost.inference.generation import ThoughtMarkers, Utf8Stream
 from modelhost.inference.options import GenerateOptions
+from modelhost.inference.pieces import token_bytes
 
 NEG = float("-inf")
 

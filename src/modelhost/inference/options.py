@@ -280,6 +280,11 @@ class LoadOptions:
     threads: int | None = None
     dtype: str | None = None
     mmproj: str | None = None  # llama_cpp: the vision projector GGUF of a vision model (else one found beside it)
+    # vllm: devices one model's layers are split across (vLLM's tensor_parallel_size) and pipeline stages
+    # (pipeline_parallel_size); how its workers are started ("mp" processes on this machine, "ray" across a cluster).
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    distributed_executor: str | None = None
 
     @classmethod
     def parse(cls, opts: Mapping[str, Any] | None = None, /, **kwargs: Any) -> LoadOptions:
@@ -294,6 +299,9 @@ class LoadOptions:
             "gpu_layers": lambda n, v: _int(n, v, -1, 1 << 16),
             "parallel": lambda n, v: _int(n, v, 1, 1024),
             "threads": lambda n, v: _int(n, v, 1, 4096),
+            # A node has at most a few dozen accelerators; a bigger number is a typo, not a cluster.
+            "tensor_parallel": lambda n, v: _int(n, v, 1, 1024),
+            "pipeline_parallel": lambda n, v: _int(n, v, 1, 1024),
         }
         for name, value in merged.items():
             if name in checks:

@@ -17,12 +17,12 @@ import torch
 
 from modelhost.backends.transformers import grammar
 from modelhost.backends.transformers.device import memory_usage
-from modelhost.backends.transformers.pieces import token_bytes
 from modelhost.backends.transformers.sampling import RowState, Sampler, make_sampler
 from modelhost.backends.transformers.served_lora import ServedLoRA
 from modelhost.errors import ModelClosedError
 from modelhost.inference.generation import MetricsClock, ThoughtMarkers
 from modelhost.inference.options import GenerateOptions
+from modelhost.inference.pieces import token_bytes
 from modelhost.inference.types import FinishReason, GenerateMetrics, ModelInfo
 
 if TYPE_CHECKING:

@@ -1,0 +1,124 @@
+"""What a caller sends (a raw prompt, prompt ids, or chat messages with tools) as the token ids vLLM is given.
+
+modelhost renders and tokenizes here rather than handing vLLM text: the contract's decoder needs the prompt's ids
+(a template that opens a thought in the prompt), a prompt is bounded before it costs anything, and the host can
+then tokenize on a worker thread (`VllmEngine.prepare`) so the thread that steps every request only admits.
+The tokenizer is the one vLLM loaded for the checkpoint, so vLLM sees exactly the ids it would have made.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from modelhost.errors import InvalidInputError, ModelHostError, UnsupportedAttachmentError
+from modelhost.inference import chat_tools
+from modelhost.inference.chat_tools import ToolSupport
+from modelhost.inference.engine import EngineRequest
+from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import ROLES, Message, has_images
+
+
+class Prompts:
+    """Renders and tokenizes prompts for one loaded checkpoint; safe on any thread (it touches no engine state)."""
+
+    def __init__(self, tokenizer: Any, *, context_length: int, vocab_size: int) -> None:
+        self._tokenizer = tokenizer
+        self._context = context_length
+        self._vocab_size = vocab_size
+        template = str(getattr(tokenizer, "chat_template", None) or "")
+        # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
+        self._template_thinks = "enable_thinking" in template
+        self._tools: ToolSupport | None = None
+        #: Most UTF-8 bytes a prompt can have and still fit the context (PromptBound): a token's spelling is never
+        #: shorter in UTF-8 than the bytes it stands for, so the longest spelling bounds every token from above.
+        longest = max((len(str(s).encode("utf-8")) for s in tokenizer.get_vocab()), default=1)
+        self.byte_limit = context_length * max(longest, 1) if context_length else sys.maxsize
+
+    def ids(self, request: EngineRequest, opts: GenerateOptions) -> tuple[int, ...]:
+        """The prompt's token ids: a chat's through the template, raw text with the tokenizer's BOS policy."""
+        if request.messages:
+            return self.chat(request.messages, opts)
+        if request.prompt_ids is not None:
+            return self.from_ids(request.prompt_ids)
+        return self.raw(request.prompt if request.prompt is not None else "")
+
+    def raw(self, text: str) -> tuple[int, ...]:
+        """A raw prompt (no chat template), tokenized with the tokenizer's own BOS/EOS policy."""
+        return self._encode(text, special=True)
+
+    def from_ids(self, ids: Sequence[int]) -> tuple[int, ...]:
+        """A prompt given as token ids of this vocabulary: bounded by the context first, then each id checked."""
+        checked = self._fits(tuple(ids))
+        for i, token in enumerate(checked):
+            if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < self._vocab_size:
+                raise InvalidInputError(
+                    f"prompt_ids[{i}] is {token!r}, not a token id of this model (0 to {self._vocab_size - 1})"
+                )
+        return checked
+
+    def chat(self, messages: Sequence[Message], opts: GenerateOptions) -> tuple[int, ...]:
+        """The assistant's turn after `messages`, through the chat template (tools and enable_thinking reach it)."""
+        for m in messages:
+            if not isinstance(m, Message):
+                raise InvalidInputError(f"chat messages must be Message values, got {type(m).__name__}")
+            if m.role not in ROLES:
+                raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
+            if not isinstance(m.content, str):
+                raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
+        if has_images(messages):
+            raise UnsupportedAttachmentError("the vllm backend takes text only; serve a vision model with transformers")
+        # The template only adds text around the messages: contents over the byte bound are over it rendered too.
+        self._check_bytes(sum(len(m.content.encode("utf-8")) for m in messages))
+        extra: dict[str, Any] = {}
+        if opts.enable_thinking is not None and self._template_thinks:
+            extra["enable_thinking"] = opts.enable_thinking
+        tools = opts.tool_specs()
+        support = self.tool_support() if chat_tools.needs_tools(messages, tools) else chat_tools.NO_SUPPORT
+        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
+        if tools_variable is not None:
+            extra["tools"] = tools_variable
+        try:
+            text = self._tokenizer.apply_chat_template(
+                chat_tools.template_messages(turns, support), add_generation_prompt=True, tokenize=False, **extra
+            )
+        except ModelHostError:
+            raise
+        except Exception as exc:  # no template, or a template that refuses this conversation
+            raise InvalidInputError(f"the chat template cannot render these messages: {exc}") from exc
+        return self._encode(str(text), special=False)
+
+    def tool_support(self) -> ToolSupport:
+        """Whether this model's template renders tools and earlier calls: probed once (see chat_tools)."""
+        if self._tools is None:
+
+            def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+                text = self._tokenizer.apply_chat_template(
+                    messages, tools=tools, add_generation_prompt=True, tokenize=False
+                )
+                return str(text)
+
+            self._tools = chat_tools.probe(render)
+        return self._tools
+
+    def _encode(self, text: str, *, special: bool) -> tuple[int, ...]:
+        if not isinstance(text, str):
+            raise InvalidInputError(f"a prompt must be a string, got {type(text).__name__}")
+        self._check_bytes(len(text.encode("utf-8")))
+        ids = self._tokenizer(text, add_special_tokens=special)["input_ids"]
+        return self._fits(tuple(int(i) for i in ids))
+
+    def _check_bytes(self, size: int) -> None:
+        if size > self.byte_limit:
+            raise InvalidInputError(
+                f"the prompt has {size} bytes, more than the {self._context} tokens the context holds can stand "
+                f"for (at most {self.byte_limit} bytes); shorten it or load the model with a larger context_length"
+            )
+
+    def _fits(self, ids: tuple[int, ...]) -> tuple[int, ...]:
+        if not ids:
+            raise InvalidInputError("the prompt is empty: there is nothing to continue")
+        if self._context and len(ids) >= self._context:
+            raise InvalidInputError(f"the prompt has {len(ids)} tokens; the context holds {self._context}")
+        return ids
