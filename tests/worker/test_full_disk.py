@@ -8,39 +8,20 @@ accepted job ends exactly once, and what GET shows is what is on disk, before an
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from modelhost.testing.disks import fill
 from modelhost.worker import WorkerServer
 
 from .helpers import paced_host, start_server, wait_for
 
 ECHO = {"operation": "test.echo", "model": "paced", "input": {"a": 1}}
 BLOCK = {"operation": "test.block", "model": "paced", "input": {}}
-
-
-def fill(disk: Path) -> Path:
-    """Fill `disk` to its last byte with one file; returns it (unlink it to free the space)."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        for size in (1 << 20, 4096, 1):
-            chunk = bytes(size)
-            while True:
-                try:
-                    os.write(fd, chunk)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC, exc
-                    break
-    finally:
-        os.close(fd)
-    return filler
 
 
 def on_disk(state: Path, job_id: str) -> dict[str, Any]:

@@ -17,11 +17,13 @@ compact tables).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
 from modelhost.documents import assemble
 from modelhost.http.docling import schemas
+from modelhost.http.docling.chunks import chunk_document
 from modelhost.http.docling.options import Plan
 from modelhost.worker import protocol
 from modelhost.worker.documents import UNREAD
@@ -97,6 +99,7 @@ def status_answer(record: Record, position: int | None) -> dict[str, Any]:
     return schemas.answer_task(
         record.id,
         status,
+        task_type=str(job_docling(record).get("task_type", "convert")),
         position=position,
         meta=meta,
         error=failure["message"] if failure else None,
@@ -111,16 +114,30 @@ def processing_time(record: Record) -> float:
 
 
 def result_answer(record: Record, outputs: Path) -> dict[str, Any]:
-    """The result of a finished task: a ConvertDocumentResponse, or a TaskFailureResult. Reads files and exports
-    formats: call it off the event loop."""
+    """The result of a finished task: a ConvertDocumentResponse (a ChunkDocumentResponse for a chunk task), or a
+    TaskFailureResult. Reads files, exports formats, chunks: call it off the event loop."""
     settings = job_docling(record)
+    if _fails_task(record, settings):
+        return schemas.answer_task_failure(failure_of(record))
     plan = Plan.from_settings(settings)
+    if settings.get("task_type") != "chunk":
+        return _document_answer(record, outputs, settings, plan)
+    chunking = settings.get("chunking")
+    included = bool(settings.get("include_converted_doc"))
+    document = _document_answer(record, outputs, settings, plan if included else replace(plan, formats=()))
+    chunks = []
+    if document["status"] in (schemas.SUCCESS, schemas.PARTIAL_SUCCESS):
+        json_text = (outputs / "document.json").read_text(encoding="utf-8")
+        filename = document["document"]["filename"]
+        chunks = chunk_document(json_text, filename, chunking if isinstance(chunking, dict) else {})
+    return schemas.answer_chunks(chunks, document, processing_time(record))
+
+
+def _document_answer(record: Record, outputs: Path, settings: dict[str, Any], plan: Plan) -> dict[str, Any]:
     filename = str(settings.get("filename") or "document")
     fmt = settings.get("format")
     notes = [schemas.error_item(note, category=schemas.POLICY) for note in plan.notes]
     elapsed = processing_time(record)
-    if _fails_task(record, settings):
-        return schemas.answer_task_failure(failure_of(record))
     if fmt not in plan.from_formats or fmt is None:
         # docling's own answer for a format its converter may not read: skipped, with this message.
         error = schemas.error_item(f"File format not allowed: {filename}", category=schemas.POLICY)
@@ -146,9 +163,11 @@ def _contents(record: Record, outputs: Path, plan: Plan) -> dict[str, Any]:
     from docling_core.types.doc.base import ImageRefMode
     from docling_core.types.doc.document import DoclingDocument
 
-    json_text = (outputs / "document.json").read_text(encoding="utf-8")
     wanted = set(plan.formats)
     contents: dict[str, Any] = {}
+    if not wanted:
+        return contents
+    json_text = (outputs / "document.json").read_text(encoding="utf-8")
     image_mode = ImageRefMode(plan.image_mode)
     plain_md = image_mode == ImageRefMode.PLACEHOLDER and not plan.page_break and not plan.compact_tables
     needs_doc = bool(wanted & {"html", "text"}) or ("md" in wanted and not plain_md)

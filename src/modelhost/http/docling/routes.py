@@ -29,18 +29,26 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from modelhost.http.docling import results, schemas
+from modelhost.http.docling.chunks import CHUNKERS, HYBRID_REFUSED, chunking_missing
 from modelhost.http.docling.fetch import FetchFailed, FetchRefused, Policy, fetch
 from modelhost.http.docling.options import OptionRefused, Plan, plan
-from modelhost.http.docling.schemas import ConvertOptions, ConvertSourcesRequest, FileSource
+from modelhost.http.docling.schemas import (
+    ChunkingOptions,
+    ChunkSourcesRequest,
+    ConvertOptions,
+    ConvertSourcesRequest,
+    FileSource,
+)
 from modelhost.http.docling.tasks import DocumentTasks
 from modelhost.http.docling.upload import DEFAULT_MAX_UPLOAD_BYTES, BodyError, read_json, upload_into
+from modelhost.worker import protocol
 from modelhost.worker.protocol import ApiError, Record
 
 log = logging.getLogger(__name__)
 
 #: The paths of this door: the HTTP door's Bearer check leaves them to `DoclingRoutes`, which takes docling's
 #: X-Api-Key (and the Bearer form too).
-PREFIXES: Final = ("/v1/convert/", "/v1/status/", "/v1/result/")
+PREFIXES: Final = ("/v1/convert/", "/v1/chunk/", "/v1/status/", "/v1/result/")
 #: How long a synchronous conversion may take before the answer is 504 (docling-serve's max_sync_wait default):
 #: a client's read timeout is usually about this, and a longer document belongs in the async routes.
 MAX_SYNC_WAIT_SECONDS: Final = 120.0
@@ -60,6 +68,8 @@ JSON_SLACK_BYTES: Final = 1 << 20
 #: The form fields whose value is a list (each repeated field is an item); docling's client sends `page_range` as
 #: two fields.
 LIST_FIELDS: Final = frozenset({"from_formats", "to_formats", "ocr_lang", "page_range"})
+#: Retry-After of a 507 (the job worker's: its store is probed again at most this far apart).
+STORAGE_RETRY_AFTER: Final = protocol.STORAGE_RETRY_AFTER
 #: Form fields of the upload that are not options.
 NOT_OPTIONS: Final = frozenset({"target_type", "callbacks"})
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
@@ -101,6 +111,7 @@ class DoclingRoutes:
         self.policy = policy or Policy(max_bytes=max_upload_bytes)
         self.max_upload_bytes = max_upload_bytes
         self.max_sync_wait = max_sync_wait
+        self._forgetting: set[asyncio.Task[None]] = set()  # held: the loop keeps only weak references to tasks
 
     def routes(self) -> list[Route | WebSocketRoute]:
         """The Starlette routes."""
@@ -109,6 +120,16 @@ class DoclingRoutes:
             Route("/v1/convert/file/async", self._guarded(self.convert_file, sync=False), methods=["POST"]),
             Route("/v1/convert/source", self._guarded(self.convert_source, sync=True), methods=["POST"]),
             Route("/v1/convert/source/async", self._guarded(self.convert_source, sync=False), methods=["POST"]),
+            *(
+                Route(
+                    f"/v1/chunk/{chunker}/{kind}{tail}",
+                    self._guarded(handler, sync=not tail, chunker=chunker),
+                    methods=["POST"],
+                )
+                for chunker in ("hierarchical", "hybrid")
+                for kind, handler in (("file", self.convert_file), ("source", self.convert_source))
+                for tail in ("", "/async")
+            ),
             Route("/v1/status/poll/{task_id}", self._guarded(self.poll), methods=["GET"]),
             Route("/v1/result/{task_id}", self._guarded(self.result), methods=["GET"]),
             WebSocketRoute("/v1/status/ws/{task_id}", self.status_ws),
@@ -142,12 +163,19 @@ class DoclingRoutes:
                 return _from_worker(exc)
             except BodyError as exc:
                 return detail(exc.status, exc.detail)
+            except OSError as exc:
+                # The upload could not be written (a full disk, an I/O error): the store's fault, not the request's,
+                # answered as the worker answers it, and the staging folder is already gone.
+                retry = {"Retry-After": str(STORAGE_RETRY_AFTER)}
+                return detail(507, f"the document could not be stored: {exc.strerror or exc}", retry)
 
         return endpoint
 
     # -- conversions ----------------------------------------------------------------------------------------------
-    async def convert_file(self, request: Request, *, sync: bool) -> Response:
-        """POST /v1/convert/file[/async]: a multipart upload (`files`, and the options as form fields)."""
+    async def convert_file(self, request: Request, *, sync: bool, chunker: str | None = None) -> Response:
+        """POST /v1/convert/file[/async]: a multipart upload (`files`, and the options as form fields); and
+        /v1/chunk/{chunker}/file[/async], its options `convert_*` and `chunking_*` fields."""
+        _check_chunker(chunker)
         staging = await asyncio.to_thread(self.tasks.staging)
         kept = False
         try:
@@ -155,10 +183,16 @@ class DoclingRoutes:
             if not form.files:
                 raise _refuse(422, [{"loc": ["body", "files"], "msg": "Field required", "type": "missing"}])
             _check_target(_last(form.fields.get("target_type")) or "inbody")
-            options = _form_options(form.fields)
-            extra = {name: form.fields[name] for name in ("callbacks",) if name in form.fields}
+            fields = form.fields
+            chunking: dict[str, Any] | None = None
+            if chunker is not None:
+                chunking = _chunking({k[9:]: v[-1] for k, v in fields.items() if k.startswith("chunking_")}, chunker)
+                chunking["include_converted_doc"] = _last(fields.get("include_converted_doc")) in ("true", "True", "1")
+                fields = {k[8:]: v for k, v in fields.items() if k.startswith("convert_")}
+            options = _form_options(fields)
+            extra = {name: fields[name] for name in ("callbacks",) if name in fields}
             upload = form.files[0]
-            job = _job(_plan(options, extra), upload.filename, results.sniff(upload.head))
+            job = _job(_plan(options, extra), upload.filename, results.sniff(upload.head), chunking)
             record = await self.tasks.submit(staging, upload.stored, upload.filename, upload.content_type, job)
             kept = True
         finally:
@@ -166,22 +200,33 @@ class DoclingRoutes:
                 await asyncio.to_thread(self.tasks.discard, staging)
         return await self._answer(request, record, sync)
 
-    async def convert_source(self, request: Request, *, sync: bool) -> Response:
-        """POST /v1/convert/source[/async]: a JSON body with the options and one source (base64, or a URL)."""
+    async def convert_source(self, request: Request, *, sync: bool, chunker: str | None = None) -> Response:
+        """POST /v1/convert/source[/async]: a JSON body with the options and one source (base64, or a URL); and
+        /v1/chunk/{chunker}/source[/async], whose body has `convert_options` and `chunking_options`."""
+        _check_chunker(chunker)
         body = await read_json(request, MAX_INLINE_BYTES * 4 // 3 + JSON_SLACK_BYTES)
         try:
             raw = json.loads(body)
         except ValueError as exc:
             where = [{"loc": ["body"], "msg": f"JSON decode error: {exc}", "type": "json_invalid"}]
             raise _refuse(422, where) from None
+        parsed: ConvertSourcesRequest | ChunkSourcesRequest
+        chunking: dict[str, Any] | None = None
         try:
-            parsed = ConvertSourcesRequest.model_validate(raw)
+            if chunker is None:
+                parsed = ConvertSourcesRequest.model_validate(raw)
+                options = parsed.options
+            else:
+                parsed = ChunkSourcesRequest.model_validate(raw)
+                options = parsed.convert_options
+                chunking = _chunking(parsed.chunking_options.model_dump(), chunker)
+                chunking["include_converted_doc"] = parsed.include_converted_doc
         except ValidationError as exc:
             raise _refuse(422, schemas.validation_detail(exc, "body")) from None
         if len(parsed.sources) != 1:
             raise _refuse(422, "one source per request here: send each document in a request of its own")
         _check_target(parsed.target.kind)
-        chosen = _plan(parsed.options, dict(parsed.model_extra or {}))
+        chosen = _plan(options, dict(parsed.model_extra or {}))
         source = parsed.sources[0]
         staging = await asyncio.to_thread(self.tasks.staging)
         kept = False
@@ -197,7 +242,7 @@ class DoclingRoutes:
                 except FetchFailed as exc:
                     raise _refuse(422, f"the source could not be fetched: {exc}") from None
                 filename, content_type, head = got.filename, got.content_type, got.head
-            job = _job(chosen, filename, results.sniff(head))
+            job = _job(chosen, filename, results.sniff(head), chunking)
             record = await self.tasks.submit(staging, stored, filename, content_type, job)
             kept = True
         finally:
@@ -213,7 +258,7 @@ class DoclingRoutes:
         try:
             while not record.finished:
                 if loop.time() >= deadline:
-                    await self.tasks.cancel(record.id)
+                    await self._abandon(record.id)
                     return detail(
                         504,
                         f"Conversion is taking too long. The maximum wait time is {self.max_sync_wait:g} s; "
@@ -221,7 +266,7 @@ class DoclingRoutes:
                     )
                 record = await self.tasks.wait(record.id, min(DISCONNECT_CHECK_SECONDS, deadline - loop.time()))
                 if not record.finished and await request.is_disconnected():
-                    await self.tasks.cancel(record.id)  # no one is waiting for it
+                    await self._abandon(record.id)  # no one is waiting for it
                     return Response(status_code=499)
             answer = await asyncio.to_thread(results.result_answer, record, self.tasks.outputs(record))
         finally:
@@ -230,6 +275,20 @@ class DoclingRoutes:
         if answer.get("kind") == "TaskFailureResult":
             return detail(500, answer["failure"]["message"])
         return JSONResponse(answer)
+
+    async def _abandon(self, task_id: str) -> None:
+        """Cancel a synchronous request's task whose answer no one will read, and remove it once it has ended (a
+        running conversion stops between pages or within one), so it does not wait out the retention."""
+        await self.tasks.cancel(task_id)
+
+        async def forget() -> None:
+            with contextlib.suppress(ApiError):
+                await self.tasks.wait(task_id, MAX_SYNC_WAIT_SECONDS)
+                await self.tasks.forget(task_id)
+
+        task = asyncio.get_running_loop().create_task(forget(), name=f"docling-forget-{task_id}")
+        self._forgetting.add(task)
+        task.add_done_callback(self._forgetting.discard)
 
     # -- tasks ----------------------------------------------------------------------------------------------------
     def _task(self, task_id: str) -> Record:
@@ -340,13 +399,35 @@ def _plan(options: ConvertOptions, extra: dict[str, Any]) -> Plan:
         raise _refuse(422, str(exc)) from None
 
 
-def _job(chosen: Plan, filename: str, fmt: str | None) -> dict[str, Any]:
-    """The `document.convert` input beside the document: the engine's settings and the answer's (`docling`)."""
+def _job(chosen: Plan, filename: str, fmt: str | None, chunking: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `document.convert` input beside the document: the engine's settings and the answer's (`docling`; for a
+    chunk task, its chunker options too)."""
     job: dict[str, Any] = {"text_layer": chosen.text_layer, "pixels": chosen.pixels}
     if chosen.pages is not None:
         job["pages"] = chosen.pages
     job["docling"] = {**chosen.settings(), "filename": shown_name(filename), "format": fmt}
+    if chunking is not None:
+        included = bool(chunking.pop("include_converted_doc", False))
+        job["docling"].update(task_type="chunk", chunking=chunking, include_converted_doc=included)
     return job
+
+
+def _check_chunker(chunker: str | None) -> None:
+    if chunker is None:
+        return
+    if chunker not in CHUNKERS:
+        raise _refuse(422, HYBRID_REFUSED)
+    if missing := chunking_missing():
+        raise _refuse(501, missing)
+
+
+def _chunking(raw: dict[str, Any], chunker: str) -> dict[str, Any]:
+    """A chunk request's chunker options, validated as docling validates them (422 for a bad one)."""
+    try:
+        options = ChunkingOptions.model_validate({**raw, "chunker": chunker})
+    except ValidationError as exc:
+        raise _refuse(422, schemas.validation_detail(exc, "body")) from None
+    return options.model_dump(include={"include_raw_text", "use_markdown_tables"})
 
 
 #: Longest file name kept for the answer's `document.filename`: a name is the client's own text.

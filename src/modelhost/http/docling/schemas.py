@@ -127,6 +127,18 @@ class ConvertOptions(BaseModel):
     md_compact_tables: bool = False
 
 
+class ChunkingOptions(BaseModel):
+    """docling's chunker options (HierarchicalChunkerOptions; the hybrid chunker's own fields are kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    chunker: Literal["hierarchical", "hybrid"] = "hierarchical"
+    use_markdown_tables: bool = False
+    use_markdown_images: bool = False
+    image_placeholder: str = "![IMAGE]"
+    include_raw_text: bool = False
+
+
 class FileSource(BaseModel):
     """A document sent inline: `{"kind": "file", "base64_string", "filename"}`."""
 
@@ -158,6 +170,18 @@ class ConvertSourcesRequest(BaseModel):
 
     options: ConvertOptions = Field(default_factory=ConvertOptions)
     sources: list[FileSource | HttpSource] = Field(min_length=1)
+    target: Target = Field(default_factory=Target)
+
+
+class ChunkSourcesRequest(BaseModel):
+    """The body of POST /v1/chunk/{chunker}/source[/async]."""
+
+    model_config = ConfigDict(extra="allow")
+
+    convert_options: ConvertOptions = Field(default_factory=ConvertOptions)
+    chunking_options: ChunkingOptions = Field(default_factory=ChunkingOptions)
+    sources: list[FileSource | HttpSource] = Field(min_length=1)
+    include_converted_doc: bool = False
     target: Target = Field(default_factory=Target)
 
 
@@ -234,6 +258,16 @@ def answer_document(
     }
 
 
+def answer_chunks(chunks: list[dict[str, Any]], document: dict[str, Any], processing_time: float) -> dict[str, Any]:
+    """A ChunkDocumentResponse: the chunks, and the document they came from as an ExportResult (its contents only
+    when `include_converted_doc` asked for them)."""
+    export = {"kind": "ExportResult", "content": document["document"], **{k: document[k] for k in _EXPORT_KEYS}}
+    return {"chunks": chunks, "documents": [export], "processing_time": processing_time}
+
+
+_EXPORT_KEYS: Final = ("status", "errors", "timings", "confidence")
+
+
 def failure_info(message: str, *, category: str, retryable: bool) -> dict[str, Any]:
     """docling's PublicFailureInfo of a task that failed (not its document: the task itself)."""
     return {"category": category, "message": message, "retryable": retryable, "phase": "execution", "details": {}}
@@ -243,6 +277,7 @@ def answer_task(
     task_id: str,
     status: str,
     *,
+    task_type: str = "convert",
     position: int | None = None,
     meta: dict[str, int] | None = None,
     error: str | None = None,
@@ -251,7 +286,7 @@ def answer_task(
     """A TaskStatusResponse."""
     return {
         "task_id": task_id,
-        "task_type": "convert",
+        "task_type": task_type,
         "task_status": status,
         "task_position": position,
         "task_meta": meta,
