@@ -17,6 +17,7 @@ Tokens go to stdout as they stream; the summary line (tokens, tokens/s, time to 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -438,6 +439,11 @@ def convert(
             "--no-text-layer sends every page's pixels to the model.",
         ),
     ] = True,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help="Spread the pages over actors on the Ray cluster at HOST:PORT (or auto)."),
+    ] = None,
+    actors: Annotated[int, typer.Option("--actors", min=1, help="--ray: actors, each one engine and model.")] = 2,
 ) -> None:
     """Convert documents: each PDF page from its text layer when usable, else read from its pixels by a model (in
     this process, or over --socket), assembled into one. The model loads only if a page needs it."""
@@ -452,8 +458,16 @@ def convert(
         batch.targets(files, output, fmt)
     except ValueError as exc:
         raise _usage(str(exc)) from exc
+    if ray is not None and socket is not None:
+        raise _usage("--ray and --socket: choose one (with --ray, each actor loads the model itself)")
     try:
-        outcomes = asyncio.run(_convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens, text_layer))
+        if ray is not None:
+            args = (files, output, fmt, model, backend, dpi, pages, max_tokens, text_layer)
+            outcomes = _convert_on_ray(ray, actors, *args)
+        else:
+            outcomes = asyncio.run(
+                _convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens, text_layer)
+            )
     except errors.ModelHostError as exc:
         raise _fail(exc) from exc
     failed = False
@@ -506,9 +520,6 @@ async def _convert(
     max_tokens: int,
     text_layer: bool,
 ) -> list[Any]:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from modelhost.documents import WireReader, batch
     from modelhost.documents.readers import StartingReader
     from modelhost.host import Host
@@ -523,26 +534,8 @@ async def _convert(
         path = catalogue.resolve(model)
         host = Host(lambda: registry.load_model(path, backend), name=model_name(model))
         reader = StartingReader(host)  # loaded at the first page that needs it
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("pages  {task.fields[rate]}"),
-        TimeElapsedColumn(),
-    )
-    tasks: dict[Path, Any] = {}
-    started: dict[Path, float] = {}
     try:
-        with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-
-            def on_start(path: Path, total: int) -> None:
-                started[path] = time.perf_counter()
-                tasks[path] = bar.add_task(path.name, total=total, rate="")
-
-            def on_page(path: Path, done: int, total: int, result: Any) -> None:
-                rate = done / max(time.perf_counter() - started[path], 1e-9)
-                bar.update(tasks[path], completed=done, rate=f"{rate:.2f}/s")
-
+        with _page_bar() as (on_start, on_page):
             return await batch.convert_files(
                 files,
                 reader,
@@ -561,6 +554,76 @@ async def _convert(
             await host.aclose()
         else:
             reader.close()
+
+
+def _convert_on_ray(
+    address: str,
+    actors: int,
+    files: list[Path],
+    output: Path | None,
+    fmt: str,
+    model: str,
+    backend: str | None,
+    dpi: int,
+    pages: str | None,
+    max_tokens: int,
+    text_layer: bool,
+) -> list[Any]:
+    from modelhost.ray import documents
+    from modelhost.serve import model_name
+
+    settings = documents.ReadSettings(model, model_name(model), backend, dpi, max_tokens, text_layer)
+    by_node: dict[str, int] = {}
+
+    def on_piece(path: Path, node: str, count: int) -> None:
+        by_node[node] = by_node.get(node, 0) + count
+
+    with _page_bar() as (on_start, on_page):
+        outcomes = documents.convert_files(
+            address,
+            files,
+            settings,
+            actors=actors,
+            output=output,
+            fmt=fmt,
+            pages=pages,
+            write=_write_stdout,
+            on_start=on_start,
+            on_page=on_page,
+            on_piece=on_piece,
+        )
+    if by_node:
+        where = ", ".join(f"{count} on {node}" for node, count in sorted(by_node.items()))
+        typer.secho(f"modelhost: pages read by node: {where}", err=True, fg=typer.colors.BRIGHT_BLACK)
+    return outcomes
+
+
+@contextlib.contextmanager
+def _page_bar() -> Iterator[tuple[Callable[[Path, int], None], Callable[[Path, int, int, Any], None]]]:
+    """A progress bar per document on stderr, and the (on_start, on_page) callbacks that move it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pages  {task.fields[rate]}"),
+        TimeElapsedColumn(),
+    )
+    tasks: dict[Path, Any] = {}
+    started: dict[Path, float] = {}
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+
+        def on_start(path: Path, total: int) -> None:
+            started[path] = time.perf_counter()
+            tasks[path] = bar.add_task(path.name, total=total, rate="")
+
+        def on_page(path: Path, done: int, total: int, result: Any) -> None:
+            rate = done / max(time.perf_counter() - started[path], 1e-9)
+            bar.update(tasks[path], completed=done, rate=f"{rate:.2f}/s")
+
+        yield on_start, on_page
 
 
 #: Options that may be given without a value, and the value they then take (click cannot express this itself).
@@ -692,13 +755,20 @@ def serve(
             "/v1/unload_lora_adapter); the server then reads any path a client names.",
         ),
     ] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", help="Serve as replicas on the Ray cluster at HOST:PORT (or auto): HTTP only."),
+    ] = None,
+    replicas: Annotated[int, typer.Option("--replicas", min=1, help="--ray: replicas, each a whole host.")] = 2,
+    num_cpus: Annotated[float, typer.Option("--num-cpus", min=0, help="--ray: CPUs each replica reserves.")] = 1.0,
+    num_gpus: Annotated[float, typer.Option("--num-gpus", min=0, help="--ray: GPUs each replica reserves.")] = 0.0,
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
     from modelhost import serve as serving
     from modelhost.host.models import parse_size
 
     socket_path: str | None = None
-    if not no_socket:
+    if not no_socket and not (ray is not None and socket is None):  # --ray: no default socket, HTTP only
         socket_path = socket if socket is not None else _default_socket()
     try:
         config = serving.ServeConfig(
@@ -728,9 +798,12 @@ def serve(
             allow_fetch=allow_fetch,
             fetch_private=fetch_private,
         )
-        if docling is not None and http is None:
+        if docling is not None and http is None and ray is None:
             raise ValueError("--docling serves its API on the HTTP door: add --http")
-        serving.run(config)
+        if ray is not None:
+            serving.run_on_ray(config, serving.RayPlacement(ray, replicas, num_cpus, num_gpus))
+        else:
+            serving.run(config)
     except ValueError as exc:
         raise _usage(str(exc)) from exc
     except errors.ModelHostError as exc:

@@ -510,3 +510,56 @@ def _exit_hard_after(seconds: float, say: Callable[[str], None], timers: list[th
 def run(config: ServeConfig, **kwargs: Any) -> None:
     """Blocking entry point for the CLI."""
     asyncio.run(serve(config, **kwargs))
+
+
+@dataclass(frozen=True, slots=True)
+class RayPlacement:
+    """`serve --ray`: the cluster to join and the replicas to run there (modelhost.ray.serving)."""
+
+    address: str
+    replicas: int = 2
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+
+
+def run_on_ray(config: ServeConfig, placement: RayPlacement, *, say: Callable[[str], None] | None = None) -> None:
+    """Blocking: serve the models as replicas on Ray Serve (each replica a whole host behind Serve's HTTP proxy on
+    `config.http`) until SIGTERM or SIGINT. The doors that cannot be spread (a Unix socket, the job worker with its
+    state folder) are refused: ValueError naming the flag."""
+    refused = {
+        "--socket": config.socket,
+        "--model-socket": config.model_sockets,
+        "--worker": config.worker,
+        "--docling": config.docling,  # its tasks live in one process's job store, which replicas do not share
+    }
+    for flag, given in refused.items():
+        if given:
+            raise ValueError(f"{flag} cannot go with --ray: Ray Serve replicas answer over HTTP only (--http)")
+    if config.allow_adapter_loading:
+        # An adapter loaded over HTTP would reach the one replica that took the request, not the others.
+        raise ValueError("--allow-adapter-loading cannot go with --ray: give each adapter with --adapter")
+    from modelhost.ray import serving
+    from modelhost.ray.replica import ReplicaConfig
+
+    specs, _ = model_specs(config)  # resolved here: a missing model fails before any replica starts
+    found = checked_adapters(config)
+    replica = ReplicaConfig(
+        tuple(specs),
+        max_queue=config.max_queue,
+        lazy=config.lazy,
+        keep_alive=config.keep_alive,
+        max_memory=config.max_memory,
+        api_key=config.api_key,
+        access_log=config.access_log is not None,
+        adapters=tuple(found),
+    )
+    serving.run(
+        placement.address,
+        replica,
+        http=config.http or ("127.0.0.1", 8000),
+        replicas=placement.replicas,
+        num_cpus=placement.num_cpus,
+        num_gpus=placement.num_gpus,
+        slots=config.parallel,
+        say=say or (lambda line: print(line, file=sys.stderr, flush=True)),
+    )

@@ -141,14 +141,21 @@ class DocumentEngine:
         dpi: int,
         max_tokens: int,
         text_layer: bool = True,
+        style_pages: Sequence[int] | None = None,
     ) -> AsyncIterator[EnginePage | Unread]:
         """Each of `numbers` (1-based) in order, as soon as it is known. A page that needs its pixels read and has no
-        `reader` is Unread."""
+        `reader` is Unread.
+
+        `style_pages`: the pages whose text layers set the document's style (the first STYLE_PAGES of them are
+        read); by default `numbers`. A caller that converts one document in pieces (modelhost.ray spreads them over
+        several engines) gives every piece the whole document's numbers, so each piece is laid out with the style
+        the whole document gets, and the pieces join into the document one engine would have made."""
         use_layer = text_layer and source.is_pdf
         style: Style | None = None
         early: dict[int, PageContent | PageError] = {}
         if use_layer:
-            style, early = await asyncio.to_thread(_document_style, source, numbers[:STYLE_PAGES], self.sandbox.workers)
+            chosen = list(numbers if style_pages is None else style_pages)[:STYLE_PAGES]
+            style, early = await asyncio.to_thread(_document_style, source, chosen, self.sandbox.workers)
         ahead: dict[int, asyncio.Future[_Prepared]] = {}
         cursor = 0
         # Admits renders in page order, up to PIXEL_PAGES_AHEAD past the page being read.

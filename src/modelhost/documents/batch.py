@@ -56,6 +56,17 @@ class Outcome:
     error: str = ""
 
 
+def deliver(conversion: Conversion, place: Path | None, fmt: str, write: Callable[[str], None] | None) -> None:
+    """Write a converted document as `fmt` to `place`, or give it to `write` (standard output) when `place` is None
+    (one of `targets`). OSError when the file cannot be written."""
+    text = conversion.render(fmt)
+    if place is None:
+        if write is not None:
+            write(text)
+    else:
+        place.write_text(text, encoding="utf-8")
+
+
 async def convert_files(
     files: Sequence[Path],
     reader: PageReader,
@@ -88,12 +99,7 @@ async def convert_files(
                 on_start=(lambda total, p=path: on_start(p, total)) if on_start else None,  # type: ignore[misc]
                 on_page=(lambda d, t, r, p=path: on_page(p, d, t, r)) if on_page else None,  # type: ignore[misc]
             )
-            text = conversion.render(fmt)
-            if place is None:
-                if write is not None:
-                    write(text)
-            else:
-                place.write_text(text, encoding="utf-8")
+            deliver(conversion, place, fmt, write)
             outcome.conversion, outcome.written = conversion, place
         except ModelHostError as exc:
             outcome.error = str(exc)

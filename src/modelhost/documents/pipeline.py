@@ -139,10 +139,26 @@ async def convert(
                 on_page(done, len(numbers), result)
     finally:
         await asyncio.to_thread(source.close)
+    return await conclude(name, path.stem, results, parts, layouts, unread, started)
+
+
+async def conclude(
+    name: str,
+    stem: str,
+    results: list[PageResult],
+    parts: dict[int, Any],
+    layouts: dict[int, PageLayout],
+    unread: dict[int, str],
+    started: float,
+) -> Conversion:
+    """The Conversion of a document whose pages are all done: each model-read page's part (`assemble.build` of its
+    DocTags and pixels) and each text-layer page's layout, by page number, joined in the order of `results`.
+    DocumentError when no page could be read. `started` is the perf_counter() at which the conversion began.
+    modelhost.ray concludes the pages its engines read elsewhere here too, so both make one document alike."""
     if not results:
         first = min(unread)
         raise DocumentError(f"{name}: no page could be read (page {first} {unread[first]})")
-    document, results = await asyncio.to_thread(_assemble, path.stem, results, parts, layouts)
+    document, results = await asyncio.to_thread(_assemble, stem, results, parts, layouts)
     return Conversion(name, document, results, time.perf_counter() - started, unread)
 
 

@@ -1,0 +1,184 @@
+"""The actor of `convert --ray`: one document engine and one page model per actor, loaded once, converting the
+pieces of documents it is given (a path and page numbers; it reads and renders the pages itself).
+
+A piece comes back as the parts of a document `pipeline.conclude` joins: each model-read page's part (built here,
+where its pixels are, so no page image ever travels) and each text-layer page's layout (plain data, kilobytes: the
+document-level furniture pass needs every page's). A page that fails (its model errs, or it cannot be loaded) is
+tried once more here, then reported by number and reason; the rest of the piece is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from modelhost.docengine.engine import DocumentEngine, EnginePage, Unread
+from modelhost.documents import PageResult, assemble
+from modelhost.documents.readers import StartingReader
+from modelhost.host import Host
+from modelhost.inference import catalogue, registry
+
+T = TypeVar("T")
+
+#: Times a failed page is tried again in its actor before it is reported: a model error or a sandbox child lost to
+#: a passing memory squeeze is worth one more try; a page that fails twice would fail a third time.
+PAGE_RETRIES = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Pages of one document for one actor: `style_pages` are the whole document's (engine.pages says why)."""
+
+    doc: int
+    index: int
+    path: str
+    pages: list[int]
+    style_pages: list[int]
+
+    def to_json(self) -> str:
+        return json.dumps([self.doc, self.index, self.path, self.pages, self.style_pages])
+
+    @classmethod
+    def from_json(cls, text: str) -> Piece:
+        doc, index, path, pages, style_pages = json.loads(text)
+        return cls(int(doc), int(index), str(path), [int(n) for n in pages], [int(n) for n in style_pages])
+
+
+@dataclass(slots=True)
+class PieceResult:
+    """What a piece's pages gave: each page's result (in page order), the model-read pages' parts, the text-layer
+    pages' layouts, and the pages not read with why (each `pipeline.conclude` takes)."""
+
+    results: list[PageResult] = field(default_factory=list)
+    parts: dict[int, Any] = field(default_factory=dict)
+    layouts: dict[int, Any] = field(default_factory=dict)
+    unread: dict[int, str] = field(default_factory=dict)
+    #: The address of the node whose actor read the piece (the CLI says how many pages each node read).
+    node: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSettings:
+    """How every actor reads pages: the model (a catalogue name or path, resolved on the actor's node), the name
+    its pages are credited to, and the conversion's options."""
+
+    model: str
+    label: str
+    backend: str | None = None
+    dpi: int = 150
+    max_tokens: int = 8192
+    text_layer: bool = True
+
+
+class PageConverter:
+    """A Ray Data actor (`map_batches` with an actor pool): one engine and one model host for its life. Its own
+    event loop runs on a thread of its own: the host and the engine are asyncio, Ray Data calls it synchronously."""
+
+    def __init__(self, settings: ReadSettings) -> None:
+        self.settings = settings
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="modelhost-pages", daemon=True)
+        self.thread.start()
+        self.engine = DocumentEngine()
+        path = catalogue.resolve(settings.model)
+        # Loaded at the first page that needs pixels read: a piece all from the text layer never loads the model.
+        self.host = Host(lambda: registry.load_model(path, settings.backend), name=settings.label)
+        self.reader = StartingReader(self.host)
+        import ray
+
+        self.node = str(ray.util.get_node_ip_address())
+
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each row's piece (`task`: Piece JSON) converted; rows come back with the piece's ids and its pickled
+        PieceResult."""
+        pieces = [Piece.from_json(str(task)) for task in batch["task"]]
+        done = [pickle.dumps(self._run(self.convert(piece))) for piece in pieces]
+        return {
+            "doc": np.array([p.doc for p in pieces]),
+            "index": np.array([p.index for p in pieces]),
+            "result": np.array(done, dtype=object),
+        }
+
+    async def convert(self, piece: Piece) -> PieceResult:
+        """One piece's pages, each failed one tried PAGE_RETRIES more times before it is reported."""
+        path = Path(piece.path)
+        out = PieceResult(node=self.node)
+        failed = await self._pages(path, piece.pages, piece.style_pages, out)
+        for _ in range(PAGE_RETRIES):
+            if not failed:
+                break
+            again = PieceResult()
+            failed = await self._pages(path, failed, piece.style_pages, again)
+            _merge(out, again)
+        out.results.sort(key=lambda r: r.number)
+        return out
+
+    async def _pages(self, path: Path, numbers: list[int], style_pages: list[int], out: PieceResult) -> list[int]:
+        """Convert `numbers` into `out`; return the numbers that failed (an error answer, or unread)."""
+        s = self.settings
+        source = await asyncio.to_thread(self.engine.open, path)
+        failed: list[int] = []
+        try:
+            stream = self.engine.pages(
+                source,
+                numbers,
+                reader=self.reader,
+                dpi=s.dpi,
+                max_tokens=s.max_tokens,
+                text_layer=s.text_layer,
+                style_pages=style_pages,
+            )
+            async for page in stream:
+                if isinstance(page, Unread):
+                    out.unread[page.number] = page.reason
+                    failed.append(page.number)
+                    continue
+                out.results.append(_result(page))
+                if page.finish_reason == "error":
+                    failed.append(page.number)
+                if page.layout is not None:
+                    out.layouts[page.number] = page.layout
+                else:
+                    out.parts[page.number] = await asyncio.to_thread(
+                        assemble.build, path.stem, [page.doctags], [page.image]
+                    )
+                del page  # its pixels, if any, go with it
+        finally:
+            await asyncio.to_thread(source.close)
+        return failed
+
+    def __del__(self) -> None:
+        # Ray ends an actor's process when the pool shuts down; closing the host first ends its model thread cleanly.
+        try:
+            self._run(self.host.aclose())
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        except Exception:
+            pass
+
+
+def _result(page: EnginePage) -> PageResult:
+    return PageResult(page.number, page.doctags, page.finish_reason, page.error, page.seconds, page.size, page.via)
+
+
+def _merge(out: PieceResult, again: PieceResult) -> None:
+    """A retry's pages over the first try's: a page read now replaces its failure."""
+    retried = {r.number for r in again.results} | set(again.unread)
+    out.results = [r for r in out.results if r.number not in retried] + again.results
+    for number in retried:
+        out.unread.pop(number, None)
+        out.parts.pop(number, None)
+        out.layouts.pop(number, None)
+    out.unread.update(again.unread)
+    out.parts.update(again.parts)
+    out.layouts.update(again.layouts)
