@@ -9,6 +9,9 @@ from its pixels by a model, yielded one page at a time as soon as each is known.
 - Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
   whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer) is rendered
   and read by `reader` (the `ocr` model, a DocTags VLM, or a socket). `text_layer=False` sends every page to it.
+- A usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a pasted screenshot: its
+  `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is read by `reader` like a
+  page; text that reads like text joins the layout after its picture. Without a reader the layout is as it is.
 - Pages are prepared ahead in parallel on the sandbox's children (text layer, analysis, or rendering: one job per
   child), and yielded in order; a model reads one page at a time (the host serialises a model's work anyway).
 - Memory is bounded by a few pages: the window of pages prepared ahead (`window`, children + 1), of which only
@@ -27,16 +30,24 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from modelhost.docengine.analyse import Style, analyse, document_style
 from modelhost.docengine.emit import doctags_page
 from modelhost.docengine.memory import release_freed_memory
+from modelhost.docengine.pictures import (
+    answer_blocks,
+    carries_text,
+    crop,
+    looks_like_text,
+    regions_to_read,
+    with_region_text,
+)
 from modelhost.docengine.sandbox import PageError, Sandbox, shared_sandbox
 from modelhost.docengine.source import Source
-from modelhost.docengine.types import PageContent, PageLayout
+from modelhost.docengine.types import BBox, PageContent, PageLayout
 
 #: Pages in a row that may fail to load before the rest of the document is given up on unread: a PDF that declares
 #: 10,000 pages and holds one costs 50 quick refusals, not 9,999 (nor a billion, for a declared count of 10**9).
@@ -115,6 +126,8 @@ class _Prepared:
     layout: PageLayout | None = None
     image: Any = None
     seconds: float = 0.0
+    #: A text-layer page's picture regions to read: each box (points) and its pixels.
+    crops: list[tuple[BBox, Any]] = field(default_factory=list)
 
 
 class DocumentEngine:
@@ -142,9 +155,10 @@ class DocumentEngine:
         max_tokens: int,
         text_layer: bool = True,
         style_pages: Sequence[int] | None = None,
+        pictures: bool = True,
     ) -> AsyncIterator[EnginePage | Unread]:
         """Each of `numbers` (1-based) in order, as soon as it is known. A page that needs its pixels read and has no
-        `reader` is Unread.
+        `reader` is Unread. `pictures=False` leaves a text-layer page's pictures unread (text-layer speed).
 
         `style_pages`: the pages whose text layers set the document's style (the first STYLE_PAGES of them are
         read); by default `numbers`. A caller that converts one document in pieces (modelhost.ray spreads them over
@@ -156,6 +170,7 @@ class DocumentEngine:
         if use_layer:
             chosen = list(numbers if style_pages is None else style_pages)[:STYLE_PAGES]
             style, early = await asyncio.to_thread(_document_style, source, chosen, self.sandbox.workers)
+        read_pictures = pictures and reader is not None
         ahead: dict[int, asyncio.Future[_Prepared]] = {}
         cursor = 0
         # Admits renders in page order, up to PIXEL_PAGES_AHEAD past the page being read.
@@ -166,7 +181,9 @@ class DocumentEngine:
             while cursor < min(upto, len(numbers)):
                 number = numbers[cursor]
                 read = early.pop(number, None)
-                job = asyncio.to_thread(_prepare, source, number, cursor, dpi, use_layer, renders, style, read)
+                job = asyncio.to_thread(
+                    _prepare, source, number, cursor, dpi, use_layer, renders, style, read, read_pictures
+                )
                 ahead[cursor] = asyncio.ensure_future(job)
                 cursor += 1
 
@@ -187,12 +204,16 @@ class DocumentEngine:
                     continue
                 unloadable = killed = 0
                 if prepared.layout is not None:
-                    renders.advance()
-                    layout = prepared.layout
+                    crops, prepared.crops = prepared.crops, []
+                    t0 = time.perf_counter()
+                    try:
+                        layout = await _read_pictures(reader, prepared.layout, crops, max_tokens)
+                    finally:
+                        del crops
+                        renders.advance()
                     size = (round(layout.width), round(layout.height))
-                    yield EnginePage(
-                        number, doctags_page(layout), TEXT_LAYER, layout, seconds=prepared.seconds, size=size
-                    )
+                    seconds = prepared.seconds + time.perf_counter() - t0
+                    yield EnginePage(number, doctags_page(layout), TEXT_LAYER, layout, seconds=seconds, size=size)
                     continue
                 image, prepared.image = prepared.image, None
                 if reader is None:
@@ -229,6 +250,21 @@ class DocumentEngine:
             await asyncio.gather(*ahead.values(), return_exceptions=True)
             ahead.clear()
             await asyncio.to_thread(release_freed_memory)  # the document's pages are all dropped now
+
+
+async def _read_pictures(
+    reader: PageReader | None, layout: PageLayout, crops: list[tuple[BBox, Any]], max_tokens: int
+) -> PageLayout:
+    """The layout with the text `reader` finds in each picture region that reads like text (pictures.py). A region
+    the reader fails on is left as it was: the page's own text is already there."""
+    if reader is None:
+        return layout
+    for box, pixels in crops:
+        answer = await reader.read(pixels, max_tokens=max_tokens)
+        blocks = answer_blocks(answer.text, box)
+        if carries_text(blocks):
+            layout = with_region_text(layout, box, blocks)
+    return layout
 
 
 def pixel_size(image: Any) -> tuple[int, int]:
@@ -278,19 +314,32 @@ def _prepare(
     renders: _Gate,
     style: Style | None = None,
     read: PageContent | PageError | None = None,
+    pictures: bool = False,
 ) -> _Prepared:
     """A page made ready to yield (blocking, on a worker thread): its analysed text layer when usable, else its
     pixels (rendered once `renders` admits its position in the document). PageError when it cannot be read.
-    `read` is its text layer (or the PageError it gave) when the style pass already read it."""
+    `read` is its text layer (or the PageError it gave) when the style pass already read it. With `pictures`, a
+    text-layer page's picture regions worth reading are cut from its rendering (which is then dropped)."""
     t0 = time.perf_counter()
     if use_layer:
         if isinstance(read, PageError):
             raise read
         content = read or source.text_layer(number)
         if content.usable:
-            return _Prepared(
-                number, layout=analyse(content, page_style(content, style)), seconds=time.perf_counter() - t0
-            )
+            layout = analyse(content, page_style(content, style))
+            boxes = regions_to_read(content) if pictures else []
+            crops: list[tuple[BBox, Any]] = []
+            if boxes:
+                renders.admit(position)
+                try:
+                    image = source.render(number, dpi).image
+                except PageError:
+                    image = None  # its text layer is read: a page that will not render keeps that, unpictured
+                if image is not None:
+                    cut = [(box, crop(image, box, content.width, content.height)) for box in boxes]
+                    crops = [(box, pixels) for box, pixels in cut if looks_like_text(pixels)]
+                del image
+            return _Prepared(number, layout=layout, seconds=time.perf_counter() - t0, crops=crops)
     renders.admit(position)
     image = source.render(number, dpi).image
     return _Prepared(number, image=image, seconds=time.perf_counter() - t0)

@@ -91,14 +91,17 @@ async def convert(
     name: str | None = None,
     engine: DocumentEngine | None = None,
     text_layer: bool = True,
+    pictures: bool = True,
 ) -> Conversion:
     """Convert one document on `engine` (this process's, by default). Raises DocumentError (naming the file) for
     one that cannot be read at all.
 
     A PDF page with a usable text layer is read from it (`text_layer=False`: every page goes to `reader`); the
-    others are read from their pixels by `reader`. `name` is how messages name the file (an upload's own name);
-    `on_start(total)` is called once the page count is known; `on_page` after each page. A page that cannot be read
-    is left out and named in `Conversion.unread`; a document none of whose pages can be read is a DocumentError.
+    others are read from their pixels by `reader`, and so is the text a text-layer page holds only in its pictures
+    (a scanned paragraph, a screenshot of prose; `pictures=False` skips them). `name` is how messages name the
+    file (an upload's own name); `on_start(total)` is called once the page count is known; `on_page` after each
+    page. A page that cannot be read is left out and named in `Conversion.unread`; a document none of whose pages
+    can be read is a DocumentError.
 
     Memory is bounded by a few pages: each model-read page's image is dropped as soon as its DocTags are turned
     into that page's part of the document (the parts are joined at the end), so a 1,000-page document costs what a
@@ -120,7 +123,9 @@ async def convert(
         if on_start is not None:
             on_start(len(numbers))
         done = 0
-        stream = engine.pages(source, numbers, reader=reader, dpi=dpi, max_tokens=max_tokens, text_layer=text_layer)
+        stream = engine.pages(
+            source, numbers, reader=reader, dpi=dpi, max_tokens=max_tokens, text_layer=text_layer, pictures=pictures
+        )
         async for page in stream:
             if isinstance(page, Unread):
                 unread[page.number] = page.reason
