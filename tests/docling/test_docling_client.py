@@ -10,9 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+import websockets.exceptions
+import websockets.sync.client
 from docling.datamodel.base_models import ConversionStatus, OutputFormat
 from docling.datamodel.service.options import ConvertDocumentsOptions
-from docling.datamodel.service.responses import ConvertDocumentResponse
+from docling.datamodel.service.responses import ConvertDocumentResponse, WebsocketMessage
 from docling.datamodel.service.targets import InBodyTarget
 from docling.service_client import ConversionItem, DoclingServiceClient, StatusWatcherKind
 from docling_support import HEADINGS, MULTI_PAGE, SCANNED, Served, modelhost_convert
@@ -91,3 +93,25 @@ def test_a_page_range_converts_those_pages_as_convert_pages_does(served: Served,
         MULTI_PAGE, "md", pages="2-3", tmp=converted
     )
     assert result.document.num_pages() == 2
+
+
+def test_the_websocket_streams_the_status_to_the_end(served: Served) -> None:
+    with httpx.Client(base_url=served.url, timeout=STATE_WAIT_SECONDS) as http:
+        files = {"files": (SCANNED.name, SCANNED.read_bytes(), "application/pdf")}
+        task = http.post("/v1/convert/file/async", files=files).json()
+    url = served.url.replace("http://", "ws://") + f"/v1/status/ws/{task['task_id']}"
+    seen = []
+    with websockets.sync.client.connect(url) as ws:
+        while True:
+            message = WebsocketMessage.model_validate_json(ws.recv(timeout=STATE_WAIT_SECONDS))
+            assert message.task is not None and message.error is None, message
+            seen.append((message.message.value, message.task.task_status.value))
+            if message.task.task_status.value in ("success", "failure"):
+                break
+            if message.message.value == "update":
+                ws.send("next")
+        with pytest.raises(websockets.exceptions.ConnectionClosed):
+            ws.recv(timeout=STATE_WAIT_SECONDS)  # closed after the final status
+    assert seen[0][0] == "connection" and seen[-1] == ("update", "success"), seen
+    order = ["pending", "started", "success"]
+    assert [order.index(status) for _, status in seen] == sorted(order.index(status) for _, status in seen), seen

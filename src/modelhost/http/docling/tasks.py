@@ -29,9 +29,9 @@ from modelhost.worker.store import JobStore, SyncMode
 log = logging.getLogger(__name__)
 
 OPERATION: Final = documents.OPERATION
-#: How often a long poll looks at its task again: the board changes a record in memory, so a look is cheap, and a
-#: tenth of a second is no delay a person or a polling client notices.
-WAIT_STEP_SECONDS = 0.1
+#: How often a long poll looks at its task again besides being woken at its end (the board's journal line): a
+#: safety net only, so a wake-up that was missed costs at most this much.
+WAIT_STEP_SECONDS = 1.0
 #: Finished tasks are kept this long unless fetched by a sync request (which removes its own), then swept: a day,
 #: as the worker keeps its jobs, so a client that polls once an hour still finds its result.
 RETENTION_SECONDS = 24 * 3600
@@ -66,16 +66,27 @@ class DocumentTasks:
         self.drain_seconds = DRAIN_SECONDS
         self.metrics = WorkerMetrics()
         self.store = JobStore(self.state_dir, sync=sync)
+        self._journal = journal or (lambda line: log.info("docling task %s", line))
+        # Long polls and sync requests waiting for a task's end, woken by the board's journal line of that end (it
+        # is written once the end is durable and applied), so a result is answered as soon as it exists.
+        self._ended: dict[str, asyncio.Event] = {}
         self.board = JobBoard(
             self.store,
             capacity=capacity,
             models=[(self.model.name, OPERATION)],
             metrics=self.metrics,
-            journal=journal or (lambda line: log.info("docling task %s", line)),
+            journal=self._on_end,
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: asyncio.Task[None] | None = None
         self._closing = False
+
+    def _on_end(self, line: str) -> None:
+        """The board's line for a finished job (`ID OPERATION STATUS SECONDS [CODE]`): wake its waiters."""
+        event = self._ended.pop(line.split(" ", 1)[0], None)
+        if event is not None:
+            event.set()
+        self._journal(line)
 
     @property
     def host(self) -> ServedModel:
@@ -168,7 +179,9 @@ class DocumentTasks:
         deadline = loop.time() + max(0.0, seconds)
         record = self.get(task_id)
         while not record.finished and loop.time() < deadline:
-            await asyncio.sleep(min(WAIT_STEP_SECONDS, max(0.0, deadline - loop.time())))
+            event = self._ended.setdefault(task_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), min(WAIT_STEP_SECONDS, max(0.0, deadline - loop.time())))
             record = self.get(task_id)
         return record
 
