@@ -362,6 +362,11 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 await http_server.start()
             except OSError as exc:
                 raise ValueError(listen_error("--http", config.http, exc)) from exc
+            except RuntimeError as exc:
+                if docling is None:
+                    raise
+                # The docling door's task folder is held by another serve (its store's lock): one line, exit 2.
+                raise ValueError(f"--docling: {exc} (give this serve its own --state)") from exc
             http = http_server
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
             if docling is not None:

@@ -4,13 +4,15 @@ the one being converted at the kill fails (`the worker stopped`), as a giz job d
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 from docling.datamodel.base_models import ConversionStatus
 from docling.datamodel.service.responses import ConvertDocumentResponse, TaskStatusResponse
 from docling.service_client import DoclingServiceClient
-from docling_support import HEADINGS, SCANNED, modelhost_convert, serve_docling, wait_task
+from docling_support import HEADINGS, SCANNED, Served, modelhost_convert, serve_docling, wait_task
 
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
@@ -64,3 +66,14 @@ def test_tasks_accepted_before_kill_9_are_answered_after_a_restart(tmp_path: Pat
         assert again.document.export_to_markdown() + "\n" == modelhost_convert(HEADINGS, "md", tmp=converted)
     finally:
         second.stop()
+
+
+def test_a_second_serve_on_the_same_state_says_the_folder_is_taken(served: Served) -> None:
+    args = ["serve", "--model", "ocr", "--no-socket", "--http", "127.0.0.1:0", "--docling"]
+    args += ["--state", str(served.state)]
+    done = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", *args], capture_output=True, text=True, timeout=STATE_WAIT_SECONDS
+    )
+    assert done.returncode == 2, done.stderr
+    assert "in use by another worker" in done.stderr and "--state" in done.stderr
+    assert "Traceback" not in done.stderr
