@@ -9,7 +9,7 @@ import json
 import threading
 
 import httpx
-from http_support import WORDS, LoopThread, scripted_host, scripted_model, serving
+from http_support import LoopThread, scripted_host, scripted_model, serving
 
 from modelhost._access import AccessRecord
 from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
@@ -54,11 +54,17 @@ def test_a_client_that_hangs_up_mid_stream_is_logged_499(loop_thread: LoopThread
     with serving(loop_thread, scripted_host(scripted_model(gate)), access_log=records.append) as server:
         with httpx.stream(
             "POST", f"{server.url}/v1/chat/completions", timeout=STATE_WAIT_SECONDS,
-            json={**CHAT, "max_tokens": 8, "stream": True},
+            json={**CHAT, "max_tokens": 1000, "min_tokens": 1000, "stream": True},
         ) as streamed:  # fmt: skip
             gate.release()
             next(streamed.iter_bytes())  # the stream began; then the client goes away
-        for _ in range(len(WORDS.split())):
+
+        # Keep the model ticking, one token per poll, until the door notices the hang-up: it does so asynchronously,
+        # so a fixed number of tokens could all be spent first (on a loaded machine the request then ended as a
+        # 200). A request that cannot end by itself (min_tokens) can only end as the hang-up it is.
+        def logged() -> bool:
             gate.release()
-        wait_until(lambda: len(records) == 1)
+            return len(records) == 1
+
+        wait_until(logged)
     assert (records[0].path, records[0].status, records[0].model) == ("/v1/chat/completions", 499, "scripted")
