@@ -6,7 +6,8 @@
    b. Ray Serve with 2 replicas of the same model through Serve's HTTP proxy, once per `max_ongoing_requests`
       setting in ONGOING (x the replicas' batch slots), which is how serving.MAX_ONGOING_PER_SLOT was chosen.
    CPU is summed over every process of each side (the serve process; the Ray node's whole process tree: GCS,
-   raylet, controller, proxy, replicas), read from /proc before and after the load, so Ray's own processes count.
+   raylet, controller, proxy, replicas), read from /proc before and after the load, so Ray's own processes count
+   (for the documents, sampled through the run: Ray Data's actors come and go, see CpuMeter).
 2. Documents: pages/s and CPU seconds of converting PAGES of the corpus's Redbook from their pixels (the `ocr`
    model, --no-text-layer) with plain `convert` (in this process), and over Ray Data with 1 and 2 actors.
 
@@ -25,7 +26,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # This file is bench/ray.py, and a script's own folder comes first on sys.path: `import ray` would import this
@@ -42,21 +45,53 @@ MAX_TOKENS = 48
 #: max_ongoing_requests per batch slot tried for Serve.
 ONGOING = (1, 2, 4)
 DOCUMENT = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "documents" / "pdf" / "redp5110_sampled.pdf"
-PAGES = "1-8"
+PAGES = "1-4"
 WORDS = "Amber Birch Cedar Delta Ember Fjord Garnet Harbor Indigo Juniper Kestrel Lumen Meadow Nectar Onyx Pebble"
 
 
 def cpu_seconds(pids: list[int]) -> float:
     """utime + stime of `pids` (and the children they waited for), in seconds."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
-    return total / tick
+    return sum(_cpu(pid) for pid in pids)
+
+
+def _cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+class CpuMeter:
+    """CPU seconds used by a changing set of processes (Ray Data starts and ends its actors during a run): each
+    process's CPU is sampled every SAMPLE_SECONDS while it lives, and the meter adds what each gained while seen. A
+    process that ends loses at most its last interval's CPU (a before/after difference lost whole actors' CPU)."""
+
+    SAMPLE_SECONDS = 0.25
+
+    def __init__(self, pids: Callable[[], list[int]]) -> None:
+        self.pids = pids
+        self.first: dict[int, float] = {pid: _cpu(pid) for pid in pids()}
+        self.last = dict(self.first)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.SAMPLE_SECONDS):
+            for pid in self.pids():
+                used = _cpu(pid)
+                self.first.setdefault(pid, 0.0)  # born during the run: all its CPU counts
+                if used > 0:
+                    self.last[pid] = used
+
+    def stop(self) -> float:
+        """Stop sampling; the CPU seconds used since the meter started."""
+        self._stop.set()
+        self._thread.join()
+        for pid in self.pids():
+            self.last[pid] = max(self.last.get(pid, 0.0), _cpu(pid))
+        return sum(self.last.get(pid, 0.0) - start for pid, start in self.first.items())
 
 
 async def load(base: str, model: str) -> tuple[int, float]:
@@ -166,21 +201,27 @@ def bench_documents(head: raynodes.RayNode) -> list[tuple[str, float, float]]:
         finally:
             await host.aclose()
 
-    pages = 8
-    mine = raynodes.process_tree(os.getpid())
-    before, t0 = cpu_seconds(mine), time.perf_counter()
+    pages = 4
+
+    def mine() -> list[int]:
+        return raynodes.process_tree(os.getpid())
+
+    meter, t0 = CpuMeter(mine), time.perf_counter()
     asyncio.run(plain())
     wall = time.perf_counter() - t0
-    rows.append(("plain convert", pages / wall, cpu_seconds(raynodes.process_tree(os.getpid())) - before))
+    rows.append(("plain convert", pages / wall, meter.stop()))
     for actors in (1, 2):
-        pids = lambda: raynodes.process_tree(head.process.pid) + raynodes.process_tree(os.getpid())  # noqa: E731
-        before, t0 = cpu_seconds(pids()), time.perf_counter()
+
+        def both() -> list[int]:
+            return raynodes.process_tree(head.process.pid) + mine()
+
+        meter, t0 = CpuMeter(both), time.perf_counter()
         settings = documents.ReadSettings("ocr", "ocr", text_layer=False)
         documents.convert_files(
             head.address, [DOCUMENT], settings, actors=actors, output=out / f"ray{actors}.md", pages=PAGES
         )
         wall = time.perf_counter() - t0
-        rows.append((f"convert --ray, {actors} actor(s)", pages / wall, cpu_seconds(pids()) - before))
+        rows.append((f"convert --ray, {actors} actor(s)", pages / wall, meter.stop()))
         same = (out / f"ray{actors}.md").read_text() == (out / "plain.md").read_text()
         print(f"  {actors} actor(s): same document as plain convert: {same}", flush=True)
     return rows

@@ -16,6 +16,10 @@ import pytest
 
 from modelhost.testing import hostile_pdfs, raynodes
 
+#: Per test, setup included: this module's first test also waits for a Ray start and two model loads, which took
+#: minutes at load 12-20 on 2 cores (the suite's 300 s is for one test's own work).
+pytestmark = pytest.mark.timeout(900)
+
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "documents"
 FILES = [CORPUS / "pdf" / "redp5110_sampled.pdf", CORPUS / "ocr" / "ocr_test.pdf"]
 #: A CLI conversion of these on 2 loaded cores: tens of seconds; minutes bound only a hang.

@@ -22,6 +22,10 @@ from ray_support import Cli
 from modelhost.testing import raynodes
 from modelhost.testing.waiting import wait_until
 
+#: Per test, setup included: this module's first test also waits for a Ray start and two model loads, which took
+#: minutes at load 12-20 on 2 cores (the suite's 300 s is for one test's own work).
+pytestmark = pytest.mark.timeout(900)
+
 API_KEY = "test-key"
 #: How many requests may go out before both replicas have answered one: Serve picks the less loaded of two random
 #: replicas, so sequential requests land on either; 40 misses of one replica in a row is 1 in 10^12.
