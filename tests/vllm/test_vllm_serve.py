@@ -12,13 +12,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from vllm_support import Served, build_tiny_llama, require_vllm, start_serving
+from vllm_support import build_tiny_llama, require_vllm
 
 require_vllm()
 
 from openai import OpenAI  # noqa: E402
 
 from modelhost.inference.types import Message  # noqa: E402
+from modelhost.testing.serving import Served, start_serving  # noqa: E402
 from modelhost.testing.waiting import STATE_WAIT_SECONDS  # noqa: E402
 from modelhost.wire.client import Client  # noqa: E402
 
@@ -39,9 +40,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, P
     try:
         yield serving, sock
     finally:
-        if serving.proc.poll() is None:
-            serving.proc.kill()
-            serving.proc.wait()
+        serving.kill()
 
 
 def _stream(client: OpenAI, max_tokens: int, first: threading.Event | None = None) -> tuple[str, int, float]:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import InvalidInputError, ModelHostError, UnsupportedAttachmentError
-from modelhost.inference import chat_tools
+from modelhost.inference import chat_tools, prompt_checks
 from modelhost.inference.chat_tools import ToolSupport
 from modelhost.inference.images import to_rgb_image
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import ROLES, Message, has_images
+from modelhost.inference.types import Message, has_images
 
 if TYPE_CHECKING:
     from modelhost.backends.transformers.loading import Checkpoint
@@ -59,26 +59,12 @@ class Prompts:
 
     def from_ids(self, ids: Sequence[int]) -> Prompt:
         """A prompt given as token ids of this vocabulary: bounded by the context first, then each id checked."""
-        checked = self._fits(tuple(ids))
-        for i, token in enumerate(checked):
-            if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < self._vocab_size:
-                raise InvalidInputError(
-                    f"prompt_ids[{i}] is {token!r}, not a token id of this model (0 to {self._vocab_size - 1})"
-                )
-        return Prompt(checked)
+        return Prompt(prompt_checks.check_prompt_ids(ids, self._vocab_size, self.checkpoint.context_length))
 
     def chat(self, messages: Sequence[Message], opts: GenerateOptions) -> Prompt:
         """The assistant's turn after `messages`, through the chat template (images included); `opts` are the
         request's checked options (enable_thinking and tools reach the template)."""
-        if not messages:
-            raise InvalidInputError("chat needs at least one message")
-        for m in messages:
-            if not isinstance(m, Message):
-                raise InvalidInputError(f"chat messages must be Message values, got {type(m).__name__}")
-            if m.role not in ROLES:
-                raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
-            if not isinstance(m.content, str):
-                raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
+        prompt_checks.check_messages(messages)
         if has_images(messages) and not self.accepts_images():
             kind = self.checkpoint.model.config.model_type
             raise UnsupportedAttachmentError(f"this {kind} model does not accept images")
@@ -135,20 +121,10 @@ class Prompts:
 
     def _check_bytes(self, size: int) -> None:
         """Refuse text of more bytes than the context's tokens can stand for, before it is tokenised."""
-        if size > self.byte_limit:
-            raise InvalidInputError(
-                f"the prompt has {size} bytes, more than the {self.checkpoint.context_length} tokens the context "
-                f"holds can stand for (at most {self.byte_limit} bytes); shorten it or load the model with a larger "
-                "context_length"
-            )
+        prompt_checks.check_bytes(size, self.byte_limit, self.checkpoint.context_length)
 
     def _fits(self, ids: tuple[int, ...]) -> tuple[int, ...]:
-        if not ids:
-            raise InvalidInputError("the prompt is empty: there is nothing to continue")
-        limit = self.checkpoint.context_length
-        if limit and len(ids) >= limit:
-            raise InvalidInputError(f"the prompt has {len(ids)} tokens; the context holds {limit}")
-        return ids
+        return prompt_checks.fits(ids, self.checkpoint.context_length)
 
     def _vision_chat(self, messages: Sequence[Message], extra: dict[str, Any], support: ToolSupport) -> Prompt:
         # Content as a list of parts, images first: the form Idefics3/SmolVLM templates iterate over, and the order

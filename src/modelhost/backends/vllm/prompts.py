@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelhost.errors import InvalidInputError, ModelHostError, UnsupportedAttachmentError
-from modelhost.inference import chat_tools
+from modelhost.inference import chat_tools, prompt_checks
 from modelhost.inference.chat_tools import ToolSupport
 from modelhost.inference.engine import EngineRequest
 from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import ROLES, Message, has_images
+from modelhost.inference.types import Message, has_images
 
 
 class Prompts:
@@ -50,27 +50,15 @@ class Prompts:
 
     def from_ids(self, ids: Sequence[int]) -> tuple[int, ...]:
         """A prompt given as token ids of this vocabulary: bounded by the context first, then each id checked."""
-        checked = self._fits(tuple(ids))
-        for i, token in enumerate(checked):
-            if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < self._vocab_size:
-                raise InvalidInputError(
-                    f"prompt_ids[{i}] is {token!r}, not a token id of this model (0 to {self._vocab_size - 1})"
-                )
-        return checked
+        return prompt_checks.check_prompt_ids(ids, self._vocab_size, self._context)
 
     def chat(self, messages: Sequence[Message], opts: GenerateOptions) -> tuple[int, ...]:
         """The assistant's turn after `messages`, through the chat template (tools and enable_thinking reach it)."""
-        for m in messages:
-            if not isinstance(m, Message):
-                raise InvalidInputError(f"chat messages must be Message values, got {type(m).__name__}")
-            if m.role not in ROLES:
-                raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
-            if not isinstance(m.content, str):
-                raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
+        prompt_checks.check_messages(messages)
         if has_images(messages):
             raise UnsupportedAttachmentError("the vllm backend takes text only; serve a vision model with transformers")
         # The template only adds text around the messages: contents over the byte bound are over it rendered too.
-        self._check_bytes(sum(len(m.content.encode("utf-8")) for m in messages))
+        prompt_checks.check_bytes(sum(len(m.content.encode("utf-8")) for m in messages), self.byte_limit, self._context)
         extra: dict[str, Any] = {}
         if opts.enable_thinking is not None and self._template_thinks:
             extra["enable_thinking"] = opts.enable_thinking
@@ -105,20 +93,6 @@ class Prompts:
     def _encode(self, text: str, *, special: bool) -> tuple[int, ...]:
         if not isinstance(text, str):
             raise InvalidInputError(f"a prompt must be a string, got {type(text).__name__}")
-        self._check_bytes(len(text.encode("utf-8")))
+        prompt_checks.check_bytes(len(text.encode("utf-8")), self.byte_limit, self._context)
         ids = self._tokenizer(text, add_special_tokens=special)["input_ids"]
-        return self._fits(tuple(int(i) for i in ids))
-
-    def _check_bytes(self, size: int) -> None:
-        if size > self.byte_limit:
-            raise InvalidInputError(
-                f"the prompt has {size} bytes, more than the {self._context} tokens the context holds can stand "
-                f"for (at most {self.byte_limit} bytes); shorten it or load the model with a larger context_length"
-            )
-
-    def _fits(self, ids: tuple[int, ...]) -> tuple[int, ...]:
-        if not ids:
-            raise InvalidInputError("the prompt is empty: there is nothing to continue")
-        if self._context and len(ids) >= self._context:
-            raise InvalidInputError(f"the prompt has {len(ids)} tokens; the context holds {self._context}")
-        return ids
+        return prompt_checks.fits(tuple(int(i) for i in ids), self._context)

@@ -1,0 +1,55 @@
+"""The checks every backend runs on a prompt before it costs anything: chat turns well formed, prompt ids in the
+vocabulary, text within the bytes the context can hold, tokens within the context.
+
+Each raises InvalidInputError saying what is wrong and how to fix it; a backend's prompt code calls them in this
+order (turns, bytes before tokenizing, tokens after), so a 25 MiB prompt is refused without tokenizing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from modelhost.errors import InvalidInputError
+from modelhost.inference.types import ROLES, Message
+
+
+def check_messages(messages: Sequence[Message]) -> None:
+    """Chat turns as the contract defines them: Message values with a known role and text content."""
+    if not messages:
+        raise InvalidInputError("chat needs at least one message")
+    for m in messages:
+        if not isinstance(m, Message):
+            raise InvalidInputError(f"chat messages must be Message values, got {type(m).__name__}")
+        if m.role not in ROLES:
+            raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
+        if not isinstance(m.content, str):
+            raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
+
+
+def check_bytes(size: int, byte_limit: int, context_length: int) -> None:
+    """Refuse text of more UTF-8 bytes than the context's tokens can stand for, before it is tokenized."""
+    if size > byte_limit:
+        raise InvalidInputError(
+            f"the prompt has {size} bytes, more than the {context_length} tokens the context holds can stand for "
+            f"(at most {byte_limit} bytes); shorten it or load the model with a larger context_length"
+        )
+
+
+def fits(ids: tuple[int, ...], context_length: int) -> tuple[int, ...]:
+    """`ids` when there is at least one and room after them for a generated token (0: no known context)."""
+    if not ids:
+        raise InvalidInputError("the prompt is empty: there is nothing to continue")
+    if context_length and len(ids) >= context_length:
+        raise InvalidInputError(f"the prompt has {len(ids)} tokens; the context holds {context_length}")
+    return ids
+
+
+def check_prompt_ids(ids: Sequence[int], vocab_size: int, context_length: int) -> tuple[int, ...]:
+    """A prompt given as token ids: bounded by the context first (so a huge list is not walked), then each id."""
+    checked = fits(tuple(ids), context_length)
+    for i, token in enumerate(checked):
+        if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < vocab_size:
+            raise InvalidInputError(
+                f"prompt_ids[{i}] is {token!r}, not a token id of this model (0 to {vocab_size - 1})"
+            )
+    return checked
