@@ -162,15 +162,17 @@ async def add_adapter(
     host = adapter.parent.host
     if host is None or not host.ready:
         return adapter  # loaded with its parent (Host's on_load), whenever that loads
+    if not host.serves_adapters:
+        _forget(models, adapter)
+        raise InvalidOptionError(path_field, f"model {adapter.parent.name!r} cannot serve LoRA adapters by name")
     try:
-        if not host.serves_adapters:
-            raise InvalidOptionError(path_field, f"model {adapter.parent.name!r} cannot serve LoRA adapters by name")
         await host.load_adapter(name, str(adapter.files.path))
     except BaseException as exc:
         _forget(models, adapter)
-        if isinstance(exc, InvalidOptionError) or not isinstance(exc, ModelHostError):
+        if not isinstance(exc, ModelHostError):
             raise
-        raise InvalidOptionError(path_field, str(exc)) from None
+        # The engine's words, under the caller's field (the engine names its own: "adapter").
+        raise InvalidOptionError(path_field, getattr(exc, "detail", str(exc))) from None
     log.info("serving adapter %r over model %r from %s", name, adapter.parent.name, adapter.files.path)
     return adapter
 
