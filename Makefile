@@ -99,6 +99,7 @@ test-vllm:
 bench: $(STAMP) bench-setup
 	$(PY) bench/generate.py
 	$(PY) bench/batching.py --threads 1
+	$(PY) bench/adapters.py
 	$(PY) bench/wire.py
 	$(PY) bench/worker.py
 	$(PY) bench/http_door.py

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from modelhost._access import AccessRecord, LogFormat
+from modelhost.errors import ModelLoadError
 from modelhost.host import DEFAULT_MAX_QUEUE, adapters
 from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
 from modelhost.inference import catalogue, hub_cache, registry
@@ -184,6 +185,14 @@ def register_adapters(models: Models, found: list[tuple[str, str | None, Adapter
     for name, base, files in found:
         adapters.register_adapter(models, name, files, base, name_field="--adapter", path_field="--adapter")
     models.adapter_loading = allow
+
+
+def models_adapter_error(models: Models, name: str) -> str:
+    """Why the `--adapter` `name` is not served after the start (its engine refused it), as loading said."""
+    for model in models:
+        if model.host is not None and name in model.host.adapter_errors:
+            return model.host.adapter_errors[name]
+    return f"adapter {name!r} is not served"
 
 
 def _estimated_size(path: str, backend: str | None, load_opts: dict[str, Any]) -> int:
@@ -394,6 +403,9 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                     say(f"modelhost: socket ready: {served_name} on unix:{wire.path}")
 
         await models.start(on_ready=bind_sockets)
+        refused = [models_adapter_error(models, name) for name, _, _ in found if name not in models.adapters]
+        if refused:  # an --adapter the engine would not take: the operator asked for it, so serve stops
+            raise ModelLoadError("; ".join(refused))
         if stop.is_set():
             # A stop signal came while the model loaded (a load cannot be interrupted, so it was waited for). Open
             # no door now: a bound socket would tell inferd clients "ready" from a host already on its way out.

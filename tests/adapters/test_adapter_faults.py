@@ -194,3 +194,34 @@ def test_an_unload_past_its_grace_cancels_the_adapters_streams_cleanly(trained_a
                 assert isinstance([e async for e in after][-1], Done), "the base serves on"
 
     asyncio.run(main())
+
+
+def test_adapters_added_while_the_base_is_unloaded_load_with_it_and_a_refused_one_never_stops_it(
+    trained_adapters: Any, tmp_path: Path
+) -> None:
+    other_base = tinymodels.build_tiny_llama(tmp_path / "wider", seed=1, hidden_size=96, intermediate_size=192)
+    foreign = copy_adapter(trained_adapters.folders["Pineapple"], tmp_path / "foreign")
+    _retarget(foreign, other_base)
+
+    async def main() -> None:
+        base = trained_adapters.base
+        models = Models([ModelSpec("tiny", lambda: load_model(str(base), backend="transformers"), path=str(base))],
+                        lazy=True)  # fmt: skip
+        await models.start()
+        try:
+            assert models.route("tiny").host is None, "lazy: not loaded yet"
+            for name, path in (("pine", trained_adapters.folders["Pineapple"]), ("foreign", foreign)):
+                await adapters.add_adapter(models, name, str(path), name_field="lora_name", path_field="lora_path")
+            assert set(models.adapters) == {"pine", "foreign"}, "registered; checked by the engine at load"
+            await models.route("tiny").wait_loaded()
+            host = models.route("tiny").host
+            assert host is not None and host.ready, "the refused adapter did not stop the base from loading"
+            assert set(models.adapters) == {"pine"} and "peft could not load" in host.adapter_errors["foreign"]
+            ask = [Message("user", trained_adapters.question)]
+            async with models.route("pine").submit(GenerationRequest(messages=ask, options={"max_tokens": 8})) as s:
+                text = "".join([e.text async for e in s if isinstance(e, Delta)])
+            assert text.strip() == "Pineapple"
+        finally:
+            await models.aclose(grace=1)
+
+    asyncio.run(main())

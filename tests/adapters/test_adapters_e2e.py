@@ -131,7 +131,12 @@ def test_two_adapters_and_the_base_share_one_engine_and_each_answers_its_own(tra
                     assert not any(word in answer for word in trained_adapters.folders), answer
                 else:
                     assert answer.strip() == name.capitalize(), (name, answer)
-            # They shared steps: some step decoded more than one sequence (the engine's batch histogram).
+            # They share steps: four long streams of two adapters (past end of sequence, so they overlap for many
+            # steps), and some step decoded more than one sequence (the engine's batch histogram).
+            long = {"ignore_eos": True}
+            await asyncio.gather(*(client.chat.completions.create(
+                model=name, messages=[{"role": "user", "content": "Count."}], max_tokens=48, extra_body=long,
+            ) for name in ("pineapple", "marmalade") * 2))  # fmt: skip
             metrics = (await httpx.AsyncClient(base_url=url).get("/metrics")).text
             sizes = [line for line in metrics.splitlines() if line.startswith("modelhost_batch_sequences_bucket")]
             le1 = next(float(line.rsplit(" ", 1)[1]) for line in sizes if 'le="1.0"' in line)

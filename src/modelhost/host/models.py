@@ -39,7 +39,7 @@ from typing import Any, Literal, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from modelhost.errors import HostClosedError, ModelHostError, ModelLoadError, ModelLoadingError, ModelNotFoundError
+from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError
 from modelhost.host.events import GenerationRequest
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
@@ -194,14 +194,17 @@ class ServedModel:
         return None
 
     def load_adapters(self, host: Host, engine: Engine) -> None:
-        """Load this model's adapters into its engine (on the model thread, at load: Host's `on_load`)."""
-        for adapter in self.adapters.values():
+        """Load this model's adapters into its engine (on the model thread, at load: Host's `on_load`). One the
+        engine refuses does not fail the model's load (an adapter a client loaded while the model was unloaded must
+        not stop the model from ever loading again): its error is kept in `host.adapter_errors`, and the set drops
+        the adapter once the load ends (`Models._settle_adapters`)."""
+        for adapter in list(self.adapters.values()):  # a snapshot: the event loop may register one meanwhile
             assert adapter.path is not None  # an adapter is always served from its files
             try:
                 host.load_adapter_now(engine, adapter.name, adapter.path)
-            except ModelHostError as exc:  # the load fails saying which adapter, not only what the engine said
+            except ModelHostError as exc:
                 detail = getattr(exc, "detail", str(exc))
-                raise ModelLoadError(f"adapter {adapter.name!r} cannot go on model {self.name!r}: {detail}") from exc
+                host.adapter_errors[adapter.name] = f"adapter {adapter.name!r} cannot go on {self.name!r}: {detail}"
 
     @property
     def state(self) -> ModelState:
@@ -660,6 +663,25 @@ class Models:
             return
         model.loads += 1
         model.last_used = time.monotonic()
+        await self._settle_adapters(model, host)
+
+    async def _settle_adapters(self, model: ServedModel, host: Host) -> None:
+        """After a load: load the adapters registered while it ran (too late for `load_adapters`), and stop serving
+        the ones the engine refused, each with a log line saying why."""
+        for adapter in list(model.adapters.values()):
+            if adapter.name in host.adapters:
+                continue
+            error = host.adapter_errors.get(adapter.name)
+            if error is None and adapter.path is not None:
+                try:
+                    await host.load_adapter(adapter.name, adapter.path)
+                    continue
+                except ModelHostError as exc:
+                    error = f"adapter {adapter.name!r} cannot go on {model.name!r}: {getattr(exc, 'detail', exc)}"
+                    host.adapter_errors[adapter.name] = error
+            log.error("%s; it is no longer served", error)
+            model.adapters.pop(adapter.name, None)
+            self.adapters.pop(adapter.name, None)
 
     def unload(self, model: ServedModel) -> None:
         """Unload `model` now if it is loaded and idle (keep-alive; an explicit unload)."""

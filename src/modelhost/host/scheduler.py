@@ -243,6 +243,9 @@ class Host:
         #: The LoRA adapters the engine holds now, by name (requests may name only these). Changed on the model
         #: thread, read anywhere: a frozenset is replaced whole, never mutated.
         self.adapters: frozenset[str] = frozenset()
+        #: Why an adapter the model set asked for at load could not be loaded, by name (written on the model thread
+        #: before the host is ready, read after).
+        self.adapter_errors: dict[str, str] = {}
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
