@@ -70,21 +70,22 @@ def _convert(ocr_model: OcrModel, path: Path, **options: Any) -> tuple[Any, int]
 
 
 def test_a_screenshot_of_prose_is_read_into_the_page(ocr_model: OcrModel, tmp_path: Path) -> None:
-    conversion, reads = _convert(ocr_model, _screenshot_pdf(tmp_path / "shot.pdf"))
+    conversion, reads = _convert(ocr_model, _screenshot_pdf(tmp_path / "shot.pdf"), pictures=True)
     assert reads == 1 and conversion.pages[0].via == "text layer"
     markdown = conversion.document.export_to_markdown()
     first, image, rest = markdown.partition("<!-- image -->")
     assert first.strip() == "A line of the text layer above the screenshot." and image
     assert cer(" ".join(SCREENSHOT), " ".join(rest.split())) <= 0.05, rest  # its lines, in order, after it
-    # without pictures (or without a reader) the page is its text layer alone, read at text-layer speed
-    unread, reads = _convert(ocr_model, tmp_path / "shot.pdf", pictures=False)
+    # by default (or without a reader) the page is its text layer alone, read at text-layer speed
+    unread, reads = _convert(ocr_model, tmp_path / "shot.pdf")
     assert reads == 0 and "quick brown fox" not in unread.document.export_to_markdown()
 
 
 def test_the_pictures_read_on_a_page_are_bounded(ocr_model: OcrModel, tmp_path: Path) -> None:
     from modelhost.docengine.pictures import MAX_REGIONS
 
-    conversion, reads = _convert(ocr_model, _screenshot_pdf(tmp_path / "many.pdf", pictures=MAX_REGIONS + 2))
+    many = _screenshot_pdf(tmp_path / "many.pdf", pictures=MAX_REGIONS + 2)
+    conversion, reads = _convert(ocr_model, many, pictures=True)
     assert reads == MAX_REGIONS
     assert conversion.document.export_to_markdown().count("quick brown fox") == MAX_REGIONS
     assert len(conversion.document.pictures) == MAX_REGIONS + 2  # the pictures themselves all stay pictures

@@ -9,9 +9,9 @@ from its pixels by a model, yielded one page at a time as soon as each is known.
 - Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
   whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer) is rendered
   and read by `reader` (the `ocr` model, a DocTags VLM, or a socket). `text_layer=False` sends every page to it.
-- A usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a pasted screenshot: its
-  `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is read by `reader` like a
-  page; text that reads like text joins the layout after its picture. Without a reader the layout is as it is.
+- With `pictures=True`, a usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a
+  pasted screenshot: its `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is
+  read by `reader` like a page; text that reads like text joins the layout after its picture.
 - Pages are prepared ahead in parallel on the sandbox's children (text layer, analysis, or rendering: one job per
   child), and yielded in order; a model reads one page at a time (the host serialises a model's work anyway).
 - Memory is bounded by a few pages: the window of pages prepared ahead (`window`, children + 1), of which only
@@ -67,6 +67,13 @@ PIXEL_PAGES_AHEAD = 1
 #: document's. A document's heading styles appear in its first pages; reading more would hold back the first page
 #: of a long document (each text layer costs ~10-40 ms in the sandbox) for little.
 STYLE_PAGES = 24
+#: Whether `pages()` reads a text-layer page's pictures unless told: off. Each picture read costs the reader a
+#: page's work, and on the
+#: corpus (bench/documents_quality.py --rounds 3, born-digital, load 15) reading them took modelhost from 64x
+#: pymupdf4llm's pages/s to 1.84x (issue 19's target is 2x) and CER from 0.10 to 0.115 (docling's ground truth
+#: leaves a picture's text out), for no word of the ground truth more. A caller whose documents carry scanned
+#: inserts turns it on.
+PICTURES = False
 #: How an EnginePage read from its text layer names its reader.
 TEXT_LAYER = "text layer"
 
@@ -155,10 +162,11 @@ class DocumentEngine:
         max_tokens: int,
         text_layer: bool = True,
         style_pages: Sequence[int] | None = None,
-        pictures: bool = True,
+        pictures: bool = PICTURES,
     ) -> AsyncIterator[EnginePage | Unread]:
         """Each of `numbers` (1-based) in order, as soon as it is known. A page that needs its pixels read and has no
-        `reader` is Unread. `pictures=False` leaves a text-layer page's pictures unread (text-layer speed).
+        `reader` is Unread. `pictures=True` has `reader` read the text a text-layer page holds only in its pictures
+        (off by default: PICTURES says why).
 
         `style_pages`: the pages whose text layers set the document's style (the first STYLE_PAGES of them are
         read); by default `numbers`. A caller that converts one document in pieces (modelhost.ray spreads them over

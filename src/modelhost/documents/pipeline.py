@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.docengine.emit import doctags_page, to_docling
-from modelhost.docengine.engine import TEXT_LAYER, DocumentEngine, Unread
+from modelhost.docengine.engine import PICTURES, TEXT_LAYER, DocumentEngine, Unread
 from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.sandbox import page_ranges
 from modelhost.docengine.source import DocumentError, check_dpi, parse_pages
@@ -91,14 +91,15 @@ async def convert(
     name: str | None = None,
     engine: DocumentEngine | None = None,
     text_layer: bool = True,
-    pictures: bool = True,
+    pictures: bool = PICTURES,
 ) -> Conversion:
     """Convert one document on `engine` (this process's, by default). Raises DocumentError (naming the file) for
     one that cannot be read at all.
 
     A PDF page with a usable text layer is read from it (`text_layer=False`: every page goes to `reader`); the
-    others are read from their pixels by `reader`, and so is the text a text-layer page holds only in its pictures
-    (a scanned paragraph, a screenshot of prose; `pictures=False` skips them). `name` is how messages name the
+    others are read from their pixels by `reader`; `pictures=True` has it read the text a text-layer page holds only
+    in its pictures too (a scanned paragraph, a screenshot of prose: engine.PICTURES says why it is off
+    unless asked). `name` is how messages name the
     file (an upload's own name); `on_start(total)` is called once the page count is known; `on_page` after each
     page. A page that cannot be read is left out and named in `Conversion.unread`; a document none of whose pages
     can be read is a DocumentError.
