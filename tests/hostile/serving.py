@@ -5,7 +5,6 @@ the pipe."""
 from __future__ import annotations
 
 import os
-import re
 import resource
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import httpx
+
+from modelhost.testing.serving import door_url
 
 #: How long a served model may take to load, and any one request to answer, on a busy 2-core machine: generous,
 #: because these are bounds on a hang, never measurements.
@@ -47,11 +48,7 @@ class ServeProcess:
         self._ready.set()  # exited: the waiter looks at poll()
 
     def _url(self, door: str) -> str:
-        for line in self.lines:
-            found = re.search(rf"modelhost: {door} on (http://\S+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError(f"no {door} line: {self.log()}")
+        return door_url(self.lines, door)
 
     def log(self) -> str:
         return "\n".join(self.lines[-40:])

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
 
 class Served:
     """A `modelhost serve` process started by `start_serving`, and what it said on stderr until it was ready."""
@@ -19,11 +21,7 @@ class Served:
 
     def url(self, door: str) -> str:
         """The address the door (`http`, `worker`) said it serves on."""
-        for line in self.lines:
-            found = re.search(rf"modelhost: {door} on (http://\S+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError(f"no {door} line in {self.lines}")
+        return door_url(self.lines, door)
 
     def kill(self) -> None:
         """Kill the process if it still runs, and reap it (a test's teardown)."""
@@ -32,7 +30,16 @@ class Served:
             self.proc.wait()
 
 
-def start_serving(args: list[str], timeout: float = 120, env: dict[str, str] | None = None) -> Served:
+def door_url(lines: list[str], door: str) -> str:
+    """The address a door (`http`, `worker`) of `modelhost serve` said it serves on, from serve's stderr lines."""
+    for line in lines:
+        found = re.search(rf"modelhost: {door} on (http://\S+)", line)
+        if found:
+            return found.group(1)
+    raise AssertionError(f"no {door} line in {lines}")
+
+
+def start_serving(args: list[str], timeout: float = STATE_WAIT_SECONDS, env: dict[str, str] | None = None) -> Served:
     """`modelhost serve ARGS` once it says it is ready; AssertionError with what it said if it exits or takes
     longer than `timeout` seconds (a model's load counts: give a slow backend more)."""
     proc = subprocess.Popen(
