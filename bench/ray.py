@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -266,6 +267,7 @@ def main() -> None:
 
         ray.shutdown()
         head.stop()
+        shutil.rmtree(folder, ignore_errors=True)  # the head's temp folder and the token
 
 
 if __name__ == "__main__":
