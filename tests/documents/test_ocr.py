@@ -159,6 +159,8 @@ def test_over_the_socket_each_element_arrives_before_the_page_is_done(
     from modelhost.wire import codec
     from modelhost.wire.client import Client
 
+    from .test_convert import _Unclosable
+
     reader = ocr_model.reader
     recognise = reader.recognise
     first_seen = threading.Event()
@@ -171,7 +173,7 @@ def test_over_the_socket_each_element_arrives_before_the_page_is_done(
             gated.append(first_seen.wait(STATE_WAIT_SECONDS))
         return recognise(detection, lines)
 
-    served = Served(ocr_model, tmp_path / "inferd.sock")
+    served = Served(_Unclosable(ocr_model), tmp_path / "inferd.sock")  # the session's model outlives this host
     reader.recognise = gated_recognise  # type: ignore[method-assign]
     try:
         deltas: list[str] = []
