@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import doccorpus
 import docmetrics
 
@@ -31,6 +33,58 @@ def test_the_arxiv_ground_truth_stops_where_page_three_does() -> None:
     assert titles[-1] == "Physical laws from galaxy images"  # 4.1 starts on page 3
     assert "Performance versus interpretability" not in titles  # 4.2 is on page 4
     assert "These linear relations are so simple" not in arxiv.text
+
+
+def _arxiv() -> doccorpus.Entry:
+    return next(e for e in doccorpus.entries() if e.name.startswith("arxiv"))
+
+
+def test_the_arxiv_reference_holds_no_latex_that_no_page_prints() -> None:
+    """Each page-true rule on the paper itself: what goes, and the printed text beside it that stays."""
+    text = _arxiv().reference().text
+    assert "Image:" not in text and ".pdf" not in text  # \includegraphics file names
+    assert "0000-0002-5077-881X" not in text and text.startswith("Insights on Galaxy")  # the ORCID iD
+    # \cite keys and \ref labels, and a bibcode cited bare; the prose around them stays
+    for key in ("1926ApJ", "superposition]", "sec:methodology", "fig:SFNet", "Doorenbos+2022", "2019MNRAS.487.1808M"):
+        assert key not in text, key
+    assert "the methodology described in Section . In Section , we show" in text
+    assert "see, e.g., for more on the correlations" in text
+    # forbidden lines as printed, and inline math as printed: Greek letters, sub- and superscripts as words
+    assert "[N II] λ6584, Hα λ6564, [O III] λ5007, and Hβ λ4861" in text
+    assert "pixel space ( n 10 5 pixels)" in docmetrics.normalise(text)
+    assert "activation strengths as A SL 17 and A Z 256," in text
+    assert not any(word in docmetrics.words(text) for word in ("tt", "rm", "sim", "times", "alpha", "n2", "o3"))
+
+
+def test_the_arxiv_reference_leaves_out_the_floats_latex_set_after_page_three() -> None:
+    """Figure 2 and Table 1 are cut by ARXIV_FLOATS because the PDF's own text layer (pypdfium2) shows neither on
+    its pages 1-3; Figure 1, set on page 3, stays. Phrases from each float, checked against every page."""
+    import pypdfium2
+
+    entry = _arxiv()
+    document = pypdfium2.PdfDocument(entry.pdf)
+    try:
+        printed = " ".join(docmetrics.words(" ".join(page.get_textpage().get_text_range() for page in document)))
+    finally:
+        document.close()
+    text = " ".join(docmetrics.words(entry.reference().text))
+    whole = " ".join(docmetrics.words(entry.truth.read_text(encoding="utf-8")))
+    gone = (
+        "examples of the top nine image activations",  # Figure 2's caption
+        "image features learned by a sfnet to independently predict",  # Table 1's caption
+        "very blue compact or merging extreme star formation",  # Table 1's first row
+    )
+    for phrase in gone:
+        assert phrase in whole and phrase not in printed and phrase not in text, phrase
+    kept = "each convolution layer is followed by batch normalization"  # Figure 1's caption, page 3
+    assert kept in printed and kept in text
+
+
+def test_a_changed_arxiv_ground_truth_is_refused_not_cut_blindly() -> None:
+    whole = _arxiv().truth.read_text(encoding="utf-8")
+    for marker in (doccorpus.ARXIV_CUT, doccorpus.ARXIV_FLOATS[1][1]):
+        with pytest.raises(ValueError, match="gone"):
+            doccorpus.arxiv_page_true(whole.replace(marker, "?"))
 
 
 def test_pdfspec_gold_files_give_their_structure() -> None:

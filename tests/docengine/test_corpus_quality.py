@@ -49,7 +49,8 @@ PIXEL_ENGINE = doctools.Modelhost
 #: Raise them as the engine improves; never lower one without saying why in the commit.
 FLOORS: dict[str, Floor] = {
     "2305.03393v1-pg9": Floor(0.07, 1.00, 1.00, 0, 0.92, 0, 1.00, 1.00),
-    "arxiv_2501.00089_p1-3": Floor(0.29, 0.83, 1.00, 0, None, 0, 0.50, 0.87),
+    # against the page-true reference (doccorpus.arxiv_page_true), which took out ~330 words no page prints
+    "arxiv_2501.00089_p1-3": Floor(0.22, 0.98, 1.00, 0, None, 0, 0.70, 0.87),
     "code_and_formula": Floor(0.02, 1.00, 1.00, 0, None, 0, 1.00, 1.00),
     "multi_page": Floor(0.01, 0.99, 1.00, 0, None, 0, 0.98, 1.00),
     "picture_classification": Floor(0.01, 1.00, 1.00, 0, None, 0, 1.00, None),
