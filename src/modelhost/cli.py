@@ -439,6 +439,14 @@ def convert(
             "--no-text-layer sends every page's pixels to the model.",
         ),
     ] = True,
+    pictures: Annotated[
+        bool,
+        typer.Option(
+            "--pictures",
+            help="Also read the text a text-layer page holds only in its pictures (a scanned paragraph, a screenshot "
+            "of prose) with the model: each picture costs a page's OCR, so it is off unless asked.",
+        ),
+    ] = False,
     ray: Annotated[
         str | None,
         typer.Option("--ray", help="Spread the pages over actors on the Ray cluster at HOST:PORT (or auto)."),
@@ -462,11 +470,11 @@ def convert(
         raise _usage("--ray and --socket: choose one (with --ray, each actor loads the model itself)")
     try:
         if ray is not None:
-            args = (files, output, fmt, model, backend, dpi, pages, max_tokens, text_layer)
+            args = (files, output, fmt, model, backend, dpi, pages, max_tokens, text_layer, pictures)
             outcomes = _convert_on_ray(ray, actors, *args)
         else:
             outcomes = asyncio.run(
-                _convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens, text_layer)
+                _convert(files, output, fmt, model, backend, socket, dpi, pages, max_tokens, text_layer, pictures)
             )
     except errors.ModelHostError as exc:
         raise _fail(exc) from exc
@@ -519,6 +527,7 @@ async def _convert(
     pages: str | None,
     max_tokens: int,
     text_layer: bool,
+    pictures: bool,
 ) -> list[Any]:
     from modelhost.documents import WireReader, batch
     from modelhost.documents.readers import StartingReader
@@ -545,6 +554,7 @@ async def _convert(
                 pages=pages,
                 max_tokens=max_tokens,
                 text_layer=text_layer,
+                pictures=pictures,
                 write=_write_stdout,
                 on_start=on_start,
                 on_page=on_page,
@@ -568,11 +578,12 @@ def _convert_on_ray(
     pages: str | None,
     max_tokens: int,
     text_layer: bool,
+    pictures: bool,
 ) -> list[Any]:
     from modelhost.ray import documents
     from modelhost.serve import model_name
 
-    settings = documents.ReadSettings(model, model_name(model), backend, dpi, max_tokens, text_layer)
+    settings = documents.ReadSettings(model, model_name(model), backend, dpi, max_tokens, text_layer, pictures)
     by_node: dict[str, int] = {}
 
     def on_piece(path: Path, node: str, count: int) -> None:

@@ -25,6 +25,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "documents"
 HEADINGS = CORPUS / "pdfspec" / "headings.pdf"
 MULTI_PAGE = CORPUS / "pdf" / "multi_page.pdf"
 SCANNED = CORPUS / "pdfspec" / "scanned.pdf"
+#: Born digital, with pictures: page 3's list of highlights is prose held only as pixels.
+REDBOOK = CORPUS / "pdf" / "redp5110_sampled.pdf"
 
 
 @dataclass

@@ -22,7 +22,7 @@ from docling.service_client import (
     TaskNotFoundError,
 )
 from docling_core.types.io import DocumentStream
-from docling_support import HEADINGS, SCANNED, Served, wait_task
+from docling_support import HEADINGS, REDBOOK, SCANNED, Served, wait_task
 
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
@@ -106,6 +106,15 @@ def test_do_ocr_false_reads_no_pixels(docling: DoclingServiceClient) -> None:
     result = docling.convert(SCANNED, options=ConvertDocumentsOptions(do_ocr=False), raises_on_error=False)
     assert result.status == ConversionStatus.FAILURE
     assert "no usable text layer" in result.errors[0].error_message
+
+
+def test_do_ocr_sent_reads_the_prose_in_a_pictures_pixels(docling: DoclingServiceClient) -> None:
+    """docling OCRs bitmaps when `do_ocr` is on; here only when the request sends it (options.picture_text): page 3
+    of the corpus Redbook holds a list of highlights only as a picture."""
+    highlight = "Enhance the performance of your database operations"
+    asked = ConvertDocumentsOptions(do_ocr=True, page_range=(3, 3))
+    assert highlight in docling.convert(REDBOOK, options=asked).document.export_to_markdown()
+    assert highlight not in docling.convert(REDBOOK, page_range=(3, 3)).document.export_to_markdown()
 
 
 def test_abort_on_error_fails_the_task_itself(served: Served, docling: DoclingServiceClient) -> None:

@@ -27,6 +27,7 @@ def test_document_convert_job(
     ocr_model: OcrModel, docs: dict[str, Any], pages: list[Page], tmp_path: Path, md_words: Any
 ) -> None:
     from tests.documents.test_convert import _Unclosable
+    from tests.documents.test_pictures import _screenshot_pdf
 
     async def main() -> None:
         host = Host.from_model(_Unclosable(ocr_model), name="ocr")  # type: ignore[arg-type]
@@ -65,6 +66,17 @@ def test_document_convert_job(
                 from docling_core.types.doc.document import DoclingDocument
 
                 DoclingDocument.model_validate_json((await c.get(f"/files/{job_id}/document.json")).text)
+                # `pictures: true` reads the prose a text-layer page holds only in a picture (`convert --pictures`)
+                request["input"] = {"document": {"$file": "doc"}, "pictures": True}
+                shot = _screenshot_pdf(tmp_path / "shot.pdf").read_bytes()
+                files = [("request", (None, json.dumps(request))), ("doc", ("shot.pdf", shot, "application/pdf"))]
+                r = await c.post("/v1/jobs", files=files)
+                assert r.status_code == 202, r.text
+                ended = ("completed", "failed", "cancelled")
+                while (record := (await c.get(f"/v1/jobs/{r.json()['id']}")).json())["status"] not in ended:
+                    await asyncio.sleep(0.05)
+                assert record["status"] == "completed", record
+                assert "quick brown fox" in (await c.get(f"/files/{record['id']}/document.md")).text
                 # the job's own mistakes are 400s, refused at submission
                 bad = {"operation": "document.convert", "model": "ocr", "input": {"document": "nope"}}
                 refused = await c.post("/v1/jobs", json=bad)

@@ -89,3 +89,32 @@ def test_the_pictures_read_on_a_page_are_bounded(ocr_model: OcrModel, tmp_path: 
     assert reads == MAX_REGIONS
     assert conversion.document.export_to_markdown().count("quick brown fox") == MAX_REGIONS
     assert len(conversion.document.pictures) == MAX_REGIONS + 2  # the pictures themselves all stay pictures
+
+
+REDBOOK = Path(__file__).resolve().parents[1] / "corpus" / "documents" / "pdf" / "redp5110_sampled.pdf"
+#: Page 3 of the corpus Redbook: its "Highlights" list is a picture, prose only as pixels.
+HIGHLIGHT = "Enhance the performance of your database operations"
+
+
+def test_convert_pictures_reads_the_prose_in_a_corpus_picture(
+    ocr_model: OcrModel, monkeypatch: Any, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from modelhost.cli import app
+    from modelhost.inference import registry
+
+    # the session's model, not a second load: `convert` loads it the first time a page needs it
+    monkeypatch.setattr(registry, "load_model", lambda *args, **kwargs: _Unclosable(ocr_model))
+    plain, read = tmp_path / "plain.md", tmp_path / "pictures.md"
+    result = CliRunner().invoke(app, ["convert", str(REDBOOK), "--pages", "3", "-o", str(plain)])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["convert", str(REDBOOK), "--pages", "3", "--pictures", "-o", str(read)])
+    assert result.exit_code == 0, result.output
+    assert "1 from the text layer" in result.output
+    text, more = plain.read_text(), read.read_text()
+    assert HIGHLIGHT not in text
+    assert HIGHLIGHT in more and "Take advantage of access to a worldwide source of expertise" in more
+    # the page's own text layer is all still there, in its order; the picture's text is added, nothing replaced
+    lines = [line for line in text.splitlines() if line]
+    assert [line for line in more.splitlines() if line in lines] == lines, (text, more)

@@ -233,6 +233,7 @@ def test_traversal_names_stay_inside_the_job_folder(tmp_path: Path) -> None:
         ({"dpi": 100_000}, "dpi must be an integer from 36"),
         ({"pages": "1" * 5000}, "expected numbers like"),
         ({"max_tokens": 0}, "must be a positive integer"),
+        ({"pictures": "yes"}, "`pictures` must be true or false"),
         ({}, "does not read page images"),  # the paced stand-in is a text model
     ],
 )

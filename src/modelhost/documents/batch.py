@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from modelhost.docengine.engine import PICTURES
 from modelhost.documents.assemble import FORMATS
 from modelhost.documents.pipeline import DEFAULT_DPI, Conversion, PageResult, convert
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS, PageReader
@@ -77,6 +78,7 @@ async def convert_files(
     pages: str | None = None,
     max_tokens: int = DEFAULT_PAGE_TOKENS,
     text_layer: bool = True,
+    pictures: bool = PICTURES,
     write: Callable[[str], None] | None = None,
     on_start: Callable[[Path, int], None] | None = None,
     on_page: Callable[[Path, int, int, PageResult], None] | None = None,
@@ -96,6 +98,7 @@ async def convert_files(
                 pages=pages,
                 max_tokens=max_tokens,
                 text_layer=text_layer,
+                pictures=pictures,
                 on_start=(lambda total, p=path: on_start(p, total)) if on_start else None,  # type: ignore[misc]
                 on_page=(lambda d, t, r, p=path: on_page(p, d, t, r)) if on_page else None,  # type: ignore[misc]
             )

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from modelhost.docengine.engine import DocumentEngine, EnginePage, Unread
+from modelhost.docengine.engine import PICTURES, DocumentEngine, EnginePage, Unread
 from modelhost.documents import PageResult, assemble
 from modelhost.documents.readers import StartingReader
 from modelhost.host import Host
@@ -76,6 +76,7 @@ class ReadSettings:
     dpi: int = 150
     max_tokens: int = 8192
     text_layer: bool = True
+    pictures: bool = PICTURES
 
 
 class PageConverter:
@@ -137,6 +138,7 @@ class PageConverter:
                 dpi=s.dpi,
                 max_tokens=s.max_tokens,
                 text_layer=s.text_layer,
+                pictures=s.pictures,
                 style_pages=style_pages,
             )
             async for page in stream:

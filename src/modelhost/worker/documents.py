@@ -1,8 +1,10 @@
 """`document.convert`: a PDF or image uploaded as a `$file`, converted page by page through the host's model.
 
 Input: `{"document": {"$file": field}, "dpi"?: int, "pages"?: "1-3,5", "max_tokens"?: int, "text_layer"?: bool,
-"pixels"?: bool}`: tokens per page; `text_layer: false` reads every page from its pixels (`convert --no-text-layer`),
-`pixels: false` reads only the pages with a usable text layer and names the others unread (docling's `do_ocr`).
+"pixels"?: bool, "pictures"?: bool}`: tokens per page; `text_layer: false` reads every page from its pixels
+(`convert --no-text-layer`), `pixels: false` reads only the pages with a usable text layer and names the others
+unread (docling's `do_ocr`), `pictures: true` also reads the text a text-layer page holds only in its pictures
+(`convert --pictures`; off by default, engine.PICTURES says why).
 Outputs: `document.md`, `document.json` (a DoclingDocument) and `page-N.doctags` for each page converted; and
 `unread-pages.txt` when some pages could not be read (each named with why); a document none of whose pages can be
 read fails the job, its message naming the upload by the name it was uploaded under.
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from modelhost.docengine.engine import PICTURES
 from modelhost.docengine.sandbox import page_ranges
 from modelhost.docengine.source import check_dpi, check_pages
 from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
@@ -74,10 +77,11 @@ class Settings:
     max_tokens: int = DEFAULT_PAGE_TOKENS
     text_layer: bool = True
     pixels: bool = True
+    pictures: bool = PICTURES
 
 
-def _bool(value: dict[str, Any], key: str) -> bool:
-    got = value.get(key, True)
+def _bool(value: dict[str, Any], key: str, default: bool = True) -> bool:
+    got = value.get(key, default)
     if not isinstance(got, bool):
         raise invalid(f"{OPERATION}: `{key}` must be true or false, got {got!r}")
     return got
@@ -98,7 +102,9 @@ def _settings(value: dict[str, Any]) -> Settings:
     except InvalidInputError as exc:
         raise invalid(f"{OPERATION}: {exc}") from exc
     max_tokens = _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
-    return Settings(dpi, pages, max_tokens, _bool(value, "text_layer"), _bool(value, "pixels"))
+    return Settings(
+        dpi, pages, max_tokens, _bool(value, "text_layer"), _bool(value, "pixels"), _bool(value, "pictures", PICTURES)
+    )
 
 
 def check_submission(value: Any, host: Servable) -> None:
@@ -145,6 +151,7 @@ async def document_convert(ctx: JobContext) -> list[str]:
             pages=settings.pages,
             max_tokens=settings.max_tokens,
             text_layer=settings.text_layer,
+            pictures=settings.pictures,
             on_start=on_start,
             on_page=on_page,
             name=name,

@@ -3,7 +3,8 @@ options it does not apply.
 
 Mapped: `to_formats` (md, json, html, text, doctags), `from_formats` (a document of another format is answered
 `skipped`, as docling answers a format it is not allowed to read), `page_range`, `do_ocr` (false: pages without a
-usable text layer are not read from their pixels), `force_ocr` (every page read from its pixels, the text layer
+usable text layer are not read from their pixels; true when the request sends it: the text in a text-layer page's
+pictures is read too, see `picture_text`), `force_ocr` (every page read from its pixels, the text layer
 ignored), `image_export_mode` (placeholder or embedded), `md_page_break_placeholder` and `md_compact_tables` (the
 Markdown is then exported again from the document with them) and `abort_on_error` (a failed document fails the
 task).
@@ -74,6 +75,7 @@ class Plan:
     pages: str | None = None
     pixels: bool = True
     text_layer: bool = True
+    pictures: bool = False
     from_formats: tuple[str, ...] = tuple(f.value for f in InputFormat)
     abort_on_error: bool = False
     page_break: str = ""
@@ -157,6 +159,7 @@ def plan(options: ConvertOptions, extra_fields: dict[str, Any] | None = None) ->
         pages=page_spec(options.page_range),
         pixels=options.do_ocr,
         text_layer=not options.force_ocr,
+        pictures=picture_text(options),
         from_formats=tuple(f.value for f in options.from_formats),
         abort_on_error=options.abort_on_error,
         page_break=options.md_page_break_placeholder,
@@ -170,6 +173,15 @@ _WHAT: Final = {
     "pdf_backend": "PDF reader (its text layer first, the served model for the rest)",
     "pipeline": "pipeline",
 }
+
+
+def picture_text(options: ConvertOptions) -> bool:
+    """Whether the text a text-layer page holds only in its pictures is read (`convert --pictures`): when the request
+    itself sends `do_ocr: true`. docling's `do_ocr` means "bitmap content is processed with OCR", pictures included,
+    and is true by default; here a picture costs a page's OCR (engine.PICTURES has the figures), so a request that
+    leaves `do_ocr` at its default gets text-layer speed, and one that asks for OCR by name gets its pictures read.
+    docling's client sends only the options set (`ConvertDocumentsOptions(do_ocr=True)`), curl `-F do_ocr=true`."""
+    return options.do_ocr and "do_ocr" in options.model_fields_set and not options.force_ocr
 
 
 def page_spec(page_range: tuple[int, int]) -> str | None:

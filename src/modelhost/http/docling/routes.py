@@ -402,7 +402,7 @@ def _plan(options: ConvertOptions, extra: dict[str, Any]) -> Plan:
 def _job(chosen: Plan, filename: str, fmt: str | None, chunking: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `document.convert` input beside the document: the engine's settings and the answer's (`docling`; for a
     chunk task, its chunker options too)."""
-    job: dict[str, Any] = {"text_layer": chosen.text_layer, "pixels": chosen.pixels}
+    job: dict[str, Any] = {"text_layer": chosen.text_layer, "pixels": chosen.pixels, "pictures": chosen.pictures}
     if chosen.pages is not None:
         job["pages"] = chosen.pages
     job["docling"] = {**chosen.settings(), "filename": shown_name(filename), "format": fmt}
