@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modelhost.docengine import orientation
+from modelhost.docengine import orientation, scanpage
+from modelhost.docengine.analyse import Style, analyse
 from modelhost.docengine.layoutmodel import Region
-from modelhost.docengine.pixels import Detection, font_size, groups, xy_cut
+from modelhost.docengine.pixels import Detection, Group, font_size, groups, xy_cut
 from modelhost.docengine.scantable import table_block, table_runs
-from modelhost.docengine.types import Kind, Word
+from modelhost.docengine.types import Block, Kind, PageContent, Word
 
 
 def test_xy_cut_reads_down_each_column_after_a_full_width_title() -> None:
@@ -153,3 +154,36 @@ def test_a_ruled_frame_gathers_its_lines_whatever_region_holds_them() -> None:
     detection = Detection(page, quads, 0, 1.0, regions, 20.0, rulings=find_rulings(page, 1.0, 20.0))
     found = groups(detection)
     assert [(g.label, g.lines) for g in found] == [("ruled", [0, 1, 2, 3, 4, 5]), ("header", [6])]
+
+
+def _labelled(label: str, box: tuple[float, float, float, float], *lines: str, bold: bool = True) -> list[Block]:
+    # Lines as the recogniser gives them (one size, bold from stroke), analysed as the group `label` on a letter page.
+    x0, y0, *_ = box
+    words = tuple(
+        Word(token, (x0 + 60 * j, y0 + 20 * i, x0 + 60 * j + 50, y0 + 20 * i + 10), size=10.0, bold=bold, line=i)
+        for i, line in enumerate(lines)
+        for j, token in enumerate(line.split())
+    )
+    content = PageContent(1, 612, 792, words=words)
+    style = Style(body_size=10.0)
+    found = analyse(content, style).blocks
+    return list(scanpage._labelled(Group(label, box, list(range(len(lines)))), found, style, content))
+
+
+def test_text_drawn_in_a_picture_is_never_a_heading_unless_the_picture_is_the_page() -> None:
+    # The Redbook's diagram read from pixels: bold labels in its boxes ("Views", "Table Data") came out as headings.
+    diagram = _labelled("figure", (100, 100, 500, 400), "Views", "Table Data")
+    assert [(b.kind, b.text) for b in diagram] == [(Kind.TEXT, "Views"), (Kind.TEXT, "Table Data")]
+    # A brochure page the layout model boxed whole as a figure keeps its headings (its own text, not a picture's).
+    page = _labelled("figure", (20, 20, 590, 770), "Center of Excellence")
+    assert [(b.kind, b.text) for b in page] == [(Kind.SECTION_HEADER, "Center of Excellence")]
+
+
+def test_a_title_region_of_code_or_a_line_of_capitals_naming_code_is_no_heading() -> None:
+    # An SQL listing read from pixels (no monospace font to tell it apart): "ENABLE ;" boxed as a title by the
+    # layout model, and "ALTER TABLE BANK_SCHEMA.CUSTOMERS" in capitals at body size.
+    assert [b.kind for b in _labelled("title", (72, 100, 300, 112), "ENABLE ;")] == [Kind.TEXT]
+    assert [b.kind for b in _labelled("title", (72, 100, 300, 112), "a2 + 8 = 12")] == [Kind.TEXT]  # an equation
+    code = _labelled("text", (72, 100, 400, 112), "ALTER TABLE BANK_SCHEMA.CUSTOMERS", bold=False)
+    assert [b.kind for b in code] == [Kind.TEXT]
+    assert [b.kind for b in _labelled("text", (72, 100, 400, 112), "ABSTRACT", bold=False)] == [Kind.SECTION_HEADER]

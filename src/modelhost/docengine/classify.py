@@ -50,6 +50,12 @@ CAPTION = re.compile(
     r"^(?:figure|fig\.|table|tab\.|listing|algorithm|chart|scheme|plate)\s*[\dIVX]+(?:[-.]\d+)*[.:|]?(?:\s|$)", re.I
 )
 _ADDRESS = re.compile(r"\w[./]\w+/|@\w|www\.|\.(?:com|org|net)\b|^[A-Z]+-\d+(?:-\d+)*$")
+#: A name joined by underscores or dots (`BANK_SCHEMA.CUSTOMERS`): code's, not prose's. A line of capitals holding
+#: one is SQL or a constant (`ALTER TABLE BANK_SCHEMA.CUSTOMERS` read from a listing's pixels, where no monospace
+#: font tells code apart), never a heading set in capitals like "ABSTRACT".
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[A-Za-z]\.[A-Za-z]")
+#: An equals sign between terms: an equation's, never a heading's.
+_EQUATION = re.compile(r"\S\s*=\s*\S")
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")
 
 
@@ -119,6 +125,13 @@ def _display_math(pieces: Sequence[Piece], text: str) -> bool:
     return not any(not w.math and sum(c.isalpha() for c in w.text) >= 4 for w in words)
 
 
+def never_heading(text: str) -> bool:
+    """Text no heading is, whatever its size or the layout model's label: a web or mail address (set in bold on a
+    cover), a clause that goes on (ending in `,` `;` `:`; `ENABLE ;` of an SQL listing), or an equation (`a2 + 8 =
+    12`, which the layout model boxed as a title on code_and_formula's page read from pixels)."""
+    return bool(_ADDRESS.search(text)) or text.endswith((",", ";", ":")) or _EQUATION.search(text) is not None
+
+
 def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style) -> int:
     """The heading level of a paragraph (1 = top), or 0 when it is no heading."""
     body = style.body_size
@@ -129,15 +142,14 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
     big = size >= HEADING_RATIO * body
     if letters < 2 and not (text.strip(".").isdigit() and size >= 1.5 * body):
         return 0  # tick labels, page numbers, table fragments; a chapter's big number is the exception
-    if _ADDRESS.search(text):
-        return 0  # a web or mail address set in bold on a cover is no section
-    if text.endswith((",", ";", ":")) or (text.endswith(".") and n_words > 6 and not big):
+    if never_heading(text) or (text.endswith(".") and n_words > 6 and not big):
         return 0  # a sentence, not a heading
     bold = all(w.bold for p in pieces for w in p.words)
     italic = all(w.italic for p in pieces for w in p.words[1:]) and len(pieces[0].words) > 1
     numbered = NUMBERED.match(text)
     # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
     capitals = text.upper() == text and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
+    capitals = capitals and not _IDENTIFIER.search(text)
     if not big:
         # At body size a heading must be set apart: bold; numbered and in capitals or italics ("3.1. Emission line
         # fluxes" in AASTeX); or one to three words in capitals on a line of their own ("ABSTRACT").

@@ -10,8 +10,10 @@ heading is judged against the whole page even though its region is analysed alon
 
 The layout model's label decides what analysis cannot see in words alone: a `header`/`footer` region is page
 furniture, a `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes
-boxes a title together with its first paragraph), a `caption` a caption, an `equation` a formula, a `figure` a
-picture (its text lines are still read and kept, after the picture, so no line RapidOCR reads is lost), a `table`
+boxes a title together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a
+caption, an `equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture,
+so no line RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's
+keywords are set big or bold too, unless the "figure" is most of the page, `PAGE_FIGURE`), a `table`
 a table built from its words' positions (scantable.py). Lines inside a ruled frame found in the pixels
 (pixelrules.py) are a `ruled` group whatever region holds them, analysed with its rules as a text-layer page is, so
 the ruled-table finder (tables.py) makes its grid.
@@ -23,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from modelhost.docengine.analyse import Style, analyse
+from modelhost.docengine.classify import never_heading
 from modelhost.docengine.pixels import Detection, Group, PixelReader, body_style_sizes, groups
 from modelhost.docengine.scantable import rows, table_block
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
@@ -32,6 +35,11 @@ MAX_TITLE_CHARS = 160
 #: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
 #: boxed at the page's edge, read as text (a page header is left out of Markdown: its words would be lost).
 FURNITURE_ROWS = 2
+#: A `figure` region over this share of the page is no picture but a page designed as one (a cover, a brochure)
+#: that the layout model boxed whole: its lines are the page's own text, headings included. On the corpus Redbook the
+#: pictures (screenshots, diagrams, a syntax listing) take 0.03-0.33 of their page, its two covers and its brochure
+#: page 0.59-0.71, where "DB2 for i Center of Excellence" and the back cover's heading are true headings.
+PAGE_FIGURE = 0.5
 #: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it.
 KINDS = {"header": Kind.PAGE_HEADER, "footer": Kind.PAGE_FOOTER, "caption": Kind.CAPTION, "equation": Kind.FORMULA}
 
@@ -70,9 +78,12 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
         if table is not None:
             yield table
             return
+    x0, y0, x1, y1 = group.bbox
+    if label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * content.width * content.height:
+        found = tuple(replace(b, kind=Kind.TEXT, level=0) if b.kind is Kind.SECTION_HEADER else b for b in found)
     if label == "title" and found:
         text = " ".join(b.text for b in found if b.text)
-        if len(text) <= MAX_TITLE_CHARS:
+        if len(text) <= MAX_TITLE_CHARS and not never_heading(text):
             level = min((b.level for b in found if b.kind is Kind.SECTION_HEADER and b.level), default=0)
             if not level:
                 size = max(w.size for w in content.words)
