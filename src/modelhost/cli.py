@@ -18,6 +18,7 @@ Tokens go to stdout as they stream; the summary line (tokens, tokens/s, time to 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -768,18 +769,30 @@ def serve(
     ] = False,
     ray: Annotated[
         str | None,
-        typer.Option("--ray", help="Serve as replicas on the Ray cluster at HOST:PORT (or auto): HTTP only."),
+        typer.Option(
+            "--ray",
+            help="Serve as replicas on the Ray cluster at HOST:PORT (or auto): HTTP only. With --worker: serve here "
+            'as without --ray, and run the worker\'s jobs that ask "ray": true on that cluster.',
+        ),
     ] = None,
-    replicas: Annotated[int, typer.Option("--replicas", min=1, help="--ray: replicas, each a whole host.")] = 2,
-    num_cpus: Annotated[float, typer.Option("--num-cpus", min=0, help="--ray: CPUs each replica reserves.")] = 1.0,
-    num_gpus: Annotated[float, typer.Option("--num-gpus", min=0, help="--ray: GPUs each replica reserves.")] = 0.0,
+    replicas: Annotated[
+        int | None, typer.Option("--replicas", min=1, help="--ray: replicas, each a whole host [2].")
+    ] = None,
+    actors: Annotated[int, typer.Option("--actors", min=1, help='--ray --worker: actors of each "ray": true job.')] = 2,
+    num_cpus: Annotated[
+        float, typer.Option("--num-cpus", min=0, help="--ray: CPUs each replica (with --worker: each actor) reserves.")
+    ] = 1.0,
+    num_gpus: Annotated[
+        float, typer.Option("--num-gpus", min=0, help="--ray: GPUs each replica (with --worker: each actor) reserves.")
+    ] = 0.0,
 ) -> None:
     """Hold a model and serve it: the inferd socket (default), and optionally HTTP and the job worker."""
     from modelhost import serve as serving
     from modelhost.host.models import parse_size
 
     socket_path: str | None = None
-    if not no_socket and not (ray is not None and socket is None):  # --ray: no default socket, HTTP only
+    on_serve = ray is not None and worker is None  # replicas on Ray Serve; with --worker, Ray runs only its jobs
+    if not no_socket and not (on_serve and socket is None):  # replicas: no default socket, HTTP only
         socket_path = socket if socket is not None else _default_socket()
     try:
         config = serving.ServeConfig(
@@ -808,11 +821,23 @@ def serve(
             docling=docling,
             allow_fetch=allow_fetch,
             fetch_private=fetch_private,
+            ray=ray if not on_serve else None,
+            ray_actors=actors,
+            ray_actor_cpus=num_cpus,
+            ray_actor_gpus=num_gpus,
         )
-        if docling is not None and http is None and ray is None:
+        if docling is not None and http is None and not on_serve:
             raise ValueError("--docling serves its API on the HTTP door: add --http")
-        if ray is not None:
-            serving.run_on_ray(config, serving.RayPlacement(ray, replicas, num_cpus, num_gpus))
+        if ray is not None and not on_serve and replicas is not None:
+            raise ValueError(
+                "--replicas goes with serve --ray's replicas; with --worker, --actors sizes its jobs' pools"
+            )
+        if on_serve:
+            assert ray is not None
+            placement = serving.RayPlacement(ray, num_cpus=num_cpus, num_gpus=num_gpus)
+            if replicas is not None:
+                placement = dataclasses.replace(placement, replicas=replicas)
+            serving.run_on_ray(config, placement)
         else:
             serving.run(config)
     except ValueError as exc:

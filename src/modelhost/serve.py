@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from modelhost._serving import ClientLimits
     from modelhost.worker import WorkerServer
+    from modelhost.worker.registry import Cluster
 
 #: How long a stop signal waits for in-flight requests before cancelling them. Long enough for a typical answer
 #: on a small model, short enough that a service manager's own kill timeout (systemd: 90 s) never fires first.
@@ -120,6 +121,12 @@ class ServeConfig:
     #: `fetch_private` too.
     allow_fetch: bool = False
     fetch_private: bool = False
+    #: `--worker ... --ray ADDRESS`: the Ray cluster the worker's `"ray": true` jobs run on (None: such a job is
+    #: refused), and each such job's actor pool: its actors, and the CPUs and GPUs each reserves.
+    ray: str | None = None
+    ray_actors: int = 2
+    ray_actor_cpus: float = 1.0
+    ray_actor_gpus: float = 0.0
 
 
 def docling_state(config: ServeConfig) -> Path:
@@ -308,6 +315,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     found = checked_adapters(config)
     specs, sockets = model_specs(config)
     _check_doors(config, sockets)
+    cluster = join_cluster(config, say)  # before any model loads: a cluster that cannot be joined is the one line
     models = Models(
         specs, max_queue=config.max_queue, lazy=config.lazy, keep_alive=config.keep_alive, max_memory=config.max_memory
     )
@@ -411,7 +419,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
             # no door now: a bound socket would tell inferd clients "ready" from a host already on its way out.
             return
         if config.worker is not None:
-            from modelhost.worker import WorkerServer
+            from modelhost.worker import WorkerServer, default_operations
 
             state = config.state_dir or Path(os.path.expanduser("~/.local/state/modelhost/worker"))
             worker = WorkerServer(
@@ -424,6 +432,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 drain_seconds=config.grace_seconds,
                 limits=config.client_limits,
                 access_log=access_log,
+                operations=default_operations(cluster),
             )
             try:
                 await worker.start()
@@ -451,6 +460,25 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
         for timer in deadline:
             timer.cancel()  # stopped in time: nothing to force (and an embedding process must not be exited)
         say("modelhost: stopped")
+
+
+def join_cluster(config: ServeConfig, say: Callable[[str], None]) -> Cluster | None:
+    """The Ray cluster of `--worker ... --ray ADDRESS`, joined now (blocking, seconds: before any door opens or any
+    signal handler is set, as `ray.init` wants); None without `--ray`. ClusterError (one line) when it cannot be
+    joined; ValueError for `--ray` without `--worker` (serving replicas is `run_on_ray`)."""
+    if config.ray is None:
+        return None
+    if config.worker is None:
+        raise ValueError("--ray serves replicas on Ray Serve (run_on_ray); here it goes with --worker")
+    from modelhost.ray.jobs import ClusterJobs
+    from modelhost.ray.pool import Pool
+
+    cluster = ClusterJobs(config.ray, Pool(config.ray_actors, config.ray_actor_cpus, config.ray_actor_gpus))
+    say(
+        f'modelhost: worker jobs with "ray": true run on the Ray cluster at {config.ray} '
+        f"({config.ray_actors} actor(s) each)"
+    )
+    return cluster
 
 
 def _docling_door(config: ServeConfig, models: Models) -> Any:

@@ -63,7 +63,7 @@ def test_convert_over_ray_writes_the_documents_convert_writes(
     )
 
 
-def test_a_cluster_that_cannot_be_joined_is_one_line(inputs: list[Path], tmp_path: Path) -> None:
+def test_a_cluster_that_cannot_be_joined_is_one_line(needs_ray: None, inputs: list[Path], tmp_path: Path) -> None:
     # A port nothing listens on: the error names the address, and no document is written.
     port = raynodes.free_port(raynodes.HEAD_IP)
     failed = convert("--ray", f"{raynodes.HEAD_IP}:{port}", str(inputs[0]), "-o", str(tmp_path / "out.md"))

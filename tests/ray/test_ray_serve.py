@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from ray_support import Cli
 
 from modelhost.testing import raynodes
@@ -113,6 +114,39 @@ def test_replicas_answers_for_the_whole_application(served: str) -> None:
     answer = httpx.get(f"{served}/replicas", timeout=60)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"status": "ready", "replicas": {"RUNNING": 2}}
+
+
+def test_replicas_metrics_show_each_replicas_series(served: str) -> None:
+    # Both replicas answer requests (each then has generated tokens of its own), then both show in the one view.
+    tokens: dict[str, int] = {}
+    for _ in range(ROUTING_TRIES):
+        replica, _ = ask(served)
+        tokens[replica] = tokens.get(replica, 0) + 1
+        if len(tokens) == 2:
+            break
+    assert len(tokens) == 2, tokens
+    generated: dict[str, float] = {}
+
+    def both_reported() -> bool:
+        answer = httpx.get(f"{served}/replicas/metrics", timeout=60)
+        assert answer.status_code == 200, answer.text
+        generated.clear()
+        ages = set()
+        for family in text_string_to_metric_families(answer.text):
+            for sample in family.samples:
+                if sample.name == "modelhost_generation_tokens_total":
+                    generated[sample.labels["replica"]] = sample.value
+                if sample.name == "modelhost_replica_metrics_age_seconds":
+                    ages.add(sample.labels["replica"])
+        # A health check (every 5 s) after each replica's last answer has reported it.
+        if set(tokens) <= ages and all(generated.get(r, 0) >= 1 for r in tokens):
+            return True
+        time.sleep(POLL_SECONDS)
+        return False
+
+    wait_until(both_reported, what="both replicas' series in /replicas/metrics")
+    # In total, what Prometheus's `sum without (replica)` adds up: at least what this test asked for.
+    assert sum(generated.values()) >= len(tokens)
 
 
 def test_a_replica_killed_mid_stream_fails_its_stream_and_is_replaced(served: str, ray_driver: Any) -> None:

@@ -90,9 +90,21 @@ def test_bad_embedding_jobs_are_the_jobs_own_fault_and_named(tiny_llama_gguf: Pa
                 ({"texts": ["a"], "file": "f.txt"}, "not both"),
                 ({"texts": ["a"], "normalize": "yes"}, "normalize"),
                 ({}, "needs `texts`"),
+                ({"texts": ["a"], "ray": "yes"}, "`ray` must be true or false"),
+                # A worker started without --ray runs no job on a cluster: refused, never quietly run here.
+                ({"texts": ["a"], "ray": True}, "`ray` is true, but this worker runs no jobs on a Ray cluster"),
             ):
                 r = await c.post("/v1/jobs", json=job(value))
                 assert r.status_code == 400 and says in r.json()["message"], (value, r.text)
+            # The same for a document (before the model is asked whether it reads pages: the field is the news).
+            convert = {
+                "operation": "document.convert",
+                "model": "tiny",
+                "input": {"document": {"$file": "d"}, "ray": True},
+            }
+            files = [("request", (None, json.dumps(convert))), ("d", ("d.pdf", b"%PDF-1.4", "application/pdf"))]
+            r = await c.post("/v1/jobs", files=files)
+            assert r.status_code == 400 and "document.convert: `ray` is true" in r.json()["message"], r.text
             # Known only once running: a text too long for the context, named by its place in the whole job.
             texts = [f"t{i}" for i in range(EMBED_CHUNK + 3)]
             texts[EMBED_CHUNK + 1] = "word " * 5000

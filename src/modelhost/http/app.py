@@ -13,7 +13,7 @@ from __future__ import annotations
 import hmac
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -27,7 +27,7 @@ from modelhost.host import Host
 from modelhost.host.models import Models, ServedModel, as_models
 from modelhost.http.door import Door
 from modelhost.http.errors import ApiError, answer_internal_error, error_response, flavour_of, http_error
-from modelhost.http.metrics import HttpMetrics
+from modelhost.http.metrics import HttpMetrics, exposition
 from modelhost.http.ollama.handlers import OllamaRoutes
 from modelhost.http.openai.handlers import OpenAIRoutes
 
@@ -141,8 +141,7 @@ class _Probes:
 
     async def prometheus(self, request: Request) -> Response:
         """The models' metrics (latencies, queue, tokens, finish reasons, by model) and the door's own."""
-        body = generate_latest(self.model_set.metrics.registry) + generate_latest(self.metrics.registry)
-        return Response(body, media_type=CONTENT_TYPE_LATEST)
+        return Response(exposition(self.model_set, self.metrics), media_type=CONTENT_TYPE_LATEST)
 
 
 def build_app(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -55,3 +55,9 @@ class HttpMetrics:
         #: Refused by the HTTP layer before any route ran (slow headers or body, too many connections, bad HTTP).
         self.refusals = _serving.refusal_counter(self.registry, "modelhost_http")
         self.registry.register(_HostStateCollector(as_models(host)))
+
+
+def exposition(models: Models, metrics: HttpMetrics) -> bytes:
+    """What the door's /metrics serves: the models' series (latencies, queue, tokens, finish reasons, by model),
+    then the door's own."""
+    return generate_latest(models.metrics.registry) + generate_latest(metrics.registry)

@@ -12,28 +12,29 @@ document is kept. An actor that dies (its process killed, its node lost) is rest
 retries spent in seconds against a node killed mid-piece, ~30 s before the GCS marks it dead), so the pieces a pass
 lost go round again in a new pass on a new pool, on the nodes still alive (MAX_PASSES); a piece lost in every pass
 is reported as its pages not read, and the run goes on.
+
+`convert_document` is one document's run for a worker's `"ray": true` job (modelhost.ray.jobs): the same pieces
+and passes, the Conversion returned rather than written, and a `Stop` that ends the run and kills its actors.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import pickle
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from modelhost.docengine.engine import DocumentEngine
-from modelhost.documents import PageResult, parse_pages
+from modelhost.documents import Conversion, PageResult, parse_pages
 from modelhost.documents.batch import Outcome, deliver, targets
-from modelhost.documents.pipeline import conclude
+from modelhost.documents.pipeline import conclude, default_engine
 from modelhost.errors import ModelHostError
 from modelhost.ray.cluster import connect
 from modelhost.ray.pages import PageConverter, Piece, PieceResult, ReadSettings
+from modelhost.ray.pool import Pool, Stop, StopRequested, stream
 
 #: Pieces per actor a document is cut into, at least: enough that actors finishing early take more work (pages
 #: differ by 10x in cost), few enough that each piece's style pass (up to STYLE_PAGES text layers, ~10-40 ms each)
@@ -54,12 +55,13 @@ LOST = f"not read (its actor died in each of {MAX_PASSES} passes over it)"
 
 @dataclass(frozen=True, slots=True)
 class _Document:
-    """One input opened here: its page numbers, and where its result goes."""
+    """One input opened here: its page numbers, how messages name it, and where its result goes."""
 
     doc: int
     path: Path
     numbers: list[int]
-    place: Path | None
+    place: Path | None = None
+    name: str = ""
 
 
 def cut(doc: int, path: Path, numbers: Sequence[int], actors: int) -> list[Piece]:
@@ -97,39 +99,109 @@ def convert_files(
     documents: list[_Document] = []
     for doc, (path, place) in enumerate(zip(files, places, strict=True)):
         try:
-            numbers = _numbers(path, pages)
+            numbers = _numbers(path, pages, path.name)
         except ModelHostError as exc:
             outcomes[doc].error = str(exc)
             continue
-        documents.append(_Document(doc, path, numbers, place))
+        documents.append(_Document(doc, path, numbers, place, path.name))
         if on_start is not None:
             on_start(path, len(numbers))
     if not documents:
         return outcomes
     connect(address)
-    pieces = [piece for d in documents for piece in cut(d.doc, d.path, d.numbers, actors)]
-    expected = {d.doc: {p.index: p for p in pieces if p.doc == d.doc} for d in documents}
-    gathered = {d.doc: PieceResult() for d in documents}
-    arrived: dict[int, set[int]] = {d.doc: set() for d in documents}
-    by_doc = {d.doc: d for d in documents}
     started = time.perf_counter()
 
-    def finish(document: _Document) -> None:
-        got = gathered[document.doc]
-        for index, piece in expected[document.doc].items():
-            if index not in arrived[document.doc]:  # lost in every pass
-                got.unread.update(dict.fromkeys(piece.pages, LOST))
-        got.results.sort(key=lambda r: r.number)
+    def finish(document: _Document, got: PieceResult) -> None:
         outcome = outcomes[document.doc]
-        name, stem = document.path.name, document.path.stem
         try:
-            conversion = asyncio.run(conclude(name, stem, got.results, got.parts, got.layouts, got.unread, started))
+            conversion = _conclude(document, got, started)
             deliver(conversion, document.place, fmt, write)
             outcome.conversion, outcome.written = conversion, document.place
         except ModelHostError as exc:
             outcome.error = str(exc)
         except OSError as exc:
-            outcome.error = f"{name}: {exc}"
+            outcome.error = f"{document.name}: {exc}"
+
+    def pages_read(document: _Document, done: int, page: PageResult) -> None:
+        if on_page is not None:
+            on_page(document.path, done, len(document.numbers), page)
+
+    def piece_read(document: _Document, node: str, count: int) -> None:
+        if on_piece is not None:
+            on_piece(document.path, node, count)
+
+    _read(documents, settings, Pool(actors, num_cpus), finish, pages_read, piece_read)
+    return outcomes
+
+
+def convert_document(
+    address: str,
+    path: Path,
+    settings: ReadSettings,
+    *,
+    name: str,
+    pages: str | None = None,
+    pool: Pool | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_page: Callable[[int, int, PageResult], None] | None = None,
+    stop: Stop | None = None,
+) -> Conversion:
+    """One document over the pool, its Conversion what `documents.convert` makes of it (a worker's `"ray": true`
+    job). Blocking. `name` is how messages name it; `on_start(total)` and `on_page(done, total, result)` as
+    `documents.convert` calls them, each page as its piece arrives. DocumentError for a document none of whose pages
+    can be read; StopRequested once `stop` is set (its actors killed)."""
+    numbers = _numbers(path, pages, name)
+    if on_start is not None:
+        on_start(len(numbers))
+    connect(address)
+    started = time.perf_counter()
+    done: list[PieceResult] = []
+
+    def pages_read(document: _Document, count: int, page: PageResult) -> None:
+        if on_page is not None:
+            on_page(count, len(numbers), page)
+
+    document = _Document(0, path, numbers, None, name)
+    _read([document], settings, pool or Pool(), lambda _, got: done.append(got), pages_read, stop=stop)
+    if (stop is not None and stop.is_set) or not done:
+        raise StopRequested
+    return _conclude(document, done[0], started)
+
+
+def _conclude(document: _Document, got: PieceResult, started: float) -> Conversion:
+    """The document joined from its pieces, by the same `conclude` a plain conversion ends with."""
+    got.results.sort(key=lambda r: r.number)
+    return asyncio.run(
+        conclude(document.name, document.path.stem, got.results, got.parts, got.layouts, got.unread, started)
+    )
+
+
+def _read(
+    documents: list[_Document],
+    settings: ReadSettings,
+    pool: Pool,
+    finish: Callable[[_Document, PieceResult], None],
+    on_page: Callable[[_Document, int, PageResult], None],
+    on_piece: Callable[[_Document, str, int], None] | None = None,
+    *,
+    stop: Stop | None = None,
+) -> None:
+    """Read every page of `documents` over the pool, in passes (the module doc says why); `finish(document, got)`
+    for each document once all its pieces are in (its pieces lost in every pass reported as unread pages), in the
+    order they complete; `on_page(document, done, page)` for each page read. Nothing is finished once `stop` is
+    set."""
+    pieces = [piece for d in documents for piece in cut(d.doc, d.path, d.numbers, pool.actors)]
+    expected = {d.doc: {p.index: p for p in pieces if p.doc == d.doc} for d in documents}
+    gathered = {d.doc: PieceResult() for d in documents}
+    arrived: dict[int, set[int]] = {d.doc: set() for d in documents}
+    by_doc = {d.doc: d for d in documents}
+
+    def complete(doc: int) -> None:
+        got = gathered.pop(doc)  # its parts (pictures' crops) go as soon as it is finished
+        for index, piece in expected[doc].items():
+            if index not in arrived[doc]:  # lost in every pass
+                got.unread.update(dict.fromkeys(piece.pages, LOST))
+        finish(by_doc[doc], got)
 
     def take(doc: int, index: int, result: PieceResult) -> None:
         if index in arrived[doc]:
@@ -139,87 +211,56 @@ def convert_files(
         got.parts.update(result.parts)
         got.layouts.update(result.layouts)
         got.unread.update(result.unread)
-        if on_page is not None:
-            done = len(got.results) - len(result.results)
-            for page in result.results:
-                done += 1
-                on_page(by_doc[doc].path, done, len(by_doc[doc].numbers), page)
+        done = len(got.results) - len(result.results)
+        for page in result.results:
+            done += 1
+            on_page(by_doc[doc], done, page)
         if on_piece is not None:
-            on_piece(by_doc[doc].path, result.node, len(result.results))
+            on_piece(by_doc[doc], result.node, len(result.results))
         arrived[doc].add(index)
         if len(arrived[doc]) == len(expected[doc]):
-            finish(by_doc[doc])
-            del gathered[doc]  # its parts (pictures' crops) go as soon as it is written
+            complete(doc)
 
     remaining = pieces
     for _ in range(MAX_PASSES):
-        for doc, index, result in _stream(remaining, settings, actors, num_cpus):
+        for doc, index, result in _stream(remaining, settings, pool, stop):
             take(doc, index, result)
+        if stop is not None and stop.is_set:
+            return
         remaining = [p for p in remaining if p.index not in arrived[p.doc]]
         if not remaining:
             break
     for doc in list(gathered):
-        finish(by_doc[doc])
-    return outcomes
+        complete(doc)
 
 
-def _numbers(path: Path, pages: str | None) -> list[int]:
+def _numbers(path: Path, pages: str | None, name: str) -> list[int]:
     """The pages of `path` to convert (DocumentError naming the file when it cannot be opened, or `pages` is bad)."""
-    engine = _local_engine()
-    source = engine.open(path, name=path.name)
+    source = default_engine().open(path, name=name)
     try:
         return list(parse_pages(pages, source.count))
     finally:
         source.close()
 
 
-_engine: list[DocumentEngine] = []
-
-
-def _local_engine() -> DocumentEngine:
-    # This process's engine, for page counts only (its sandbox's children start once).
-    if not _engine:
-        _engine.append(DocumentEngine())
-    return _engine[0]
-
-
 def _stream(
-    pieces: list[Piece], settings: ReadSettings, actors: int, num_cpus: float
+    pieces: list[Piece], settings: ReadSettings, pool: Pool, stop: Stop | None
 ) -> Iterator[tuple[int, int, Any]]:
     """One pass: (doc, piece index, its PieceResult) for every piece read, in order, as Ray Data yields them; a
     piece skipped after MAX_PIECE_RETRIES never comes (the caller's next pass tries it again)."""
-    import ray.data
-
-    context = ray.data.DataContext.get_current()
-    # Row order is kept only when asked (Ray Data finishes blocks in any order otherwise).
-    context.execution_options.preserve_order = True
-    # The CLI draws its own progress bar on stderr; Ray Data's would draw a second one through it.
-    context.enable_progress_bars = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its "starting execution" lines, likewise
-    # A piece whose actor died MAX_PIECE_RETRIES times is skipped, not fatal: its pages are reported unread and the
-    # other documents are still converted.
-    context.max_errored_blocks = len(pieces)
-    dataset = ray.data.from_items([{"task": p.to_json()} for p in pieces], override_num_blocks=len(pieces))
-    with warnings.catch_warnings():
-        # max_restarts and max_task_retries still go as "ray_remote_args", which Ray 2.60 calls deprecated (until
-        # 2.64) with no named parameter to take their place yet: the warning would be the CLI's every run.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        results = dataset.map_batches(
-            PageConverter,
-            fn_constructor_kwargs={"settings": settings},
-            batch_size=1,
-            compute=ray.data.ActorPoolStrategy(size=max(1, actors)),
-            num_cpus=num_cpus,
-            # One actor per node before two on any: each node's CPUs and memory read pages, and losing a node
-            # loses as few actors as can be.
-            scheduling_strategy="SPREAD",
-            # Actors come back after a death (a killed process, a lost node); their piece is retried, boundedly, so
-            # a page that kills its actor every time ends as unread instead of looping for ever.
-            max_restarts=-1,
-            max_task_retries=MAX_PIECE_RETRIES,
-        )
-    for row in results.iter_rows():
+    rows = stream(
+        [{"task": p.to_json()} for p in pieces],
+        PageConverter,
+        {"settings": settings},
+        pool,
+        retries=MAX_PIECE_RETRIES,
+        # A piece whose actor died MAX_PIECE_RETRIES times is skipped, not fatal: its pages are reported unread
+        # and the other documents are still converted.
+        errored_rows=len(pieces),
+        stop=stop,
+    )
+    for row in rows:
         yield int(row["doc"]), int(row["index"]), pickle.loads(row["result"])
 
 
-__all__ = ["LOST", "PageConverter", "ReadSettings", "convert_files", "cut"]
+__all__ = ["LOST", "PageConverter", "Pool", "ReadSettings", "convert_document", "convert_files", "cut"]

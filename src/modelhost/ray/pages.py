@@ -10,13 +10,13 @@ tried once more here, then reported by number and reason; the rest of the piece 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import pickle
-import threading
-from collections.abc import Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +24,8 @@ from modelhost.docengine.engine import PICTURES, DocumentEngine, EnginePage, Unr
 from modelhost.documents import PageResult, assemble
 from modelhost.documents.readers import StartingReader
 from modelhost.host import Host
-from modelhost.inference import catalogue, registry
-
-T = TypeVar("T")
+from modelhost.inference import TextModel, catalogue, registry
+from modelhost.ray.actor import HostActor
 
 #: Times a failed page is tried again in its actor before it is reported: a model error or a sandbox child lost to
 #: a passing memory squeeze is worth one more try; a page that fails twice would fail a third time.
@@ -68,7 +67,10 @@ class PieceResult:
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """How every actor reads pages: the model (a catalogue name or path, resolved on the actor's node), the name
-    its pages are credited to, and the conversion's options."""
+    its pages are credited to, and the conversion's options. `pixels=False` reads only the pages with a usable text
+    layer and names the others unread (a worker job's `pixels: false`). `loader`, when given, loads the model instead
+    of `model` and `backend`: a worker's served model, with the load options it was served with (it travels pickled;
+    its files must be at the same path on every node)."""
 
     model: str
     label: str
@@ -77,34 +79,33 @@ class ReadSettings:
     max_tokens: int = 8192
     text_layer: bool = True
     pictures: bool = PICTURES
+    pixels: bool = True
+    loader: Callable[[], TextModel] | None = None
 
 
-class PageConverter:
-    """A Ray Data actor (`map_batches` with an actor pool): one engine and one model host for its life. Its own
-    event loop runs on a thread of its own: the host and the engine are asyncio, Ray Data calls it synchronously."""
+class PageConverter(HostActor):
+    """A Ray Data actor (`map_batches` with an actor pool): one engine and one model host for its life."""
 
     def __init__(self, settings: ReadSettings) -> None:
+        super().__init__("modelhost-pages")
         self.settings = settings
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="modelhost-pages", daemon=True)
-        self.thread.start()
         self.engine = DocumentEngine()
-        path = catalogue.resolve(settings.model)
+        loader = settings.loader
+        if loader is None:
+            path = catalogue.resolve(settings.model)
+            loader = functools.partial(registry.load_model, path, settings.backend)
         # Loaded at the first page that needs pixels read: a piece all from the text layer never loads the model.
-        self.host = Host(lambda: registry.load_model(path, settings.backend), name=settings.label)
-        self.reader = StartingReader(self.host)
+        self.host = Host(loader, name=settings.label)
+        self.reader = StartingReader(self.host) if settings.pixels else None
         import ray
 
         self.node = str(ray.util.get_node_ip_address())
-
-    def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Each row's piece (`task`: Piece JSON) converted; rows come back with the piece's ids and its pickled
         PieceResult."""
         pieces = [Piece.from_json(str(task)) for task in batch["task"]]
-        done = [pickle.dumps(self._run(self.convert(piece))) for piece in pieces]
+        done = [pickle.dumps(self.run(self.convert(piece))) for piece in pieces]
         return {
             "doc": np.array([p.doc for p in pieces]),
             "index": np.array([p.index for p in pieces]),
@@ -159,14 +160,6 @@ class PageConverter:
         finally:
             await asyncio.to_thread(source.close)
         return failed
-
-    def __del__(self) -> None:
-        # Ray ends an actor's process when the pool shuts down; closing the host first ends its model thread cleanly.
-        try:
-            self._run(self.host.aclose())
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        except Exception:
-            pass
 
 
 def _result(page: EnginePage) -> PageResult:

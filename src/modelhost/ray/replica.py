@@ -7,7 +7,8 @@ proxy never routes a request to a replica still loading, and a load that fails f
 retries it, then reports the deployment unhealthy with the load's error). Serve's health check asks the same
 question /health answers (can the models still serve?), so a replica whose model failed is replaced. Every answer
 carries `x-modelhost-replica`, the replica's id, so a probe through the proxy says which replica it reached, and
-`/replicas` answers for the whole application (200 while every replica runs, 503 with the counts otherwise).
+`/replicas` answers for the whole application (200 while every replica runs, 503 with the counts otherwise), and
+`/replicas/metrics` with every replica's metrics, each series labelled with its replica (modelhost.ray.metrics).
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from ray import serve
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelhost.host import DEFAULT_MAX_QUEUE, adapters
 from modelhost.host.models import Models, ModelSpec
-from modelhost.http import build_app
+from modelhost.http import HttpMetrics, build_app
+from modelhost.http.metrics import exposition
 from modelhost.inference.lora_files import AdapterFiles
+from modelhost.ray.metrics import Reporter, merged
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,8 @@ REPLICA_HEADER = "x-modelhost-replica"
 #: The path that answers for the whole application (every replica's state), whichever replica it reaches; the
 #: door's own /health, /ready and /metrics answer for the replica that took them.
 REPLICAS_PATH = "/replicas"
+#: Every replica's metrics in one exposition, each series labelled with its replica (modelhost.ray.metrics).
+REPLICAS_METRICS_PATH = "/replicas/metrics"
 
 #: Seconds a stopping replica gives its in-flight requests before cancelling them (each stream then ends with its
 #: "cancelled" answer). Under Serve's graceful_shutdown_timeout_s (serving.GRACEFUL_SHUTDOWN_SECONDS), so the
@@ -66,9 +72,10 @@ class _ReplicaApp:
     """The door's app with the replica's id on every answer, and the model set closed at the ASGI lifespan's end
     (Serve runs it when the replica stops: scale-down, redeploy, `serve.delete`)."""
 
-    def __init__(self, app: ASGIApp, models: Models, replica: str) -> None:
+    def __init__(self, app: ASGIApp, models: Models, replica: str, reporter: Reporter) -> None:
         self.app = app
         self.models = models
+        self.reporter = reporter
         self.header = (REPLICA_HEADER.encode(), replica.encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -77,6 +84,10 @@ class _ReplicaApp:
             return
         if scope["type"] == "http" and scope["path"] == REPLICAS_PATH:
             await self._replicas(scope, receive, send)
+            return
+        if scope["type"] == "http" and scope["path"] == REPLICAS_METRICS_PATH:
+            body = merged(await self.reporter.read())
+            await Response(body, media_type=CONTENT_TYPE_LATEST)(scope, receive, self._tagging(send))
             return
         await self.app(scope, receive, self._tagging(send))
 
@@ -121,6 +132,14 @@ def replica_states(app: str) -> dict[str, int]:
     return counts
 
 
+def app_name() -> str:
+    """This replica's Serve application's name, or "local" outside Serve."""
+    try:
+        return str(serve.get_replica_context().app_name)
+    except Exception:  # no replica context: built outside a replica (a test of the app itself)
+        return "local"
+
+
 def replica_id() -> str:
     """This replica's id in its deployment (Serve's unique id), or "local" outside Serve."""
     try:
@@ -145,20 +164,24 @@ class ModelhostReplica:
             adapters.register_adapter(self.models, name, files, base, name_field="--adapter", path_field="--adapter")
         await self.models.start()  # raises the load's error: Serve reports the replica as failed to start
         self.replica = replica_id()
+        self.http_metrics = HttpMetrics(self.models)
+        self.reporter = Reporter(app_name())
         log.info("modelhost replica %s ready: %s", self.replica, ", ".join(self.models.names))
 
     def __serve_build_asgi_app__(self) -> ASGIApp:
         emit: Any = None if self.config.access_log else (lambda record: None)
         kwargs: dict[str, Any] = {"access_log": emit} if emit is not None else {}
-        app = build_app(self.models, api_key=self.config.api_key, **kwargs)
-        return _ReplicaApp(app, self.models, self.replica)
+        app = build_app(self.models, api_key=self.config.api_key, metrics=self.http_metrics, **kwargs)
+        return _ReplicaApp(app, self.models, self.replica, self.reporter)
 
     async def check_health(self) -> None:
         """Serve's periodic health check: fails (and Serve replaces the replica) when a model can never serve
-        again, the condition under which /health answers 503."""
+        again, the condition under which /health answers 503; and, each time, hands this replica's metrics to the
+        application's board (modelhost.ray.metrics)."""
         broken = {name: state for name, state in self.models.states().items() if state in ("failed", "closed")}
         if broken:
             raise RuntimeError(f"modelhost replica {self.replica}: models cannot serve: {broken}")
+        await self.reporter.report(self.replica, exposition(self.models, self.http_metrics).decode())
 
     async def describe(self) -> dict[str, Any]:
         """This replica's id, process, node and model states (for `serving.replicas()` and the tests)."""

@@ -11,14 +11,17 @@ read fails the job, its message naming the upload by the name it was uploaded un
 Progress: stage `generating`, step = pages done of `total` pages, `remaining` from the pages' own pace.
 Cancel stops between pages and within one: the page's host request is closed, which stops the model.
 A page that hits its token bound or fails keeps what was generated; `document.json` still loads.
+`"ray": true` (a worker started with `--ray ADDRESS`: worker.cluster) reads the pages on that Ray cluster's actors
+instead, each loading the job's model once, with the same outputs and progress; a cancel stops the cluster's work.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from modelhost.docengine.engine import PICTURES
 from modelhost.docengine.sandbox import page_ranges
@@ -26,8 +29,9 @@ from modelhost.docengine.source import check_dpi, check_pages
 from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
 from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
 from modelhost.errors import InvalidInputError, ModelHostError
-from modelhost.host.models import Servable, ServedModel
+from modelhost.host.models import ModelSpec, Servable, ServedModel
 from modelhost.worker import protocol
+from modelhost.worker.cluster import served_spec, wants_cluster
 from modelhost.worker.operation import HOST_RETRY_SECONDS, JobContext, Operation
 from modelhost.worker.protocol import failed, input_path, invalid
 
@@ -107,24 +111,42 @@ def _settings(value: dict[str, Any]) -> Settings:
     )
 
 
-def check_submission(value: Any, host: Servable) -> None:
-    """The submission-time check (the upload is still `{"$file": field}`): settings in range, and a model that
-    reads page images, so a bad job is a 400 before its document is even stored."""
+class ClusterDocuments(Protocol):
+    """What a `"ray": true` document job needs of a cluster (worker.cluster): the document converted as `convert`
+    converts it, its pages read by the cluster's actors, each loading `spec`'s model once; `on_start(total)` and
+    `on_page(done, total, result)` as `convert` calls them. A cancelled call (asyncio) stops the cluster's work and
+    frees its actors before it ends."""
+
+    async def convert_document(
+        self, path: Path, spec: ModelSpec, name: str, settings: Settings, on_start: Started, on_page: PageDone
+    ) -> Conversion: ...
+
+
+Started = Callable[[int], None]
+PageDone = Callable[[int, int, PageResult], None]
+
+
+def check_submission(value: Any, host: Servable, cluster: ClusterDocuments | None = None) -> None:
+    """The submission-time check (the upload is still `{"$file": field}`): settings in range, `ray` only on a worker
+    with a cluster, and a model that reads page images, so a bad job is a 400 before its document is even stored."""
     if not isinstance(value, dict):
         raise invalid(f"{OPERATION} input must be a JSON object")
     document = value.get("document")
     if not (isinstance(document, dict) and isinstance(document.get(protocol.FILE_REF), str)):
         raise invalid(f"{OPERATION} needs `document`: an uploaded PDF or image ({{'$file': field}})")
     _settings(value)
+    wants_cluster(OPERATION, value, cluster)
     if host.ready and not host.accepts_images:
         raise invalid(f"model {host.name!r} does not read page images; serve `--model ocr` or a DocTags VLM")
 
 
-async def document_convert(ctx: JobContext) -> list[str]:
-    """Run the documents pipeline on the uploaded file through the host; write the outputs."""
+async def document_convert(ctx: JobContext, cluster: ClusterDocuments | None = None) -> list[str]:
+    """Run the documents pipeline on the uploaded file through the host (or the cluster); write the outputs."""
     path, name, settings = check_document_convert(ctx.work.input)
+    on_cluster = wants_cluster(OPERATION, ctx.work.input, cluster)
     ctx.progress(protocol.STAGE_INITIALIZING)
-    while ctx.host.state in ("new", "loading", "unloaded"):
+    # A cluster job's actors load the model themselves: this worker's copy is neither loaded nor waited for.
+    while not on_cluster and ctx.host.state in ("new", "loading", "unloaded"):
         if isinstance(ctx.host, ServedModel):
             ctx.host.load()  # unloaded meanwhile (to make room): load again, or wait for room
         if ctx.cancelled:
@@ -143,8 +165,10 @@ async def document_convert(ctx: JobContext) -> list[str]:
         remaining = round(sum(pace) / len(pace) * (total - done), 3)
         ctx.progress(protocol.STAGE_GENERATING, done, total, remaining)
 
-    task = asyncio.ensure_future(
-        convert(
+    if cluster is not None and on_cluster:
+        work = cluster.convert_document(path, served_spec(ctx.host, OPERATION), name, settings, on_start, on_page)
+    else:
+        work = convert(
             path,
             HostReader(ctx.host) if settings.pixels else None,
             dpi=settings.dpi,
@@ -156,7 +180,7 @@ async def document_convert(ctx: JobContext) -> list[str]:
             on_page=on_page,
             name=name,
         )
-    )
+    task = asyncio.ensure_future(work)
 
     def stop() -> None:
         task.cancel()

@@ -9,26 +9,33 @@ file format, a small text header and then the raw little-endian rows, so any lan
 Progress: stage `encoding_prompt`, step = texts embedded of `total`, `remaining` from the pace so far. The texts go to
 the model in calls of EMBED_CHUNK, each an embedding ticket the host runs between generation steps, so a big job
 shares the model with chat traffic instead of stopping it; cancel stops between two calls.
+`"ray": true` (a worker started with `--ray ADDRESS`: worker.cluster) embeds the texts on that Ray cluster's actors
+instead, each loading the job's model once and embedding its pieces in the same calls of EMBED_CHUNK, so the
+vectors are the ones this worker's model gives (docs/cluster.md says within what tolerance); a cancel stops the
+cluster's work and frees its actors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from modelhost.errors import InvalidInputError, InvalidOptionError, ModelHostError
-from modelhost.host.models import Servable
+from modelhost.host.models import ModelSpec, Servable
 from modelhost.inference.capabilities import EmbeddingModel, as_capability
+from modelhost.inference.types import EmbeddingResult
 from modelhost.worker import protocol
+from modelhost.worker.cluster import served_spec, wants_cluster
 from modelhost.worker.operation import JobContext, Operation, submit_to_host
-from modelhost.worker.protocol import failed, input_path, invalid
+from modelhost.worker.protocol import Failure, failed, input_path, invalid
 
 OPERATION = "text.embed"
 
@@ -74,10 +81,24 @@ def _shape(value: Any) -> dict[str, Any]:
     return value
 
 
-def check_submission(value: Any, host: Servable) -> None:
-    """The submission-time check (an upload is still `{"$file": field}`): the input's shape and bounds, and a model
-    that can embed (when it is loaded: a model still loading is asked again when the job runs)."""
+class ClusterEmbeddings(Protocol):
+    """What a `"ray": true` embedding job needs of a cluster (worker.cluster): (offset of its first text, its
+    result) for every call of `chunk` texts, in order, each call as the host's `submit_embedding` answers it, made
+    by the cluster's actors, each loading `spec`'s model once. A model's refusal is a ModelHostError with the host's
+    code, its message naming `input[i]` within the call. Closing the generator (or cancelling the task iterating
+    it) stops the cluster's work and frees its actors."""
+
+    def embed_texts(
+        self, texts: list[str], spec: ModelSpec, *, normalize: bool, truncate: bool, chunk: int
+    ) -> AsyncGenerator[tuple[int, EmbeddingResult], None]: ...
+
+
+def check_submission(value: Any, host: Servable, cluster: ClusterEmbeddings | None = None) -> None:
+    """The submission-time check (an upload is still `{"$file": field}`): the input's shape and bounds, `ray` only
+    on a worker with a cluster, and a model that can embed (when it is loaded: a model still loading is asked again
+    when the job runs)."""
     value = _shape(value)
+    wants_cluster(OPERATION, value, cluster)
     if "texts" in value:
         _texts_field(value)
     else:
@@ -116,38 +137,61 @@ def _read_file(path: Path) -> list[str]:
     return texts
 
 
-async def text_embed(ctx: JobContext) -> list[str]:
-    """Embed every text through the host, writing the vectors as they come."""
+async def text_embed(ctx: JobContext, cluster: ClusterEmbeddings | None = None) -> list[str]:
+    """Embed every text through the host (or the cluster), writing the vectors as they come."""
     value = _shape(ctx.work.input)
     normalize, truncate = _flag(value, "normalize", True), _flag(value, "truncate", False)
+    on_cluster = wants_cluster(OPERATION, value, cluster)
     texts = _texts_field(value)
     if texts is None:
         path = input_path(value.get("file"))
         if path is None:
             raise invalid(f"{OPERATION}: `file` must be an uploaded text file ({{'$file': field}})")
         texts = await asyncio.to_thread(_read_file, Path(path))
-    total = len(texts)
-    ctx.progress(protocol.STAGE_INITIALIZING, 0, total)
+    ctx.progress(protocol.STAGE_INITIALIZING, 0, len(texts))
+    if cluster is not None and on_cluster:
+        chunks = _on_cluster(ctx, cluster, texts, normalize=normalize, truncate=truncate)
+    else:
+        chunks = _on_host(ctx, texts, normalize=normalize, truncate=truncate)
+    task = asyncio.ensure_future(_write(ctx, chunks, len(texts), normalize=normalize))
+
+    def stop() -> None:
+        task.cancel()
+
+    if on_cluster:  # the host's calls are cancelled by their tickets (_embed); the cluster's run by its task
+        ctx.on_cancel(stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if ctx.cancelled:
+            raise ctx.stopped() from None
+        raise
+
+
+async def _write(
+    ctx: JobContext, chunks: AsyncGenerator[tuple[int, Any], None], total: int, *, normalize: bool
+) -> list[str]:
+    """Write each chunk's vectors to `embeddings.npy` as they come (in order), then `result.json`."""
     began = time.perf_counter()
     tokens = width = 0
     truncated: list[int] = []
+    # The chunks are closed however this ends (a cluster's run is stopped at once, not when they are collected).
     # Plain appends, not a memory map: a write to a mapped file on a full disk is SIGBUS (the whole process dies);
     # a write() says ENOSPC, which the executor turns into "run again once the disk has room".
-    with (ctx.dir / "embeddings.npy").open("wb") as out:
-        for start in range(0, total, EMBED_CHUNK):
-            chunk = texts[start : start + EMBED_CHUNK]
-            result = await _embed(ctx, chunk, start, normalize=normalize, truncate=truncate)
-            rows = np.ascontiguousarray(result.vectors, dtype="<f4")
-            if not width:  # the width is the model's: known from its first answer
-                width = int(rows.shape[1])
-                header = {"descr": "<f4", "fortran_order": False, "shape": (total, width)}
-                await asyncio.to_thread(np.lib.format.write_array_header_1_0, out, header)
-            await asyncio.to_thread(out.write, rows.tobytes())
-            tokens += result.prompt_tokens
-            truncated.extend(start + i for i in result.truncated)
-            done = start + len(chunk)
-            seconds = time.perf_counter() - began
-            ctx.progress(protocol.STAGE_ENCODING_PROMPT, done, total, round(seconds / done * (total - done), 3))
+    async with contextlib.aclosing(chunks):
+        with (ctx.dir / "embeddings.npy").open("wb") as out:
+            async for start, result in chunks:
+                rows = np.ascontiguousarray(result.vectors, dtype="<f4")
+                if not width:  # the width is the model's: known from its first answer
+                    width = int(rows.shape[1])
+                    header = {"descr": "<f4", "fortran_order": False, "shape": (total, width)}
+                    await asyncio.to_thread(np.lib.format.write_array_header_1_0, out, header)
+                await asyncio.to_thread(out.write, rows.tobytes())
+                tokens += result.prompt_tokens
+                truncated.extend(start + i for i in result.truncated)
+                done = start + int(rows.shape[0])
+                seconds = time.perf_counter() - began
+                ctx.progress(protocol.STAGE_ENCODING_PROMPT, done, total, round(seconds / done * (total - done), 3))
     result = {
         "model": ctx.work.model,
         "operation": OPERATION,
@@ -163,18 +207,58 @@ async def text_embed(ctx: JobContext) -> list[str]:
     return ["embeddings.npy", "result.json"]
 
 
+async def _on_host(
+    ctx: JobContext, texts: list[str], *, normalize: bool, truncate: bool
+) -> AsyncGenerator[tuple[int, Any], None]:
+    """(offset, result) of each call of EMBED_CHUNK texts to the job's host, in order."""
+    for start in range(0, len(texts), EMBED_CHUNK):
+        chunk = texts[start : start + EMBED_CHUNK]
+        yield start, await _embed(ctx, chunk, start, normalize=normalize, truncate=truncate)
+
+
+async def _on_cluster(
+    ctx: JobContext, cluster: ClusterEmbeddings, texts: list[str], *, normalize: bool, truncate: bool
+) -> AsyncGenerator[tuple[int, Any], None]:
+    """(offset, result) of each call of EMBED_CHUNK texts on the cluster's actors, in order."""
+    spec = served_spec(ctx.host, OPERATION)
+    start = 0
+    calls = cluster.embed_texts(texts, spec, normalize=normalize, truncate=truncate, chunk=EMBED_CHUNK)
+    try:
+        async with contextlib.aclosing(calls):
+            async for start, result in calls:
+                yield start, result
+                start += len(result.vectors)
+    except ModelHostError as exc:
+        raise _refused(exc, start) from exc
+
+
 async def _embed(ctx: JobContext, chunk: list[str], offset: int, *, normalize: bool, truncate: bool) -> Any:
     """One call's vectors, waiting out a loading model or a full queue as the text operations do."""
     ticket = await submit_to_host(ctx, lambda: ctx.host.submit_embedding(chunk, normalize=normalize, truncate=truncate))
     ctx.on_cancel(ticket.cancel)
     try:
         return await ticket.result()
-    except (InvalidInputError, InvalidOptionError) as exc:
-        raise invalid(_shifted(str(exc), offset)) from exc
     except ModelHostError as exc:
-        if ctx.cancelled:
+        if ctx.cancelled and not _refusal(exc):
             raise ctx.stopped() from exc
-        raise failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}") from exc
+        raise _refused(exc, offset) from exc
+
+
+def _refusal(exc: ModelHostError) -> bool:
+    """Whether the model refused a call for the job's own input (a text too long, a bad option), by its kind or,
+    for an error that came back from a cluster's actor, by its code."""
+    return isinstance(exc, (InvalidInputError, InvalidOptionError)) or exc.code in (
+        InvalidInputError.code,
+        InvalidOptionError.code,
+    )
+
+
+def _refused(exc: ModelHostError, offset: int) -> Failure:
+    """The job's failure for a model error in the call of texts from `offset`: its input's (400, naming the text by
+    its place in the whole job) or the worker's."""
+    if _refusal(exc):
+        return invalid(_shifted(str(exc), offset))
+    return failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}")
 
 
 def _shifted(message: str, offset: int) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,13 @@ class Operation:
     run: RunJob
     check: CheckInput | None = None
     exclusive: bool = False
+
+
+def bound(operation: Operation, **resources: Any) -> Operation:
+    """`operation` with `resources` given to its runner and its check as keyword arguments (what a worker holds
+    beside its model: the cluster of `serve --worker --ray`)."""
+    check = functools.partial(operation.check, **resources) if operation.check is not None else None
+    return Operation(operation.name, functools.partial(operation.run, **resources), check, operation.exclusive)
 
 
 async def submit_to_host(ctx: JobContext, submit: Callable[[], T]) -> T:

@@ -3,8 +3,10 @@ record) and one line here. The executor and the server read this list; neither i
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from modelhost.worker import documents, embeddings, text, training
-from modelhost.worker.operation import Operation
+from modelhost.worker.operation import Operation, bound
 
 #: The operations every worker serves.
 OPERATIONS: tuple[Operation, ...] = (
@@ -16,7 +18,19 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
-def default_operations() -> dict[str, Operation]:
+class Cluster(documents.ClusterDocuments, embeddings.ClusterEmbeddings, Protocol):
+    """Where a worker's `"ray": true` jobs run (worker.cluster): what both operations that take it need.
+    modelhost.ray.jobs.ClusterJobs is one, on a Ray cluster."""
+
+    address: str
+
+
+def default_operations(cluster: Cluster | None = None) -> dict[str, Operation]:
     """The operations every worker serves, by name: text.chat, text.generate, text.embed, lora.train and
-    document.convert."""
-    return {op.name: op for op in OPERATIONS}
+    document.convert; with a `cluster` (a worker started with --ray), text.embed and document.convert run the jobs
+    that ask `"ray": true` on it (without one, such a job is refused at submission)."""
+    operations = {op.name: op for op in OPERATIONS}
+    if cluster is not None:
+        for op in (embeddings.EMBED, documents.CONVERT):
+            operations[op.name] = bound(op, cluster=cluster)
+    return operations
