@@ -10,7 +10,8 @@ killed at once, not left to finish the rows they hold, so their CPUs, memory and
 returns. Ray Data has no public call that stops an execution from another thread (its iterator is closed only by the
 thread iterating it, which is blocked waiting for the next row); the one hook it gives is an execution callback
 (`DataContext.custom_execution_callback_classes`, the same classes its RAY_DATA_EXECUTION_CALLBACKS variable takes),
-which hands over the execution's executor before it starts: `Stop` keeps it and shuts it down, forced.
+which hands over the execution's executor before it starts and is called at each of its scheduling steps: `Stop`
+keeps the executor and shuts it down, forced (at the first step, for a stop that came while it was starting).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ class Pool:
 
 
 class StopRequested(Exception):
-    """The run was stopped before its execution started."""
+    """The run was stopped: what a caller that returns a result raises instead (modelhost.ray.documents)."""
 
 
 class Stop:
-    """A run's stop, settable from any thread; `set()` returns once the run's actors are killed."""
+    """A run's stop, settable from any thread; `set()` returns once the run's actors are killed, or (set while its
+    execution is still starting) once the execution's first scheduling step will kill them."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -63,25 +65,38 @@ class Stop:
         thread, at most 2 s, and kills each actor)."""
         with self._lock:
             self._event.set()
-            executor, self._executor = self._executor, None
+            executor = self._executor
         if executor is not None:
-            executor.shutdown(force=True)
+            executor.shutdown(force=True)  # a no-op on an execution not started yet: _StopCallback sees to that one
 
     def attach(self, executor: Any) -> None:
-        """Keep the executor of the run's next execution (Ray Data's callback); StopRequested if already stopped."""
+        """Keep the executor of the run's execution (given by Ray Data's callback as it starts)."""
         with self._lock:
-            if self._event.is_set():
-                raise StopRequested
             self._executor = executor
 
 
-class _AttachStop(ExecutionCallback):  # type: ignore[misc]  # Ray Data's own class, unannotated
-    """Hands each execution's executor to the Stop of the thread that starts it (none: nothing to do)."""
+class _StopCallback(ExecutionCallback):  # type: ignore[misc]  # Ray Data's own class, unannotated
+    """Hands each execution's executor to the Stop of the thread that starts it (none: nothing to do), and applies
+    a stop that came while the execution was starting at its first scheduling step. Ray Data creates an operator's
+    actors before the execution counts as started, and shuts down nothing before then: a stop in that window would
+    otherwise leave the actors placed, and never killed."""
+
+    def __init__(self) -> None:
+        self.stop: Stop | None = None
+        self.applied = False
 
     def before_execution_starts(self, executor: Any) -> None:
-        stop = getattr(_current, "stop", None)
-        if stop is not None:
-            stop.attach(executor)
+        self.stop = getattr(_current, "stop", None)
+        if self.stop is not None:
+            self.stop.attach(executor)
+
+    def on_execution_step(self, executor: Any) -> None:
+        if self.stop is not None and self.stop.is_set and not self.applied:
+            self.applied = True
+            # This is the execution's scheduling thread, which shutdown() joins: the shutdown goes on one of its own.
+            threading.Thread(
+                target=executor.shutdown, kwargs={"force": True}, name="modelhost-ray-stop", daemon=True
+            ).start()
 
 
 def stream(
@@ -107,8 +122,8 @@ def stream(
         # would draw through either.
         context.enable_progress_bars = False
         context.max_errored_blocks = errored_rows
-        if _AttachStop not in context.custom_execution_callback_classes:
-            context.custom_execution_callback_classes.append(_AttachStop)
+        if _StopCallback not in context.custom_execution_callback_classes:
+            context.custom_execution_callback_classes.append(_StopCallback)
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # its "starting execution" lines, likewise
         dataset = ray.data.from_items(rows, override_num_blocks=len(rows))
         with warnings.catch_warnings():
@@ -138,8 +153,6 @@ def stream(
             if stop is not None and stop.is_set:
                 return
             yield row
-    except StopRequested:
-        return
     except Exception:
         if stop is not None and stop.is_set:
             return  # the killed actors' rows fail as the stop ends the run: the stop is the news, not them
