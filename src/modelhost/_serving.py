@@ -118,6 +118,14 @@ DEFAULT_MAX_CONNECTIONS = 256
 #: operator's dashboard would go blank exactly when it matters. Each such connection closes after its answer, and
 #: the headroom is small, so a flood of fake probes costs at most this many more descriptors.
 PROBE_HEADROOM = 8
+#: How long a connection in the probe headroom may take to send its headers (a real probe sends its request line
+#: at once; curl, kubelet and Prometheus all do): a flood's silent connections would otherwise fill the headroom for
+#: the whole header timeout, and the probes it exists for would be refused exactly while the door is flooded.
+PROBE_HEADER_SECONDS = 2.0
+#: How long a connection refused at accept (past the limit and the headroom) stays open for its first bytes: it is
+#: closed once they arrive, so the close never finds them unread (a close with unread bytes resets the connection,
+#: and the reset can overtake the 503 on its way to the client), or after this long without any.
+REFUSED_LINGER_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,15 +214,34 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._write_paused_since: float | None = None
         #: The message of a malformed request that arrived while the one before it is still being answered.
         self._malformed: str | None = None
+        #: How long this connection's headers may take: the door's header timeout, shorter in the probe headroom.
+        self._header_limit = self.guard.limits.header_timeout
+        #: Refused at accept: answered already, closed at its first bytes (data_received) or after a short linger.
+        self._refused_at_accept = False
         held = len(self.connections)
-        if held > self.guard.limits.max_connections:
-            # Refused once its headers are in (so the client reads a clean 503, not a reset), unless it is a probe
-            # within the headroom. Decided here, at accept time, unlike uvicorn's limit_concurrency, which also
-            # counts running tasks and answers text.
+        limit = self.guard.limits.max_connections
+        if held > limit + PROBE_HEADROOM or (held > limit and not self.guard.probe_paths):
+            # Past the limit and its headroom: answered now, without waiting for headers. Held until its headers
+            # came (a minute for a client that sends one byte), a flood of such connections took every descriptor
+            # the process had (1,200 one-byte connections: the 1,024 of a common limit), and asyncio then logged
+            # each failed accept() with its traceback, thousands a second, until the header timeouts freed some.
+            self._refuse_at_accept()
+            return
+        if held > limit:
+            # Within the headroom: answered once its headers are in if it is a probe (an orchestrator must see the
+            # process), with the door's 503 otherwise. Decided here, at accept time, unlike uvicorn's
+            # limit_concurrency, which also counts running tasks and answers text.
             self._app_within_limit = self.app
-            over = held > self.guard.limits.max_connections + PROBE_HEADROOM or not self.guard.probe_paths
-            self.app = self._too_many_connections if over else self._probes_only
-        self._arm(now + self.guard.limits.header_timeout)
+            self.app = self._probes_only
+            self._header_limit = min(self._header_limit, PROBE_HEADER_SECONDS)
+        self._arm(now + self._header_limit)
+
+    def _refuse_at_accept(self) -> None:
+        self.guard.refusals.labels("connection_limit").inc()
+        message = f"too many open connections (at most {self.guard.limits.max_connections})"
+        self.transport.write(self.guard.answer(503, message, retry_after=1))
+        self._refused_at_accept = True
+        self.loop.call_later(REFUSED_LINGER_SECONDS, self.transport.close)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
@@ -233,6 +260,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._write_paused_since = None  # the client reads again: its clock restarts at the next pause
 
     def data_received(self, data: bytes) -> None:
+        if self._refused_at_accept:
+            self.transport.close()  # answered already; its bytes are read, so the close sends no reset
+            return
         if self._malformed is not None:
             return  # the parser is broken; the rest is answered with 400 once the request before it is
         super().data_received(data)
@@ -242,7 +272,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_message_begin()
         if self._header_since is None:
             self._header_since = self.loop.time()
-            self._arm(self._header_since + self.guard.limits.header_timeout)
+            self._arm(self._header_since + self._header_limit)
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
@@ -272,7 +302,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             # First: an answer the client does not read blocks everything after it on this connection anyway.
             return self._write_paused_since + limits.write_timeout, "write_timeout"
         if self._header_since is not None:
-            return self._header_since + limits.header_timeout, "header_timeout"
+            return self._header_since + self._header_limit, "header_timeout"
         cycle = self.cycle
         if cycle is not None and cycle.more_body:
             idle = self._last_read + limits.body_timeout
@@ -305,7 +335,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             _log.warning("dropping a client that took no bytes of its answer for %.0f s", limits.write_timeout)
             self.transport.abort()
         elif reason == "header_timeout":
-            self._refuse(408, f"the request headers did not arrive within {limits.header_timeout:g} s")
+            self._refuse(408, f"the request headers did not arrive within {self._header_limit:g} s")
         else:
             self._refuse(
                 408,

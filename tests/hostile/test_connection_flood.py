@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from modelhost.inference.types import Message
@@ -50,10 +51,25 @@ def _client_fds(needed: int) -> None:
         pytest.skip(f"this test opens {needed} sockets; the hard limit here is {hard}")
 
 
+def _probe(client: httpx.Client, path: str) -> None:
+    """A health probe on a connection of its own, as an orchestrator's is (the client's kept-alive connection from
+    before a flood would get through the door's limit without being counted against it). A 503 is retried after
+    the Retry-After it names, as an orchestrator retries: past the limit, the flood's silent connections hold the
+    probe headroom only until its short header deadline, and the probe behind them is answered."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        answer = httpx.get(f"{client.base_url}{path}", timeout=PATIENCE)
+        if answer.status_code != 503:
+            break
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(int(answer.headers["retry-after"]))
+    assert answer.status_code == 200, answer.text
+
+
 def _every_door_answers(served: ServeProcess, sock: Path, *, flooded: str = "") -> None:
     """A real answer from every door but `flooded` (which still answers its health probe, within its headroom)."""
-    assert served.http.get("/health").status_code == 200
-    assert served.worker.get("/v1/health").status_code == 200
+    _probe(served.http, "/health")
+    _probe(served.worker, "/v1/health")
     if flooded != "http":
         body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 3, "temperature": 0}
         answer = served.http.post("/v1/chat/completions", json=body)
@@ -147,6 +163,13 @@ def test_a_connection_flood_on_an_http_door_leaves_the_others_answering(serving:
                     conn.send(b"G")  # one byte of a request line, then silence
                 flood.append(conn)
             assert served.proc.poll() is None, served.log()
+            # Past the door's limit and its probe headroom, a connection is refused at once: a 503 that says when
+            # to retry, then the close. Held until its headers came instead (a minute for a one-byte client), the
+            # flood took all 1024 descriptors, and asyncio logged every failed accept() with its traceback.
+            answer = b""
+            while chunk := flood[-1].recv(4096):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 503") and b"\r\nretry-after: 1\r\n" in answer, (door, answer)
             _every_door_answers(served, sock, flooded=door)
             assert open_fds(pid) < baseline + 256 + 64, (door, baseline, open_fds(pid))
         finally:
