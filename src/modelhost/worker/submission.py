@@ -1,7 +1,8 @@
 """`POST /v1/jobs`: a JSON submission, or a multipart one whose file parts stream to disk as they arrive.
 
-Multipart is parsed with python-multipart's streaming parser, chunk by chunk as the body arrives: each part other
-than `request` is written straight into a private staging folder (`.incoming-*/inputs/`), never held in memory.
+Multipart is parsed chunk by chunk as the body arrives, by the HTTP doors' shared reader (`modelhost._uploads`,
+also the docling door's): each part other than `request` is written straight into a private staging folder
+(`.incoming-*/inputs/`), never held in memory.
 When the `request` field comes first, it is admitted (replay, model, intake, capacity) before a byte of any file is
 accepted, so a refused or replayed upload costs nothing. When the body is complete and every `$file` names a part,
 the staging folder becomes the job's folder in one durable rename; on any failure it is removed, so nothing
@@ -15,19 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import shutil
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import msgspec
-from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.types import Receive
 
+from modelhost._uploads import BodyRefused, MultipartReader, PartHead, Parts, boundary_of, bounded, stored_name
 from modelhost.worker import protocol
 from modelhost.worker.jobs import JobBoard, Reservation
 from modelhost.worker.protocol import ApiError, Record, bad_request
@@ -41,32 +37,9 @@ MAX_PARTS = 256
 #: Default limit of a whole upload (413 beyond it): a phone video or a few dozen full-size photos.
 DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 
-_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")
-
 
 def _error_text(exc: Exception) -> str:
     return str(exc).replace("$.", "").strip() or type(exc).__name__
-
-
-async def _limited(request: Request, limit: int) -> AsyncIterator[bytes]:
-    """The body in chunks, 413 as soon as it passes `limit` (a declared Content-Length over it: before reading).
-
-    A stalled or trickling body is cut by the door's client guard (_serving.ClientGuard: 408, then the connection
-    closes), which ends this iteration with a disconnect, so the slot and the staging folder are given back below.
-    """
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise protocol.too_large(limit)
-    seen = 0
-    try:
-        async for chunk in request.stream():
-            seen += len(chunk)
-            if seen > limit:
-                raise protocol.too_large(limit)
-            if chunk:
-                yield chunk
-    except ClientDisconnect:
-        raise bad_request("the request body was cut short (client disconnected)") from None
 
 
 def check_references(value: Any, parts: dict[str, dict[str, Any]] | None) -> Any:
@@ -182,146 +155,46 @@ async def submit_json(body: bytes, board: JobBoard) -> tuple[Record, bool]:
         board.release(admitted)
 
 
-@dataclass(slots=True)
-class _Part:
-    field: str = ""
-    filename: str = ""
-    content_type: str = ""
-    fd: int | None = None
-    stored: str = ""
-    buffer: bytearray | None = None
+def _refused(exc: BodyRefused) -> ApiError:
+    """A body the shared reader refused, in the worker's error shape."""
+    return ApiError(exc.status, protocol.WORKER_INVALID_INPUT, exc.detail)
 
 
-@dataclass(slots=True)
-class _Upload:
-    """The callbacks' state: python-multipart calls them synchronously from `parser.write`."""
-
-    inputs: Path
-    part: _Part | None = None
-    header_field: bytearray = field(default_factory=bytearray)
-    header_value: bytearray = field(default_factory=bytearray)
-    headers: dict[str, str] = field(default_factory=dict)
-    files: dict[str, _Part] = field(default_factory=dict)
-    request: bytes | None = None
-    count: int = 0
-    ended: bool = False
-    error: ApiError | OSError | None = None
-
-    def on_part_begin(self) -> None:
-        self.part = _Part()
-        self.headers = {}
-
-    def on_header_field(self, data: bytes, start: int, end: int) -> None:
-        self.header_field += data[start:end]
-
-    def on_header_value(self, data: bytes, start: int, end: int) -> None:
-        self.header_value += data[start:end]
-
-    def on_header_end(self) -> None:
-        self.headers[self.header_field.decode("latin-1").lower()] = self.header_value.decode("latin-1")
-        self.header_field.clear()
-        self.header_value.clear()
-
-    def on_headers_finished(self) -> None:
-        part = self.part
-        assert part is not None
-        _, params = parse_options_header(self.headers.get("content-disposition", ""))
-        part.field = params.get(b"name", b"").decode("utf-8", "replace")
-        part.filename = params.get(b"filename", b"").decode("utf-8", "replace")
-        part.content_type = self.headers.get("content-type", "application/octet-stream")
-        if not part.field:
-            raise _Refused(bad_request("a multipart part has no field name"))
-        if part.field == protocol.REQUEST_FIELD:
-            if self.request is not None:
-                raise _Refused(bad_request("two `request` fields"))
-            part.buffer = bytearray()
-            return
-        if part.field in self.files:
-            raise _Refused(bad_request(f"two parts named {part.field!r}"))
-        self.count += 1
-        if self.count > MAX_PARTS:
-            raise _Refused(bad_request(f"more than {MAX_PARTS} files in one job"))
-        match = _EXTENSION.search(os.path.basename(part.filename))
-        part.stored = f"{self.count}{match.group(0).lower() if match else ''}"
-        part.fd = os.open(self.inputs / part.stored, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        self.files[part.field] = part
-
-    def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        part = self.part
-        assert part is not None
-        if part.buffer is not None:
-            if len(part.buffer) + end - start > MAX_JSON_BYTES:
-                raise _Refused(protocol.too_large(MAX_JSON_BYTES))
-            part.buffer += data[start:end]
-        elif part.fd is not None:
-            view = memoryview(data)[start:end]
-            while view:
-                view = view[os.write(part.fd, view) :]
-
-    def on_part_end(self) -> None:
-        part = self.part
-        assert part is not None
-        if part.buffer is not None:
-            self.request = bytes(part.buffer)
-        elif part.fd is not None:
-            os.close(part.fd)
-            part.fd = None
-        self.part = None
-
-    def on_end(self) -> None:
-        self.ended = True
-
-    def close_files(self) -> None:
-        for part in self.files.values():
-            if part.fd is not None:
-                os.close(part.fd)
-                part.fd = None
-
-
-class _Refused(Exception):
-    def __init__(self, error: ApiError) -> None:
-        self.error = error
+def _place(head: PartHead, parts: Parts) -> str | None:
+    """The `request` field is the job's JSON, held in memory; every other part is a file, stored as it arrives."""
+    if head.field == protocol.REQUEST_FIELD:
+        if protocol.REQUEST_FIELD in parts.fields:
+            raise BodyRefused(400, "two `request` fields")
+        return None
+    if any(stored.field == head.field for stored in parts.files):
+        raise BodyRefused(400, f"two parts named {head.field!r}")
+    if len(parts.files) >= MAX_PARTS:
+        raise BodyRefused(400, f"more than {MAX_PARTS} files in one job")
+    return stored_name(len(parts.files) + 1, head.filename or "")
 
 
 async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: int) -> tuple[Record, bool]:
     """A multipart submission (see the module docstring): the record and whether it is new."""
-    _, params = parse_options_header(request.headers.get("content-type", ""))
-    boundary = params.get(b"boundary")
-    if not boundary:
-        raise bad_request("multipart/form-data without a boundary")
+    try:
+        boundary = boundary_of(request)
+    except BodyRefused as exc:
+        raise _refused(exc) from None
     store = board.store
     staging = await asyncio.to_thread(store.new_staging)
-    upload = _Upload(staging / "inputs")
-    callbacks: Any = {
-        name: getattr(upload, name)
-        for name in (
-            "on_part_begin",
-            "on_header_field",
-            "on_header_value",
-            "on_header_end",
-            "on_headers_finished",
-            "on_part_data",
-            "on_part_end",
-            "on_end",
-        )
-    }
-    parser = MultipartParser(boundary, callbacks)
+    inputs = staging / "inputs"
+    reader = MultipartReader(boundary, inputs, _place, MAX_JSON_BYTES)
     admitted: Reservation | None = None
     submission: protocol.Submission | None = None
     value: Any = None
     kept = False
     committing = False
     try:
-        async for chunk in _limited(request, max_upload_bytes):
-            try:
-                parser.write(chunk)
-            except _Refused as exc:
-                raise exc.error from None
-            except MultipartParseError as exc:
-                raise bad_request(f"malformed multipart body: {exc}") from exc
-            if submission is None and upload.request is not None:
+        async for chunk in bounded(request, max_upload_bytes):
+            reader.feed(chunk)
+            sent = reader.parts.fields.get(protocol.REQUEST_FIELD)
+            if submission is None and sent:
                 # Admit as soon as the request is known: a replay or a refusal stops here, files unread.
-                submission = _decode(upload.request)
+                submission = _decode(sent[0])
                 # Parsed once, here: checked before a slot is reserved, resolved against the parts at the end.
                 value = _parse_input(bytes(submission.input))
                 await _check_input(board, submission.model, submission.operation, value)
@@ -329,40 +202,43 @@ async def submit_multipart(request: Request, board: JobBoard, max_upload_bytes: 
                 if isinstance(result, Record):
                     return result, False
                 admitted = result
-            if upload.ended:
+            if reader.ended:
                 break
-        if not upload.ended:
-            raise bad_request("the multipart body is truncated (no closing boundary)")
+        stored = reader.finish().files
         if submission is None:
             raise bad_request(f"a multipart submission needs a `{protocol.REQUEST_FIELD}` field with the job's JSON")
         assert admitted is not None
         final_inputs = store.inputs_dir(admitted.job_id)
         parts = {
-            name: protocol.input_file(part.filename or name, part.content_type, str(final_inputs / part.stored))
-            for name, part in upload.files.items()
+            part.field: protocol.input_file(
+                part.filename or part.field, part.content_type, str(final_inputs / part.stored)
+            )
+            for part in stored
         }
         resolved = _resolve(value, parts)
         used = _used_paths(resolved)
         files = []
-        for part in upload.files.values():
+        for part in stored:
             if str(final_inputs / part.stored) in used:
-                files.append(upload.inputs / part.stored)
+                files.append(inputs / part.stored)
             else:
                 # A part no `$file` names is not an input of the job: dropped, not kept where nothing reads it.
-                await asyncio.to_thread(os.unlink, upload.inputs / part.stored)
+                await asyncio.to_thread(os.unlink, inputs / part.stored)
         input_json = msgspec.json.encode(resolved).decode()
         committing = True
         record = await board.commit(admitted, input_json, staging, files)
         admitted = None
         kept = True
         return record, True
+    except BodyRefused as exc:
+        raise _refused(exc) from None
     except ApiError:
         committing = False  # the commit failed and gave the slot back: clean up below
         raise
     except OSError as exc:
         raise protocol.storage_error(f"the upload could not be stored: {exc}") from exc
     finally:
-        upload.close_files()
+        reader.close()
         # Cancelled (server shutdown) during the shielded commit: the commit goes on and owns the slot and the
         # staging folder (it renames it into the job's folder); releasing or deleting them here would count the
         # slot back twice and delete the inputs of a job that is being made durable.

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from modelhost._uploads import BodyRefused
 from modelhost.http.docling import results, schemas
 from modelhost.http.docling.chunks import CHUNKERS, HYBRID_REFUSED, chunking_missing
 from modelhost.http.docling.fetch import FetchFailed, FetchRefused, Policy, fetch
@@ -40,7 +41,7 @@ from modelhost.http.docling.schemas import (
     FileSource,
 )
 from modelhost.http.docling.tasks import DocumentTasks
-from modelhost.http.docling.upload import DEFAULT_MAX_UPLOAD_BYTES, BodyError, read_json, upload_into
+from modelhost.http.docling.upload import DEFAULT_MAX_UPLOAD_BYTES, read_json, upload_into
 from modelhost.worker import protocol
 from modelhost.worker.protocol import ApiError, Record
 
@@ -161,7 +162,7 @@ class DoclingRoutes:
                 return refusal.response
             except ApiError as exc:
                 return _from_worker(exc)
-            except BodyError as exc:
+            except BodyRefused as exc:
                 return detail(exc.status, exc.detail)
             except OSError as exc:
                 # The upload could not be written (a full disk, an I/O error): the store's fault, not the request's,
