@@ -10,7 +10,7 @@ Whether a template renders them is found out as llama.cpp does: render once with
 see whether its name appears; a template that ignores them would otherwise drop the tools without a word. For such a
 template the tools go in a generic system turn instead (the format llama-server falls back to: one JSON object
 `{"name": ..., "arguments": {...}}` is a call) and earlier calls are written into the assistant's text that way.
-Both backends that render templates (llama_cpp, transformers) use this module, so they agree on the format.
+Every backend that renders templates (llama_cpp, transformers, vllm) uses this module, so they agree on the format.
 """
 
 from __future__ import annotations
@@ -126,14 +126,45 @@ def with_generic_tools(messages: Sequence[Message], tools: Sequence[Mapping[str,
     return [Message("system", prompt), *messages]
 
 
+@dataclass(frozen=True, slots=True)
+class TemplateInputs:
+    """A conversation ready for its template: the turns to render (with the generic tools turn when the template
+    cannot show `tools`), the template's `tools` variable (None when it has none to show), and what the template
+    renders of tools and calls."""
+
+    turns: list[Message]
+    tools: list[dict[str, Any]] | None
+    support: ToolSupport
+
+    def variables(self) -> dict[str, Any]:
+        """The template variables this adds beside the messages: `tools`, when there are tools to show."""
+        return {} if self.tools is None else {"tools": self.tools}
+
+    def text_turns(self) -> list[dict[str, Any]]:
+        """The turns as a text template reads them (see `template_messages`)."""
+        return template_messages(self.turns, self.support)
+
+
 def template_inputs(
-    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], support: ToolSupport
-) -> tuple[list[Message], list[dict[str, Any]] | None]:
-    """The turns to render (with the generic tools turn when the template cannot show `tools`) and the template's
-    `tools` variable (None when it has none to show)."""
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]], support_of: Callable[[], ToolSupport]
+) -> TemplateInputs:
+    """The conversation and `tools` (OpenAI function specs) as a template takes them. `support_of` says what the
+    template renders (a probe, run once per template by the caller's cache); it is asked only when there are tools
+    or earlier calls to place, so a plain chat never renders a probe."""
+    support = support_of() if needs_tools(messages, tools) else NO_SUPPORT
     if tools and not support.tools:
-        return with_generic_tools(messages, tools), None
-    return list(messages), ([dict(t) for t in tools] if tools else None)
+        return TemplateInputs(with_generic_tools(messages, tools), None, support)
+    return TemplateInputs(list(messages), [dict(t) for t in tools] if tools else None, support)
+
+
+def probe_hf(renderer: Any) -> ToolSupport:
+    """`probe` over a Hugging Face tokenizer's or processor's `apply_chat_template` (the transformers and vllm
+    backends render through it)."""
+
+    def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        return str(renderer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False))
+
+    return probe(render)
 
 
 def template_messages(messages: Sequence[Message], support: ToolSupport) -> list[dict[str, Any]]:

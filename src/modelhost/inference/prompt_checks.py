@@ -7,7 +7,8 @@ order (turns, bytes before tokenizing, tokens after), so a 25 MiB prompt is refu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
 
 from modelhost.errors import InvalidInputError
 from modelhost.inference.types import ROLES, Message
@@ -24,6 +25,21 @@ def check_messages(messages: Sequence[Message]) -> None:
             raise InvalidInputError(f"unknown role {m.role!r}; known: {', '.join(sorted(ROLES))}")
         if not isinstance(m.content, str):
             raise InvalidInputError(f"message content must be a string, got {type(m.content).__name__}")
+
+
+def byte_limit(context_length: int, spellings: Iterable[object]) -> int:
+    """Most UTF-8 bytes a prompt can have and still fit the context: the context's tokens times the longest
+    spelling in the vocabulary (`spellings`: a tokenizer's `get_vocab()`); no bound when the context is unknown.
+
+    A token's spelling in the vocabulary is never shorter in UTF-8 than the bytes it stands for (a byte-level
+    character is one byte, SentencePiece's "▁" one space, a "<0xE2>" fallback one byte), so the longest spelling
+    bounds every token from above without decoding 50,000 pieces at load (about a second on this machine class),
+    and the bound never refuses a prompt that fits.
+    """
+    if not context_length:
+        return sys.maxsize
+    longest = max((len(str(spelling).encode("utf-8")) for spelling in spellings), default=1)
+    return context_length * max(longest, 1)
 
 
 def check_bytes(size: int, byte_limit: int, context_length: int) -> None:

@@ -103,18 +103,14 @@ def render(
     check_messages(messages)
     import jinja2
 
-    support = chat_tools.NO_SUPPORT
-    if chat_tools.needs_tools(messages, tools):
-        support = tool_support(template, bos_token, eos_token)
-    turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
+    inputs = chat_tools.template_inputs(messages, tools, lambda: tool_support(template, bos_token, eos_token))
     variables: dict[str, Any] = {
-        "messages": chat_tools.template_messages(turns, support),
+        "messages": inputs.text_turns(),
         "bos_token": bos_token,
         "eos_token": eos_token,
         "add_generation_prompt": add_generation_prompt,
+        **inputs.variables(),
     }
-    if tools_variable is not None:
-        variables["tools"] = tools_variable
     if enable_thinking is not None:
         variables["enable_thinking"] = enable_thinking
     try:

@@ -315,16 +315,15 @@ def render_with_markers(
     """The chat template's text with the media marker where the template put each image."""
     import jinja2
 
-    tools = options.tool_specs()
-    support = chat_tools.NO_SUPPORT
-    if chat_tools.needs_tools(messages, tools):
-        support = chat_template.tool_support(template, bos_text, eos_text)
-    turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
+    inputs = chat_tools.template_inputs(
+        messages, options.tool_specs(), lambda: chat_template.tool_support(template, bos_text, eos_text)
+    )
+    support = inputs.support
 
     def conversation(image_part: dict[str, Any]) -> list[dict[str, Any]]:
         # Content as parts, images first: the form vision templates iterate over (as the transformers backend).
         out = []
-        for m in turns:
+        for m in inputs.turns:
             parts: list[dict[str, Any]] = [dict(image_part) for _ in m.images]
             text = chat_tools.text_of(m, support)
             if text:
@@ -335,8 +334,7 @@ def render_with_markers(
     variables: dict[str, Any] = {"bos_token": bos_text, "eos_token": eos_text, "add_generation_prompt": True}
     if options.enable_thinking is not None:
         variables["enable_thinking"] = options.enable_thinking
-    if tools_variable is not None:
-        variables["tools"] = tools_variable
+    variables.update(inputs.variables())
     compiled = chat_template.compile_template(template or chat_template.CHATML_FALLBACK)
     try:
         text = str(compiled.render(messages=conversation({"type": "image"}), **variables))

@@ -9,7 +9,6 @@ the model thread for 10-30 s only to be refused for its token count), then by it
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,7 +46,7 @@ class Prompts:
         self.checkpoint = checkpoint
         self._vocab_size = vocab_size  # the logits' width: the ids a prompt may hold
         #: Most UTF-8 bytes a prompt can have and still fit the context (PromptBound), fixed at load.
-        self.byte_limit = _byte_limit(checkpoint)
+        self.byte_limit = prompt_checks.byte_limit(checkpoint.context_length, checkpoint.tokenizer.get_vocab())
         template = getattr(checkpoint.processor or checkpoint.tokenizer, "chat_template", None) or ""
         # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
         self.template_thinks = "enable_thinking" in str(template)
@@ -72,17 +71,13 @@ class Prompts:
         self._check_bytes(sum(len(m.content.encode("utf-8")) for m in messages))
         thinking = opts.enable_thinking is not None and self.template_thinks
         extra: dict[str, Any] = {"enable_thinking": opts.enable_thinking} if thinking else {}
-        tools = opts.tool_specs()
-        support = self.tool_support() if chat_tools.needs_tools(messages, tools) else chat_tools.NO_SUPPORT
-        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
-        if tools_variable is not None:
-            extra["tools"] = tools_variable
+        inputs = chat_tools.template_inputs(messages, opts.tool_specs(), self.tool_support)
+        extra.update(inputs.variables())
         try:
             if self.checkpoint.processor is not None:
-                return self._vision_chat(turns, extra, support)
-            conversation = chat_tools.template_messages(turns, support)
+                return self._vision_chat(inputs.turns, extra, inputs.support)
             text = self.checkpoint.tokenizer.apply_chat_template(
-                conversation, add_generation_prompt=True, tokenize=False, **extra
+                inputs.text_turns(), add_generation_prompt=True, tokenize=False, **extra
             )
         except ModelHostError:
             raise
@@ -100,13 +95,7 @@ class Prompts:
     def tool_support(self) -> ToolSupport:
         """Whether this model's template renders tools and earlier calls: probed once (see chat_tools)."""
         if self._tools_probed is None:
-            renderer = self.checkpoint.processor or self.checkpoint.tokenizer
-
-            def probe_render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-                return str(renderer.apply_chat_template(messages, tools=tools, add_generation_prompt=True,
-                                                        tokenize=False))  # fmt: skip
-
-            self._tools_probed = chat_tools.probe(probe_render)
+            self._tools_probed = chat_tools.probe_hf(self.checkpoint.processor or self.checkpoint.tokenizer)
         return self._tools_probed
 
     # ------------------------------------------------------------------------------------------------ internals
@@ -152,18 +141,3 @@ class Prompts:
             value = value.to(self.checkpoint.device)
             pixels[key] = value.to(dtype) if value.is_floating_point() else value
         return Prompt(ids, pixels)
-
-
-def _byte_limit(checkpoint: Checkpoint) -> int:
-    """The context's tokens times the most bytes one token can stand for; no bound when the context is unknown.
-
-    A token's spelling in the vocabulary is never shorter in UTF-8 than the bytes it stands for (a byte-level
-    character is one byte, SentencePiece's "▁" one space, a "<0xE2>" fallback one byte), so the longest spelling
-    bounds every token from above without decoding 50,000 pieces at load (about a second on this machine class),
-    and the bound never refuses a prompt that fits.
-    """
-    limit = checkpoint.context_length
-    if not limit:
-        return sys.maxsize
-    longest = max((len(str(spelling).encode("utf-8")) for spelling in checkpoint.tokenizer.get_vocab()), default=1)
-    return limit * max(longest, 1)

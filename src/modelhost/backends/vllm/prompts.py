@@ -8,7 +8,6 @@ The tokenizer is the one vLLM loaded for the checkpoint, so vLLM sees exactly th
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,10 +30,8 @@ class Prompts:
         # enable_thinking goes only to templates that read it; any other template renders exactly as it was written.
         self._template_thinks = "enable_thinking" in template
         self._tools: ToolSupport | None = None
-        #: Most UTF-8 bytes a prompt can have and still fit the context (PromptBound): a token's spelling is never
-        #: shorter in UTF-8 than the bytes it stands for, so the longest spelling bounds every token from above.
-        longest = max((len(str(s).encode("utf-8")) for s in tokenizer.get_vocab()), default=1)
-        self.byte_limit = context_length * max(longest, 1) if context_length else sys.maxsize
+        #: Most UTF-8 bytes a prompt can have and still fit the context (PromptBound), fixed at load.
+        self.byte_limit = prompt_checks.byte_limit(context_length, tokenizer.get_vocab())
 
     def ids(self, request: EngineRequest, opts: GenerateOptions) -> tuple[int, ...]:
         """The prompt's token ids: a chat's through the template, raw text with the tokenizer's BOS policy."""
@@ -62,14 +59,11 @@ class Prompts:
         extra: dict[str, Any] = {}
         if opts.enable_thinking is not None and self._template_thinks:
             extra["enable_thinking"] = opts.enable_thinking
-        tools = opts.tool_specs()
-        support = self.tool_support() if chat_tools.needs_tools(messages, tools) else chat_tools.NO_SUPPORT
-        turns, tools_variable = chat_tools.template_inputs(messages, tools, support)
-        if tools_variable is not None:
-            extra["tools"] = tools_variable
+        inputs = chat_tools.template_inputs(messages, opts.tool_specs(), self.tool_support)
+        extra.update(inputs.variables())
         try:
             text = self._tokenizer.apply_chat_template(
-                chat_tools.template_messages(turns, support), add_generation_prompt=True, tokenize=False, **extra
+                inputs.text_turns(), add_generation_prompt=True, tokenize=False, **extra
             )
         except ModelHostError:
             raise
@@ -80,14 +74,7 @@ class Prompts:
     def tool_support(self) -> ToolSupport:
         """Whether this model's template renders tools and earlier calls: probed once (see chat_tools)."""
         if self._tools is None:
-
-            def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
-                text = self._tokenizer.apply_chat_template(
-                    messages, tools=tools, add_generation_prompt=True, tokenize=False
-                )
-                return str(text)
-
-            self._tools = chat_tools.probe(render)
+            self._tools = chat_tools.probe_hf(self._tokenizer)
         return self._tools
 
     def _encode(self, text: str, *, special: bool) -> tuple[int, ...]:
