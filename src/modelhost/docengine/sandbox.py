@@ -451,6 +451,16 @@ class _Rendered:
     buffer: Any
 
 
+def _identity(path: str) -> tuple[str, int, int]:
+    """What names one version of a source file (its path, modification time and size): a child keeps a file open while
+    this stays the same, and reopens it once the file at that path has been replaced or rewritten."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise _Refusal(f"cannot read it ({exc.strerror or exc})") from exc
+    return (path, st.st_mtime_ns, st.st_size)
+
+
 class _Open:
     """The document a child has open: reopened only when another path (or the same path changed) is asked for."""
 
@@ -461,11 +471,7 @@ class _Open:
     def get(self, path: str) -> Any:
         import pypdfium2 as pdfium
 
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise _Refusal(f"cannot read it ({exc.strerror or exc})") from exc
-        key = (path, st.st_mtime_ns, st.st_size)
+        key = _identity(path)
         if key == self.key:
             return self.pdf
         self.close()
@@ -501,11 +507,7 @@ class _OpenImage:
     def get(self, path: str) -> tuple[Any, int]:
         from PIL import Image
 
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise _Refusal(f"cannot read it ({exc.strerror or exc})") from exc
-        key = (path, st.st_mtime_ns, st.st_size)
+        key = _identity(path)
         if key == self.key:
             return self.image, self.count
         self.close()
