@@ -26,8 +26,11 @@ pytestmark = pytest.mark.timeout(900)
 #: Streams that stop being read: more than one, so a door that serialises writes would show it (and no more: each
 #: is 16 choices of work for the model, minutes on a loaded machine).
 STALLED = 2
-#: Tokens each stalled stream asks for (the tiny model's context ends it sooner).
-STALLED_TOKENS = 1500
+#: Tokens each stalled stream asks for: 300 tokens of 16 choices with 20 alternatives each are 6.9 MB of SSE
+#: (measured), past what the kernel takes from the door before its writes pause (2.9 MB measured on loopback; the
+#: send buffer grows to tcp_wmem's maximum, 4 MB by default, at most). Until the tiny model's context ended them
+#: (10.3 MB), each stream cost the model 2.5 times the CPU for bytes past that point: the later positions are dearer.
+STALLED_TOKENS = 300
 #: A receive buffer small enough that the server's writes block after a few kilobytes.
 SMALL_BUFFER = 4096
 #: A generous bound on states on a busy machine, never a measurement.
@@ -53,7 +56,7 @@ def _stalled_stream(served: ServeProcess) -> socket.socket:
             "temperature": 1.0,
             "seed": 1,
             "stream": True,
-            # Every token's 20 alternatives in 16 choices: about 8 MB of SSE per stream, past what the kernel's
+            # Every token's 20 alternatives in 16 choices: about 7 MB of SSE per stream, past what the kernel's
             # socket buffers on both ends hold for a reader that stopped.
             "logprobs": True,
             "top_logprobs": 20,
