@@ -138,6 +138,17 @@ def test_continuous_usage_stats_put_the_usage_in_every_chunk(client: openai.Open
     assert counts == sorted(counts) and counts[-1] == 10
     final = chunks[-1].usage
     assert final is not None and final.prompt_tokens > 5 and final.total_tokens == final.prompt_tokens + 10
+    # vLLM's shape: the prompt is counted from the first chunk (the role chunk) on, not only at the finish.
+    usages = [c.usage for c in chunks if c.usage is not None]
+    assert [(u.prompt_tokens, u.total_tokens) for u in usages] == [
+        (final.prompt_tokens, final.prompt_tokens + u.completion_tokens) for u in usages
+    ]
+    text = client.completions.create(
+        model="default", prompt="Count: one, two, three,", max_tokens=4, temperature=0, stream=True,
+        stream_options={"include_usage": True, "continuous_usage_stats": True},  # type: ignore[typeddict-unknown-key]
+    )  # fmt: skip
+    text_usages = [c.usage for c in text]
+    assert all(u is not None and u.prompt_tokens == text_usages[-1].prompt_tokens > 3 for u in text_usages), text_usages
     plain = client.chat.completions.create(
         model="default", messages=ask("Count: one, two, three,"), max_tokens=10, temperature=0, stream=True,
         stream_options={"include_usage": True},

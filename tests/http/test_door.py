@@ -44,17 +44,35 @@ def test_health_answers_and_ready_is_503_while_the_model_loads(loop_thread: Loop
 
     host = scripted_host(loader=slow_loader)
     with serving(loop_thread, host, wait_ready=False) as server:
-        health = httpx.get(f"{server.url}/health")
-        assert health.status_code == 200 and health.json()["state"] == "loading"
-        ready = httpx.get(f"{server.url}/ready")
-        assert ready.status_code == 503 and ready.json()["status"] == "loading" and "retry-after" in ready.headers
-        busy = httpx.post(f"{server.url}/v1/chat/completions", json=CHAT)
-        assert busy.status_code == 503 and busy.json()["error"]["code"] == "model_loading"
-        assert sample(server.url, "modelhost_model_state", state="loading") == 1
-        release.set()
+        try:
+            health = httpx.get(f"{server.url}/health")
+            assert health.status_code == 200 and health.json()["state"] == "loading"
+            ready = httpx.get(f"{server.url}/ready")
+            assert ready.status_code == 503 and ready.json()["status"] == "loading" and "retry-after" in ready.headers
+            busy = httpx.post(f"{server.url}/v1/chat/completions", json=CHAT)
+            assert busy.status_code == 503 and busy.json()["error"]["code"] == "model_loading"
+            assert sample(server.url, "modelhost_model_state", state="loading") == 1
+            # Refused at admission like a full queue: a rejection, and so a failure, by its code.
+            for counted in ("modelhost_request_rejected_total", "modelhost_request_failure_total"):
+                assert sample(server.url, counted, model_name="scripted", code="model_loading") == 1, counted
+        finally:
+            release.set()  # a failed check must not leave the load (and the test's teardown) waiting
         wait_until(lambda: httpx.get(f"{server.url}/ready").status_code == 200)
         ready_body = httpx.get(f"{server.url}/ready").json()
         assert ready_body == {"status": "ready", "model": "scripted", "models": {"scripted": "ready"}}
+
+
+def test_a_model_whose_load_failed_refuses_requests_and_counts_them(loop_thread: LoopThread) -> None:
+    def broken_loader() -> ScriptedModel:
+        raise RuntimeError("the weights are not there")
+
+    host = scripted_host(loader=broken_loader)
+    with serving(loop_thread, host, wait_ready=False) as server:
+        wait_until(lambda: host.state == "failed")
+        refused = httpx.post(f"{server.url}/v1/chat/completions", json=CHAT)
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "host_closed", refused.text
+        for counted in ("modelhost_request_rejected_total", "modelhost_request_failure_total"):
+            assert sample(server.url, counted, model_name="scripted", code="host_closed") == 1, counted
 
 
 def test_api_key_guards_v1_and_api_but_not_operations(loop_thread: LoopThread) -> None:
@@ -129,6 +147,8 @@ def test_a_stopping_door_refuses_new_work_on_every_route_while_admitted_work_run
                 refused = client.post(path, json=late)
                 assert refused.status_code == 503, (path, refused.text)
                 assert "stopping" in refused.text, (path, refused.text)
+            # Each refusal counted as the host counts one: a rejection (and failure) with the code it answered.
+            assert sample(server.url, "modelhost_request_rejected_total", code="host_closed") == 5
             ready = client.get("/ready")
             assert (ready.status_code, ready.json()["status"]) == (503, "stopping"), ready.text
             assert client.get("/health").status_code == 200  # alive: a stopping server is not a broken one

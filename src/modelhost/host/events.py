@@ -38,9 +38,13 @@ class GenerationRequest:
 
 @dataclass(frozen=True, slots=True)
 class Started:
-    """The model thread took the request; prefill begins now."""
+    """The model thread took the request (its engine admitted it: the prompt is rendered and counted); prefill
+    begins with the next step. Sent before every other event of the request, a refusal at admission included."""
 
     queued_seconds: float
+    #: The prompt's tokens as the engine counted them at admission (0 when the request ended before admission, or
+    #: for a model that counts its prompt only as it runs: a TextModel's own stream); Done has the final count.
+    prompt_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -295,9 +295,11 @@ class ServedModel:
         host = self.host
         if host is None:
             self._models.load_soon(self)
+            self.metrics.reject(self.name, ModelLoadingError.code)
             raise ModelLoadingError(f"model {self.name!r} is loading; retry shortly")
         if self.draining_for is not None:
             wait = self._models.drain_seconds([self])
+            self.metrics.reject(self.name, MemoryBudgetError.code)
             raise MemoryBudgetError(
                 f"model {self.name!r} is giving its memory to {self.draining_for!r}, which waits for it: it takes no "
                 f"new request until it is loaded again; retry in about {wait} s",

@@ -63,6 +63,7 @@ from modelhost.inference.capabilities import (
 )
 from modelhost.inference.engine import (
     AdapterEngine,
+    Admitted,
     CacheReportingEngine,
     Engine,
     EngineRequest,
@@ -323,10 +324,7 @@ class Host:
         Raises at once (nothing queued) for: a host that is not ready, invalid options, an image for a text-only
         model, a full queue.
         """
-        if self.state in ("new", "loading"):
-            raise ModelLoadingError(f"model {self.name!r} is still loading")
-        if self.state != "ready":
-            raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
+        self._check_serving()
         stream = RequestStream(self, request, self._admitted(request), self._take_prepared(request))
         with self._cond:
             self._check_room()
@@ -385,10 +383,7 @@ class Host:
         input), `dimensions` other than the model's vector size (InvalidOptionError), a full queue. Inputs too long
         for the context are the model's to find (it tokenises): the ticket's result raises that error.
         """
-        if self.state in ("new", "loading"):
-            raise ModelLoadingError(f"model {self.name!r} is still loading")
-        if self.state != "ready":
-            raise HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
+        self._check_serving()
         try:
             embedder = as_capability(self._model, EmbeddingModel)
             if embedder is None:
@@ -414,6 +409,19 @@ class Host:
     async def embed(self, texts: Sequence[str], **opts: Any) -> EmbeddingResult:
         """Submit an embedding and await its vectors in one step (the Python API's door)."""
         return await self.submit_embedding(texts, **opts).result()
+
+    def _check_serving(self) -> None:
+        """Refuse (and count, as every refusal at admission is counted) a request to a host that is not ready: still
+        loading (retry), or failed, closing or closed."""
+        if self.state == "ready":
+            return
+        exc: ModelHostError
+        if self.state in ("new", "loading"):
+            exc = ModelLoadingError(f"model {self.name!r} is still loading")
+        else:
+            exc = HostClosedError(f"host {self.name!r} is not serving (state {self.state})")
+        self.metrics.reject(self.name, exc.code)
+        raise exc
 
     def _check_room(self) -> None:
         # Under the lock. Embeddings and generations share the bound: both wait for the same thread.
@@ -784,26 +792,32 @@ class Host:
     ) -> None:
         queued = time.perf_counter() - stream.submitted_at
         self.metrics.queue_time.labels(self.name).observe(queued)
-        stream._emit(Started(queued))
+        outcome = self._engine_admit(engine, stream)
+        # Started goes out once the engine has counted the prompt, so the doors can show it from their first chunk
+        # (vLLM's continuous usage); a request refused here still gets its Started first, as every request does.
+        stream._emit(Started(queued, outcome.prompt_tokens if isinstance(outcome, Admitted) else 0))
+        if isinstance(outcome, Admitted):
+            live[outcome.handle] = (stream, _Progress())
+        else:
+            self._finish(stream, outcome)
+
+    def _engine_admit(self, engine: Engine, stream: RequestStream) -> Admitted | Done | Failed:
+        """The engine's admission of a request, or how the request ends instead (cancelled while it waited, or
+        refused by the engine)."""
         if stream.cancel_event.is_set():
-            self._finish(stream, Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")))
-            return
+            return Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled"))
         request = stream.request
         # The host's cancel token goes in too: an engine whose step is long (a whole OCR page) can stop inside it.
         options = {**stream.options, "cancel": stream.cancel_event}
         try:
             if stream.prepared is not None:
-                admitted = engine.admit(replace(stream.prepared, options=options))
-            else:
-                admitted = engine.admit(_engine_request(request, options))
+                return engine.admit(replace(stream.prepared, options=options))
+            return engine.admit(_engine_request(request, options))
         except ModelHostError as exc:
-            self._finish(stream, Failed(exc.code, str(exc), option=getattr(exc, "option", None)))
-            return
+            return Failed(exc.code, str(exc), option=getattr(exc, "option", None))
         except Exception as exc:
             log.exception("request %r could not be admitted by model %r", request.request_id, self.name)
-            self._finish(stream, Failed("internal", f"{type(exc).__name__}: {exc}"))
-            return
-        live[admitted.handle] = (stream, _Progress())
+            return Failed("internal", f"{type(exc).__name__}: {exc}")
 
     def _finish(self, stream: RequestStream, event: Done | Failed, *, started: bool = True) -> None:
         name = self.name

@@ -89,7 +89,9 @@ class Door:
         closed) 503, any other refusal `answer(exc)` (the route family's error, naming the client's parameter)."""
         if self.stopping:
             # A request that reached a stopping server would otherwise be queued behind the drain and then
-            # cancelled at the grace's end: refused now, the client can retry on another replica at once.
+            # cancelled at the grace's end: refused now, the client can retry on another replica at once. Counted as
+            # the host counts its own refusals (a rejection, and so a failure, by its code).
+            served.metrics.reject(served.name, "host_closed")
             raise from_host_error("host_closed", "the server is stopping: it takes no new requests")
         try:
             yield

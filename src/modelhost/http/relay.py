@@ -34,7 +34,10 @@ from modelhost.inference.types import Channel, TokenLogprob
 class Writer(Protocol):
     """The per-request serialiser of a streamed answer (see each protocol's `streams` module)."""
 
-    def started(self) -> bytes: ...
+    def started(self, prompt_tokens: int = 0) -> bytes:
+        """What the stream says once the model took the request; `prompt_tokens` is the prompt's count so far
+        (Started's)."""
+        ...
 
     def delta(
         self, text: str, logprobs: Sequence[TokenLogprob] = (), channel: Channel = "content", tokens: int = 0
@@ -183,7 +186,7 @@ class StreamedAnswer(Response):
         if isinstance(event, Delta):
             return writer.delta(event.text, event.logprobs, event.channel, event.tokens)
         if isinstance(event, Started):
-            return writer.started()
+            return writer.started(event.prompt_tokens)
         if isinstance(event, Failed):
             self._ended = True
             return writer.error(from_failure(event, self.stream.wire_names))

@@ -61,7 +61,7 @@ class OllamaStream:
             body.update(extra)
         return msgspec.json.encode(body) + b"\n"
 
-    def started(self) -> bytes:
+    def started(self, prompt_tokens: int = 0) -> bytes:
         """Nothing: Ollama has no role line."""
         return b""
 

@@ -78,7 +78,7 @@ class ResponsesStream:
         output = [item.body("completed" if done is not None else "in_progress") for item in self._items]
         return response_object(self.id, self.created, self.model, self.parsed.echo, output, done)
 
-    def started(self) -> bytes:
+    def started(self, prompt_tokens: int = 0) -> bytes:
         """response.created and response.in_progress, when the model takes the request."""
         response = self._response(None)
         return self._event("response.created", response=response) + self._event("response.in_progress",

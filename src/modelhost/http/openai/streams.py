@@ -31,14 +31,19 @@ from modelhost.inference.types import Channel, TokenLogprob
 class RunningUsage:
     """The usage so far of one streamed choice, for vLLM's `continuous_usage_stats` (off: no usage on the chunks).
 
-    The completion count is the host's (Delta.tokens). The prompt's count is the model's own, and the host reports it
-    when the answer ends, so the chunks before the finish chunk carry `prompt_tokens: 0` and the finish chunk (and
-    the usage chunk after it) the true count: a client summing per-chunk usage reads the last one, as vLLM's do."""
+    The completion count is the host's (Delta.tokens). The prompt's count is the engine's at admission (Started), so
+    every chunk from the role chunk on carries it, as vLLM's do; the finish chunk (and the usage chunk after it) take
+    the model's final counts from Done. A model that counts its prompt only as it runs (a TextModel's own stream)
+    reports 0 until then."""
 
     def __init__(self, on: bool) -> None:
         self.on = on
         self.tokens = 0
         self.prompt = 0
+
+    def begin(self, prompt_tokens: int) -> None:
+        """The model took the request: the prompt's tokens as its engine counted them."""
+        self.prompt = prompt_tokens
 
     def end(self, done: Done) -> None:
         """The choice finished: its counts are now the model's."""
@@ -68,8 +73,9 @@ class OpenAIChatStream:
         chunk = ChatCompletionChunk(self.id, self.created, self.model, [choice], self._running.usage())
         return sse(msgspec.json.encode(chunk))
 
-    def started(self) -> bytes:
+    def started(self, prompt_tokens: int = 0) -> bytes:
         """The role chunk, sent when the model takes the request (OpenAI sends it first)."""
+        self._running.begin(prompt_tokens)
         return self._chunk(ChunkDelta(role="assistant", content=""))
 
     def delta(
@@ -174,8 +180,9 @@ class OpenAICompletionStream:
         chunk = Completion(self.id, self.created, self.model, [choice], self._running.usage())
         return sse(msgspec.json.encode(chunk))
 
-    def started(self) -> bytes:
-        """Nothing: completions have no role chunk."""
+    def started(self, prompt_tokens: int = 0) -> bytes:
+        """Nothing (completions have no role chunk); the prompt's count is kept for the chunks' usage."""
+        self._running.begin(prompt_tokens)
         return b""
 
     def delta(
