@@ -68,16 +68,26 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 # The suite runs in TEST_WORKERS pytest-xdist processes, each file whole on one of them (--dist loadfile: a module's
-# fixtures, often a loaded model or a serve process, are made once), so both cores work on a quiet machine and the
-# suite keeps its share of a busy one. Then tests/ray by itself, one Ray head for its files (under xdist each worker
-# would start its own). pytest exits 5 when it collected no test; that is no failure of the code.
-TEST_WORKERS ?= 2
+# fixtures, often a loaded model or a serve process, are made once). Beside them, in the same minutes, tests/ray in
+# a pytest of its own (one Ray head for its files; under xdist each worker would start its own) and lint (mypy is
+# 60-70 CPU seconds); their output is kept in build/test-logs and printed after the suite's.
+# Why three workers and everything at once on 2 cores: much of the suite waits (for a server to start, a model to
+# load, a stream to end), so two workers leave a core idle on a quiet machine; and on a shared machine each runnable
+# process gets its share, so a serial tail takes its minutes many times over. A fresh clone's .ci/run beside 8
+# burning processes (bench/burn.py) took 74 min with 2 workers and lint and tests/ray one after another: install 14,
+# lint 6, the suite 46, tests/ray 7. pytest exits 5 when it collected no test; that is no failure of the code.
+TEST_WORKERS ?= 3
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+TEST_LOGS := build/test-logs
 
-test: lint $(RAY_STAMP)
+test: $(STAMP) $(RAY_STAMP)
+	@mkdir -p $(TEST_LOGS)
+	$(MAKE) --no-print-directory lint > $(TEST_LOGS)/lint.log 2>&1 & lint=$$!; \
+	$(PYTEST) tests/ray --ignore=tests/ray/test_ray_two_nodes.py > $(TEST_LOGS)/ray.log 2>&1 & ray=$$!; \
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --ignore=tests/ray; rc=$$?; [ $$rc -eq 5 ] && rc=0; \
-	$(PYTEST) tests/ray --ignore=tests/ray/test_ray_two_nodes.py; ray=$$?; [ $$ray -eq 5 ] && ray=0; \
-	[ $$rc -eq 0 ] && [ $$ray -eq 0 ]
+	wait $$ray; ray_rc=$$?; [ $$ray_rc -eq 5 ] && ray_rc=0; echo "== tests/ray (exit $$ray_rc)"; cat $(TEST_LOGS)/ray.log; \
+	wait $$lint; lint_rc=$$?; echo "== lint (exit $$lint_rc)"; cat $(TEST_LOGS)/lint.log; \
+	[ $$rc -eq 0 ] && [ $$ray_rc -eq 0 ] && [ $$lint_rc -eq 0 ]
 
 test-ray: $(RAY_STAMP)
 	$(PYTEST) tests/ray
