@@ -84,7 +84,7 @@ test: $(STAMP) $(RAY_STAMP)
 	@mkdir -p $(TEST_LOGS)
 	$(MAKE) --no-print-directory lint > $(TEST_LOGS)/lint.log 2>&1 & lint=$$!; \
 	$(PYTEST) tests/ray --ignore=tests/ray/test_ray_two_nodes.py > $(TEST_LOGS)/ray.log 2>&1 & ray=$$!; \
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --ignore=tests/ray; rc=$$?; [ $$rc -eq 5 ] && rc=0; \
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --durations=25 --ignore=tests/ray; rc=$$?; [ $$rc -eq 5 ] && rc=0; \
 	wait $$ray; ray_rc=$$?; [ $$ray_rc -eq 5 ] && ray_rc=0; echo "== tests/ray (exit $$ray_rc)"; cat $(TEST_LOGS)/ray.log; \
 	wait $$lint; lint_rc=$$?; echo "== lint (exit $$lint_rc)"; cat $(TEST_LOGS)/lint.log; \
 	[ $$rc -eq 0 ] && [ $$ray_rc -eq 0 ] && [ $$lint_rc -eq 0 ]
