@@ -237,9 +237,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._arm(now + self._header_limit)
 
     def _refuse_at_accept(self) -> None:
-        self.guard.refusals.labels("connection_limit").inc()
-        message = f"too many open connections (at most {self.guard.limits.max_connections})"
-        self.transport.write(self.guard.answer(503, message, retry_after=1))
+        self.transport.write(self.guard.answer(503, self._connection_limit_refusal(), retry_after=1))
         self._refused_at_accept = True
         self.loop.call_later(REFUSED_LINGER_SECONDS, self.transport.close)
 
@@ -393,9 +391,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
         await self._app_within_limit(scope, receive, send_and_close)
 
-    async def _too_many_connections(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+    def _connection_limit_refusal(self) -> str:
+        """Count a connection refused for the connection limit (at accept or, in the headroom, at its headers) and
+        say why, the same words either way."""
         self.guard.refusals.labels("connection_limit").inc()
-        body = self.guard.error_body(503, f"too many open connections (at most {self.guard.limits.max_connections})")
+        return f"too many open connections (at most {self.guard.limits.max_connections})"
+
+    async def _too_many_connections(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        body = self.guard.error_body(503, self._connection_limit_refusal())
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
