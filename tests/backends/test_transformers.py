@@ -388,7 +388,7 @@ def test_gguf_loads_through_the_safetensors_cache(
     with load(tiny_llama_gguf) as from_gguf:
         assert ids(from_gguf, max_tokens=12, temperature=0) == expected
         assert from_gguf.model_type == "llama" and from_gguf.info().vocab_size == model.info().vocab_size
-    cached = list((tmp_path / "gguf").iterdir())
+    cached = [entry for entry in (tmp_path / "gguf").iterdir() if entry.is_dir()]
     assert len(cached) == 1 and (cached[0] / "model.safetensors").is_file()
 
     def no_second_dequantisation(*_: Any) -> None:
@@ -397,6 +397,39 @@ def test_gguf_loads_through_the_safetensors_cache(
     monkeypatch.setattr(loading, "_dequantise_gguf", no_second_dequantisation)
     with load(tiny_llama_gguf) as again:
         assert ids(again, max_tokens=12, temperature=0) == expected
+
+
+def test_a_load_that_waited_for_another_loaders_conversion_reads_it_instead_of_converting_again(
+    tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from filelock import FileLock
+
+    monkeypatch.setenv("MODELHOST_CACHE_DIR", str(tmp_path))
+    folder = loading.gguf_cache_folder(tiny_llama_gguf)
+    folder.parent.mkdir(parents=True)
+    convert = loading._dequantise_gguf
+    conversions: list[Path] = []
+    monkeypatch.setattr(loading, "_dequantise_gguf", lambda _gguf, out: conversions.append(out))
+    # Another process's loader, mid-conversion: it holds the lock and its folder does not exist yet.
+    other = FileLock(folder.parent / f"{folder.name}.lock")
+    other.acquire()
+    looked = threading.Event()
+    real_folder = loading.gguf_cache_folder
+
+    def folder_then_signal(gguf: Path) -> Path:
+        where = real_folder(gguf)
+        looked.set()
+        return where
+
+    monkeypatch.setattr(loading, "gguf_cache_folder", folder_then_signal)
+    loaded: list[Path] = []
+    waiting = threading.Thread(target=lambda: loaded.append(loading.dequantised_gguf_folder(tiny_llama_gguf)))
+    waiting.start()
+    looked.wait()
+    convert(tiny_llama_gguf, folder)  # the other loader finishes its folder, then lets go of the lock
+    other.release()
+    waiting.join()
+    assert loaded == [folder] and conversions == [], "the waiting load converted the GGUF a second time"
 
 
 def test_parity_with_llama_cpp_on_the_same_weights(tiny_llama_gguf: Path, model: TransformersModel) -> None:

@@ -46,6 +46,12 @@ class LoopThread:
         self.loop.close()
 
 
+#: How long `serving` waits for its host's model to load: minutes, not seconds. A first load of the embedded GGUF
+#: through transformers dequantises it, or waits for another test process doing so; on a fresh 2-core machine at
+#: load 12 that took over 120 s and failed CI at what was a 120 s wait. pytest-timeout still bounds every test.
+MODEL_LOAD_WAIT_S = 600.0
+
+
 @contextmanager
 def serving(lt: LoopThread, host: Host, *, wait_ready: bool = True, **server_kw: Any) -> Iterator[HttpServer]:
     """Start `server_kw`'s HttpServer over `host` on port 0 (before the host loads, as the CLI does), then the host."""
@@ -53,13 +59,13 @@ def serving(lt: LoopThread, host: Host, *, wait_ready: bool = True, **server_kw:
     lt.run(server.start())
     loading = lt.spawn(host.start())
     if wait_ready:
-        loading.result(120)
+        loading.result(MODEL_LOAD_WAIT_S)
     try:
         yield server
     finally:
         lt.run(server.aclose())
         if not loading.done():
-            loading.result(120)
+            loading.result(MODEL_LOAD_WAIT_S)
         lt.run(host.aclose(grace=1))
 
 

@@ -156,6 +156,7 @@ def tiny_tf(loop_thread: LoopThread, tiny_llama_dir: Path) -> Iterator[HttpServe
         yield server
 
 
+@pytest.mark.timeout(900)  # its setup may be SmolLM2's first dequantisation (http_support.MODEL_LOAD_WAIT_S)
 def test_transformers_smollm2_answers_a_strict_pydantic_schema(smol_tf: HttpServer) -> None:
     answer = client_of(smol_tf).chat.completions.parse(
         model="default", messages=ask("Describe Paris as a city."), response_format=City, temperature=0, max_tokens=80

@@ -269,22 +269,31 @@ def dequantised_gguf_folder(gguf: Path) -> Path:
 
     Dequantising a GGUF takes tens of seconds even for a small model; loading the cached safetensors takes about
     one. The folder is written under a temporary name and renamed, so a crash or a concurrent load never leaves a
-    half-written folder where a later load would trust it.
+    half-written folder where a later load would trust it. Loaders of one file take turns on a lock file beside
+    the folder: a second process (two `serve`s, a training beside a server) waits for the first one's conversion
+    and reads it, where each converting at once cost every one of them its full time and memory (on a busy
+    2-core machine two concurrent first loads of SmolLM2 took over 120 s each). The lock is the kernel's (flock):
+    a loader killed mid-conversion releases it with its process, and the next one converts.
     """
+    from filelock import FileLock
+
     folder = gguf_cache_folder(gguf)
     if (folder / "config.json").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
-        _dequantise_gguf(gguf, partial)
+    with FileLock(folder.parent / f"{folder.name}.lock"):
+        if (folder / "config.json").is_file():  # converted by the loader this one waited for
+            return folder
+        partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
         try:
-            os.replace(partial, folder)
-        except OSError:
-            if not (folder / "config.json").is_file():  # not a lost race with another loader: a real failure
-                raise
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+            _dequantise_gguf(gguf, partial)
+            try:
+                os.replace(partial, folder)
+            except OSError:
+                if not (folder / "config.json").is_file():  # not a lost race with another loader: a real failure
+                    raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return folder
 
 
