@@ -411,7 +411,7 @@ def test_a_load_that_waited_for_another_loaders_conversion_reads_it_instead_of_c
     conversions: list[Path] = []
     monkeypatch.setattr(loading, "_dequantise_gguf", lambda _gguf, out: conversions.append(out))
     # Another process's loader, mid-conversion: it holds the lock and its folder does not exist yet.
-    other = FileLock(folder.parent / f"{folder.name}.lock")
+    other = FileLock(loading.gguf_cache_lock(folder))
     other.acquire()
     looked = threading.Event()
     real_folder = loading.gguf_cache_folder

@@ -264,6 +264,11 @@ def gguf_cache_folder(gguf: Path) -> Path:
     return cache_root() / "gguf" / f"{gguf.stem}-{gguf_cache_key(gguf)}"
 
 
+def gguf_cache_lock(folder: Path) -> Path:
+    """The lock file loaders of one GGUF take turns on while one of them writes its cache `folder`."""
+    return folder.parent / f"{folder.name}.lock"
+
+
 def dequantised_gguf_folder(gguf: Path) -> Path:
     """The cached safetensors folder for `gguf`, dequantising it first if this is the first load.
 
@@ -281,7 +286,7 @@ def dequantised_gguf_folder(gguf: Path) -> Path:
     if (folder / "config.json").is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(folder.parent / f"{folder.name}.lock"):
+    with FileLock(gguf_cache_lock(folder)):
         if (folder / "config.json").is_file():  # converted by the loader this one waited for
             return folder
         partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
