@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from modelhost.docengine import Block, Cell, Kind, PageLayout, Table, doctags_elements, doctags_page, to_docling
 from modelhost.docengine.emit import loc
 
@@ -46,7 +48,39 @@ def test_escape_writes_entities_for_readers_that_need_them() -> None:
 
 
 def test_the_grid_is_docling_cores() -> None:
-    assert (loc(0, 600), loc(600, 600), loc(10, 600), loc(-5, 600), loc(700, 600)) == (0, 500, 8, 0, 500)
+    # 500 steps a side, tokens 0-499: the right and bottom edges are 499, as docling-core writes them.
+    assert (loc(0, 600), loc(600, 600), loc(10, 600), loc(-5, 600), loc(700, 600)) == (0, 499, 8, 0, 499)
+
+
+EDGES = PageLayout(
+    1,
+    600.0,
+    800.0,
+    (
+        Block(Kind.SECTION_HEADER, (0, 0, 600, 20), "Top edge to right edge", level=1),
+        Block(Kind.TEXT, (60, 110, 540, 140), "Body in the middle"),
+        Block(Kind.TEXT, (0, 700, 600, 800), "Bottom corner to corner"),
+        Block(Kind.PAGE_FOOTER, (500, 780, 600, 800), "7"),
+    ),
+)
+
+
+def test_docling_core_parses_every_box_in_range_and_where_the_block_is() -> None:
+    from docling_core.types.doc.document import DoclingDocument, DocTagsDocument  # type: ignore[attr-defined]
+    from PIL import Image
+
+    page = doctags_page(EDGES)
+    values = [int(v) for v in re.findall(r"<loc_(\d+)>", page)]
+    assert len(values) == 4 * len(EDGES.blocks) and all(0 <= v <= 499 for v in values)
+    tags = DocTagsDocument.from_doctags_and_image_pairs([page], [Image.new("RGB", (600, 800), "white")])
+    parsed = DoclingDocument.load_from_doctags(tags)
+    boxes = {t.text: t.prov[0].bbox for t in parsed.texts if t.prov}
+    assert set(boxes) == {b.text for b in EDGES.blocks}  # no box was lost and read as text
+    step = (600 / 500, 800 / 500)  # one grid step, in points, across and down
+    for block in EDGES.blocks:
+        got = boxes[block.text]
+        for have, want, unit in zip((got.l, got.t, got.r, got.b), block.bbox, step * 2, strict=True):
+            assert abs(have - want) <= unit + 1e-6, (block.text, got, block.bbox)
 
 
 def test_docling_core_reads_back_what_is_emitted() -> None:

@@ -1,8 +1,9 @@
 """Layouts out: DocTags one element at a time (for streaming), or a DoclingDocument (Markdown, JSON, HTML).
 
 DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element by element:
-- locations are `<loc_x0><loc_y0><loc_x1><loc_y1>` on docling's 0-500 grid, top-down, `round(500 * v / size)`
-  clamped to 0-500, the rounding docling-core uses;
+- locations are `<loc_x0><loc_y0><loc_x1><loc_y1>` on docling's grid of 500 steps, top-down, `round(500 * v /
+  size)` clamped to 0-499, as docling-core writes them (`DocumentToken.get_location_token`) and pdf-spec's parser
+  reads them: `<loc_500>` is no token to either (pdf-spec keeps it as literal text, and the block loses its box);
 - section headers are `section_header_level_N`; code carries its language tag (`<_unknown_>`) and its line breaks;
   tables are OTSL (`ched` header cells, `fcel` full, `ecel` empty, `lcel`/`ucel`/`xcel` the spans, `nl` row ends);
 - list items are wrapped in `<unordered_list>`/`<ordered_list>`: the wrapper opens with the list's first item and
@@ -19,15 +20,15 @@ from typing import Any
 
 from modelhost.docengine.types import BBox, Block, Kind, PageLayout, Table
 
-#: DocTags' location grid: docling's models and docling-core both use 500 steps per page side.
+#: DocTags' location grid: docling's models and docling-core both use 500 steps per page side, tokens 0 to 499.
 GRID = 500
 
 
 def loc(value: float, size: float) -> int:
-    """One coordinate on the DocTags grid."""
+    """One coordinate on the DocTags grid: 0 to `GRID - 1` (a box touching the right or bottom edge ends at 499)."""
     if size <= 0:
         return 0
-    return max(0, min(round(GRID * value / size), GRID))
+    return max(0, min(round(GRID * value / size), GRID - 1))
 
 
 def locations(bbox: BBox, width: float, height: float) -> str:
