@@ -200,7 +200,7 @@ KV_TOLERANCE = {"f32": 1e-3, "default": 0.05}
 def llama_cpp_models(tiny_llama_gguf: Path) -> dict[str, Any]:
     """The tiny GGUF in llama.cpp, once with an f32 KV cache and once with llama.cpp's default (f16) cache."""
     llama_cpp = pytest.importorskip(
-        "llama_cpp", reason="llama-cpp-python is not importable (it builds from source; see ARCHITECTURE.md)"
+        "llama_cpp", reason="llama-cpp-python is not importable (it builds from source; see the Makefile)"
     )
     common: dict[str, Any] = {
         "model_path": str(tiny_llama_gguf),

@@ -34,7 +34,7 @@ def test_mixed_rows_answer_as_alone_and_the_plain_module_stays_the_base(trained_
         alone = [drive(engine, [chat(question, name)])[0].ids for name in names]
         together = [run.ids for run in drive(engine, [chat(question, name) for name in names])]
         assert together == alone, "each row runs with its own adapter, whatever shares its forward passes"
-        assert alone[1] != alone[2] != alone[0], "the two adapters and the base answer differently"
+        assert len({tuple(ids) for ids in alone[:3]}) == 3, "the two adapters and the base each answer differently"
         after = model.embed(["a sentence to embed"]).vectors  # type: ignore[attr-defined]
         np.testing.assert_array_equal(before, after)
         engine.unload_adapter("pineapple")

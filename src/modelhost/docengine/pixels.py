@@ -217,11 +217,6 @@ class PixelReader:
         except Exception as exc:
             raise ModelLoadError(f"ocr models in {str(folder)!r} failed to load: {type(exc).__name__}: {exc}") from exc
 
-    @property
-    def has_layout(self) -> bool:
-        """True when a layout model labels the regions (else every region is plain text)."""
-        return self._layout is not None
-
     # -- detection -------------------------------------------------------------------------------------------------
     def _shrunk(self, rgb: np.ndarray) -> tuple[np.ndarray, float]:
         # The page as the detector and the layout model see it: BGR, its long side at most det_max_side. Only this

@@ -34,11 +34,6 @@ class Example:
     ids: tuple[int, ...]
     labels: tuple[int, ...]
 
-    @property
-    def trained_tokens(self) -> int:
-        """Positions the loss counts."""
-        return sum(1 for label in self.labels if label != IGNORE)
-
 
 @runtime_checkable
 class ExampleEncoder(Protocol):

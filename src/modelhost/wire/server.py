@@ -1,9 +1,9 @@
 """The socket door: inferd generation protocol v2 over a Unix socket, served from one Host.
 
-Bind late (THREAT_MODEL F-13): :meth:`WireServer.start` refuses to run before the host's model is loaded, because a
-bound socket is this protocol's only readiness signal; a client that connects earlier gets ENOENT/ECONNREFUSED and
-retries. One request at a time per connection (the protocol has no multiplexing); concurrency is several
-connections, all feeding the host's one scheduler.
+Bind late (inferd's THREAT_MODEL.md, F-13): :meth:`WireServer.start` refuses to run before the host's model is
+loaded, because a bound socket is this protocol's only readiness signal; a client that connects earlier gets
+ENOENT/ECONNREFUSED and retries. One request at a time per connection (the protocol has no multiplexing);
+concurrency is several connections, all feeding the host's one scheduler.
 
 Receiving. Each connection is an :class:`asyncio.BufferedProtocol`: between frames the kernel copies into a small
 scratch buffer, and once a frame header is parsed and bounded (codec: cap checked before allocation), the payload
@@ -709,7 +709,7 @@ def _stale(path: str) -> bool:
     except FileNotFoundError:
         return False
     if stat.S_ISLNK(st.st_mode):
-        # A symlink here could point our unlink or bind anywhere (inferd refuses it too, THREAT_MODEL F-2).
+        # A symlink here could point our unlink or bind anywhere (inferd refuses it too: its THREAT_MODEL.md, F-2).
         raise SocketPathError(f"refusing to serve on {path}: it is a symbolic link")
     if not stat.S_ISSOCK(st.st_mode):
         raise SocketPathError(f"refusing to serve on {path}: it exists and is not a socket")

@@ -103,12 +103,6 @@ class Vocab:
         ids = self.tokenize(text.encode("utf-8"), add_bos=False)
         return ids[0] if len(ids) == 1 else None
 
-    def special_piece(self, token: int) -> bytes:
-        """A token's piece with special tokens rendered as their text (as mtmd looks them up)."""
-        buf = ctypes.create_string_buffer(256)
-        n = self._lib.llama_token_to_piece(self.handle, token, buf, len(buf), 0, True)
-        return buf.raw[: max(n, 0)]
-
 
 def _longest_piece(lib: Any, vocab: Any, n_vocab: int) -> int:
     """The most bytes any one token of the vocabulary stands for (special tokens' text included, since prompts
