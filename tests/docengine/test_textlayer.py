@@ -162,3 +162,35 @@ def test_the_arxiv_affiliation_markers_and_subscripts_come_apart(open_pdf: Open)
     assert "1Space" not in first and first.count("Department") == 2
     third = " ".join(w.text for w in read_text_layer(open_pdf("pdf/arxiv_2501.00089_p1-3.pdf"), 2).words)
     assert "Z gas" in third and "Zgas" not in third
+
+
+@pytest.mark.skipif(not Path(DEJAVU).exists(), reason="needs Debian's fonts-dejavu-core")
+def test_accents_drawn_apart_from_their_letters_are_joined_to_them(tmp_path: Path) -> None:
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+    from reportlab.pdfgen import canvas
+
+    # Two ways producers draw "Dvořák Janček": decomposed text (letter, then its combining mark), and TeX's way, a
+    # spacing accent glyph set over its letter (pdftotext reads both as the composed letters).
+    pdfmetrics.registerFont(TTFont("DejaVu", DEJAVU))
+    path = tmp_path / "accents.pdf"
+    c = canvas.Canvas(str(path), pagesize=(595, 842))
+    c.setFont("DejaVu", 12)
+    c.drawString(72, 770, "Dvor\u030ca\u0301k Janc\u030cek")
+    x = 72.0
+    for base, accent in (("Dvor", "\u02c7"), ("a", "\u00b4"), ("k Janc", "\u02c7"), ("ek", "")):
+        c.drawString(x, 740, base)
+        x += pdfmetrics.stringWidth(base, "DejaVu", 12)
+        if accent:  # centred over the last letter drawn
+            last = pdfmetrics.stringWidth(base[-1], "DejaVu", 12)
+            c.drawString(x - (last + pdfmetrics.stringWidth(accent, "DejaVu", 12)) / 2, 740, accent)
+    c.save()
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        content = read_text_layer(doc, 0)
+    finally:
+        doc.close()
+    lines: dict[int, list[str]] = {}
+    for word in content.words:
+        lines.setdefault(word.line, []).append(word.text)
+    assert [" ".join(words) for words in lines.values()] == ["Dvořák Janček", "Dvořák Janček"]

@@ -157,7 +157,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
             textpage.close()
     finally:
         page.close()
-    every = list(_words(chars))
+    every = list(_words(_accented(chars)))
     # Words of raw font codes (a font without a ToUnicode map: control characters, U+FFFD) are not text: they
     # leave the words, and where they were is a region for OCR, so a page with one such sidebar keeps the rest.
     # A word with a stray code beside real letters (the Redbook's bullet "r" + U+0001) keeps its letters.
@@ -342,6 +342,26 @@ def _axis_segment(p: tuple[float, float], q: tuple[float, float], width: float) 
 
 
 _HYPHENS = {"\ufffe": "-", "\u00ad": "-", "\x02": "-"}
+#: Spacing accents (and modifier letters) as TeX and older producers draw them: a glyph of its own set over its
+#: letter. Each is the combining mark it stands for, so "a" + "´" drawn over it is "á" (NFKC alone makes "´" a space
+#: and a floating mark: "Dvora ́k"). U+0060 and U+005E are left out: a backtick or caret in code is no accent.
+_SPACING_ACCENTS = {
+    "\u00b4": "\u0301",  # acute
+    "\u02ca": "\u0301",
+    "\u02cb": "\u0300",  # grave
+    "\u02c6": "\u0302",  # circumflex
+    "\u02dc": "\u0303",  # tilde
+    "\u00af": "\u0304",  # macron
+    "\u02c9": "\u0304",
+    "\u02d8": "\u0306",  # breve
+    "\u02d9": "\u0307",  # dot above
+    "\u00a8": "\u0308",  # diaeresis
+    "\u02da": "\u030a",  # ring above
+    "\u02dd": "\u030b",  # double acute
+    "\u02c7": "\u030c",  # caron
+    "\u00b8": "\u0327",  # cedilla
+    "\u02db": "\u0328",  # ogonek
+}
 _NO_FONT = _Font("", False, False, False, False, False)
 
 
@@ -400,6 +420,42 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
         last = (i, glyph)
         out.append(glyph)
     return out
+
+
+def _accented(chars: list[_Char]) -> list[_Char]:
+    """Accents drawn as glyphs of their own joined to their letters: a combining mark or a spacing accent whose
+    box's centre lies over the letter drawn just before or after it (on its line) becomes that letter's combining
+    mark, after it, so the word's NFKC composes them ("c" + "ˇ" is "č", as pdftotext reads them); a space pdfium
+    generated between the two goes. An accent over no letter (a lone "´" in prose, a diaeresis in a table) stays."""
+    out = list(chars)
+    drop: set[int] = set()
+    for i, ch in enumerate(out):
+        mark = _SPACING_ACCENTS.get(ch.text, ch.text if unicodedata.category(ch.text[:1]) == "Mn" else "")
+        if not mark or ch.generated or ch.x1 <= ch.x0:
+            continue
+        centre = (ch.x0 + ch.x1) / 2
+        for j in _neighbours(out, i, drop):
+            base = out[j]
+            if base.text.isalpha() and base.x0 <= centre <= base.x1 and _same_line(base, ch):
+                # The accent's baseline stands for its letter's where only the accent's was read (a size change
+                # after it: `_script_change` must still see a subscript start after "μ̂" in \hat{\mu}_B).
+                same = base.baseline is None and base.size == ch.size
+                out[j] = replace(base, text=base.text + mark, baseline=ch.baseline if same else base.baseline)
+                drop.add(i)
+                between = range(min(i, j) + 1, max(i, j))
+                drop.update(k for k in between if out[k].generated)
+                break
+    return [ch for i, ch in enumerate(out) if i not in drop]
+
+
+def _neighbours(chars: list[_Char], i: int, drop: set[int]) -> Iterator[int]:
+    # The glyph drawn just before `i` and the one just after, past at most one generated space or line break each.
+    for step in (-1, 1):
+        j = i + step
+        if 0 <= j < len(chars) and chars[j].generated:
+            j += step
+        if 0 <= j < len(chars) and not chars[j].generated and j not in drop:
+            yield j
 
 
 def _words(chars: list[_Char]) -> Iterator[Word]:
