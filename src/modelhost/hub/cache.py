@@ -2,8 +2,8 @@
 
 A name is what the catalogue resolves (inference/hub_cache.py): `org/repo` for a model folder, `org/repo:QUANT`
 (or `org/repo:path/file.gguf` when two files share a quantisation) for each GGUF model. `rm org/repo` removes the
-whole repository (through huggingface_hub's own cache cleaner); `rm org/repo:QUANT` removes that model's files and
-the blobs no other snapshot still links to.
+whole repository; `rm org/repo:QUANT` removes that model's files and the blobs no other snapshot still links to.
+Neither deletes anything outside the cache: a link in it is removed as a link, never what it points to.
 """
 
 from __future__ import annotations
@@ -86,24 +86,28 @@ def remove(name: str, root: Path | None = None) -> list[str]:
 
 
 def _remove_repo(repo: str, root: Path) -> None:
-    """Every revision of `repo` through huggingface_hub's cache cleaner (snapshots, refs, blobs, the folder)."""
-    from huggingface_hub import scan_cache_dir
+    """Every revision of `repo`: its cache folder, removed without following a link out of it.
 
-    info = scan_cache_dir(root)
-    hashes = [
-        rev.commit_hash for r in info.repos if r.repo_id == repo and r.repo_type == "model" for rev in r.revisions
-    ]
-    if hashes:
-        info.delete_revisions(*hashes).execute()
-    # A repository with no complete revision (an interrupted first pull left only blobs/.locks) is not scanned.
-    shutil.rmtree(hub_cache.repo_folder(repo, root), ignore_errors=True)
+    Not huggingface_hub's cache cleaner: it resolves each snapshot file to its "blob" and deletes that, so a snapshot
+    file linked to a file outside the cache would take the file with it. `shutil.rmtree` removes a link inside the
+    folder as a link; a repository folder that is itself a link loses the link only.
+    """
+    folder = hub_cache.repo_folder(repo, root)
+    if folder.is_symlink():
+        folder.unlink()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_files(ref: hub_cache.HubRef, root: Path) -> None:
     """The files of one GGUF model, from every snapshot that holds it; blobs nothing links to any more go too.
 
-    Written here because huggingface_hub's cleaner deletes whole revisions only.
+    Written here because huggingface_hub's cleaner deletes whole revisions only. Nothing outside the repository's
+    own cache folder is deleted: a link on the way to a file (the snapshot folder, a folder in it, the file) is
+    removed as a link, never what it points to, and a file's blob goes only when it lies in the repository's own
+    `blobs/` (huggingface_hub's layout: snapshot files are links into `../../blobs/`).
     """
+    blobs = Path(os.path.abspath(hub_cache.repo_folder(ref.repo, root) / "blobs"))
     for snapshot in hub_cache.snapshots(ref.repo, root):
         try:
             choice = hub_cache.choose(ref, hub_cache.snapshot_files(snapshot))
@@ -111,16 +115,36 @@ def _remove_files(ref: hub_cache.HubRef, root: Path) -> None:
             continue
         for rel in choice.files:
             pointer = snapshot / rel
-            blob = pointer.resolve()
+            link = _first_link(root, pointer)
+            if link is not None and link != pointer:
+                # A linked folder on the way (a snapshot, a subfolder, the repository's folder): its files are
+                # elsewhere, so the link goes and what it points to stays, with the other files it may hold.
+                link.unlink()
+                continue
+            # No link above `pointer`, so its target is read without resolving anything outside the cache.
+            blob = Path(os.path.abspath(pointer.parent / os.readlink(pointer))) if link is not None else None
             pointer.unlink(missing_ok=True)
-            if pointer.parent != snapshot and not any(pointer.parent.iterdir()):
+            if pointer.parent != snapshot and pointer.parent.is_dir() and not any(pointer.parent.iterdir()):
                 pointer.parent.rmdir()
-            if blob != pointer and not _linked(blob, root, ref.repo):
-                blob.unlink(missing_ok=True)
-        if not hub_cache.snapshot_files(snapshot):
+            if blob is not None and blob.parent == blobs and not _linked(blob.resolve(), root, ref.repo):
+                blob.unlink(missing_ok=True)  # a blob that is itself a link loses the link only
+        if snapshot.is_dir() and not snapshot.is_symlink() and not hub_cache.snapshot_files(snapshot):
             shutil.rmtree(snapshot, ignore_errors=True)
     if not hub_cache.snapshots(ref.repo, root):
-        shutil.rmtree(hub_cache.repo_folder(ref.repo, root), ignore_errors=True)
+        _remove_repo(ref.repo, root)
+
+
+def _first_link(root: Path, path: Path) -> Path | None:
+    """The first link on the way from the cache `root` down to `path` (`path` itself included), or None.
+
+    The root is the operator's to place (a link to a larger disk is common), so only what lies under it counts.
+    """
+    step = root
+    for part in path.relative_to(root).parts:
+        step = step / part
+        if step.is_symlink():
+            return step
+    return None
 
 
 def _linked(blob: Path, root: Path, repo: str) -> bool:
