@@ -61,6 +61,8 @@ def test_info_and_backends(tiny_llama_gguf: Path) -> None:
     assert backends.returncode == 0
     assert re.search(r"^llama_cpp\s+available", backends.stdout, re.M), backends.stdout
     assert re.search(r"^transformers\s+", backends.stdout, re.M), backends.stdout
+    # An unavailable engine says what is missing (the test machine has no vLLM): not a bare "-".
+    assert re.search(r"^vllm\s+unavailable\s+vllm is not installed \(.*pip install vllm", backends.stdout, re.M)
 
 
 @pytest.mark.parametrize(
@@ -291,7 +293,15 @@ def live_socket(tmp_path: Path) -> Iterator[Path]:
         (["convert", "missing.pdf"], "convert missing.pdf: no such file"),
         (["chat", "hi", "--model", "no-such-model"], "no model 'no-such-model'"),
         (["serve", "--model", "no-such-model"], "no model 'no-such-model'"),
-        (["serve", "--socket", "/dev/null/m.sock"], "cannot make the socket's folder /dev/null"),
+        (["serve", "--socket", "/dev/null/m.sock"], "its folder /dev/null is not a folder"),
+        # /proc passes every permission check and still takes no socket: only a bind finds out, before the load.
+        (["serve", "--socket", "/proc/m.sock"], "cannot serve on /proc/m.sock: /proc takes no sockets"),
+        (["serve", "--docling", "ocr"], "--docling serves its API on the HTTP door: add --http"),
+        (["train", "--data", "nosuch.jsonl", "-o", "adapter"], "--data nosuch.jsonl: no such file"),
+        (["generate", "hi", "--max-tokens", "0"], "--max-tokens takes 1 or more, got 0"),
+        (["chat", "hi", "-n", "0", "--model", "nope"], "--max-tokens takes 1 or more, got 0"),
+        # The output's folder is checked before any page renders (it once failed after the whole conversion).
+        (["convert", str(EXAMPLES / "scan.pdf"), "-o", "/no/such/dir/x.md"], "the folder /no/such/dir does not exist"),
         (["serve", "--socket", "/tmp/" + "s" * 120 + ".sock"], "is too long"),
         (["serve", "--http", "127.0.0.1:70000"], "port out of range"),
     ],
@@ -312,6 +322,41 @@ def test_a_socket_another_host_serves_on_is_refused_before_any_model_loads(live_
     line = one_line_failure(modelhost("serve", "--socket", str(live_socket)))
     assert f"another model host is already serving on {live_socket}" in line, line
     assert live_socket.exists(), "a live socket is never removed"
+
+
+def test_an_explicit_socket_folder_must_exist_and_is_never_made(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "dir"
+    line = one_line_failure(modelhost("serve", "--socket", str(missing / "m.sock")))
+    assert f"its folder {missing} does not exist" in line, line
+    assert not (tmp_path / "no").exists(), "a mistyped --socket made folders"
+
+
+#: Run the CLI as if Ray were not installed: a None in sys.modules makes `import ray` fail and find_spec say None,
+#: which is what a machine without the extra gives (the test venv has Ray).
+WITHOUT_RAY = "import sys; sys.modules['ray'] = None; from modelhost.cli import main; sys.argv[0] = 'modelhost'; main()"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["serve", "--ray", "auto"],
+        ["serve", "--ray", "auto", "--worker", "127.0.0.1:0"],
+        ["convert", str(EXAMPLES / "scan.pdf"), "--ray", "auto"],
+    ],
+)
+def test_ray_flags_without_ray_say_how_to_install_it(args: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_RAY, *args], capture_output=True, text=True, timeout=240
+    )  # fmt: skip
+    line = one_line_failure(result)
+    assert "--ray needs Ray, which is not installed: pip install 'modelhost[ray]'" in line, line
+
+
+def test_convert_over_a_socket_nobody_serves_fails_before_any_page(tmp_path: Path) -> None:
+    # Dialled first (the wire's 10 s of connect retries), so no page renders and no progress bar starts.
+    result = modelhost("convert", str(EXAMPLES / "scan.pdf"), "--socket", str(tmp_path / "none.sock"))
+    line = one_line_failure(result)
+    assert "is a model host running?" in line and "[connect_failed]" in line, line
 
 
 def test_chat_over_a_socket_nobody_serves_says_so_in_one_line(tmp_path: Path) -> None:
@@ -360,11 +405,13 @@ def test_convert_over_a_socket_serving_a_text_model_fails_and_says_why(tiny_llam
     serving = Serving("--model", str(tiny_llama_gguf), "--socket", str(sock))
     try:
         serving.wait_for("ready: serving")
-        result = modelhost("convert", str(EXAMPLES / "scan.pdf"), "--socket", str(sock), "-o", str(tmp_path / "s.md"))
-        assert result.returncode == 1, (result.returncode, result.stderr)
-        assert "Traceback" not in result.stderr
-        assert "scan.pdf: no page was read" in result.stderr and "--socket-model ocr" in result.stderr, result.stderr
-        assert "attachment_unsupported: attachment_unsupported" not in result.stderr, "the code is said once"
+        out = tmp_path / "s.md"
+        result = modelhost("convert", str(EXAMPLES / "scan.pdf"), "--socket", str(sock), "-o", str(out))
+        # Asked before any page renders (the wire's semantic checks answer it without running the model).
+        line = one_line_failure(result)
+        assert "serves a model that reads no images" in line and "--socket-model ocr" in line, line
+        assert line.endswith("[attachment_unsupported]"), line
+        assert not out.exists()
     finally:
         serving.stop()
 

@@ -293,3 +293,19 @@ def test_each_models_socket_binds_as_soon_as_that_model_is_ready(
     socket_lines = [line for line in lines if "socket ready" in line]
     assert [line.split(": ")[2].split()[0] for line in socket_lines] == ["fast", "late"], lines
     assert not first.exists() and not second.exists()
+
+
+def test_serve_config_refuses_contradicting_settings_for_the_python_api_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelhost import serve as serving
+    from modelhost.ray.cluster import ClusterError
+
+    with pytest.raises(ValueError, match="--docling serves its API on the HTTP door: add --http"):
+        serving.ServeConfig(docling="ocr")
+    with pytest.raises(ValueError, match="--fetch-private widens --allow-fetch"):
+        serving.ServeConfig(http=("127.0.0.1", 0), docling="ocr", fetch_private=True)
+    with pytest.raises(ValueError, match="here it goes with --worker"):
+        serving.ServeConfig(ray="auto")
+    # Without Ray (None in sys.modules is what find_spec reads as "not installed"), one line saying how to get it.
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ClusterError, match=r"pip install 'modelhost\[ray\]'"):
+        serving.ServeConfig(ray="auto", worker=("127.0.0.1", 0))

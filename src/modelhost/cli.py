@@ -149,6 +149,8 @@ def _summary(metrics: GenerateMetrics, ttft: float | None) -> None:
 def _options(
     max_tokens: int, temperature: float | None, seed: int | None, json_schema: str | None = None
 ) -> dict[str, Any]:
+    if max_tokens < 1:  # 0 would generate nothing (or, on some engines, mean "no bound"): neither is what was meant
+        raise _usage(f"--max-tokens takes 1 or more, got {max_tokens}")
     options: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed}
     if json_schema is not None:
         options["json_schema"] = _schema(json_schema)
@@ -403,12 +405,14 @@ def info(
 @app.command()
 def backends() -> None:
     """List the engines: name, whether they can run here, and their device."""
-    from modelhost.inference import backend_device_info
+    from modelhost.inference import backend_device_info, unavailable_reason
 
     for backend in registry.default_registry().ordered():
         ok = backend.available()
         device = backend_device_info(backend.name) if ok else None
         where = f"{device.name} ({device.memory_size / 2**30:.1f} GiB)" if device and device.memory_size else "-"
+        if not ok:
+            where = unavailable_reason(backend.name)
         typer.echo(f"{backend.name:14} {'available' if ok else 'unavailable':12} {where}")
 
 
@@ -471,6 +475,9 @@ def convert(
         raise _usage("--ray and --socket: choose one (with --ray, each actor loads the model itself)")
     try:
         if ray is not None:
+            from modelhost.ray.cluster import check_installed
+
+            check_installed("--ray")
             args = (files, output, fmt, model, backend, dpi, pages, max_tokens, text_layer, pictures)
             outcomes = _convert_on_ray(ray, actors, *args)
         else:
@@ -545,6 +552,8 @@ async def _convert(
         host = Host(lambda: registry.load_model(path, backend), name=model_name(model))
         reader = StartingReader(host)  # loaded at the first page that needs it
     try:
+        if isinstance(reader, WireReader):
+            reader.check()  # no host, or one whose model reads no pages: one line now, not a failure per page
         with _page_bar() as (on_start, on_page):
             return await batch.convert_files(
                 files,
@@ -794,6 +803,8 @@ def serve(
     on_serve = ray is not None and worker is None  # replicas on Ray Serve; with --worker, Ray runs only its jobs
     if not no_socket and not (on_serve and socket is None):  # replicas: no default socket, HTTP only
         socket_path = socket if socket is not None else _default_socket()
+    if ray is not None and not on_serve and replicas is not None:
+        raise _usage("--replicas goes with serve --ray's replicas; with --worker, --actors sizes its jobs' pools")
     try:
         config = serving.ServeConfig(
             models=tuple(model or ("default",)),
@@ -826,12 +837,6 @@ def serve(
             ray_actor_cpus=num_cpus,
             ray_actor_gpus=num_gpus,
         )
-        if docling is not None and http is None and not on_serve:
-            raise ValueError("--docling serves its API on the HTTP door: add --http")
-        if ray is not None and not on_serve and replicas is not None:
-            raise ValueError(
-                "--replicas goes with serve --ray's replicas; with --worker, --actors sizes its jobs' pools"
-            )
         if on_serve:
             assert ray is not None
             placement = serving.RayPlacement(ray, num_cpus=num_cpus, num_gpus=num_gpus)

@@ -128,6 +128,21 @@ class ServeConfig:
     ray_actor_cpus: float = 1.0
     ray_actor_gpus: float = 0.0
 
+    def __post_init__(self) -> None:
+        """Refuse settings that contradict each other, or need what is not installed, when the config is made: the
+        CLI and the Python API refuse the same things, in one line, before any model loads (ValueError, or
+        ClusterError for a missing Ray)."""
+        if self.docling is not None and self.http is None:
+            raise ValueError("--docling serves its API on the HTTP door: add --http")
+        if self.fetch_private and not self.allow_fetch:
+            raise ValueError("--fetch-private widens --allow-fetch: add --allow-fetch")
+        if self.ray is not None:
+            if self.worker is None:
+                raise ValueError("--ray serves replicas on Ray Serve (run_on_ray); here it goes with --worker")
+            from modelhost.ray.cluster import check_installed
+
+            check_installed("--ray")
+
 
 def docling_state(config: ServeConfig) -> Path:
     """The docling door's task folder: `docling/` in --state's folder, else ~/.local/state/modelhost/docling. Its
@@ -465,11 +480,9 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
 def join_cluster(config: ServeConfig, say: Callable[[str], None]) -> Cluster | None:
     """The Ray cluster of `--worker ... --ray ADDRESS`, joined now (blocking, seconds: before any door opens or any
     signal handler is set, as `ray.init` wants); None without `--ray`. ClusterError (one line) when it cannot be
-    joined; ValueError for `--ray` without `--worker` (serving replicas is `run_on_ray`)."""
+    joined (ServeConfig refused `--ray` without `--worker`: serving replicas is `run_on_ray`)."""
     if config.ray is None:
         return None
-    if config.worker is None:
-        raise ValueError("--ray serves replicas on Ray Serve (run_on_ray); here it goes with --worker")
     from modelhost.ray.jobs import ClusterJobs
     from modelhost.ray.pool import Pool
 
@@ -515,12 +528,15 @@ def listen_error(flag: str, where: tuple[str, int], exc: OSError) -> str:
 
 def _check_doors(config: ServeConfig, sockets: list[tuple[str, str]]) -> None:
     """Refuse now, before any model loads or any door opens, what a door would refuse later: a socket path it cannot
-    bind (SocketPathError) and a port already taken (ValueError naming the flag), so the mistake is the only line."""
+    bind, or whose folder is missing (only the default address's folder is made: SocketPathError) and a port already
+    taken (ValueError naming the flag), so the mistake is the only line."""
     from modelhost import _serving
+    from modelhost.wire.address import default_address
     from modelhost.wire.server import check_path
 
+    default_folder = os.path.dirname(default_address())
     for _, path in sockets:
-        check_path(path)
+        check_path(path, make_folder=os.path.dirname(path) == default_folder)
     for flag, where in (("--http", config.http), ("--worker", config.worker)):
         if where is not None and where[1] != 0:  # port 0: the system picks a free one
             try:
@@ -583,6 +599,9 @@ def run_on_ray(config: ServeConfig, placement: RayPlacement, *, say: Callable[[s
     if config.allow_adapter_loading:
         # An adapter loaded over HTTP would reach the one replica that took the request, not the others.
         raise ValueError("--allow-adapter-loading cannot go with --ray: give each adapter with --adapter")
+    from modelhost.ray.cluster import check_installed
+
+    check_installed("--ray")  # after the refusals above (a wrong flag is said first), before any model resolves
     from modelhost.ray import serving
     from modelhost.ray.replica import ReplicaConfig
 

@@ -6,6 +6,7 @@ files failed from the returned outcomes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +41,29 @@ def targets(files: Sequence[Path], output: Path | None, fmt: str) -> list[Path |
     """
     suffix = _SUFFIXES[fmt]
     if len(files) == 1 and (output is None or not output.is_dir()):
+        if output is not None:
+            _check_folder(output, output.parent)
         return [output]
     if output is not None and output.exists() and not output.is_dir():
         raise ValueError(f"-o {output}: several files need a folder to write into")
+    if output is not None:
+        _check_folder(output, output)
     folder = output
     return [(folder or f.parent) / (f.stem + suffix) for f in files]
+
+
+def _check_folder(output: Path, folder: Path) -> None:
+    """ValueError naming `-o` when nothing could be written into `folder`, asked before any page is read (a whole
+    document converted, then lost at its write, is what a missing folder used to cost). A folder that does not exist
+    yet is made only for several inputs (`-o` is then that folder), under a parent that exists."""
+    if folder != output and not folder.is_dir():
+        why = "is not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"-o {output}: the folder {folder} {why}")
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise ValueError(f"-o {output}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"-o {output}: cannot write into {existing}: permission denied")
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from modelhost.errors import ModelHostError
+from modelhost.errors import ModelHostError, UnsupportedAttachmentError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host
 from modelhost.host.models import Servable
 from modelhost.inference.types import Message
@@ -109,6 +109,14 @@ class WireReader:
         # A RemoteError's text already opens with its code, a ConnectError's with "modelhost:": said once each.
         said = str(error).removeprefix("modelhost: ")
         return PageAnswer(text, "error", said if said.startswith(code) else f"{code}: {said}")
+
+    def check(self) -> None:
+        """Before any page renders: ConnectError when no host answers on the socket (after the wire's connect
+        retries), UnsupportedAttachmentError when its model reads no images (a chat model: every page would fail)."""
+        if not self._client.reads_images():
+            raise UnsupportedAttachmentError(
+                f"{self.name} serves a model that reads no images: serve a page model there, e.g. `--socket-model ocr`"
+            )
 
     def close(self) -> None:
         self._client.close()

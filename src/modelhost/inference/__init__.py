@@ -7,6 +7,7 @@ and the doors use it, and it knows none of them.
 from modelhost.inference.capabilities import (
     Adapter,
     AttentionInspector,
+    AvailabilityExplainer,
     ChatFeatures,
     DeviceInfoProvider,
     EmbeddingModel,
@@ -32,6 +33,7 @@ from modelhost.inference.registry import (
     memory_estimate,
     names,
     register,
+    unavailable_reason,
 )
 from modelhost.inference.types import (
     AttentionSnapshot,
@@ -53,6 +55,7 @@ __all__ = [
     "Adapter",
     "AttentionInspector",
     "AttentionSnapshot",
+    "AvailabilityExplainer",
     "Backend",
     "BatchResult",
     "ChatFeatures",
@@ -91,4 +94,5 @@ __all__ = [
     "memory_estimate",
     "names",
     "register",
+    "unavailable_reason",
 ]

@@ -147,6 +147,32 @@ class DeviceInfoProvider(Protocol):
 
 
 @runtime_checkable
+class AvailabilityExplainer(Protocol):
+    """A backend that can say why `available()` is False here: what is missing and how to get it (`modelhost
+    backends` prints it beside "unavailable"), without importing its engine."""
+
+    def unavailable_reason(self) -> str:
+        """One line: the missing packages or device, and the install command; called only when unavailable."""
+        ...
+
+
+def missing_modules(names: Sequence[str]) -> list[str]:
+    """Those of `names` that cannot be imported here, found without importing them (an engine's import costs
+    seconds); a name whose lookup itself fails (a broken install) counts as missing."""
+    import importlib.util
+
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+@runtime_checkable
 class MemoryEstimator(Protocol):
     """A backend that can say, before loading, about how many bytes a model will hold once loaded with given load
     options: its weights and the caches the load sets up (a KV cache per batch slot). A model set's memory budget

@@ -25,7 +25,13 @@ from modelhost.errors import (
     NotTrainableError,
 )
 from modelhost.inference import catalogue
-from modelhost.inference.capabilities import DeviceInfoProvider, MemoryEstimator, TrainableModel, as_capability
+from modelhost.inference.capabilities import (
+    AvailabilityExplainer,
+    DeviceInfoProvider,
+    MemoryEstimator,
+    TrainableModel,
+    as_capability,
+)
 from modelhost.inference.model import Backend, FormatProbe, TextModel
 from modelhost.inference.options import LoadOptions
 from modelhost.inference.types import DeviceInfo
@@ -245,6 +251,17 @@ def memory_estimate(path: str, backend: str | None = None, **opts: Any) -> int |
 def load_trainable(path: str, backend: str | None = None, **opts: Any) -> TextModel:
     """Load a model that can train (LoRA); closes it again and raises NotTrainableError when it cannot."""
     return _default_registry.load_trainable(path, backend, **opts)
+
+
+def unavailable_reason(name: str, registry: Registry | None = None) -> str:
+    """Why the registered backend `name` cannot run here, in one line (its own words when it can say, else a
+    generic one); never raises for a name."""
+    try:
+        backend = (registry or _default_registry).get(name)
+    except BackendNotRegisteredError:
+        return f"no backend named {name!r} is registered"
+    explainer = as_capability(backend, AvailabilityExplainer)
+    return explainer.unavailable_reason() if explainer is not None else "its engine cannot run here"
 
 
 def backend_device_info(name: str, registry: Registry | None = None) -> DeviceInfo | None:

@@ -9,6 +9,7 @@ how a joining node gets it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import socket
@@ -30,14 +31,24 @@ class ClusterError(ModelHostError):
     code = "cluster_unavailable"
 
 
+#: What to run when Ray is missing: the extra pins the Ray version every node of a cluster must share.
+INSTALL_HINT = "pip install 'modelhost[ray]' (the same Ray version on every node)"
+
+
+def check_installed(flag: str = "--ray") -> None:
+    """ClusterError naming `flag` and how to install Ray when `ray` cannot be imported, without importing it
+    (importing Ray takes seconds): `serve --ray` and `convert --ray` ask this before any model loads or page renders,
+    instead of failing with a ModuleNotFoundError traceback from the module that needs it."""
+    if importlib.util.find_spec("ray") is None:
+        raise ClusterError(f"{flag} needs Ray, which is not installed: {INSTALL_HINT}")
+
+
 def require_ray() -> ModuleType:
     """The `ray` module; ClusterError saying how to install it when it is missing."""
     try:
         return importlib.import_module("ray")
     except ImportError as exc:
-        raise ClusterError(
-            f"Ray is not installed ({exc}): pip install 'modelhost[ray]' (the same Ray version on every node)"
-        ) from None
+        raise ClusterError(f"Ray is not installed ({exc}): {INSTALL_HINT}") from None
 
 
 def connect(address: str) -> ModuleType:

@@ -19,14 +19,12 @@ Option = typer.Option
 
 
 def train(
-    data: Annotated[Path, Option("--data", "-d", help="Training records, JSONL.", exists=True, dir_okay=False)],
+    data: Annotated[Path, Option("--data", "-d", help="Training records, JSONL.")],
     output: Annotated[Path, Option("--output", "-o", help="Folder for the adapter, metrics.json and loss.png.")],
     model: Annotated[str, Option("--model", "-m", help="A catalogue name, a .gguf file or a model folder.")] = (
         "default"
     ),
-    eval_data: Annotated[
-        Path | None, Option("--eval", help="Held-out records, JSONL.", exists=True, dir_okay=False)
-    ] = None,
+    eval_data: Annotated[Path | None, Option("--eval", help="Held-out records, JSONL.")] = None,
     steps: Annotated[int | None, Option("--steps", help="Optimiser steps (wins over --epochs).")] = None,
     epochs: Annotated[int, Option("--epochs", help="Passes over the data.")] = 1,
     rank: Annotated[int, Option("--rank", "-r", help="LoRA rank.")] = 8,
@@ -46,6 +44,12 @@ def train(
     threads: Annotated[int | None, Option("--threads", help="CPU threads for torch.")] = None,
 ) -> None:
     """Fine-tune a LoRA adapter on MODEL; the folder then serves with `chat --adapter OUTPUT` on either engine."""
+    for flag, path in (("--data", data), ("--eval", eval_data)):
+        # One line before anything loads (click's own check printed its four-line usage block).
+        if path is not None and not path.is_file():
+            why = "not a file" if path.exists() else "no such file"
+            typer.secho(f"modelhost: {flag} {path}: {why}", err=True, fg=typer.colors.RED)
+            raise typer.Exit(2)
     from modelhost.training.run import DEFAULT_TARGETS, TrainSettings, train_file
 
     settings = TrainSettings(

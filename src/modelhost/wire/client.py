@@ -298,6 +298,26 @@ class Client(_Session):
         """Send a prepared request and yield its response events up to and including the terminal one."""
         return self._events(request)
 
+    def reads_images(self) -> bool:
+        """Whether the host's model takes image attachments, asked without running it (connecting first, with the
+        retries of :func:`dial`: ConnectError when no host comes).
+
+        The wire has no capability frame; its semantic checks answer instead (docs/wire.md, §4.3): a host refuses an
+        image to a text model (``attachment_unsupported``) before it looks at the messages, so a one-pixel image
+        beside an empty message is refused either way, and which refusal comes says what the model takes, in a
+        frame or two and no model time. A host that answers anything else (one that generates for it) is taken to
+        read images, and the page requests will say otherwise if it does not."""
+        probe = codec.Request(
+            id="probe-images",
+            messages=(codec.Message(codec.Role.USER, ()),),
+            attachments=(codec.Attachment(codec.AttachmentKind.IMAGE, "probe-images", 1, 1, b"\xff\xff\xff"),),
+            max_tokens=1,  # a host that generates anyway stops after a token
+        )
+        last = None
+        for event in self._events(probe):
+            last = event
+        return not (isinstance(last, codec.Error) and last.code == codec.ErrorCode.ATTACHMENT_UNSUPPORTED)
+
     def _exchange(self, request: codec.Request) -> Iterator[ResponseEvent]:
         try:
             frames = codec.encode_request(request)

@@ -692,13 +692,41 @@ def _prepare_directory(directory: str) -> None:
 MAX_SOCKET_PATH_BYTES: Final = 107
 
 
-def check_path(path: str) -> None:
+def check_path(path: str, *, make_folder: bool = True) -> None:
     """Raise SocketPathError for what binding `path` would refuse (a path too long, a folder that cannot be made, a
-    symbolic link, a file that is not a socket, a live socket): `serve` asks before loading a model for nothing."""
+    symbolic link, a file that is not a socket, a live socket, a folder that takes no sockets such as /proc): `serve`
+    asks before loading a model for nothing. With `make_folder` False a missing folder is refused rather than made
+    (`serve` makes only the default address's folder, as inferd does: a mistyped `--socket` must not create folders
+    as whoever runs it)."""
     if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
         raise SocketPathError(f"socket path {path} is too long ({len(os.fsencode(path))} bytes; at most 107)")
-    _prepare_directory(os.path.dirname(path) or ".")
-    _stale(path)
+    directory = os.path.dirname(path) or "."
+    if make_folder:
+        _prepare_directory(directory)
+    elif not os.path.isdir(directory):
+        why = "is not a folder" if os.path.exists(directory) else "does not exist"
+        raise SocketPathError(
+            f"cannot serve on {path}: its folder {directory} {why} (only the default socket's folder is made)"
+        )
+    elif not os.access(directory, os.W_OK | os.X_OK):
+        raise SocketPathError(f"cannot create a socket in {directory}: permission denied")
+    if not _stale(path):
+        _try_bind(path)
+
+
+def _try_bind(path: str) -> None:
+    """Bind `path` and remove it at once: some folders pass every check above and still take no socket (/proc and
+    /sys answer ENOENT, a read-only mount EROFS), which only a bind finds out."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.bind(path)
+    except OSError as exc:
+        folder = os.path.dirname(path) or "."
+        raise SocketPathError(f"cannot serve on {path}: {folder} takes no sockets ({exc.strerror or exc})") from exc
+    finally:
+        probe.close()
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _stale(path: str) -> bool:

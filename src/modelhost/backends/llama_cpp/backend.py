@@ -58,6 +58,7 @@ class LlamaCppBackend:
 
     name = "llama_cpp"
     _available: bool | None = None
+    _import_error: str = ""  # why `import llama_cpp` failed, for `modelhost backends`
 
     def available(self) -> bool:
         """True when llama_cpp imports (checked once per process; never raises)."""
@@ -66,10 +67,16 @@ class LlamaCppBackend:
                 import llama_cpp  # noqa: F401
 
                 LlamaCppBackend._available = True
-            except Exception:
+            except Exception as exc:
                 # Missing, or present but its shared library does not load on this CPU: either way, not here.
                 LlamaCppBackend._available = False
+                LlamaCppBackend._import_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return LlamaCppBackend._available
+
+    def unavailable_reason(self) -> str:
+        """Why `import llama_cpp` failed (not installed, or its library does not load on this CPU)."""
+        self.available()
+        return f"llama_cpp does not import ({self._import_error}): make install builds it"
 
     def accepts(self, path: str) -> bool:
         """True for a GGUF file, judged by its magic bytes."""

