@@ -29,6 +29,7 @@ or a page of a million tiny paths, must not make this walk run away (issue 25's 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import unicodedata
 from collections.abc import Iterator
@@ -78,6 +79,10 @@ MIN_PITCH_WORDS = 5
 #: same baseline: they keep their word. (TeX lowers a subscript by 0.15 em and raises a superscript by 0.3-0.4.)
 SCRIPT_RATIO = 1.2
 SCRIPT_SHIFT = 0.1
+#: A zero-width space the producer wrote between two letters at most this share of the font size apart is no word
+#: break: letters of one word touch (kerning moves them by 0.05 em at most), while even tight justified word spaces
+#: are 0.2 em or more (TeX shrinks a 0.333 em space by at most 0.111 em).
+PHANTOM_GAP = 0.1
 #: Garbled words closer than this (points, at most a line height) form one OCR region.
 MERGE_PAD = 12.0
 #: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold).
@@ -157,7 +162,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
             textpage.close()
     finally:
         page.close()
-    every = list(_words(_accented(chars)))
+    every = list(_words(_accented(_without_phantom_spaces(chars))))
     # Words of raw font codes (a font without a ToUnicode map: control characters, U+FFFD) are not text: they
     # leave the words, and where they were is a region for OCR, so a page with one such sidebar keeps the rest.
     # A word with a stray code beside real letters (the Redbook's bullet "r" + U+0001) keeps its letters.
@@ -392,8 +397,15 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
         # A hyphen that breaks a word at a line end comes out as U+FFFE (pdfium's soft-hyphen marker) or U+00AD:
         # it is a hyphen as printed, which the paragraph join removes before a lowercase continuation.
         ch = _HYPHENS.get(ch, ch)
-        if ch.isspace() or raw.FPDFText_IsGenerated(tp, i) == 1:
+        generated = raw.FPDFText_IsGenerated(tp, i) == 1
+        if generated or ch in "\r\n":
             out.append(_Char(ch, 0, 0, 0, 0, 0, _NO_FONT, 0, True))
+            continue
+        if ch.isspace():
+            # A space the producer wrote: its box says whether it takes room (_without_phantom_spaces).
+            raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
+            x0, y0, x1, y1 = frame.box(rect.left, rect.bottom, rect.right, rect.top)
+            out.append(_Char(ch, x0, y0, x1, y1, 0, _NO_FONT, 0, False))
             continue
         raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
         x0, y0, x1, y1 = frame.box(rect.left, rect.bottom, rect.right, rect.top)
@@ -448,13 +460,44 @@ def _accented(chars: list[_Char]) -> list[_Char]:
     return [ch for i, ch in enumerate(out) if i not in drop]
 
 
+def _without_phantom_spaces(chars: list[_Char]) -> list[_Char]:
+    """Spaces the producer wrote that take no room between two letters that touch dropped: right_to_left_01 has one
+    inside "بناءً" (before its tanween) and "أيضًا", splitting each word in two. A space pdfium generated stands for a
+    gap and stays; so does a real space with an advance, or between letters any gap apart (that file's word spaces
+    are zero-width too, but its words stand 3 points apart)."""
+    out: list[_Char] = []
+    for i, ch in enumerate(chars):
+        if ch.text.isspace() and not ch.generated and ch.x1 - ch.x0 <= 0.01:
+            prev, nxt = _letter(chars, i, -1), _letter(chars, i, 1)
+            if prev is not None and nxt is not None and _touching(prev, nxt):
+                continue
+        out.append(ch)
+    return out
+
+
+def _touching(prev: _Char, nxt: _Char) -> bool:
+    limit = PHANTOM_GAP * max(prev.size, nxt.size, 1.0)
+    return prev.angle == nxt.angle and _same_line(prev, nxt) and _gap(prev, nxt) <= limit
+
+
+def _letter(chars: list[_Char], i: int, step: int) -> _Char | None:
+    # The nearest glyph from `i` in direction `step` that is no mark (a tanween over the next letter is no gap),
+    # looking past marks only.
+    j = i + step
+    while 0 <= j < len(chars) and not chars[j].generated and unicodedata.category(chars[j].text[:1]) == "Mn":
+        j += step
+    if 0 <= j < len(chars) and not chars[j].generated and not chars[j].text.isspace():
+        return chars[j]
+    return None
+
+
 def _neighbours(chars: list[_Char], i: int, drop: set[int]) -> Iterator[int]:
-    # The glyph drawn just before `i` and the one just after, past at most one generated space or line break each.
+    # The glyph drawn just before `i` and the one just after, past at most one space or line break each.
     for step in (-1, 1):
         j = i + step
-        if 0 <= j < len(chars) and chars[j].generated:
+        if 0 <= j < len(chars) and (chars[j].generated or chars[j].text.isspace()):
             j += step
-        if 0 <= j < len(chars) and not chars[j].generated and j not in drop:
+        if 0 <= j < len(chars) and not (chars[j].generated or chars[j].text.isspace()) and j not in drop:
             yield j
 
 
@@ -526,9 +569,7 @@ def _word(chars: list[_Char], line: int) -> Word:
     first = chars[0]
     text = "".join(c.text for c in chars)
     if rtl(text):
-        # pdfium gives right-to-left scripts in drawing order (left to right on the page): the word reads reversed.
-        # A word's characters are put in logical order by their x position, right to left.
-        text = "".join(c.text for c in sorted(chars, key=lambda c: -c.x1))
+        text = _logical(chars)
     fonts = [c.font for c in chars]
     return Word(
         text=unicodedata.normalize("NFKC", text),
@@ -542,6 +583,21 @@ def _word(chars: list[_Char], line: int) -> Word:
         rotation=first.angle,
         line=line,
     )
+
+
+def _logical(chars: list[_Char]) -> str:
+    """A right-to-left word's characters in logical order: by x position, right to left.
+
+    pdfium gives such a word in drawing order (left to right on the page: a producer that drew it shaped and
+    reversed) or already reversed into logical order. Characters sharing one box are a ligature's (lam-alef is one
+    glyph that maps to two letters): in a word pdfium reversed, it reversed the ligature's letters too ("الإنتاجية"
+    came out "اإلنتاجية" on right_to_left_01), so they go back in the other order; in drawing order they are as the
+    font's ToUnicode map wrote them, logical."""
+    steps = [b.x1 - a.x1 for a, b in itertools.pairwise(chars)]
+    reversed_run = sum(d < 0 for d in steps) > sum(d > 0 for d in steps)
+    tie = -1 if reversed_run else 1
+    order = sorted(range(len(chars)), key=lambda i: (-round(chars[i].x1, 1), tie * i))
+    return "".join(chars[i].text for i in order)
 
 
 def _fixed_pitch(words: list[Word]) -> tuple[Word, ...]:
