@@ -703,6 +703,9 @@ def serve(
     api_key: Annotated[
         str | None, typer.Option("--api-key", envvar="MODELHOST_API_KEY", help="Bearer token for /v1 and /api.")
     ] = None,
+    no_ui: Annotated[
+        bool, typer.Option("--no-ui", help="No page for people at / of the --http door (chat, documents, state).")
+    ] = False,
     worker: Annotated[
         str | None, typer.Option("--worker", help="giz job worker on HOST:PORT (alone: 127.0.0.1:8001).")
     ] = None,
@@ -817,6 +820,7 @@ def serve(
             socket=socket_path,
             http=serving.parse_hostport(http) if http else None,
             api_key=api_key,
+            ui=not no_ui,
             worker=serving.parse_hostport(worker) if worker else None,
             state_dir=Path(state) if state else None,
             capacity=capacity,

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from modelhost._serving import ClientLimits
+    from modelhost.http.ui import WebUi
     from modelhost.worker import WorkerServer
     from modelhost.worker.registry import Cluster
 
@@ -94,6 +95,8 @@ class ServeConfig:
     socket: str | None = None
     http: tuple[str, int] | None = None
     api_key: str | None = None
+    #: The page for people at / of the HTTP door (modelhost.http.ui): chat, documents, the host's live state.
+    ui: bool = True
     worker: tuple[str, int] | None = None
     state_dir: Path | None = None
     capacity: int = 8
@@ -346,6 +349,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     # Socket and job doors, closed before the host drains; each is given the grace the stop signal chose.
     closers: list[Callable[[float], Awaitable[None]]] = []
     http: Door | None = None  # closed last, so /health and /ready stay truthful while the host drains
+    web_ui: WebUi | None = None  # the page at / of the HTTP door, which also lists the worker's jobs
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -389,6 +393,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 limits=config.client_limits,
                 access_log=access_log,
                 docling=docling,
+                ui=config.ui,
             )
             try:
                 await http_server.start()
@@ -401,6 +406,9 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
                 raise ValueError(f"--docling: {exc} (give this serve its own --state)") from exc
             http = http_server
             say(f"modelhost: http on {http_server.url} (ready once {name} is loaded)")
+            web_ui = http_server.ui
+            if web_ui is not None:
+                say(f"modelhost: page for people on {http_server.url}/ (chat, documents, state; --no-ui: none)")
             if docling is not None:
                 closers.append(docling.aclose)  # its conversions drain with the other doors, before the models
                 say(f"modelhost: docling API on {http_server.url}/v1/convert (pages read by {config.docling}; tasks "
@@ -454,6 +462,8 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
             except OSError as exc:  # taken since _check_doors looked
                 raise ValueError(listen_error("--worker", config.worker, exc)) from exc
             closers.append(functools.partial(_close_worker, worker))
+            if web_ui is not None:
+                web_ui.add_jobs("worker", worker.board)
             say(f"modelhost: worker on {worker.url} (state {state})")
         if bound:
             say(f"modelhost: ready: serving {name} ({', '.join(bound)})")

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelhost import _access, _serving
@@ -30,13 +30,15 @@ from modelhost.http.errors import ApiError, answer_internal_error, error_respons
 from modelhost.http.metrics import HttpMetrics, exposition
 from modelhost.http.ollama.handlers import OllamaRoutes
 from modelhost.http.openai.handlers import OpenAIRoutes
+from modelhost.http.ui import API_PREFIX, WebUi
 
 if TYPE_CHECKING:  # imported by whoever makes one (serve): the door's pydantic and task store cost nothing here
     from modelhost.http.docling import DoclingDoor
 
 #: The routes that carry work or reach the model (and so need the API key). /health, /ready and /metrics stay open: an
 #: orchestrator or a Prometheus scraper must see the process without holding the key, and they reveal no model output.
-_PROTECTED_PREFIXES = ("/v1/", "/api/", "/tokenize", "/detokenize")
+#: So do the page at / and its static files (modelhost.http.ui): they hold no data, and the page asks for the key.
+_PROTECTED_PREFIXES = ("/v1/", "/api/", "/tokenize", "/detokenize", API_PREFIX)
 
 
 # -- middleware (pure ASGI: BaseHTTPMiddleware would buffer streams and hide disconnects) -------------------------
@@ -152,31 +154,37 @@ def build_app(
     metrics: HttpMetrics | None = None,
     access_log: _access.Emit = _access.to_logger,
     docling: DoclingDoor | None = None,
+    ui: bool = True,
 ) -> Starlette:
     """The Starlette app of the HTTP door over a host, or a model set (requests routed by their `model`). `api_key`
     guards /v1/* and /api/*; `model_name` is the name clients see of a lone host (default: the host's name). A model
     may still be loading: /health answers, /ready says 503. `access_log` gets one record per request (method, path,
     status, model, tokens, duration: modelhost._access). `docling` adds docling-serve's document routes
-    (modelhost.http.docling), which take the key as docling's X-Api-Key."""
+    (modelhost.http.docling), which take the key as docling's X-Api-Key. `ui` serves the page for people at /
+    (modelhost.http.ui; `app.state.ui`, None without it)."""
     models = as_models(host, name=model_name)
     door = Door(models, metrics or HttpMetrics(models))
-    routes: list[Route | WebSocketRoute] = [
+    routes: list[BaseRoute] = [
         *_Probes(door).routes(), *OpenAIRoutes(door).routes(), *OllamaRoutes(door).routes()
     ]  # fmt: skip
     if docling is not None:
         routes += docling.route_list()
+    web_ui = WebUi(models, docling=docling) if ui else None
+    if web_ui is not None:
+        routes += web_ui.route_list()
     middleware = [
         # Outermost: every request is logged with the status it got, whichever layer answered it.
         Middleware(_access.AccessLog, door="http", emit=access_log),
         # Outermost of the rest, so it also covers the other middleware.
         Middleware(_serving.AnswerServerErrors, answer=answer_internal_error),
-        Middleware(_CountRequests, metrics=door.metrics, routes=frozenset(r.path for r in routes)),
+        Middleware(_CountRequests, metrics=door.metrics, routes=frozenset(getattr(r, "path", "") for r in routes)),
     ]
     if api_key:
         own = docling.prefixes if docling is not None else ()
         middleware.append(Middleware(_RequireApiKey, api_key=api_key, own_check=own))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: http_error})
     app.state.door = door  # HttpServer.stop_intake reaches it here
+    app.state.ui = web_ui  # HttpServer starts and stops it
     return app
 
 

@@ -19,6 +19,7 @@ from modelhost.http.app import build_app
 from modelhost.http.door import Door
 from modelhost.http.errors import layer_error_body
 from modelhost.http.metrics import HttpMetrics
+from modelhost.http.ui import WebUi
 
 if TYPE_CHECKING:
     from modelhost.http.docling import DoclingDoor
@@ -47,16 +48,21 @@ class HttpServer:
         limits: _serving.ClientLimits | None = None,
         access_log: _access.Emit = _access.to_logger,
         docling: DoclingDoor | None = None,
+        ui: bool = True,
     ) -> None:
         """`limits` bounds slow and excess clients (modelhost._serving; default: nginx-like timeouts); `access_log`
         gets one record per request (modelhost._access: the `modelhost.access` logger by default); `docling` adds
-        docling-serve's document routes, whose tasks start and stop with the server."""
+        docling-serve's document routes, whose tasks start and stop with the server; `ui` the page for people at /
+        (modelhost.http.ui), which `serve --no-ui` turns off."""
         self.docling = docling
         self.models = as_models(host, name=model_name)
         self.bind_host = bind_host
         self.port = port
         self.metrics = HttpMetrics(self.models)
-        self.app = build_app(self.models, api_key=api_key, metrics=self.metrics, access_log=access_log, docling=docling)
+        self.app = build_app(
+            self.models, api_key=api_key, metrics=self.metrics, access_log=access_log, docling=docling, ui=ui
+        )
+        self.ui: WebUi | None = self.app.state.ui
         self.guard = _serving.ClientGuard(
             limits or _serving.ClientLimits(), layer_error_body, self.metrics.refusals, PROBE_PATHS
         )
@@ -91,6 +97,8 @@ class HttpServer:
             access_log=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
+        if self.ui is not None:
+            await self.ui.start()
         self._server = _serving.EmbeddedUvicorn(config)
         self._task = await _serving.serve(self._server, sock, name=f"modelhost-http {self._url}")
 
@@ -104,6 +112,8 @@ class HttpServer:
 
     async def aclose(self) -> None:
         """Stop serving. Idempotent."""
+        if self.ui is not None:
+            await self.ui.aclose()  # its event streams end now rather than hold the shutdown for its grace
         if self.docling is not None:
             await self.docling.aclose()
         if self._server is None or self._task is None:
