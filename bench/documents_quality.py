@@ -1,6 +1,9 @@
 """Document quality: modelhost against pymupdf4llm, pdftotext and RapidOCR on real PDFs with ground truth.
 
-The corpus is tests/corpus/documents/ (see its README and bench/doccorpus.py); the measures are bench/docmetrics.py:
+The corpus is tests/corpus/documents/ (see its README and bench/doccorpus.py), reported in two splits, each by group:
+`dev`, the files one may look at while changing the engine, and `held-out`, the files only measured
+(`doccorpus.HELD_OUT`). A change that improves dev and worsens held-out is a regression. The measures are
+bench/docmetrics.py:
 CER and word recall after stripping Markdown, headings found (and level agreement, and false headings), tables found
 and cell text recall (and false tables), reading order (ground-truth sentences that come out whole), seconds per page.
 
@@ -9,7 +12,7 @@ that rotates, so load from a neighbour on a shared machine hits each tool alike.
 each tool converts one small file before timing, so a lazily loaded model is not billed to the first file. Speed is
 only comparable within one run: compare the ratios, not the seconds, and read the load average printed with them.
 
-    .venv/bin/python bench/documents_quality.py [--files redp arxiv] [--tools modelhost pymupdf4llm]
+    .venv/bin/python bench/documents_quality.py [--files redp arxiv] [--groups born-digital] [--tools modelhost ...]
         [--rounds 3] [--json out.json] [--save outputs/] [--verbose] [--floors TOOL]
     .venv/bin/python bench/documents_quality.py --rescore outputs/   # score a saved (even unfinished) run again
 
@@ -376,6 +379,7 @@ def floors(files: list[FileScore]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=None, help="only entries whose name contains one of these")
+    parser.add_argument("--groups", nargs="+", default=None, choices=doccorpus.GROUPS, help="only these groups")
     parser.add_argument("--tools", nargs="+", default=list(doctools.DEFAULT_TOOLS), choices=sorted(doctools.TOOLS))
     parser.add_argument("--rounds", type=int, default=1, help="conversions per tool and file; times are medians")
     parser.add_argument("--json", type=Path, default=None, help="write every figure to this file")
@@ -386,7 +390,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    entries = [e for e in doccorpus.entries() if not args.files or any(f in e.name for f in args.files)]
+    entries = [
+        e
+        for e in doccorpus.entries()
+        if (not args.files or any(f in e.name for f in args.files)) and (not args.groups or e.group in args.groups)
+    ]
     if not entries:
         parser.error(f"--files {args.files}: no corpus entry matches")
     startup: dict[str, float] = {}
@@ -430,21 +438,26 @@ def main() -> None:
     for name, why in unavailable.items():
         print(f"  {name}: unavailable: {why}")
     print("  start-up (not in s/page): " + ", ".join(f"{n} {s:.1f} s" for n, s in startup.items()))
+    split_of = {e.name: e.split for e in entries}
     summaries: dict[str, dict[str, Summary]] = {}
+    by_split: dict[str, dict[str, dict[str, Summary]]] = {}
     for name, files in scores.items():
         for s in files:
             summaries.setdefault(name, {}).setdefault(s.group, Summary()).add(s)
-    for group in doccorpus.GROUPS:
-        present = {n: g[group] for n, g in summaries.items() if group in g}
-        if not present:
-            continue
-        base = present.get("pymupdf4llm")
-        first = next(iter(present.values()))
-        print(f"\n{group}: {first.pages} pages")
-        print_table([row(n, s, base) for n, s in present.items()])
-        if group == "born-digital" and "modelhost" in present:
-            print("modelhost against issue 19's targets:")
-            print("\n".join(targets(present["modelhost"], base)))
+            by_split.setdefault(name, {}).setdefault(split_of[s.file], {}).setdefault(s.group, Summary()).add(s)
+    for split in doccorpus.SPLITS:
+        print(f"\n## {split} split" + (" (only measured: never tune on it)" if split == "held-out" else ""))
+        for group in doccorpus.GROUPS:
+            present = {n: sp[split][group] for n, sp in by_split.items() if group in sp.get(split, {})}
+            if not present:
+                continue
+            base = present.get("pymupdf4llm")
+            first = next(iter(present.values()))
+            print(f"\n{split}, {group}: {first.pages} pages")
+            print_table([row(n, s, base) for n, s in present.items()])
+            if group == "born-digital" and "modelhost" in present:
+                print(f"modelhost against issue 19's targets ({split}):")
+                print("\n".join(targets(present["modelhost"], base)))
     print("\nper file:")
     per_file = []
     for entry in entries:
@@ -452,7 +465,7 @@ def main() -> None:
             s = next(f for f in files if f.file == entry.name)
             one = Summary()
             one.add(s)
-            per_file.append([f"{entry.name} {name}", *row(name, one, None)[1:]])
+            per_file.append([f"{entry.name} ({entry.split}) {name}", *row(name, one, None)[1:]])
     print_table(per_file, ["file / tool", *HEADER[1:]])
     if args.verbose:
         for name, files in scores.items():
@@ -473,6 +486,10 @@ def main() -> None:
             "startup_s": startup,
             "unavailable": unavailable,
             "groups": {n: {g: {**asdict(s), **s.measures()} for g, s in gs.items()} for n, gs in summaries.items()},
+            "splits": {
+                n: {sp: {g: {**asdict(s), **s.measures()} for g, s in gs.items()} for sp, gs in splits.items()}
+                for n, splits in by_split.items()
+            },
             "files": {n: [asdict(s) for s in files] for n, files in scores.items()},
         }
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
