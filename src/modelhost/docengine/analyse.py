@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from modelhost.docengine.backdrops import is_backdrop
 from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, lines, pieces
@@ -107,6 +108,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             continue  # an image inside a table cell (a logo, an icon) belongs to the table
         over = [i for i, w in enumerate(words) if i not in taken and _centre_in(w, image.bbox)]
         if area < BACKGROUND_SHARE * page_area and len(over) < BACKGROUND_WORDS:
+            if is_backdrop(image.bbox, [words[i] for i in over]):
+                continue  # a shaded box or a banner drawn behind text: its words are the page's, and no picture
             taken |= set(over) - _caption_words(over, words)
         fixed.append(Block(Kind.PICTURE, image.bbox))
 

@@ -40,6 +40,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
 from modelhost.docengine.analyse import largest_images
+from modelhost.docengine.backdrops import is_backdrop
 from modelhost.docengine.lines import rtl
 from modelhost.docengine.tables import MAX_RULES
 from modelhost.docengine.types import BBox, ImageRegion, PageContent, Segment, Usability, Word
@@ -681,6 +682,7 @@ def _verdict(chars: list[_Char], objects: _Objects, images: tuple[ImageRegion, .
 def _covered(box: BBox, words: tuple[Word, ...]) -> bool:
     # An image with text-layer words over it (a figure with real labels, a logo with its name) needs no OCR; an
     # image alone may be a scanned paragraph or a chart whose text only pixels hold.
+    # An image that is the backdrop of a line or two (a banner behind a section number and title) holds no more.
     x0, y0, x1, y1 = box
-    inside = sum(1 for w in words if w.x0 >= x0 - 1 and w.x1 <= x1 + 1 and w.y0 >= y0 - 1 and w.y1 <= y1 + 1)
-    return inside >= 3
+    inside = [w for w in words if w.x0 >= x0 - 1 and w.x1 <= x1 + 1 and w.y0 >= y0 - 1 and w.y1 <= y1 + 1]
+    return len(inside) >= 3 or is_backdrop(box, inside)

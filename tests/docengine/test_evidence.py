@@ -1,0 +1,94 @@
+"""What the engine decides from evidence, on PDFs made here: text over a shaded box or banner is text, furniture needs
+repetition or a page number, headings come from type set apart, ordered list items keep their numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pypdfium2 as pdfium
+
+from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.furniture import mark_furniture
+from modelhost.docengine.textlayer import read_text_layer
+from modelhost.docengine.types import Kind, PageLayout
+
+
+def _pdf(path: Path, *pages: Callable[[object], None]) -> Path:
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=(595, 842))
+    for draw in pages:
+        draw(c)
+        c.showPage()
+    c.save()
+    return path
+
+
+def _layouts(path: Path) -> list[PageLayout]:
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        contents = [read_text_layer(doc, i) for i in range(len(doc))]
+    finally:
+        doc.close()
+    style = document_style(contents)
+    return mark_furniture([analyse(content, style) for content in contents])
+
+
+def _image(path: Path, size: tuple[int, int], grey: int) -> str:
+    from PIL import Image
+
+    Image.new("RGB", size, (grey, grey, grey)).save(path)
+    return str(path)
+
+
+BODY = (
+    "The committee met on the first of the month and reviewed the accounts of the year. Its members agreed that "
+    "the reserves were sufficient and that the new rules apply from the start of the next financial year."
+)
+
+
+def _body(c: object, y: float, lines: int = 8) -> None:
+    for k in range(lines):
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawString(72, y - 14 * k, f"{BODY[:88]} ({k})")  # type: ignore[attr-defined]
+
+
+def test_text_over_a_shaded_box_or_a_banner_is_text_and_a_photo_keeps_its_labels(tmp_path: Path) -> None:
+    shade = _image(tmp_path / "shade.png", (800, 200), 225)
+    photo = _image(tmp_path / "photo.png", (600, 600), 120)
+    summary = [
+        "Summary: the new rules apply from the first of January, and every member of the fund",
+        "must file the form before the end of March; late forms are refused by the office.",
+    ]
+
+    def page(c: object) -> None:
+        # a banner (an image one line and a half tall) behind a section heading
+        c.drawImage(shade, 66, 790, width=300, height=24)  # type: ignore[attr-defined]
+        c.setFont("Helvetica-Bold", 13)  # type: ignore[attr-defined]
+        c.drawString(72, 797, "2 Insurance in figures")  # type: ignore[attr-defined]
+        # a boxed summary: a shaded image behind two lines of body text
+        c.drawImage(shade, 66, 700, width=460, height=50)  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        for k, text in enumerate(summary):
+            c.drawString(72, 733 - 14 * k, text)  # type: ignore[attr-defined]
+        # a filled vector box behind a line of text
+        c.setFillGray(0.9)  # type: ignore[attr-defined]
+        c.rect(66, 660, 460, 24, stroke=0, fill=1)  # type: ignore[attr-defined]
+        c.setFillGray(0)  # type: ignore[attr-defined]
+        c.drawString(72, 668, "Note: members who filed last year need not file again")  # type: ignore[attr-defined]
+        _body(c, 630)
+        # a photo with two labels set on it: the labels are the picture's
+        c.drawImage(photo, 150, 200, width=250, height=250)  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+        c.drawString(170, 420, "Locking nut")  # type: ignore[attr-defined]
+        c.drawString(300, 230, "Keyway")  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "boxed.pdf", page))
+    texts = [b.text for b in layout.blocks if b.kind is not Kind.PICTURE]
+    assert any(t.startswith("2 Insurance in figures") for t in texts)
+    assert any(" ".join(summary) in t for t in texts)
+    assert any(t.startswith("Note: members") for t in texts)
+    pictures = [b for b in layout.blocks if b.kind is Kind.PICTURE]
+    assert [tuple(round(v) for v in p.bbox) for p in pictures] == [(150, 392, 400, 642)]
+    assert not any("Keyway" in t or "Locking nut" in t for t in texts)
