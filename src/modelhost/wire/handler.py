@@ -20,7 +20,7 @@ from modelhost.errors import (
     QueueFullError,
     UnsupportedAttachmentError,
 )
-from modelhost.host import Delta, Event, Failed, GenerationRequest, RequestStream
+from modelhost.host import Delta, Failed, GenerationRequest, RequestStream
 from modelhost.host import Done as HostDone
 from modelhost.host.models import Servable
 from modelhost.inference.options import MAX_TOKENS_LIMIT
@@ -117,10 +117,10 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
     except ModelHostError as exc:
         raise _wire_error(exc, rid) from None
     backend = backend_name(host)
-    # The stream's iterator is an async generator: close it explicitly when we stop early, or the loop finalises it
-    # later as a stray task ("Task was destroyed but it is pending").
-    async with stream, contextlib.aclosing(_closing_iterator(stream)) as stream_events:
-        async for event in stream_events:
+    # Leaving the block early (a terminal event, an error, aclose() from the connection) cancels the request; the
+    # stream is a plain async iterator, so nothing is left suspended for the loop to finalise.
+    async with stream:
+        async for event in stream:
             if isinstance(event, Delta):
                 if event.text:  # pdf-spec never emits an empty delta; its client would skip one anyway
                     yield codec.FrameDelta(rid, event.text)
@@ -136,17 +136,6 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
             elif isinstance(event, Failed):
                 code = _FAILURE_CODES.get(event.code, ErrorCode.INTERNAL)
                 raise WireError(code, event.message, fatal=False, request_id=rid)
-
-
-async def _closing_iterator(stream: RequestStream) -> AsyncGenerator[Event, None]:
-    iterator = aiter(stream)
-    try:
-        async for event in iterator:
-            yield event
-    finally:
-        close = getattr(iterator, "aclose", None)
-        if close is not None:
-            await close()
 
 
 async def events(host: Servable, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
