@@ -18,7 +18,7 @@ from dataclasses import replace
 from modelhost.docengine.backdrops import is_backdrop
 from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify
 from modelhost.docengine.leaders import find_contents
-from modelhost.docengine.lines import Piece, lines, pieces
+from modelhost.docengine.lines import Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import find_tables, rule_frames
@@ -51,6 +51,10 @@ FRAME_SHARE = 0.4
 PAGE_NUMBER_SIZE = 1.3
 #: Lines wholly inside this share of the page height at the top or the bottom are margin lines.
 MARGIN = 0.075
+#: A margin-zone line is one of the body's text block when it stands from the block's nearest line at that line's
+#: own spacing from the next, give or take this share of its font size (rounding of the loose glyph boxes; a running
+#: head or a footer is set a blank line or more away).
+LEADING_SLACK = 0.1
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?$", re.I)
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 
@@ -122,7 +126,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     if contents:
         gone = frozenset().union(*(toc.words for toc in contents))
         free = [w for i, w in enumerate(free) if i not in gone]
-    runs: list[Piece] = [p for line in lines(free) for p in pieces(line)]
+    # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across).
+    runs: list[Piece] = [p for line in lines(free, gutters(free, style.body_size)) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style.body_size)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
     blocks: list[Block] = list(top)
@@ -175,8 +180,8 @@ def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple
     They never join a body paragraph (a page number read into the first sentence of a page); a lone number is a
     page header or footer at once, the rest waits for `mark_furniture` to see whether it repeats.
     """
-    top: list[Block] = []
-    bottom: list[Block] = []
+    numbers: dict[int, Block] = {}  # id(piece): its page-number block
+    margin: list[Piece] = []
     body: list[Piece] = []
     highest = min((p.y0 for p in runs), default=0.0)
     lowest = max((p.y1 for p in runs), default=0.0)
@@ -184,23 +189,54 @@ def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple
         # A chapter's big number at the top of its first page is no page number: page numbers are body-sized.
         number = _PAGE_NUMBER.match(piece.text) is not None and piece.size < PAGE_NUMBER_SIZE * body_size
         if number and piece.y0 <= highest and piece.y1 <= PAGE_NUMBER_ZONE * content.height:
-            top.append(Block(Kind.PAGE_HEADER, piece.bbox, piece.text))
-            continue
-        if number and piece.y1 >= lowest and piece.y0 >= (1 - PAGE_NUMBER_ZONE) * content.height:
-            bottom.append(Block(Kind.PAGE_FOOTER, piece.bbox, piece.text))
-            continue
-        if piece.y1 <= MARGIN * content.height:
-            zone = top
-        elif piece.y0 >= (1 - MARGIN) * content.height:
-            zone = bottom
+            numbers[id(piece)] = Block(Kind.PAGE_HEADER, piece.bbox, piece.text)
+        elif number and piece.y1 >= lowest and piece.y0 >= (1 - PAGE_NUMBER_ZONE) * content.height:
+            numbers[id(piece)] = Block(Kind.PAGE_FOOTER, piece.bbox, piece.text)
+        elif piece.y1 <= MARGIN * content.height or piece.y0 >= (1 - MARGIN) * content.height:
+            margin.append(piece)
         else:
             body.append(piece)
-            continue
-        zone.append(Block(Kind.TEXT, piece.bbox, piece.text))
     if not body:
         # A page of nothing but margin lines (a title page set low, a short note): it is all body.
         return [], [], runs
-    return top, bottom, body
+    # A text block may start (or end) inside the margin zone: its first line, set at the block's own line spacing
+    # from the next, is body, or each column's first line would be read before the whole page. A running head or a
+    # footer stands further off. Nearest the body first, so a block's second line in the zone carries its first.
+    middle = content.height / 2
+    in_margin = {id(p) for p in margin}
+    joined: set[int] = set()
+    for piece in sorted(margin, key=lambda p: min(abs(p.y0 - middle), abs(p.y1 - middle))):
+        if _continues_block(piece, body):
+            body.append(piece)
+            joined.add(id(piece))
+    top: list[Block] = []
+    bottom: list[Block] = []
+    for piece in runs:
+        if id(piece) in numbers:
+            block = numbers[id(piece)]
+            (top if block.kind is Kind.PAGE_HEADER else bottom).append(block)
+        elif id(piece) in in_margin and id(piece) not in joined:
+            (top if piece.y1 <= MARGIN * content.height else bottom).append(Block(Kind.TEXT, piece.bbox, piece.text))
+    return top, bottom, [p for p in runs if id(p) not in numbers and (id(p) in joined or id(p) not in in_margin)]
+
+
+def _continues_block(piece: Piece, body: list[Piece]) -> bool:
+    """Whether `piece` is a line of a body text block: the nearest body line above or below it (overlapping it
+    across) is as near as that line's own next line on the far side, within a tenth of the font size, and those
+    two are lines of one block (at most a blank line apart: double-spaced text leaves about one)."""
+    across = [p for p in body if p.x0 < piece.x1 and piece.x0 < p.x1]
+    below = sorted((p for p in across if p.y0 >= piece.y1 - 1), key=lambda p: p.y0)
+    above = sorted((p for p in across if p.y1 <= piece.y0 + 1), key=lambda p: -p.y1)
+    slack = LEADING_SLACK * piece.size
+    if len(below) >= 2:
+        near, far = below[0], next((p for p in below[1:] if p.y0 >= below[0].y1 - 1), None)
+        if far is not None and near.y0 - piece.y1 <= min(far.y0 - near.y1, near.size) + slack:
+            return True
+    if len(above) >= 2:
+        near, far = above[0], next((p for p in above[1:] if p.y1 <= above[0].y0 + 1), None)
+        if far is not None and piece.y0 - near.y1 <= min(near.y0 - far.y1, near.size) + slack:
+            return True
+    return False
 
 
 def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: list[BBox]) -> list[Block]:
@@ -219,16 +255,20 @@ def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: 
 
 
 def _extend(blocks: list[Block], chunk: list[Block]) -> None:
-    """A column chunk's blocks appended; its first paragraph joins the last paragraph before it (past footnotes
-    under the column) when a column break split it."""
+    """A column chunk's blocks appended; its first paragraph joins the last paragraph before it (past footnotes,
+    figures, tables and captions at the foot of the column: text flows around them) when a column break split it."""
     if chunk and blocks:
         k = len(blocks) - 1
-        while k > 0 and blocks[k].kind is Kind.FOOTNOTE:
+        while k > 0 and blocks[k].kind in _FLOATS:
             k -= 1
         if continues(blocks[k], chunk[0]):
             blocks[k] = replace(blocks[k], text=join([blocks[k].text, chunk[0].text]))
             chunk = chunk[1:]
     blocks.extend(chunk)
+
+
+#: What a column's text flows around: a paragraph split by a column break continues past these.
+_FLOATS = frozenset({Kind.FOOTNOTE, Kind.PICTURE, Kind.TABLE, Kind.CAPTION})
 
 
 def continues(prev: Block, block: Block) -> bool:

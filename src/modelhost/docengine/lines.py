@@ -1,11 +1,16 @@
 """Words into lines, and lines into pieces: the runs of words that no column gutter or table gap cuts.
 
 A text-layer line (pdfium's own line numbering) may run across two columns or across a table's cells when their
-baselines agree; OCR gives no line numbers at all. So lines are rebuilt from geometry: words of one direction whose
-vertical extents overlap by half the smaller height are one line, read in its direction (left to right, or right
-to left for Arabic and Hebrew); then a line is cut into pieces wherever the gap between two words is wider than
-`PIECE_GAP` times the font size (word spaces are ~0.25-0.5 em even in justified text; column gutters and cell gaps
-are wider). Pieces are what reading order and paragraphs work on.
+baselines agree; OCR gives no line numbers at all. So lines are rebuilt from geometry, in two steps:
+
+- `gutters`: the page's gutters, found before any line is built. A gutter is a property of the page, not of one
+  line's word gap: an x range that stays empty down many consecutive rows of text while text stands on both sides
+  of it. A word space, however stretched, never stays at one x for several lines; a gutter does, however narrow.
+- `lines`: words of one direction whose vertical extents overlap by half the smaller height are one line, unless a
+  gutter beside them stands between them; each line read in its direction (left to right, or right to left for
+  Arabic and Hebrew). Then `pieces` cuts a line wherever the gap between two words is wider than `PIECE_GAP` times
+  the font size (a table's cell gaps, a gutter no run of rows shows). Pieces are what reading order and paragraphs
+  work on.
 """
 
 from __future__ import annotations
@@ -22,6 +27,26 @@ from modelhost.docengine.types import BBox, Word
 PIECE_GAP = 1.6
 #: Code aligns with runs of spaces: between monospace words only a gap this wide (in font sizes) cuts.
 CODE_GAP = 6.0
+#: A gutter is at least this many body-font ems wide. Word spaces are 0.25-0.33 em and justified text stretches a
+#: line's spaces to ~0.6 em, rarely more; the narrowest column gaps typesetting uses are ~1 em (LaTeX's twocolumn
+#: \columnsep is 10 pt beside 10 pt type; Word's default spacing is 0.5 inch). Measured from loose glyph boxes, which
+#: run a little past the ink, a 1 em gutter shows as ~0.9 em: 0.8 keeps it and keeps out a stretched word space.
+GUTTER_EM = 0.8
+#: A gutter has text on both sides of it on at least this many rows of its run. Spaces of consecutive lines line up
+#: by chance over two or three lines (a "river" in justified text), and then only as a sliver narrower than the
+#: stretched spaces themselves; columns of text stand side by side for many more rows.
+GUTTER_ROWS = 4
+#: A row supports a gutter only where what stands on each side of it is at least this many body ems long: a column's
+#: line (a two-column paper's ~24 ems, a newspaper's ~15; a paragraph's last line may be shorter and simply does not
+#: count). A list marker, a line number or a form's label beside its text is 1-3 ems, and the gap after it is a tab
+#: stop that belongs to its line, not a gutter.
+GUTTER_SIDE_EM = 5.0
+#: Lines still open to a new word while lines are built top to bottom: two or three columns side by side, each with
+#: its baselines off the others', keep this many lines in progress at once.
+OPEN_LINES = 8
+#: Gutter candidates followed at once down a page: a page's rows hold a few wide gaps each (the gutters, a table's
+#: cell gaps); a hostile page of staggered words cannot make the search grow without bound.
+MAX_CANDIDATES = 64
 #: A list marker is followed by a tab stop, often wider than PIECE_GAP: the marker and its text stay one piece.
 _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7\uf076\uf0d8\uf0fc]|\(?\d{1,3}[.)]|\(?[a-z][.)])$")
 
@@ -67,24 +92,114 @@ class Piece:
         return max(w.y1 for w in self.words)
 
 
-def lines(words: Iterable[Word]) -> list[list[Word]]:
-    """Horizontal words grouped into lines (top to bottom), each in reading order."""
+@dataclass(frozen=True, slots=True)
+class Gutter:
+    """An x range (`x0`, `x1`) kept empty from `y0` to `y1` with text on both sides: no line crosses it."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def parts(self, left: float, right: float, word: Word) -> bool:
+        """Whether this gutter stands between a line spanning `left`..`right` and `word` (beside both of them)."""
+        if word.y1 <= self.y0 or word.y0 >= self.y1:
+            return False
+        middle = (self.x0 + self.x1) / 2
+        return (word.x1 <= middle < left) or (right <= middle < word.x0) or (left < middle < right)
+
+
+def gutters(words: Iterable[Word], body_size: float) -> list[Gutter]:
+    """The page's gutters: x ranges at least GUTTER_EM body ems wide that no word covers down a run of consecutive
+    rows, on GUTTER_ROWS of which words stand on both sides. Rows are the page's lines as if it had no gutter; the
+    run ends at a row that covers the range (a title or a table across the columns: a full-width band)."""
+    rows = lines(words)
+    least = GUTTER_EM * max(body_size, 1.0)
+    side = GUTTER_SIDE_EM * max(body_size, 1.0)
+    found: list[Gutter] = []
+    # Open candidates: (x0, x1, first row's top, rows with words on both sides).
+    open_: list[tuple[float, float, float, int]] = []
+    last_bottom = 0.0
+    for row in rows:
+        spans = sorted((w.x0, w.x1) for w in row)
+        top, bottom = min(w.y0 for w in row), max(w.y1 for w in row)
+        free = _free(spans)
+        following: dict[tuple[float, float], tuple[float, float, float, int]] = {}
+        for x0, x1, start, support in open_:
+            kept = False
+            for f0, f1 in free:
+                a, b = max(x0, f0), min(x1, f1)
+                if b - a >= least:
+                    both = _sides(spans, a, b) >= side
+                    key = (a, b)
+                    if key not in following or following[key][2] > start:
+                        following[key] = (a, b, start, support + both)
+                    kept = True
+            if not kept and support >= GUTTER_ROWS:
+                found.append(Gutter(x0, start, x1, last_bottom))
+        for f0, f1 in free:
+            if f1 - f0 >= least and (f0, f1) not in following and f0 > spans[0][0] and f1 < spans[-1][1]:
+                following[(f0, f1)] = (f0, f1, top, int(_sides(spans, f0, f1) >= side))
+        # The oldest candidates first (the gutter a run of rows confirms), then the widest; at most MAX_CANDIDATES.
+        open_ = sorted(following.values(), key=lambda c: (c[2], c[0] - c[1]))[:MAX_CANDIDATES]
+        last_bottom = bottom
+    found.extend(Gutter(x0, start, x1, last_bottom) for x0, x1, start, support in open_ if support >= GUTTER_ROWS)
+    return _widest(found)
+
+
+def _sides(spans: list[tuple[float, float]], a: float, b: float) -> float:
+    """The shorter of the two extents of a row's words left of `a` and right of `b` (0 when a side is empty)."""
+    left = [x for x in spans if x[1] <= a]
+    right = [x for x in spans if x[0] >= b]
+    if not left or not right:
+        return 0.0
+    return min(max(x[1] for x in left) - left[0][0], max(x[1] for x in right) - right[0][0])
+
+
+def _free(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The x ranges a row's words leave empty: the gaps between them, and everything left and right of them."""
+    out: list[tuple[float, float]] = []
+    end = float("-inf")
+    for x0, x1 in spans:
+        if x0 > end:
+            out.append((end, x0))
+        end = max(end, x1)
+    out.append((end, float("inf")))
+    return out
+
+
+def _widest(found: list[Gutter]) -> list[Gutter]:
+    """One gutter for each run of rows and x range: a candidate inside another's x range and rows is the same
+    gutter seen from a later row, narrowed."""
+    keep: list[Gutter] = []
+    for g in sorted(found, key=lambda g: (g.y0 - g.y1, g.x0 - g.x1)):
+        inside = any(k.y0 <= g.y0 and g.y1 <= k.y1 and not (g.x1 <= k.x0 or k.x1 <= g.x0) for k in keep)
+        if not inside:
+            keep.append(g)
+    return keep
+
+
+def lines(words: Iterable[Word], gutters: Sequence[Gutter] = ()) -> list[list[Word]]:
+    """Horizontal words grouped into lines (top to bottom), each in reading order; no line crosses a gutter."""
     out: list[list[Word]] = []
-    spans: list[tuple[float, float]] = []
+    spans: list[tuple[float, float, float, float]] = []  # each line's top, bottom, left, right
     for word in sorted((w for w in words if w.rotation == 0), key=lambda w: ((w.y0 + w.y1) / 2, w.x0)):
         placed = False
         # Only the last few lines can still take a word: lines are built top to bottom.
-        for k in range(len(out) - 1, max(len(out) - 4, -1), -1):
-            top, bottom = spans[k]
+        for k in range(len(out) - 1, max(len(out) - 1 - OPEN_LINES, -1), -1):
+            top, bottom, left, right = spans[k]
             overlap = min(bottom, word.y1) - max(top, word.y0)
-            if overlap >= 0.5 * min(word.y1 - word.y0, bottom - top):
-                out[k].append(word)
-                spans[k] = (min(top, word.y0), max(bottom, word.y1))
-                placed = True
-                break
+            if overlap < 0.5 * min(word.y1 - word.y0, bottom - top):
+                continue
+            if any(g.parts(left, right, word) for g in gutters):
+                continue
+            out[k].append(word)
+            spans[k] = (min(top, word.y0), max(bottom, word.y1), min(left, word.x0), max(right, word.x1))
+            placed = True
+            break
         if not placed:
             out.append([word])
-            spans.append((word.y0, word.y1))
+            spans.append((word.y0, word.y1, word.x0, word.x1))
     return [_reading_order(line) for line in out]
 
 
