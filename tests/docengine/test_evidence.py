@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pypdfium2 as pdfium
 
 from modelhost.docengine.analyse import analyse, document_style
@@ -92,3 +93,35 @@ def test_text_over_a_shaded_box_or_a_banner_is_text_and_a_photo_keeps_its_labels
     pictures = [b for b in layout.blocks if b.kind is Kind.PICTURE]
     assert [tuple(round(v) for v in p.bbox) for p in pictures] == [(150, 392, 400, 642)]
     assert not any("Keyway" in t or "Locking nut" in t for t in texts)
+
+
+QUESTIONS = {
+    23: "If your country has a legal aid provider, what is the maximum caseload per lawyer?",
+    24: "Do the staff lawyers coordinate to challenge common violations of due process?",
+    25: "Are specialized legal aid services provided to specific groups?",
+}
+
+
+def test_numbered_questions_keep_their_numbers_in_doctags_and_markdown(tmp_path: Path) -> None:
+    from modelhost.docengine.emit import doctags_page
+    from modelhost.documents.assemble import build
+
+    def page(c: object) -> None:
+        y = 700.0
+        for number, question in QUESTIONS.items():
+            c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+            c.drawString(72, y, f"{number}. {question}")  # type: ignore[attr-defined]
+            c.drawString(90, y - 22, "Yes, at the national level")  # type: ignore[attr-defined]
+            c.drawString(90, y - 44, "No")  # type: ignore[attr-defined]
+            y -= 80
+
+    (layout,) = _layouts(_pdf(tmp_path / "survey.pdf", page))
+    items = [b for b in layout.blocks if b.kind is Kind.LIST_ITEM]
+    assert [(b.marker, b.ordered, b.text) for b in items] == [(f"{n}.", True, q) for n, q in QUESTIONS.items()]
+    doctags = doctags_page(layout)
+    for number, question in QUESTIONS.items():
+        assert f">{number}. {question}</list_item>" in doctags
+    # docling-core reading the page's DocTags back (the pixel path's pages are assembled so) keeps the numbers once
+    markdown = build("survey", [doctags], [np.zeros((842, 595, 3), np.uint8)]).export_to_markdown()
+    for number, question in QUESTIONS.items():
+        assert f"\n{number}. {question}\n" in f"\n{markdown}\n"

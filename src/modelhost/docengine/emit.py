@@ -7,7 +7,8 @@ DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element
 - section headers are `section_header_level_N`; code carries its language tag (`<_unknown_>`) and its line breaks;
   tables are OTSL (`ched` header cells, `fcel` full, `ecel` empty, `lcel`/`ucel`/`xcel` the spans, `nl` row ends);
 - list items are wrapped in `<unordered_list>`/`<ordered_list>`: the wrapper opens with the list's first item and
-  closes after its last, so each yielded string is still one complete item and a reader sees it at once;
+  closes after its last, so each yielded string is still one complete item and a reader sees it at once; an ordered
+  item's text starts with its number as printed ("23."), a bullet is not written;
 - text is written as printed: `<` and `>` stay literal, which is what pdf-spec's parser expects and what docling-core
   itself writes. `escape=True` writes `&lt;`/`&gt;` for a reader that would take tag-shaped text for tags (docling's
   own DocTags parser drops anything tag-shaped from element text).
@@ -70,14 +71,22 @@ def otsl(table: Table, escape: bool = False) -> str:
 
 
 def element(block: Block, width: float, height: float, *, escape: bool = False) -> str:
-    """One block as one DocTags element (list wrappers are `doctags_elements`' business)."""
+    """One block as one DocTags element (list wrappers are `doctags_elements`' business). An ordered list item
+    keeps its number as printed ("23. If your country..."): a reader of DocTags numbers a list from 1 (pdf-spec
+    writes "- " before each item), so a page's questions 23 to 28 would lose their numbers; a bullet is left out,
+    as docling-core writes it."""
     name = tag(block)
     where = locations(block.bbox, width, height)
     if block.kind is Kind.TABLE and block.table is not None:
         return f"<{name}>{where}{otsl(block.table, escape)}</{name}>"
     if block.kind is Kind.CODE:
         return f"<{name}>{where}<_unknown_>{_text(block.text, escape)}</{name}>"
-    return f"<{name}>{where}{_text(block.text, escape)}</{name}>"
+    text = (
+        f"{block.marker} {block.text}"
+        if block.kind is Kind.LIST_ITEM and block.ordered and block.marker
+        else block.text
+    )
+    return f"<{name}>{where}{_text(text, escape)}</{name}>"
 
 
 def doctags_elements(layout: PageLayout, *, escape: bool = False) -> Iterator[str]:

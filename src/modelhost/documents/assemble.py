@@ -95,7 +95,24 @@ def build(name: str, pages: Sequence[str], images: Sequence[Any]) -> Any:
     for page in doc.pages.values():
         page.image = None
     _unescape(doc)
+    _numbers_as_markers(doc)
     return doc
+
+
+#: An ordered list item's number as the engine writes it at the start of the item's DocTags text (emit.element):
+#: "23.", "4)", "(2)", "a.", "iv)".
+_NUMBER = re.compile(r"^(\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)])\s+(?=\S)")
+
+
+def _numbers_as_markers(doc: Any) -> None:
+    # docling-core numbers an ordered list from 1 and keeps the item's text whole ("1. 23. If your country..."): an
+    # item's printed number becomes its marker, so Markdown shows "23. If your country...".
+    from docling_core.types.doc.document import ListItem  # type: ignore[attr-defined]
+
+    for item in doc.texts:
+        if isinstance(item, ListItem) and item.enumerated and (match := _NUMBER.match(item.text)):
+            item.marker = match.group(1)
+            item.text = item.text[match.end() :]
 
 
 def _place(doc: Any, number: int, image: Any) -> None:

@@ -57,10 +57,16 @@ def _safe_available(backend: Backend) -> bool:
 
 def _safe_accepts(backend: Backend, path: str) -> bool:
     """`backend.accepts(path)` for an available FormatProbe; False for any other backend, and when the probe fails."""
+    return isinstance(backend, FormatProbe) and _probe(backend, path) and _safe_available(backend)
+
+
+def _probe(backend: FormatProbe, path: str) -> bool:
+    """`backend.accepts(path)`, False when the probe fails (a backend whose engine is missing may fail it)."""
     try:
-        return isinstance(backend, FormatProbe) and _safe_available(backend) and backend.accepts(path)
+        return backend.accepts(path)
     except Exception:
-        log.warning("backend %r failed to probe %s; taking it as a no", backend.name, path, exc_info=True)
+        log.warning("backend %r failed to probe %s; taking it as a no", getattr(backend, "name", "?"), path,
+                    exc_info=True)  # fmt: skip
         return False
 
 
@@ -153,17 +159,20 @@ class Registry:
             if not _safe_available(chosen):
                 raise BackendUnavailableError(f"backend {chosen.name!r} is not available on this machine")
             return chosen
-        candidates = [b for b in self.ordered() if _safe_available(b)]
+        ordered = self.ordered()
+        # Whether a backend takes the file is asked before whether it runs here: `available()` may import its engine
+        # (llama_cpp's: half a second), which an `ocr` or a folder's load must not pay for (issue 38).
+        for candidate in ordered:
+            if (not isinstance(candidate, FormatProbe) or _probe(candidate, resolved)) and _safe_available(candidate):
+                return candidate
+        candidates = [b for b in ordered if _safe_available(b)]
         if not candidates:
             raise NoBackendsError(
                 f"cannot load {path!r}: no backends available (registered: {', '.join(self.names()) or 'none'})"
             )
-        suitable = [b for b in candidates if not isinstance(b, FormatProbe) or b.accepts(resolved)]
-        if not suitable:
-            raise ModelLoadError(
-                f"no available backend loads {resolved!r} (available: {', '.join(b.name for b in candidates)})"
-            )
-        return suitable[0]
+        raise ModelLoadError(
+            f"no available backend loads {resolved!r} (available: {', '.join(b.name for b in candidates)})"
+        )
 
     def load_trainable(self, path: str, backend: str | None = None, **opts: Any) -> TextModel:
         """Load a model that implements TrainableModel; close it again and raise NotTrainableError otherwise."""

@@ -11,7 +11,6 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from modelhost.backends.llama_cpp.engine import BATCH_SIZE
 from modelhost.errors import InvalidOptionError, ModelLoadError
 from modelhost.inference import catalogue
 from modelhost.inference.options import LoadOptions
@@ -181,6 +180,8 @@ def _load_vision(
 
 def _open(path: str, n_ctx: int, threads: int, opts: LoadOptions, adapter: str | None) -> Any:
     import llama_cpp
+
+    from modelhost.backends.llama_cpp.engine import BATCH_SIZE  # here: the engine imports numpy
 
     return llama_cpp.Llama(
         model_path=path,
