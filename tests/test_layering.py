@@ -37,8 +37,9 @@ SRC = Path(modelhost.__file__).parent
 #: The contract's package.
 CONTRACT = "modelhost.inference"
 #: Leaf libraries inside modelhost, which every layer may use: they import nothing of modelhost but each other
-#: (the error family, and the document engine: text layer, layout, emitters). A test below holds them to that.
-LEAVES = ("modelhost.errors", "modelhost.docengine")
+#: (the error family, the document engine: text layer, layout, emitters, and the lazy package attributes of
+#: modelhost._lazy). A test below holds them to that.
+LEAVES = ("modelhost.errors", "modelhost.docengine", "modelhost._lazy")
 #: The doors: each turns its wire format into host calls.
 DOORS = ("modelhost.wire", "modelhost.http", "modelhost.worker")
 #: The composition root: the CLI and the `serve` process it runs (and the training CLI it mounts).

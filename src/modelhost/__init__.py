@@ -10,28 +10,23 @@ The public Python API is small and lives here:
 See `modelhost.inference` for the contract every backend implements.
 """
 
-import os as _os
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-# OpenMP's worker threads (llama.cpp's compute, torch's) spin while they wait for work unless told otherwise. On a
-# machine whose cores are shared (CI, a laptop building something, two models in one host) a spinning thread burns
-# the very time slice that the thread it waits for needs, and decoding collapses: SmolLM2 on 2 cores at load 18
-# decoded 0.2 tokens/s with spinning waits and 10-45 tokens/s with passive ones, the same tokens
-# (bench/contention.py). libgomp reads the policy once, when it is loaded (the first `import llama_cpp` or
-# `import torch`), so it is set here, before any backend can be imported; a value the user set wins.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from modelhost._lazy import exports as _exports
 
-from modelhost.errors import ModelHostError
-from modelhost.inference import (
-    BatchResult,
-    ClassifyResult,
-    GenerateMetrics,
-    Message,
-    ModelInfo,
-    TextModel,
-    Token,
-    as_capability,
-    load_model,
-)
+if _TYPE_CHECKING:
+    from modelhost.errors import ModelHostError
+    from modelhost.inference import (
+        BatchResult,
+        ClassifyResult,
+        GenerateMetrics,
+        Message,
+        ModelInfo,
+        TextModel,
+        Token,
+        as_capability,
+        load_model,
+    )
 
 __all__ = [
     "BatchResult",
@@ -47,3 +42,12 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+__getattr__ = _exports(
+    __name__,
+    {
+        "ModelHostError": "modelhost.errors",
+        **{name: "modelhost.inference" for name in __all__ if name != "ModelHostError"},
+    },
+)

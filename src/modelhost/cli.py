@@ -29,14 +29,15 @@ import typer
 
 from modelhost import errors
 from modelhost.hub import cli as hub_cli
-from modelhost.inference import registry
-from modelhost.inference.options import GenerateOptions
-from modelhost.inference.types import GenerateMetrics, Message, Token
 from modelhost.training.cli import train as train_command
 
 if TYPE_CHECKING:
     from modelhost._access import LogFormat
     from modelhost._serving import ClientLimits
+    from modelhost.inference.types import GenerateMetrics, Message, Token
+
+# The inference contract (its registry, options and types) is imported in the commands that use it, never here:
+# every command's start, `modelhost --version` among them, pays for what this module imports (issue 38).
 
 app = typer.Typer(
     name="modelhost",
@@ -113,6 +114,8 @@ def _existing_file(path: Path, flag: str) -> Path:
 
 
 def _load(model: str, backend: str | None, adapter: str | None = None) -> Any:
+    from modelhost.inference import registry
+
     try:
         return registry.load_model(model, backend, adapter=adapter)
     except errors.ModelHostError as exc:
@@ -175,6 +178,8 @@ def _schema(value: str) -> Any:
     except ValueError as exc:
         raise _usage(f"{where}: not JSON: {exc}") from None
     schema = schema or {"type": "object"}
+    from modelhost.inference.options import GenerateOptions
+
     try:  # the bounds every engine needs (inference/schema_limits.py), before a model is loaded for nothing
         GenerateOptions.parse(json_schema=schema)
     except errors.InvalidOptionError as exc:
@@ -228,6 +233,8 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with a model: one answer to MESSAGE, or an interactive session keeping history (Ctrl-D to leave)."""
+    from modelhost.inference.types import Message
+
     options = _options(max_tokens, temperature, seed, json_schema)
     if think is not None:
         options["enable_thinking"] = think
@@ -255,6 +262,8 @@ def chat(
 
 
 def _converse(answer: Any, history: list[Message], message: str | None, images: tuple[bytes, ...] = ()) -> None:
+    from modelhost.inference.types import Message
+
     if message is not None:
         answer([*history, Message("user", message, images)])
         return
@@ -405,7 +414,7 @@ def info(
 @app.command()
 def backends() -> None:
     """List the engines: name, whether they can run here, and their device."""
-    from modelhost.inference import backend_device_info, unavailable_reason
+    from modelhost.inference import backend_device_info, registry, unavailable_reason
 
     for backend in registry.default_registry().ordered():
         ok = backend.available()
@@ -540,7 +549,7 @@ async def _convert(
     from modelhost.documents import WireReader, batch
     from modelhost.documents.readers import StartingReader
     from modelhost.host import Host
-    from modelhost.inference import catalogue
+    from modelhost.inference import catalogue, registry
     from modelhost.serve import model_name
 
     host: Host | None = None

@@ -540,7 +540,6 @@ def _check_doors(config: ServeConfig, sockets: list[tuple[str, str]]) -> None:
     """Refuse now, before any model loads or any door opens, what a door would refuse later: a socket path it cannot
     bind, or whose folder is missing (only the default address's folder is made: SocketPathError) and a port already
     taken (ValueError naming the flag), so the mistake is the only line."""
-    from modelhost import _serving
     from modelhost.wire.address import default_address
     from modelhost.wire.server import check_path
 
@@ -549,6 +548,8 @@ def _check_doors(config: ServeConfig, sockets: list[tuple[str, str]]) -> None:
         check_path(path, make_folder=os.path.dirname(path) == default_folder)
     for flag, where in (("--http", config.http), ("--worker", config.worker)):
         if where is not None and where[1] != 0:  # port 0: the system picks a free one
+            from modelhost import _serving  # only with an HTTP door: it imports uvicorn
+
             try:
                 _serving.bind(*where).close()
             except OSError as exc:

@@ -10,24 +10,29 @@ it. The stages, each a plain function of plain data (see `types`):
     to_docling(name, layouts) -> DoclingDocument     emit.py: for Markdown, JSON and HTML
 """
 
-from modelhost.docengine.analyse import Style, analyse, document_style
-from modelhost.docengine.emit import doctags_elements, doctags_page, to_docling
-from modelhost.docengine.furniture import mark_furniture
-from modelhost.docengine.textlayer import read_text_layer
-from modelhost.docengine.types import (
-    BBox,
-    Block,
-    Cell,
-    ImageRegion,
-    Kind,
-    PageContent,
-    PageLayout,
-    Region,
-    Segment,
-    Table,
-    Usability,
-    Word,
-)
+from typing import TYPE_CHECKING
+
+from modelhost._lazy import exports
+
+if TYPE_CHECKING:
+    from modelhost.docengine.analyse import Style, analyse, document_style
+    from modelhost.docengine.emit import doctags_elements, doctags_page, to_docling
+    from modelhost.docengine.furniture import mark_furniture
+    from modelhost.docengine.textlayer import read_text_layer
+    from modelhost.docengine.types import (
+        BBox,
+        Block,
+        Cell,
+        ImageRegion,
+        Kind,
+        PageContent,
+        PageLayout,
+        Region,
+        Segment,
+        Table,
+        Usability,
+        Word,
+    )
 
 __all__ = [
     "BBox",
@@ -51,3 +56,30 @@ __all__ = [
     "read_text_layer",
     "to_docling",
 ]
+
+# Imported at first use (modelhost._lazy): the OCR model needs the pixel path, not the text layer's pypdfium2.
+__getattr__ = exports(
+    __name__,
+    {
+        "Style": "modelhost.docengine.analyse",
+        "analyse": "modelhost.docengine.analyse",
+        "document_style": "modelhost.docengine.analyse",
+        "doctags_elements": "modelhost.docengine.emit",
+        "doctags_page": "modelhost.docengine.emit",
+        "to_docling": "modelhost.docengine.emit",
+        "mark_furniture": "modelhost.docengine.furniture",
+        "read_text_layer": "modelhost.docengine.textlayer",
+        "BBox": "modelhost.docengine.types",
+        "Block": "modelhost.docengine.types",
+        "Cell": "modelhost.docengine.types",
+        "ImageRegion": "modelhost.docengine.types",
+        "Kind": "modelhost.docengine.types",
+        "PageContent": "modelhost.docengine.types",
+        "PageLayout": "modelhost.docengine.types",
+        "Region": "modelhost.docengine.types",
+        "Segment": "modelhost.docengine.types",
+        "Table": "modelhost.docengine.types",
+        "Usability": "modelhost.docengine.types",
+        "Word": "modelhost.docengine.types",
+    },
+)

@@ -7,12 +7,14 @@ listing) for scripts.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from modelhost import errors
-from modelhost.hub import cache, fetch
+
+if TYPE_CHECKING:
+    from modelhost.hub import fetch
 
 
 def _fail(exc: errors.ModelHostError) -> typer.Exit:
@@ -33,6 +35,8 @@ def pull(
     `modelhost pull org/repo:Q4_K_M` then `modelhost chat --model org/repo:Q4_K_M` loads it. Downloads resume
     when the connection drops and every file is checked against the hub's checksum.
     """
+    from modelhost.hub import fetch  # here, not at the top: every other command's start would pay for it
+
     try:
         limit = fetch.parse_size(max_size)
     except ValueError as exc:
@@ -49,6 +53,8 @@ def pull(
 
 def list_models() -> None:
     """The models in the local hub cache: the name `--model` takes, the size on disk, the path it loads."""
+    from modelhost.hub import cache, fetch
+
     models = cache.cached_models()
     if not models:
         typer.secho("no models in the cache; `modelhost pull org/repo` adds one", err=True)
@@ -65,6 +71,8 @@ def rm(
     name: Annotated[str, typer.Argument(help="A name `modelhost list` shows (org/repo removes every file).")],
 ) -> None:
     """Delete a model from the local hub cache."""
+    from modelhost.hub import cache
+
     try:
         gone = cache.remove(name)
     except errors.ModelHostError as exc:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import ModelLoadError
 from modelhost.inference.capabilities import missing_modules
 from modelhost.inference.options import LoadOptions
 
-from .model import OcrModel
+if TYPE_CHECKING:
+    from .model import OcrModel
 
 
 class OcrBackend:
@@ -45,6 +46,8 @@ class OcrBackend:
     def load_model(self, path: str, **load_opts: Any) -> OcrModel:
         """Load the folder's models and the layout model; `threads` sets onnxruntime's intra-op threads."""
         from modelhost.docengine.pixels import PixelReader, find_models
+
+        from .model import OcrModel  # here: the model imports the document engine, which `available` need not
 
         opts = LoadOptions.parse(load_opts)
         folder = Path(path)

@@ -1,0 +1,67 @@
+"""A command imports what it uses and nothing else (issue 38): each case runs in a fresh interpreter and reads its
+`sys.modules`, the import graph rather than a time (the start-up times are bench/startup.py's to measure)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: Engines and clusters no command may import unless it runs them: each costs a second or more to import.
+HEAVY = ("torch", "transformers", "ray", "llama_cpp", "onnxruntime", "docling_core", "pandas")
+
+
+def imported_after(code: str) -> set[str]:
+    """Which of HEAVY (and modelhost's contract) `code` leaves imported, run in a fresh interpreter."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted(m for m in {(*HEAVY, 'modelhost.inference')!r} if m in sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def run_cli(*args: str) -> str:
+    """Code that runs `modelhost ARGS` in this interpreter, as the console script does, and carries on after it."""
+    return (
+        "import sys\nfrom modelhost.cli import main\n"
+        f"sys.argv = ['modelhost', *{list(args)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code"
+    )
+
+
+def test_version_imports_no_engine_and_not_even_the_contract() -> None:
+    assert imported_after(run_cli("--version")) == set()
+
+
+def test_importing_modelhost_leaves_its_names_reachable() -> None:
+    code = "import modelhost; print(modelhost.Message('user', 'hi').content, modelhost.ModelHostError.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.split() == ["hi", "ModelHostError"], done.stderr
+
+
+def test_a_text_layer_convert_imports_no_model_engine(tmp_path: Path) -> None:
+    from modelhost.testing.hostile_pdfs import text_pdf
+
+    pdf = tmp_path / "one.pdf"
+    pdf.write_bytes(text_pdf("A page read from its text layer"))
+    out = tmp_path / "one.md"
+    # docling-core (and the pandas it imports) assembles the document: it is the one heavy import this path needs.
+    assert imported_after(run_cli("convert", str(pdf), "-o", str(out))) <= {"modelhost.inference", "docling_core",
+                                                                           "pandas"}  # fmt: skip
+    assert "A page read from its text layer" in out.read_text()
+
+
+@pytest.mark.parametrize(("model", "allowed"), [("ocr", {"onnxruntime"}), ("default", {"llama_cpp"})])
+def test_serving_a_model_imports_only_its_own_engine(model: str, allowed: set[str]) -> None:
+    # What `serve --model X` does before its socket binds: resolve and estimate the model, then load it.
+    code = (
+        "from modelhost.serve import ServeConfig, model_specs\n"
+        f"specs, _ = model_specs(ServeConfig(models=({model!r},)))\n"
+        "specs[0].loader().close()"
+    )
+    assert imported_after(code) - {"modelhost.inference"} == allowed
