@@ -1,5 +1,6 @@
 """The GGUF header, read without llama.cpp or the gguf package: the one reader (memory estimates, the mmproj's kind, a
-LoRA GGUF's base model), in the contract so the host and the backends share it.
+LoRA GGUF's base model, the tensor shapes an adapter is checked against), in the contract so the host and the
+backends share it.
 
 Why a header reader of our own rather than the `gguf` package: GGUFReader parses every tensor's description too
 (3.2 s for SmolLM2's 272 tensors on a busy 2-core machine), where `serve` needs a handful of numbers from the header
@@ -21,6 +22,14 @@ MAX_KEY_BYTES = 1 << 16
 MAX_STRING_BYTES = 1 << 24
 MAX_ARRAY_ITEMS = 1 << 24
 MAX_KEYS = 1 << 16
+#: The most tensors read from one file's descriptions: a real model holds hundreds to a few thousand (a 400B dense
+#: model about 1,100; MoE files merge their experts into one tensor per layer), and each kept description costs
+#: ~200 bytes of Python objects, so a file claiming more cannot make us hold more than ~25 MB for them.
+MAX_TENSORS = 1 << 17
+#: ggml's own bounds on a tensor (GGML_MAX_NAME, GGML_MAX_DIMS): a description past them is no tensor llama.cpp
+#: could load, so it is refused here rather than read.
+MAX_TENSOR_NAME_BYTES = 64
+MAX_TENSOR_DIMS = 4
 
 # GGUF value types (the file format's own numbering).
 _FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
@@ -32,11 +41,7 @@ def read_header(path: str | os.PathLike[str], wanted: Collection[str] | None = N
     never kept). ModelLoadError when the file is not a GGUF or its header is damaged."""
     try:
         with open(path, "rb") as f:
-            if f.read(4) != b"GGUF":
-                raise ModelLoadError(f"{path} is not a GGUF file")
-            version, _tensors, keys = struct.unpack("<IQQ", _exact(f, 20))
-            if version < 2 or keys > MAX_KEYS:
-                raise ModelLoadError(f"{path}: unsupported GGUF header (version {version}, {keys} keys)")
+            _tensors, keys = _preamble(f, path)
             found: dict[str, Any] = {}
             for _ in range(keys):
                 key = _string(f, MAX_KEY_BYTES)
@@ -52,6 +57,43 @@ def read_header(path: str | os.PathLike[str], wanted: Collection[str] | None = N
             return found
     except (OSError, struct.error, UnicodeDecodeError) as exc:
         raise ModelLoadError(f"{path}: cannot read the GGUF header: {exc}") from exc
+
+
+def read_tensor_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape in a GGUF file, by name, in ggml's order (`ne[0]` first: a weight's input side), read
+    from the tensor descriptions after the header; no tensor data is read. ModelLoadError when the file is not a
+    GGUF, its descriptions are damaged, or it names one tensor twice."""
+    try:
+        with open(path, "rb") as f:
+            tensors, keys = _preamble(f, path)
+            for _ in range(keys):
+                _string(f, MAX_KEY_BYTES)
+                (kind,) = struct.unpack("<I", _exact(f, 4))
+                _value(f, kind)
+            shapes: dict[str, tuple[int, ...]] = {}
+            for _ in range(tensors):
+                name = _string(f, MAX_TENSOR_NAME_BYTES)
+                (dims,) = struct.unpack("<I", _exact(f, 4))
+                if dims > MAX_TENSOR_DIMS:
+                    raise ModelLoadError(f"{path}: tensor {name!r} claims {dims} dimensions")
+                shape = struct.unpack(f"<{dims}Q", _exact(f, 8 * dims))
+                _exact(f, 12)  # its type and data offset
+                if name in shapes:
+                    raise ModelLoadError(f"{path}: tensor {name!r} is described twice")
+                shapes[name] = shape
+            return shapes
+    except (OSError, struct.error, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"{path}: cannot read the GGUF tensor descriptions: {exc}") from exc
+
+
+def _preamble(f: BinaryIO, path: str | os.PathLike[str]) -> tuple[int, int]:
+    """The file's tensor and key counts, after its magic and version are checked and the counts bounded."""
+    if f.read(4) != b"GGUF":
+        raise ModelLoadError(f"{path} is not a GGUF file")
+    version, tensors, keys = struct.unpack("<IQQ", _exact(f, 20))
+    if version < 2 or keys > MAX_KEYS or tensors > MAX_TENSORS:
+        raise ModelLoadError(f"{path}: unsupported GGUF header (version {version}, {keys} keys, {tensors} tensors)")
+    return tensors, keys
 
 
 def _exact(f: BinaryIO, n: int) -> bytes:
@@ -80,6 +122,10 @@ def _value(f: BinaryIO, kind: int) -> Any:
             raise ModelLoadError(f"a GGUF header array claims {count} items")
         if item in _FIXED:
             f.seek(struct.calcsize("<" + _FIXED[item]) * count, os.SEEK_CUR)  # skipped, not read
+        elif item == _ARRAY:
+            # llama.cpp's reader refuses an array of arrays (gguf.cpp: "invalid GGUF type"), so no model has one;
+            # followed here, 100,000 nested arrays ran the reader into RecursionError (a 500, not a load error).
+            raise ModelLoadError("a GGUF header array of arrays (llama.cpp reads no nested arrays)")
         else:
             for _ in range(count):
                 _value(f, item)

@@ -11,6 +11,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from modelhost.backends.llama_cpp.lora import check_against_model
 from modelhost.errors import InvalidOptionError, ModelLoadError
 from modelhost.inference import catalogue
 from modelhost.inference.options import LoadOptions
@@ -128,6 +129,9 @@ class LlamaCppBackend:
             max_parallel=int(llama_cpp.llama_max_parallel_sequences()),
         )
         adapter = _resolve_adapter(opts.adapter) if opts.adapter else None
+        if adapter is not None:
+            # llama.cpp would take an adapter whose pair has a third dimension, then abort at the first decode.
+            check_against_model(Path(adapter), resolved)
         threads = opts.threads or default_threads()
         try:
             llm = _open(resolved, OPENING_CONTEXT, threads, opts, adapter)

@@ -13,12 +13,28 @@ step: measured in docs/adapters.md.
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 from typing import Any
 
-from modelhost.errors import GenerationError, InvalidOptionError, ModelNotFoundError
-from modelhost.inference.lora_files import inspect_adapter
+from modelhost.errors import GenerationError, InvalidOptionError, ModelLoadError, ModelNotFoundError
+from modelhost.inference.gguf_header import read_tensor_shapes
+from modelhost.inference.lora_files import check_gguf_lora_shapes, inspect_adapter
 
 _UNSET = object()  # the context's adapters are not known yet (nothing set since it was made)
+
+
+def model_shapes(model: str) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes of the model GGUF at `model`, to check an adapter against; InvalidOptionError ("adapter")
+    when they cannot be read."""
+    try:
+        return read_tensor_shapes(model)
+    except ModelLoadError as exc:
+        raise InvalidOptionError("adapter", f"cannot check the adapter against the model: {exc}") from None
+
+
+def check_against_model(adapter: Path, model: str) -> None:
+    """Check the LoRA GGUF `adapter` fits the model GGUF at `model` (lora_files.check_gguf_lora_shapes)."""
+    check_gguf_lora_shapes(adapter, model_shapes(model), field="adapter")
 
 
 class ContextAdapters:
@@ -33,6 +49,7 @@ class ContextAdapters:
         self._base: list[tuple[Any, float]] = [(loaded, float(llm.lora_scale))] if loaded is not None else []
         self._named: dict[str, Any] = {}
         self._active: object = _UNSET
+        self._base_shapes: dict[str, tuple[int, ...]] | None = None  # the model's tensors, read at the first load
 
     @property
     def names(self) -> frozenset[str]:
@@ -46,13 +63,17 @@ class ContextAdapters:
 
     def load(self, name: str, path: str) -> None:
         """Load the LoRA GGUF at `path` (the file, or the one .gguf of a folder) on the model as `name`;
-        InvalidOptionError ("adapter") when it is not one or llama.cpp refuses it (another architecture, shapes)."""
+        InvalidOptionError ("adapter") when it is not one, a tensor of it does not fit the model's (checked here:
+        llama.cpp would accept some and abort at the first decode), or llama.cpp refuses it."""
         files = inspect_adapter(path, field="adapter")
         if files.gguf is None:
             why = "the llama.cpp backend serves GGUF adapters (lora.train writes adapter.gguf beside the peft files)"
             raise InvalidOptionError("adapter", f"{path!r} has no LoRA GGUF: {why}")
         if name in self._named:
             raise InvalidOptionError("adapter", f"an adapter named {name!r} is loaded already")
+        if self._base_shapes is None:  # read once: the model's tensors never change
+            self._base_shapes = model_shapes(self._llm.model_path)
+        check_gguf_lora_shapes(files.gguf, self._base_shapes, field="adapter")
         adapter = self._lib.llama_adapter_lora_init(self._llm._model.model, str(files.gguf).encode())
         if not adapter:
             raise InvalidOptionError("adapter", f"llama.cpp refused the LoRA GGUF {str(files.gguf)!r} for this model "

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import InvalidOptionError, ModelLoadError, ModelNotFoundError
-from modelhost.inference.lora_files import inspect_adapter
+from modelhost.inference.lora_files import check_peft_lora_shapes, inspect_adapter
 
 if TYPE_CHECKING:
     from modelhost.backends.transformers.loading import Checkpoint
@@ -32,6 +32,7 @@ class ServedLoRA:
     def __init__(self, checkpoint: Checkpoint) -> None:
         self._ckpt = checkpoint
         self._peft: Any = None  # peft.PeftModel over checkpoint.model, made at the first adapter
+        self._layers: dict[str, tuple[int, int]] | None = None  # the adaptable layers, read before peft wraps them
         self.names: frozenset[str] = frozenset()
 
     def load(self, name: str, path: str) -> None:
@@ -43,6 +44,9 @@ class ServedLoRA:
                                                 "transformers backend serves peft adapters")  # fmt: skip
         if name in self.names:
             raise InvalidOptionError("adapter", f"an adapter named {name!r} is loaded already")
+        if self._layers is None:
+            self._layers = adaptable_layers(self._ckpt.model)
+        check_peft_lora_shapes(files.peft, self._layers, field="adapter")
         try:
             from peft import PeftModel
         except ImportError as exc:
@@ -91,3 +95,20 @@ class ServedLoRA:
         for layer in self._ckpt.model.modules():
             if isinstance(layer, BaseTunerLayer):
                 layer._active_adapter = []
+
+
+def adaptable_layers(module: Any) -> dict[str, tuple[int, int]]:
+    """Every layer of `module` a LoRA adapter may target, by name, as `(out, in)`: a linear layer's features, an
+    embedding's dimension and vocabulary, transformers' Conv1D (GPT-2's linear, stored transposed) its own."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    layers: dict[str, tuple[int, int]] = {}
+    for name, layer in module.named_modules():
+        if isinstance(layer, torch.nn.Linear):
+            layers[name] = (layer.out_features, layer.in_features)
+        elif isinstance(layer, torch.nn.Embedding):
+            layers[name] = (layer.embedding_dim, layer.num_embeddings)
+        elif isinstance(layer, Conv1D):
+            layers[name] = (layer.nf, int(layer.weight.shape[0]))
+    return layers
