@@ -80,13 +80,19 @@ def test_bad_input_fails_clearly(args: list[str], expected: str) -> None:
 
 
 def test_chat_with_an_image_on_a_vision_model_and_a_clear_refusal_on_a_text_model(
-    tiny_idefics3_dir: Path, tiny_llama_gguf: Path, tmp_path: Path
+    tiny_llama_gguf: Path, tmp_path: Path
 ) -> None:
     from PIL import Image
 
+    from modelhost.testing.tinyvision import build_tiny_idefics3_gguf
+
+    # The vision model as GGUF + mmproj (found beside it): each `chat` process then loads it through llama.cpp in
+    # well under a second, where the transformers folder cost each process torch's import and a model build (the
+    # test took 67 s quiet and hit its 300 s limit at load 15-20). The image path through the CLI is the same.
+    _, vision_gguf, _ = build_tiny_idefics3_gguf(tmp_path / "vlm", seed=0)
     picture = tmp_path / "page.png"
     Image.new("RGB", (40, 30), (200, 30, 30)).save(picture)
-    args = ["chat", "What is this?", "--model", str(tiny_idefics3_dir), "-n", "3", "-t", "0"]
+    args = ["chat", "What is this?", "--model", str(vision_gguf), "-n", "3", "-t", "0"]
     with_image = modelhost(*args, "--image", str(picture))
     without = modelhost(*args)
     assert with_image.returncode == 0 and without.returncode == 0, (with_image.stderr, without.stderr)
