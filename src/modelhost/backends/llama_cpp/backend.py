@@ -123,6 +123,10 @@ class LlamaCppBackend:
             raise ModelLoadError(f"backend {self.name!r} is not available: llama-cpp-python does not import")
         import llama_cpp
 
+        from modelhost.backends.llama_cpp import logs
+
+        logs.install()  # llama.cpp's lines through Python's logging, not raw onto stderr
+
         _check_unsupported(
             opts,
             gpu_offload=bool(llama_cpp.llama_supports_gpu_offload()),
