@@ -14,8 +14,13 @@ from typing import TYPE_CHECKING
 
 from modelhost._lazy import exports
 
+# `analyse` is also its module's name: importing modelhost.docengine.analyse (textlayer does) binds the package's
+# attribute to that module, and a lazy `analyse` would never be asked for again (`docengine.analyse(content)` raised
+# "'module' object is not callable"). The function is bound here; its module imports no more than the standard library.
+from modelhost.docengine.analyse import analyse
+
 if TYPE_CHECKING:
-    from modelhost.docengine.analyse import Style, analyse, document_style
+    from modelhost.docengine.analyse import Style, document_style
     from modelhost.docengine.emit import doctags_elements, doctags_page, to_docling
     from modelhost.docengine.furniture import mark_furniture
     from modelhost.docengine.textlayer import read_text_layer
@@ -62,7 +67,6 @@ __getattr__ = exports(
     __name__,
     {
         "Style": "modelhost.docengine.analyse",
-        "analyse": "modelhost.docengine.analyse",
         "document_style": "modelhost.docengine.analyse",
         "doctags_elements": "modelhost.docengine.emit",
         "doctags_page": "modelhost.docengine.emit",
