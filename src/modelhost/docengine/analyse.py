@@ -22,9 +22,9 @@ from modelhost.docengine.lines import Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import find_tables, rule_frames
-from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Word
+from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
 
-__all__ = ["Style", "analyse", "continues", "document_style", "join_pages"]
+__all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
 
 #: An image covering this share of the page or more is a background (a cover, a scan under its own text layer):
 #: it is still a picture, but the text over it is the page's text.
@@ -64,7 +64,7 @@ def document_style(contents: Iterable[PageContent]) -> Style:
     above it is a heading size; the largest is the title's when it is one block of lines at the first page's top."""
     chars: Counter[float] = Counter()
     where: dict[float, set[tuple[int, float]]] = {}
-    for content in contents:
+    for content in map(upright, contents):
         for word in content.words:
             if word.rotation:
                 continue
@@ -91,8 +91,51 @@ def _one_block_on_top(places: set[tuple[int, float]]) -> bool:
     return len(lines) <= TITLE_LINES and all(b - a < 0.06 for a, b in itertools.pairwise(lines))
 
 
+def upright(content: PageContent) -> PageContent:
+    """The page turned so that most of its text reads upright: a page whose words mostly run sideways or upside down
+    on the displayed page (an upright page under /Rotate 90, a landscape table set sideways on a portrait page) is
+    turned against their direction, its size, words, rules and images with it; other pages come back as they are.
+    Rotated words outside tables are dropped as margin stamps later, so without this such a page loses all its text."""
+    chars: Counter[int] = Counter()
+    for word in content.words:
+        chars[word.rotation] += len(word.text)
+    turn = max(chars, key=lambda r: (chars[r], r == 0), default=0)
+    if turn == 0 or chars[turn] <= chars[0]:
+        return content
+    w, h = content.width, content.height
+
+    def point(x: float, y: float) -> tuple[float, float]:
+        # The inverse of turning the page clockwise by `turn` (how the page shows the text's direction).
+        if turn == 90:
+            return y, w - x
+        if turn == 270:
+            return h - y, x
+        return w - x, h - y
+
+    def box(b: BBox) -> BBox:
+        (ax, ay), (bx, by) = point(b[0], b[1]), point(b[2], b[3])
+        return (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
+
+    def segment(s: Segment) -> Segment:
+        x0, y0, x1, y1 = box((s.x0, s.y0, s.x1, s.y1))
+        return replace(s, x0=x0, y0=y0, x1=x1, y1=y1)
+
+    width, height = (h, w) if turn in (90, 270) else (w, h)
+    return replace(
+        content,
+        width=width,
+        height=height,
+        words=tuple(replace(x, bbox=box(x.bbox), rotation=(x.rotation - turn) % 360) for x in content.words),
+        rulings=tuple(segment(s) for s in content.rulings),
+        images=tuple(replace(i, bbox=box(i.bbox)) for i in content.images),
+        ocr_regions=tuple(box(b) for b in content.ocr_regions),
+    )
+
+
 def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
-    """The page's blocks in reading order. Without a `style` the page's own words give it."""
+    """The page's blocks in reading order. Without a `style` the page's own words give it. A page whose text runs
+    sideways is read turned upright (`upright`): the layout's size and boxes are the turned page's."""
+    content = upright(content)
     style = style or document_style([content])
     words = list(content.words)
     taken: set[int] = set()

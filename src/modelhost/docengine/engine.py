@@ -7,8 +7,9 @@ from its pixels by a model, yielded one page at a time as soon as each is known.
         ...                                         # an EnginePage, or Unread(number, reason)
 
 - Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
-  whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer) is rendered
-  and read by `reader` (the `ocr` model, a DocTags VLM, or a socket). `text_layer=False` sends every page to it.
+  whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer), or whose
+  words all vanish in its layout, is rendered and read by `reader` (the `ocr` model, a DocTags VLM, or a socket).
+  `text_layer=False` sends every page to it.
 - With `pictures=True`, a usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a
   pasted screenshot: its `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is
   read by `reader` like a page; text that reads like text joins the layout after its picture.
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from modelhost.docengine.analyse import Style, analyse, document_style
+from modelhost.docengine.analyse import Style, analyse, document_style, upright
 from modelhost.docengine.emit import doctags_page
 from modelhost.docengine.memory import release_freed_memory
 from modelhost.docengine.pictures import (
@@ -333,9 +334,13 @@ def _prepare(
         if isinstance(read, PageError):
             raise read
         content = read or source.text_layer(number)
-        if content.usable:
-            layout = analyse(content, page_style(content, style))
-            boxes = regions_to_read(content) if pictures else []
+        layout = analyse(content, page_style(content, style)) if content.usable else None
+        # A layer whose words all vanish in the layout (every one dropped as a stamp in some direction nobody
+        # reads) is no page to yield empty: its pixels are read instead, or it is Unread, never silently blank.
+        if layout is not None and (layout.blocks or not content.words):
+            # Picture regions are boxes on the displayed page: a page read turned upright has its layout's boxes
+            # in another frame, so its pictures are not read into it.
+            boxes = regions_to_read(content) if pictures and upright(content) is content else []
             crops: list[tuple[BBox, Any]] = []
             if boxes:
                 renders.admit(position)

@@ -419,8 +419,10 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
             scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c)) or 1.0
             size = round(raw.FPDFText_GetFontSize(tp, i) * scale, 2)
             angle = round(math.degrees(raw.FPDFText_GetCharAngle(tp, i)) / 90) % 4 * 90
-            # pdfium's angle is counter-clockwise in user space; on the displayed page it turns with /Rotate.
-            angle = (360 - angle + frame.rotation) % 360
+            # pdfium's angle is clockwise in user space (text running up the page, matrix b > 0, comes back as
+            # 270); the displayed page turns it clockwise by /Rotate more: a slide drawn running up under
+            # /Rotate 90 is upright, an upright page under /Rotate 90 reads sideways.
+            angle = (angle + frame.rotation) % 360
             facts = (fonts.get(key, _NO_FONT), size, angle)
             per_object[key] = facts
         glyph = _Char(ch, x0, y0, x1, y1, facts[1], facts[0], facts[2], False)
