@@ -91,7 +91,8 @@ def test_a_lora_train_output_is_loaded_without_restart_and_answers_its_word(tiny
                 assert again.status_code == 400 and "already been loaded" in again.text
             listed = {m.id: m for m in (await client.models.list()).data}
             assert set(listed) == {"tiny", "secret"}
-            assert listed["secret"].model_extra == {"aliases": [], "root": str(folder), "parent": "tiny"}
+            # `root` says the id (no hub repository here), never the adapter's folder on the server's disk.
+            assert listed["secret"].model_extra == {"aliases": [], "root": "secret", "parent": "tiny"}
             assert listed["tiny"].model_extra is not None and listed["tiny"].model_extra["parent"] is None
             assert (await client.models.retrieve("secret")).model_extra["parent"] == "tiny"  # type: ignore[index]
 

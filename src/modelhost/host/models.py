@@ -106,6 +106,11 @@ class MemoryBudgetError(ModelLoadingError):
         self.retry_after = retry_after
 
 
+class MemoryReleasingError(MemoryBudgetError):
+    """The room a model needs is held only by models already unloading: it is free once their hosts have closed, a
+    wait of its own end (`Models.released`), not one to retry on a guess."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """One model to serve: its name, where it comes from (a path, for whoever needs the files: lora.train), how to
@@ -269,11 +274,17 @@ class ServedModel:
         """Start loading the model if it is unloaded and wait until its load ends: ready, or failed (the caller looks
         at `ready`). While a caller waits the model counts as busy, so neither the keep-alive sweep nor the memory
         budget unloads it during the load; a caller that submits afterwards holds `in_use` around both. A model
-        loaded counts as used. MemoryBudgetError when busy models hold the room it needs (nothing waited for)."""
+        loaded counts as used. MemoryBudgetError when busy models hold the room it needs (nothing waited for); room
+        held only by models still closing is waited for."""
         with self.in_use():
             while not self.ready:
                 if self.host is None:
-                    self._models.load_soon(self)
+                    try:
+                        self._models.load_soon(self)
+                    except MemoryReleasingError:
+                        # The room is on its way back (a keep_alive 0 unload still closing): wait for it, not 503.
+                        await self._models.released()
+                        continue
                 task = self._load_task
                 if task is None or self.host is None or self.host.state not in ("new", "loading"):
                     return  # failed or closing: nothing more to wait for
@@ -404,6 +415,7 @@ class Models:
         self._owned = True
         #: Bytes of unloaded models whose hosts are still closing: still held until the close ends.
         self._releasing = 0
+        self._released = asyncio.Event()  # set as a close of an unloaded model ends (see `released`)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._sweep_now = asyncio.Event()  # set when a request's keep_alive changed: check at once, not in a second
@@ -567,7 +579,7 @@ class Models:
         if need <= 0:
             return []
         if self._releasing and need <= self._releasing:
-            raise MemoryBudgetError(f"model {model.name!r} waits for unloaded models to give their memory back")
+            raise MemoryReleasingError(f"model {model.name!r} waits for unloaded models to give their memory back")
         now = time.monotonic()
         movable = sorted(
             (
@@ -652,8 +664,14 @@ class Models:
                 await host.aclose()
             finally:
                 self._releasing -= model.size
+                self._released.set()
 
         return close()
+
+    async def released(self) -> None:
+        """Wait until the close of an unloaded model ends (its memory given back to the budget)."""
+        self._released.clear()  # no await since the caller saw the room held: no close ended unseen
+        await self._released.wait()
 
     async def _load(self, model: ServedModel, host: Host, closing: list[Coroutine[Any, Any, None]]) -> None:
         # The room is free once the unloaded models are closed (their memory given back), not before.

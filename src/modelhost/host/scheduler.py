@@ -60,6 +60,7 @@ from modelhost.inference.capabilities import (
     as_capability,
     check_embedding_inputs,
     check_prompt_size,
+    fit_embedding_inputs,
 )
 from modelhost.inference.engine import (
     AdapterEngine,
@@ -380,8 +381,9 @@ class Host:
 
         Raises at once (nothing queued) for: a host that is not ready, a model without the EmbeddingModel capability
         (EmbeddingUnsupportedError), inputs that are empty, not strings or too many (InvalidInputError naming the
-        input), `dimensions` other than the model's vector size (InvalidOptionError), a full queue. Inputs too long
-        for the context are the model's to find (it tokenises): the ticket's result raises that error.
+        input), an input of more bytes than the context can hold without `truncate` (cut to the bound with it),
+        `dimensions` other than the model's vector size (InvalidOptionError), a full queue. Inputs within the bytes
+        but too long in tokens are the model's to find (it tokenises): the ticket's result raises that error.
         """
         self._check_serving()
         try:
@@ -389,7 +391,9 @@ class Host:
             if embedder is None:
                 raise EmbeddingUnsupportedError(f"model {self.name!r} cannot embed text (its backend offers no "
                                                 "embeddings); choose a model that does")  # fmt: skip
-            items = check_embedding_inputs(texts)
+            # Over the context by their bytes alone: refused (or cut, with truncate) here, before the queue, so the
+            # model thread never tokenizes megabytes only to keep their first tokens.
+            items = fit_embedding_inputs(self._model, check_embedding_inputs(texts), truncate=truncate)
             if dimensions is not None and dimensions != embedder.embedding_size():
                 raise InvalidOptionError(
                     "dimensions", f"model {self.name!r} makes vectors of {embedder.embedding_size()} dimensions only"

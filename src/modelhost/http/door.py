@@ -35,6 +35,16 @@ T = TypeVar("T")
 _RETRY_AFTER_MIN, _RETRY_AFTER_MAX = 1, 60
 
 
+def running_context(loaded: Any) -> int:
+    """The context a loaded model runs with, the most tokens a prompt may have here: its own `context_length` where
+    the backend says it (llama.cpp runs SmolLM2, trained on 8192 positions, with 4096 by default), else the trained
+    length from its ModelInfo. What /api/ps and /tokenize's `max_model_len` report."""
+    runs_with = getattr(loaded, "context_length", None)
+    if isinstance(runs_with, int) and not isinstance(runs_with, bool):
+        return runs_with
+    return int(loaded.info().context_length)
+
+
 class Door:
     """The shared path of the HTTP door's routes, bound to a model set (one model, or several routed by `model`)."""
 

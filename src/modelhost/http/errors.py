@@ -89,6 +89,9 @@ _HOST_ERRORS: dict[str, tuple[int, ErrorType]] = {
     "invalid_option": (400, "invalid_request_error"),
     "invalid_input": (400, "invalid_request_error"),
     "attachment_unsupported": (400, "invalid_request_error"),
+    # A model or adapter that went away between routing and admission (an adapter unloaded while a chat naming it
+    # was on its way in): what naming it answers at routing, not a server fault.
+    "model_not_found": (404, "not_found_error"),
     "queue_full": (429, "rate_limit_error"),
     "host_closed": (503, "server_error"),
     "model_closed": (503, "server_error"),

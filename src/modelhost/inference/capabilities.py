@@ -233,6 +233,33 @@ def check_prompt_size(model: object, prompt: str | None, messages: Sequence[Mess
         )
 
 
+def fit_embedding_inputs(model: object, texts: Sequence[str], *, truncate: bool) -> list[str]:
+    """`texts` held to the model's PromptBound, without tokenizing: an input of more bytes than the context's tokens
+    can stand for is refused (InvalidInputError naming its index) or, with `truncate`, cut to twice that many bytes
+    (so the tokens a cut keeps are those of the whole text: only the last few before the cut could differ, and the
+    model cuts to its context after tokenizing). The one byte bound of prompts, embeddings and /tokenize: without
+    it a 10 MB input was tokenized whole on the model thread (the transformers backend: minutes, 1.7 GB kept)
+    only to keep its first tokens. A model without the capability gets the texts as they are."""
+    bound = as_capability(model, PromptBound)
+    items = list(texts)
+    if bound is None:
+        return items
+    limit = bound.prompt_byte_limit()
+    for i, text in enumerate(items):
+        if not isinstance(text, str) or len(text) * 4 <= limit:  # at most 4 bytes a character: surely within
+            continue
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= limit:
+            continue
+        if not truncate:
+            raise InvalidInputError(
+                f"input[{i}]: {len(data)} bytes of text, more than the model's context can hold (at most {limit} "
+                "bytes for its tokens); shorten it, split it, or ask for truncation"
+            )
+        items[i] = data[: 2 * limit].decode("utf-8", "ignore")  # a character the cut splits is dropped whole
+    return items
+
+
 @runtime_checkable
 class EmbeddingModel(Protocol):
     """A model that turns texts into pooled vectors (embeddings) with the weights it already holds for generation.

@@ -183,6 +183,15 @@ def repo_folder(repo: str, root: Path | None = None) -> Path:
     return (root or cache_root()) / ("models--" + repo.replace("/", "--"))
 
 
+def repo_of(path: str | os.PathLike[str]) -> str | None:
+    """The hub repository (`org/name`) whose cache folder holds `path` (a `models--org--name` component of it), or
+    None for a path outside any: what to call a model without naming the server's disk."""
+    for part in reversed(Path(path).parts):
+        if part.startswith("models--") and part.count("--") >= 2:
+            return part.removeprefix("models--").replace("--", "/")
+    return None
+
+
 def snapshot_files(snapshot: Path) -> list[str]:
     """The repository-relative paths present in one snapshot folder (links whose blob is gone are left out)."""
     return sorted(

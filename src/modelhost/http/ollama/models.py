@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from modelhost.host.models import ServedModel
+from modelhost.http.door import running_context
 from modelhost.http.errors import ApiError
 from modelhost.http.ollama import facts
 from modelhost.http.ollama.schema import ollama_timestamp
@@ -154,15 +155,6 @@ def check_think(model: ServedModel, parsed: ParsedRequest) -> None:
                        "send think: false or leave it out", param="think", code="invalid_value")  # fmt: skip
 
 
-def _loaded_context(loaded: Any) -> int:
-    """The context a loaded model runs with: its own `context_length` where the backend says it (llama.cpp runs
-    SmolLM2, trained on 8192 positions, with 4096 by default), else the trained length from its ModelInfo."""
-    runs_with = getattr(loaded, "context_length", None)
-    if isinstance(runs_with, int) and not isinstance(runs_with, bool):
-        return runs_with
-    return int(loaded.info().context_length)
-
-
 def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes:
     """GET /api/ps: the models resident now (loaded or loading), each with when it would be unloaded if left idle
     (`expires_at`; far in the future for one kept for good), in Ollama's shape. All memory is host memory here, so
@@ -186,7 +178,7 @@ def ps(models: Iterable[ServedModel], default_keep_alive: float | None) -> bytes
             "expires_at": ollama_timestamp(now_wall + left),
             "size_vram": 0,
         }
-        if model.ready and (context := _loaded_context(model.model)):
+        if model.ready and (context := running_context(model.model)):
             # Ollama lists the context each loaded model runs with (the client reads it as ps().context_length).
             entry["context_length"] = context
         entries.append(entry)

@@ -21,6 +21,7 @@ from modelhost.http.openai import embeddings, lora, responses, schema, streams, 
 from modelhost.http.openai.responses_stream import ResponsesStream
 from modelhost.http.parsing import ParsedRequest, read_json
 from modelhost.http.relay import Answer, ChoiceWriter, StreamedAnswer
+from modelhost.inference import hub_cache
 
 #: A stream writer of one choice: (model name, the request, choice index) -> writer.
 StreamedWriter = Callable[[str, ParsedRequest, int], ChoiceWriter]
@@ -197,5 +198,8 @@ class OpenAIRoutes:
 
 
 def _listed(served: ServedModel) -> schema.ListedModel:
+    # `root` names what the model is (its hub repository, else its served id), never where it lies on the
+    # server's disk: a client has no use for the path, and it told anyone who can list models the host's layout.
     parent = served.parent
-    return schema.ListedModel(served.name, served.spec.aliases, served.path, parent.name if parent else None)
+    root = hub_cache.repo_of(served.path) if served.path else None
+    return schema.ListedModel(served.name, served.spec.aliases, root, parent.name if parent else None)

@@ -27,7 +27,7 @@ from modelhost.host.events import Done, GenerationRequest
 from modelhost.http import tools as tooling
 from modelhost.http.images import MAX_IMAGES, decode_image_data_uri, too_many_images
 from modelhost.http.openai.schema import REASONING_EFFORTS, add_tools
-from modelhost.http.parsing import ParsedRequest, convert, invalid, unsupported
+from modelhost.http.parsing import ParsedRequest, convert, invalid, shown, unsupported
 from modelhost.http.relay import Answer
 from modelhost.inference.options import ANY_JSON_OBJECT
 from modelhost.inference.types import Message, ToolCall
@@ -149,6 +149,7 @@ def _turns(value: Any, instructions: str | None) -> list[Message]:
     if not isinstance(value, list) or not value:
         raise invalid("input", "must be a string or a non-empty list of input items")
     images = 0
+    calls: set[str] = set()  # the call_ids of the function calls so far: what an output may answer
     for i, item in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(item, dict):
@@ -159,6 +160,7 @@ def _turns(value: Any, instructions: str | None) -> list[Message]:
             images += len(turns[-1].images)
         elif kind == "function_call":
             call = _call(item, where)
+            calls.add(call.id)
             last = turns[-1] if turns else None
             if last is not None and last.role == "assistant" and last.tool_calls and not last.content:
                 turns[-1] = Message("assistant", "", tool_calls=(*last.tool_calls, call))
@@ -168,6 +170,10 @@ def _turns(value: Any, instructions: str | None) -> list[Message]:
             call_id, output = item.get("call_id"), item.get("output")
             if not isinstance(call_id, str) or not call_id:
                 raise invalid(f"{where}.call_id", "must name the call it answers")
+            if call_id not in calls:
+                # As OpenAI refuses it ("No tool call found for function call output"): nothing is stored here, so
+                # the call it answers must be an earlier `function_call` item of this same input.
+                raise invalid(f"{where}.call_id", f"no function_call item before it has call_id {shown(call_id)!r}")
             if not isinstance(output, str):
                 raise invalid(f"{where}.output", "must be a string")
             turns.append(Message("tool", output, tool_call_id=call_id))

@@ -542,8 +542,8 @@ def completion(model: str, answers: Sequence[Answer], prompts: int = 1) -> bytes
 
 @dataclass(frozen=True, slots=True)
 class ListedModel:
-    """What /v1/models says of one served id: its name, its other names, where it was loaded from (`root`) and,
-    for a LoRA adapter, the model it runs on (`parent`)."""
+    """What /v1/models says of one served id: its name, its other names, what it was loaded from (`root`: its hub
+    repository; None says the id) and, for a LoRA adapter, the model it runs on (`parent`)."""
 
     name: str
     aliases: Sequence[str] = ()
@@ -553,7 +553,8 @@ class ListedModel:
 
 def model_object(model: ListedModel, created: int) -> dict[str, Any]:
     """One model as OpenAI lists it, with the other names a request may use for it (`aliases`: the catalogue name it
-    was started with, such as `default`), and vLLM's `root` (the path it was loaded from) and `parent` (an
+    was started with, such as `default`), and vLLM's `root` (the hub repository it was loaded from, else its id:
+    never a path on the server's disk) and `parent` (an
     adapter's base model; null for a model)."""
     return {"id": model.name, "object": "model", "created": created, "owned_by": "modelhost",
             "aliases": list(model.aliases), "root": model.root or model.name, "parent": model.parent}  # fmt: skip
