@@ -119,6 +119,8 @@ class JobBoard:
         self._retry_delay = STORAGE_RETRY_MIN_SECONDS
         # Jobs whose end is being written: a DELETE meanwhile must not write `cancel` over the end.
         self._ending: set[str] = set()
+        # Queued jobs a DELETE is cancelling -> set once their end is written (or the write failed).
+        self._cancelling: dict[str, asyncio.Event] = {}
         metrics.capacity.set(capacity)
         metrics.intake_open.set(1)
         metrics.storage_writable.set(1)
@@ -298,14 +300,23 @@ class JobBoard:
         """DELETE: a queued job ends cancelled at once; a processing one is asked to stop (cancel: true, persisted);
         a finished one is returned unchanged."""
         record = self.get(job_id)
+        if record.status == protocol.QUEUED and job_id in self._cancelling:
+            # Another DELETE is writing this job's end (it is out of the queue already): answer with what it wrote.
+            # Three DELETEs at once made the second and third remove it from the queue again (500, not in deque).
+            await self._cancelling[job_id].wait()
+            return record
         if record.status == protocol.QUEUED:
             # Out of the queue before the write, so the executor cannot start it meanwhile; back in if it fails.
             self._queue.remove(job_id)
+            done = self._cancelling[job_id] = asyncio.Event()
             try:
                 await self._end(record, failure=protocol.failed(protocol.WORKER_CANCELLED, "cancelled before it ran"))
             except StorageError as exc:
                 self._requeue(record)
                 raise protocol.storage_error(f"job {job_id} could not be cancelled: {exc}") from exc
+            finally:
+                del self._cancelling[job_id]
+                done.set()
         elif record.status == protocol.PROCESSING and not record.cancel and job_id not in self._ending:
             record.cancel = True
             self._fire_cancel(job_id, protocol.WORKER_CANCELLED)

@@ -186,10 +186,15 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(unsafe_hash=True)
 class Failure(Exception):
     """Why a job failed (the seed's Failure): its code, message and HTTP-like status (4xx: the request's own fault,
-    5xx: the worker's). Raised by an executor; stored in the record's code, error and errorStatus."""
+    5xx: the worker's). Raised by an executor; stored in the record's code, error and errorStatus.
+
+    Neither frozen nor slotted, as an exception must not be: leaving a `with` block, contextlib sets the
+    exception's `__traceback__`, which a frozen dataclass refuses and a slotted one's generated `__setattr__`
+    failed with `TypeError: super(type, obj)` (a cancelled `text.embed` job waiting for a full queue ended
+    WORKER_FAILED with it instead of cancelled). Still equal and hashed by its fields, as when it was frozen."""
 
     code: str
     message: str
