@@ -485,3 +485,16 @@ def test_log_format_json_writes_one_json_object_per_request_and_a_bad_format_is_
         assert record["completion_tokens"] == answer.json()["usage"]["completion_tokens"], record
     finally:
         serving.stop()
+
+
+def test_converting_a_line_drawn_past_the_page_edge_prints_no_library_warning(tmp_path: Path) -> None:
+    from modelhost.testing.hostile_pdfs import text_pdf
+
+    # 24 pt Helvetica from x=72: this line ends ~730 pt into a 612 pt page, as text set too wide does in real PDFs.
+    pdf = tmp_path / "wide.pdf"
+    pdf.write_bytes(text_pdf("A one-page born-digital document whose line runs past the edge."))
+    result = modelhost("convert", str(pdf), "-o", str(tmp_path / "wide.md"))
+    assert result.returncode == 0, result.stderr
+    # docling-core once warned "UserWarning: Provenance bbox ... clamping" for each such box, at every export.
+    assert "Warning" not in result.stderr and "clamping" not in result.stderr, result.stderr
+    assert "runs past the edge" in (tmp_path / "wide.md").read_text()

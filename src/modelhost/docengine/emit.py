@@ -185,7 +185,11 @@ def _prov(block: Block, layout: PageLayout) -> Any:
     from docling_core.types.doc.base import BoundingBox, CoordOrigin
     from docling_core.types.doc.document import ProvenanceItem  # type: ignore[attr-defined]
 
+    # Held to the page: text drawn past its edge (a line set wider than the page) is still the page's, and docling
+    # clamps such a box anyway, with a UserWarning per box on the terminal at every export (issue 38).
     x0, y0, x1, y1 = block.bbox
+    x0, x1 = (min(max(x, 0.0), layout.width) for x in (x0, x1))
+    y0, y1 = (min(max(y, 0.0), layout.height) for y in (y0, y1))
     box = BoundingBox(l=x0, t=y0, r=x1, b=y1, coord_origin=CoordOrigin.TOPLEFT)
     return ProvenanceItem(page_no=layout.number, bbox=box, charspan=(0, len(block.text)))
 
