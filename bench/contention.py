@@ -1,7 +1,7 @@
 """Decoding on shared cores: SmolLM2's decode tokens/s with OpenMP's spinning waits vs passive ones, under a burner.
 
-`import modelhost` sets OMP_WAIT_POLICY=PASSIVE unless the user chose (src/modelhost/__init__.py). This measures
-why: each side is a fresh process (libgomp reads the policy once, at load) that loads the embedded default model
+The two ends of the threads' wait (inference/openmp.py; bench/wait_policy.py measures modelhost's default between
+them): each side is a fresh process (libgomp reads the policy once, at load) that loads the embedded default model
 through modelhost, decodes `--max-tokens` greedy tokens and prints its rate; `bench/burn.py` keeps `--load`
 processes spinning meanwhile (0: a quiet machine). Rounds alternate which policy goes first, so a neighbour's burst
 hits both alike; the report is medians and the PASSIVE/ACTIVE ratio, per load.

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from modelhost.inference import openmp
 from modelhost.testing import tinymodels
+
+# The tiny models are built with torch, whose import loads OpenMP before any modelhost load could set how its threads
+# wait: put modelhost's default in force first, so the suite's processes wait as a user's do (issue 36).
+openmp.configure(None)
 
 #: Hypothesis profiles. Fuzz tests (marked `fuzz`) take their example count from the profile, never from their own
 #: decorator, so the suite runs each briefly ("ci", the default: bounded so a 2-core CI stays in budget) and

@@ -751,6 +751,19 @@ def serve(
             "--mmproj", help="A GGUF vision model's projector (llama_cpp) [an mmproj-<name>.gguf beside the model]."
         ),
     ] = None,
+    threads: Annotated[
+        int | None, typer.Option("--threads", min=1, help="Compute threads per model [the cores this process may use].")
+    ] = None,
+    poll: Annotated[
+        int | None,
+        typer.Option(
+            "--poll",
+            min=0,
+            max=100,  # inference/openmp.py's MAX_POLL, written out: this module imports no contract at the top
+            help="How long compute threads spin before they sleep, 0-100 (0: sleep at once; 100: OpenMP's and "
+            "llama-server's 3 ms) [a short spin: README's 'How compute threads wait'].",
+        ),
+    ] = None,
     tensor_parallel: Annotated[
         int | None, typer.Option("--tp", min=1, help="vllm: GPUs each model's layers are split across [1].")
     ] = None,
@@ -835,6 +848,8 @@ def serve(
             capacity=capacity,
             max_queue=max_queue,
             parallel=parallel,
+            threads=threads,
+            poll=poll,
             mmproj=mmproj,
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,

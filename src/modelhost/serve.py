@@ -32,7 +32,7 @@ from modelhost._access import AccessRecord, LogFormat
 from modelhost.errors import ModelLoadError
 from modelhost.host import DEFAULT_MAX_QUEUE, adapters
 from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
-from modelhost.inference import catalogue, hub_cache, registry
+from modelhost.inference import catalogue, hub_cache, openmp, registry
 from modelhost.inference.lora_files import AdapterFiles, inspect_adapter
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,10 @@ class ServeConfig:
     max_queue: int = DEFAULT_MAX_QUEUE
     #: Requests the model decodes at once (continuous batching); None: the backend's default (llama_cpp: 4).
     parallel: int | None = None
+    #: Compute threads per model (llama_cpp, transformers); None: the cores this process may use.
+    threads: int | None = None
+    #: How compute threads wait for each other, 0-100 (inference/openmp.py); None: its measured default.
+    poll: int | None = None
     #: A vision model's projector GGUF (llama_cpp; one --model only). None: an `mmproj-<name>.gguf` beside the model.
     mmproj: str | None = None
     #: vllm: devices each model's layers are split across (tensor parallel) and pipeline stages; None: one.
@@ -276,7 +280,7 @@ def model_specs(config: ServeConfig) -> tuple[list[ModelSpec], list[tuple[str, s
 
 def _load_options(config: ServeConfig) -> dict[str, Any]:
     opts = {"parallel": config.parallel, "tensor_parallel": config.tensor_parallel,
-            "pipeline_parallel": config.pipeline_parallel}  # fmt: skip
+            "pipeline_parallel": config.pipeline_parallel, "threads": config.threads, "poll": config.poll}  # fmt: skip
     return {name: value for name, value in opts.items() if value is not None}
 
 
@@ -330,6 +334,7 @@ async def serve(config: ServeConfig, *, say: Callable[[str], None] | None = None
     """Run until SIGTERM or SIGINT, then stop in order. `say` prints the ready and stop lines."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     raise_open_file_limit()
+    openmp.configure(config.poll)  # before anything below imports an engine, which loads OpenMP (read once)
     found = checked_adapters(config)
     specs, sockets = model_specs(config)
     _check_doors(config, sockets)

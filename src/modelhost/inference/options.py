@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 from modelhost.errors import InvalidOptionError
+from modelhost.inference import openmp
 from modelhost.inference.schema_limits import check_schema
 
 
@@ -278,6 +279,9 @@ class LoadOptions:
     parallel: int | None = None
     adapter: str | None = None
     threads: int | None = None
+    # How compute threads wait for each other (0-100, llama-server's `--poll` scale): llama_cpp and transformers
+    # (OpenMP), fixed once per process; see inference/openmp.py.
+    poll: int | None = None
     dtype: str | None = None
     mmproj: str | None = None  # llama_cpp: the vision projector GGUF of a vision model (else one found beside it)
     # vllm: devices one model's layers are split across (vLLM's tensor_parallel_size) and pipeline stages
@@ -299,6 +303,7 @@ class LoadOptions:
             "gpu_layers": lambda n, v: _int(n, v, -1, 1 << 16),
             "parallel": lambda n, v: _int(n, v, 1, 1024),
             "threads": lambda n, v: _int(n, v, 1, 4096),
+            "poll": lambda n, v: _int(n, v, 0, openmp.MAX_POLL),
             # A node has at most a few dozen accelerators; a bigger number is a typo, not a cluster.
             "tensor_parallel": lambda n, v: _int(n, v, 1, 1024),
             "pipeline_parallel": lambda n, v: _int(n, v, 1, 1024),

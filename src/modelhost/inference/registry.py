@@ -24,7 +24,7 @@ from modelhost.errors import (
     NoBackendsError,
     NotTrainableError,
 )
-from modelhost.inference import catalogue
+from modelhost.inference import catalogue, openmp
 from modelhost.inference.capabilities import (
     AvailabilityExplainer,
     DeviceInfoProvider,
@@ -154,6 +154,8 @@ class Registry:
     def _choose(self, path: str, resolved: str, backend: str | None, opts: Mapping[str, Any]) -> Backend:
         """The backend `load_model` uses: the pinned one, else the first available one that accepts the file."""
         load = LoadOptions.parse(opts, backend=backend)
+        # Before any `available()` below imports an engine: that import loads OpenMP, which reads its wait once.
+        openmp.configure(load.poll)
         if load.backend is not None:
             chosen = self.get(load.backend)
             if not _safe_available(chosen):

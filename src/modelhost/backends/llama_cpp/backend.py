@@ -13,7 +13,7 @@ from typing import Any
 
 from modelhost.backends.llama_cpp.lora import check_against_model
 from modelhost.errors import InvalidOptionError, ModelLoadError
-from modelhost.inference import catalogue
+from modelhost.inference import catalogue, openmp
 from modelhost.inference.options import LoadOptions
 from modelhost.inference.types import DeviceInfo
 
@@ -64,6 +64,7 @@ class LlamaCppBackend:
         """True when llama_cpp imports (checked once per process; never raises)."""
         if LlamaCppBackend._available is None:
             try:
+                openmp.configure(None)  # the import loads OpenMP, which reads how its threads wait once
                 import llama_cpp  # noqa: F401
 
                 LlamaCppBackend._available = True
@@ -106,16 +107,18 @@ class LlamaCppBackend:
     def load_model(self, path: str, **load_opts: Any) -> Any:
         """Load a GGUF file (or a catalogue name such as "default") as a LlamaCppModel.
 
-        Honours context_length (per request, and per slot when batching), threads, gpu_layers (on a build with GPU
-        offload), adapter (a llama.cpp LoRA GGUF), mmproj (a vision model's projector GGUF; without it, an
-        `mmproj-<name>.gguf` beside the model is loaded; an image prompt is one batch slot's prefill) and parallel
-        (slots of the continuous-batching engine, default DEFAULT_PARALLEL; 1 keeps the host one request at a time);
-        refuses dtype and GPU layers on a CPU-only build with InvalidOptionError. The engine's context
-        (`parallel` x context_length cells) is made now, so a context that cannot be made fails the load.
+        Honours context_length (per request, and per slot when batching), threads, poll (how the compute threads
+        wait, inference/openmp.py), gpu_layers (on a build with GPU offload), adapter (a llama.cpp LoRA GGUF),
+        mmproj (a vision model's projector GGUF; without it, an `mmproj-<name>.gguf` beside the model is loaded; an
+        image prompt is one batch slot's prefill) and parallel (slots of the continuous-batching engine, default
+        DEFAULT_PARALLEL; 1 keeps the host one request at a time); refuses dtype and GPU layers on a CPU-only build
+        with InvalidOptionError. The engine's context (`parallel` x context_length cells) is made now, so a context
+        that cannot be made fails the load.
         """
         opts = LoadOptions.parse(load_opts)
         if opts.backend not in (None, self.name):
             raise InvalidOptionError("backend", f"this is the {self.name!r} backend, not {opts.backend!r}")
+        openmp.configure(opts.poll)  # before `available()` imports llama_cpp; refuses a poll OpenMP cannot take now
         resolved = catalogue.resolve(path)
         if not catalogue.is_gguf(Path(resolved)):
             raise ModelLoadError(f"backend {self.name!r} loads GGUF files only; {resolved!r} is not one")

@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from modelhost.inference import catalogue
+from modelhost.inference import catalogue, openmp
 from modelhost.inference.capabilities import missing_modules
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import LoadOptions
@@ -41,6 +41,7 @@ class TransformersBackend:
 
     def device_info(self) -> DeviceInfo:
         """The device a model loaded now would compute on: CUDA or MPS through torch, else the CPU."""
+        openmp.configure(None)  # torch's import loads OpenMP, which reads how its threads wait once
         from modelhost.backends.transformers.device import describe_device, pick_device
 
         return describe_device(pick_device(None))
@@ -48,16 +49,18 @@ class TransformersBackend:
     def memory_estimate(self, path: str, **load_opts: Any) -> int:
         """Bytes the model will hold once loaded with these options (the MemoryEstimator capability): its weights at
         the dtype the load gives them, and the KV cache of `parallel` slots grown to the context (memory.py)."""
+        opts = LoadOptions.parse(load_opts)
+        openmp.configure(opts.poll)  # torch's import loads OpenMP, which reads how its threads wait once
         from modelhost.backends.transformers import memory
         from modelhost.backends.transformers.model import DEFAULT_PARALLEL
 
-        opts = LoadOptions.parse(load_opts)
         return memory.estimate(catalogue.resolve(path), opts, default_parallel=DEFAULT_PARALLEL)
 
     def load_model(self, path: str, **load_opts: Any) -> TextModel:
-        """Load a folder or GGUF file; options as in `LoadOptions` (dtype, threads, gpu_layers, adapter, ...)."""
+        """Load a folder or GGUF file; options as in `LoadOptions` (dtype, threads, poll, gpu_layers, adapter, ...)."""
+        opts = LoadOptions.parse(load_opts)
+        openmp.configure(opts.poll)  # torch's import loads OpenMP, which reads how its threads wait once
         from modelhost.backends.transformers.loading import load
         from modelhost.backends.transformers.model import TransformersModel
 
-        opts = LoadOptions.parse(load_opts)
         return TransformersModel(load(path, opts))

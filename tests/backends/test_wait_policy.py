@@ -1,0 +1,137 @@
+"""How compute threads wait (the `poll` load option, inference/openmp.py): importing modelhost changes no
+environment; the first load puts the measured default (or the asked poll) in force before OpenMP is loaded; a later
+load asking another poll is refused, because libgomp would silently keep the first; a wait the user set is kept.
+
+Each case runs in a fresh interpreter: libgomp reads its settings once per process, so only a process that has not
+loaded it yet shows what a first load does (this test process loaded it building the tiny models).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelhost.errors import InvalidOptionError
+from modelhost.inference import openmp
+from modelhost.inference.options import LoadOptions
+from modelhost.serve import ServeConfig
+
+#: A fresh interpreter's whole run, model loading included, on a busy 2-core machine: generous, never a measure.
+CHILD_TIMEOUT = 300
+
+#: What each child prints last: the wait variables, what modelhost put in force and whether libgomp is mapped.
+REPORT = """
+import json, os
+from modelhost.inference import openmp
+def report(**extra):
+    print(json.dumps({"env": {k: os.environ.get(k) for k in openmp.WAIT_VARIABLES}, "in_force": openmp.in_force(),
+                      "loaded": openmp.loaded(), **extra}))
+"""
+
+
+def child(code: str, *, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run `code` (after REPORT's helper) in a fresh interpreter whose environment has no wait variable but `env`."""
+    clean = {k: v for k, v in os.environ.items() if k not in openmp.WAIT_VARIABLES}
+    out = subprocess.run(
+        [sys.executable, "-c", REPORT + code],
+        env={**clean, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_importing_modelhost_sets_no_wait_and_loads_no_openmp() -> None:
+    seen = child("import modelhost\nreport()")
+    assert seen == {"env": {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None}, "in_force": None, "loaded": False}
+
+
+def test_the_first_load_puts_the_default_wait_in_force_before_openmp_loads(tiny_llama_gguf: Path) -> None:
+    seen = child(f"""
+import modelhost
+with modelhost.load_model({str(tiny_llama_gguf)!r}, parallel=1) as model:
+    text = [t.id for t in model.generate("Hello", max_tokens=4, temperature=0)]
+report(tokens=len(text))
+""")
+    assert seen["tokens"] == 4
+    assert seen["loaded"] is True
+    assert seen["in_force"] == openmp.DEFAULT_POLL
+    assert seen["env"]["GOMP_SPINCOUNT"] == str(openmp.spins(openmp.DEFAULT_POLL))
+    assert seen["env"]["OMP_WAIT_POLICY"] is None
+
+
+def test_a_poll_is_fixed_for_the_process_and_another_one_is_refused(tiny_llama_gguf: Path) -> None:
+    seen = child(f"""
+import modelhost
+from modelhost.errors import InvalidOptionError
+path = {str(tiny_llama_gguf)!r}
+modelhost.load_model(path, parallel=1, poll=0, threads=1).close()
+modelhost.load_model(path, parallel=1, poll=0).close()   # the same poll again: fine
+modelhost.load_model(path, parallel=1).close()           # no poll: whatever is in force
+try:
+    modelhost.load_model(path, parallel=1, poll=50)
+    refused = None
+except InvalidOptionError as exc:
+    refused = [exc.option, str(exc)]
+report(refused=refused)
+""")
+    assert seen["in_force"] == 0
+    assert seen["env"]["GOMP_SPINCOUNT"] == "0"
+    option, message = seen["refused"]
+    assert option == "poll"
+    assert "poll 0" in message and "GOMP_SPINCOUNT" in message
+
+
+@pytest.mark.parametrize("variable, value", [("GOMP_SPINCOUNT", "1234"), ("OMP_WAIT_POLICY", "PASSIVE")])
+def test_a_wait_the_user_set_is_kept(tiny_llama_gguf: Path, variable: str, value: str) -> None:
+    seen = child(
+        f"import modelhost\nmodelhost.load_model({str(tiny_llama_gguf)!r}, parallel=1).close()\nreport()",
+        env={variable: value},
+    )
+    assert seen["in_force"] is None
+    assert seen["env"] == {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None, variable: value}
+
+
+def test_a_poll_named_at_load_wins_over_the_environment(tiny_llama_gguf: Path) -> None:
+    seen = child(
+        f"import modelhost\nmodelhost.load_model({str(tiny_llama_gguf)!r}, parallel=1, poll=100).close()\nreport()",
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+    )
+    assert seen["in_force"] == 100
+    assert seen["env"]["GOMP_SPINCOUNT"] == str(openmp.LIBGOMP_DEFAULT_SPINS)
+
+
+def test_serve_loads_its_models_with_its_threads_and_poll(tiny_llama_gguf: Path) -> None:
+    seen = child(f"""
+from modelhost import serve
+specs, _ = serve.model_specs(serve.ServeConfig(models=({str(tiny_llama_gguf)!r},), parallel=1, threads=1, poll=7))
+with specs[0].loader() as model:
+    threads = model.threads
+report(threads=threads)
+""")
+    assert seen["threads"] == [1, 1]
+    assert seen["in_force"] == 7
+    assert seen["env"]["GOMP_SPINCOUNT"] == str(openmp.spins(7))
+
+
+@pytest.mark.parametrize("poll", [-1, 101, 2.5, "3"])
+def test_a_poll_off_the_scale_is_refused(poll: object) -> None:
+    with pytest.raises(InvalidOptionError) as caught:
+        LoadOptions.parse(poll=poll)
+    assert caught.value.option == "poll"
+
+
+def test_the_scale_runs_from_sleeping_at_once_to_libgomps_default() -> None:
+    assert openmp.spins(0) == 0
+    assert openmp.spins(openmp.MAX_POLL) == openmp.LIBGOMP_DEFAULT_SPINS
+    assert ServeConfig().poll is None  # serve leaves the choice to the measured default
