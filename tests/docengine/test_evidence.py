@@ -125,3 +125,69 @@ def test_numbered_questions_keep_their_numbers_in_doctags_and_markdown(tmp_path:
     markdown = build("survey", [doctags], [np.zeros((842, 595, 3), np.uint8)]).export_to_markdown()
     for number, question in QUESTIONS.items():
         assert f"\n{number}. {question}\n" in f"\n{markdown}\n"
+
+
+def test_the_only_copy_of_a_line_at_the_top_is_no_furniture(tmp_path: Path) -> None:
+    from modelhost.docengine.emit import to_docling
+
+    def page(c: object) -> None:
+        c.setFont("Helvetica-Bold", 16)  # type: ignore[attr-defined]
+        c.drawString(72, 800, "Quarterly report of the northern region")  # type: ignore[attr-defined]
+        _body(c, 760, lines=12)
+
+    (layout,) = _layouts(_pdf(tmp_path / "title.pdf", page))
+    first = layout.blocks[0]
+    assert (first.kind, first.text) in {(Kind.TITLE, "Quarterly report of the northern region")} | {
+        (Kind.SECTION_HEADER, "Quarterly report of the northern region")
+    }
+    markdown = to_docling("title", [layout]).export_to_markdown()
+    assert markdown.startswith("# Quarterly report of the northern region")
+
+
+def test_furniture_is_what_repeats_what_counts_pages_or_what_sits_where_running_heads_sit(tmp_path: Path) -> None:
+    heads = ["Annual report 2026", "Chapter one: sales by region", "Annual report 2026"]
+
+    def page(number: int) -> Callable[[object], None]:
+        def draw(c: object) -> None:
+            c.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+            c.drawString(72, 815, heads[number - 1])  # type: ignore[attr-defined]
+            c.drawString(290, 30, str(number))  # type: ignore[attr-defined]
+            if number == 2:  # a heading that opens the page, high up but set as a heading, not as the heads
+                c.setFont("Helvetica-Bold", 14)  # type: ignore[attr-defined]
+                c.drawString(72, 780, "Sales in the north")  # type: ignore[attr-defined]
+            _body(c, 740)
+
+        return draw
+
+    layouts = _layouts(_pdf(tmp_path / "report.pdf", page(1), page(2), page(3)))
+    for number, layout in enumerate(layouts, 1):
+        kinds = {b.text: b.kind for b in layout.blocks}
+        assert kinds[heads[number - 1]] is Kind.PAGE_HEADER
+        assert kinds[str(number)] is Kind.PAGE_FOOTER
+    assert {b.text: b.kind for b in layouts[1].blocks}["Sales in the north"] is Kind.SECTION_HEADER
+
+
+def test_a_counted_line_set_a_little_larger_alone_is_a_heading_and_a_counted_body_line_a_list_item(
+    tmp_path: Path,
+) -> None:
+    # Korean reports number sub-headings "(1) ..." a point larger than the body, in another face, not bold
+    # (normal_4pages: 12.5 pt over 11.5 pt); a counted line at body size is a list item.
+    def page(c: object) -> None:
+        y = 780.0
+        for n, heading in enumerate(("Scope of the rules", "Who must file"), 1):
+            c.setFont("Helvetica", 12.5)  # type: ignore[attr-defined]
+            c.drawString(72, y, f"({n}) {heading}")  # type: ignore[attr-defined]
+            c.setFont("Times-Roman", 11.5)  # type: ignore[attr-defined]
+            for k in range(4):
+                c.drawString(72, y - 20 - 14 * k, f"{BODY[:80]} {k}.")  # type: ignore[attr-defined]
+            c.drawString(72, y - 90, f"({n}) a counted line of the body, set as the body is")  # type: ignore[attr-defined]
+            y -= 140
+
+    (layout,) = _layouts(_pdf(tmp_path / "counted.pdf", page))
+    kinds = {b.text: b.kind for b in layout.blocks}
+    assert kinds["(1) Scope of the rules"] is Kind.SECTION_HEADER
+    assert kinds["(2) Who must file"] is Kind.SECTION_HEADER
+    items = [b for b in layout.blocks if b.kind is Kind.LIST_ITEM]
+    assert [(b.marker, b.text) for b in items] == [
+        (f"({n})", "a counted line of the body, set as the body is") for n in (1, 2)
+    ]

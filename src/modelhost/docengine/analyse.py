@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from modelhost.docengine.backdrops import is_backdrop
-from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify
+from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify, margin_line
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
@@ -171,7 +171,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         free = [w for i, w in enumerate(free) if i not in gone]
     # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across).
     runs: list[Piece] = [p for line in lines(free, gutters(free, style.body_size)) for p in pieces(line)]
-    top, bottom, runs = _margins(runs, content, style.body_size)
+    top, bottom, runs = _margins(runs, content, style)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
     blocks: list[Block] = list(top)
     for leaf in order(boxes):
@@ -217,12 +217,14 @@ def _captioned(blocks: list[Block]) -> list[Block]:
     return out
 
 
-def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple[list[Block], list[Block], list[Piece]]:
+def _margins(runs: list[Piece], content: PageContent, style: Style) -> tuple[list[Block], list[Block], list[Piece]]:
     """Lines in the top and bottom margins, apart from the body: running heads, page numbers, footers.
 
     They never join a body paragraph (a page number read into the first sentence of a page); a lone number is a
-    page header or footer at once, the rest waits for `mark_furniture` to see whether it repeats.
+    page header or footer at once, the rest is classified as any line (a one-page document's title set high is its
+    title) and waits for `mark_furniture` to see whether it repeats: only repetition makes it furniture.
     """
+    body_size = style.body_size
     numbers: dict[int, Block] = {}  # id(piece): its page-number block
     margin: list[Piece] = []
     body: list[Piece] = []
@@ -259,7 +261,9 @@ def _margins(runs: list[Piece], content: PageContent, body_size: float) -> tuple
             block = numbers[id(piece)]
             (top if block.kind is Kind.PAGE_HEADER else bottom).append(block)
         elif id(piece) in in_margin and id(piece) not in joined:
-            (top if piece.y1 <= MARGIN * content.height else bottom).append(Block(Kind.TEXT, piece.bbox, piece.text))
+            (top if piece.y1 <= MARGIN * content.height else bottom).append(
+                margin_line(piece, style, content.number, content.height)
+            )
     return top, bottom, [p for p in runs if id(p) not in numbers and (id(p) in joined or id(p) not in in_margin)]
 
 

@@ -6,7 +6,8 @@ The tests in order, and why each comes where it does:
 - caption: "Figure 3", "Table 2:", ... at the start;
 - list item: a bullet or a number marker;
 - heading: a short paragraph (at most `HEADING_WORDS` words, `HEADING_LINES` lines) set larger than the body
-  (`HEADING_RATIO`), or bold at body size with a section number or few words; never a sentence, never mostly digits
+  (`HEADING_RATIO`), or bold at body size with a section number or few words, or a counted line standing alone set a
+  little larger (`COUNTED_RATIO`: "(1) ..." in a Korean report); never a sentence, never mostly digits
   (chart ticks, table fragments), never small type. Its level: the depth of its section number when it has one
   ("1.1.1" is 3), else its size's rank among the document's heading sizes;
 - title: the document's largest size, on the first page;
@@ -26,6 +27,10 @@ from modelhost.docengine.types import Block, Kind
 
 #: A size this many times the body size, or more, is a heading's (LaTeX's \subsection is 1.2x, Word's 1.15x+).
 HEADING_RATIO = 1.12
+#: A counted line ("(1) ...", "1) ...", "2.1 ...") standing alone, not a sentence, set at least this much larger than
+#: the body is a heading though under HEADING_RATIO: Korean reports number their sub-headings "(1)" at 12.5 pt over an
+#: 11.5 pt body (1.08), in another face, not bold. 5% is well above the rounding of sizes (0.01 pt in 10).
+COUNTED_RATIO = 1.05
 #: Headings are short: longer paragraphs are text however they are set.
 HEADING_WORDS = 20
 HEADING_LINES = 3
@@ -57,6 +62,8 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[A-Za-z]\.[A-Za-z]")
 #: An equals sign between terms: an equation's, never a heading's.
 _EQUATION = re.compile(r"\S\s*=\s*\S")
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")
+#: A counted line's opening: a section number (NUMBERED) or a number in parentheses or with one ("(1)", "1)").
+_COUNTED = re.compile(r"^\(?\d{1,2}\)\s+\S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +123,16 @@ def classify(
     return Block(Kind.TEXT, bbox, text)
 
 
+def margin_line(piece: Piece, style: Style, page_number: int, page_height: float) -> Block:
+    """A line in the page's top or bottom margin, apart from the body, as `classify` sees it, but a heading only
+    when set larger than the body (`HEADING_RATIO`): running heads are set at or under the body size, often bold or
+    in capitals, which makes a body line a heading; a title set high on its page is set large."""
+    block = classify([piece], style, page_number, page_height)
+    if block.kind in (Kind.SECTION_HEADER, Kind.TITLE) and piece.size < HEADING_RATIO * style.body_size:
+        return Block(Kind.TEXT, block.bbox, block.text)
+    return block
+
+
 def _display_math(pieces: Sequence[Piece], text: str) -> bool:
     # A display equation: some of it in a math font, none of it prose (no word of four letters or more outside the
     # math fonts: TeX sets an equation's digits and operators in the roman font, its variables in math italic).
@@ -150,10 +167,12 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
     # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
     capitals = text.upper() == text and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
     capitals = capitals and not _IDENTIFIER.search(text)
+    # Counted and alone: one line, a number first, set a little larger than the body ("(1) 상위법에 반하는...").
+    counted = (numbered or _COUNTED.match(text)) and len(pieces) == 1 and size >= COUNTED_RATIO * body
     if not big:
         # At body size a heading must be set apart: bold; numbered and in capitals or italics ("3.1. Emission line
         # fluxes" in AASTeX); or one to three words in capitals on a line of their own ("ABSTRACT").
-        marked = bold or (numbered and (capitals or italic)) or (capitals and n_words <= 3)
+        marked = bold or (numbered and (capitals or italic)) or (capitals and n_words <= 3) or counted
         if not marked or size < SMALL_RATIO * body:
             return 0
         if not numbered and n_words > 12:

@@ -1,9 +1,14 @@
-"""Page headers, footers and page numbers: text that repeats at the top or bottom of pages is furniture.
+"""Page headers, footers and page numbers: furniture only on evidence, never by position alone.
 
-A document-level pass (one page cannot tell a running head from a heading): a block in the top or bottom `ZONE`
-of its page whose text, with its numbers masked, also appears in the same zone of another page is a page header or
-footer; so is a lone page number there. Masking numbers is what makes "Page 3 of 18" and "Page 4 of 18", or a
-chapter's running head with its page number, one repeated text.
+A document-level pass (one page cannot tell a running head from a heading). A block in the top or bottom `ZONE`
+of its page is a page header or footer when
+- its text, with its numbers masked, also appears in the same zone of another page (masking numbers is what makes
+  "Page 3 of 18" and "Page 4 of 18", or a chapter's running head with its page number, one repeated text);
+- it is a lone page number ("7", "Page 7", "vii", "7 of 18");
+- or, at the top, it is set as the running heads are: at the place (`PLACE_SLACK`) and line height (`HEIGHT_SLACK`)
+  of a header that repeats on another page (a book's running head names each chapter, once per chapter; footers
+  repeat or count pages, and a one-off line at the foot is a note).
+The only copy of a line is never furniture otherwise: a one-page document's title at the top of its page is its title.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ from modelhost.docengine.types import Block, Kind, PageLayout
 
 #: The share of the page height, at the top and at the bottom, where headers and footers live.
 ZONE = 0.1
+#: A block within this many points of a repeated running head's top edge is at its place: running heads are set at
+#: one fixed position by the page style; 2 points allows for the glyph boxes of different letters (ascenders, accents).
+PLACE_SLACK = 2.0
+#: ...and of its line height within this many points: one font size (a heading set larger is no running head).
+HEIGHT_SLACK = 0.5
 #: Kinds that can be furniture: running heads are often set like headings; tables and pictures never are.
 _CANDIDATES = (
     Kind.TEXT,
@@ -50,13 +60,32 @@ def mark_furniture(layouts: Sequence[PageLayout]) -> list[PageLayout]:
     for layout in layouts:
         keys = {(zone, _key(b.text)) for b in layout.blocks if (zone := _zone(b, layout)) is not None and b.text}
         seen.update(keys)
+    # Where the repeated blocks sit, page by page: (zone, top edge, line height) of each.
+    places: list[tuple[int, Kind, float, float]] = []
+    for n, layout in enumerate(layouts):
+        for block in layout.blocks:
+            zone = _zone(block, layout)
+            if zone is not None and block.text and seen[(zone, _key(block.text))] >= 2:
+                places.append((n, zone, block.bbox[1], block.bbox[3] - block.bbox[1]))
     out: list[PageLayout] = []
-    for layout in layouts:
+    for n, layout in enumerate(layouts):
         blocks = []
         for block in layout.blocks:
             zone = _zone(block, layout)
-            if zone is not None and block.text and (seen[(zone, _key(block.text))] >= 2 or _NUMBER.match(block.text)):
-                block = replace(block, kind=zone, level=0)
+            if zone is not None and block.text:
+                repeated = seen[(zone, _key(block.text))] >= 2 or _NUMBER.match(block.text) is not None
+                if repeated or _set_as_running_head(block, zone, n, places):
+                    block = replace(block, kind=zone, level=0)
             blocks.append(block)
         out.append(replace(layout, blocks=tuple(blocks)))
     return out
+
+
+def _set_as_running_head(block: Block, zone: Kind, page: int, places: list[tuple[int, Kind, float, float]]) -> bool:
+    # At the place and line height of a block repeated on another page: the running head of another chapter.
+    height = block.bbox[3] - block.bbox[1]
+    return any(
+        other != page and where is zone and abs(top - block.bbox[1]) <= PLACE_SLACK and abs(h - height) <= HEIGHT_SLACK
+        for other, where, top, h in places
+        if zone is Kind.PAGE_HEADER
+    )

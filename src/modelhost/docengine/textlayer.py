@@ -32,6 +32,7 @@ import ctypes
 import itertools
 import math
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -69,9 +70,11 @@ MIN_IMAGE_SIDE = 12.0
 #: pdfium generated no space: table cells and tightly set columns.
 WORD_GAP = 0.3
 #: A font is monospaced when its words' per-character advance varies by less than this share (proportional type
-#: varies by 15-30%: "ill" against "mmm")...
-PITCH_SPREAD = 0.04
-#: ...over at least this many words of three characters or more.
+#: varies by 15-30%: "ill" against "mmm"). Measured per page on the corpus: monospaced fonts 0.001-0.003 (the
+#: Redbook's BookMasterGothic); proportional fonts over a few words came as low as 0.02 (a one-line Helvetica-Bold
+#: title, 2305.03393's bold headings in SFBX0900, which were taken for code)...
+PITCH_SPREAD = 0.01
+#: ...over at least this many distinct words of three characters or more.
 MIN_PITCH_WORDS = 5
 #: A character this many times larger (or smaller) than the one before it, whose baseline sits at least
 #: SCRIPT_SHIFT of the larger size higher or lower, is a superscript or subscript, and starts a new word: an
@@ -606,13 +609,22 @@ def _logical(chars: list[_Char]) -> str:
 def _fixed_pitch(words: list[Word]) -> tuple[Word, ...]:
     """Words of fonts that advance every character by the same width marked monospace, whatever the font's flags
     say (the Redbook's code is set in BookMasterGothic, whose descriptor does not claim FixedPitch)."""
-    advances: dict[str, list[float]] = {}
+    advances: dict[str, dict[str, float]] = {}  # font -> distinct word -> its advance per character
+    others: Counter[str] = Counter()  # font -> its words in other scripts
     for word in words:
-        if len(word.text) >= 3 and not word.monospace and word.rotation == 0:
-            advances.setdefault(word.font, []).append((word.x1 - word.x0) / len(word.text))
+        if len(word.text) < 3 or word.monospace or word.rotation:
+            continue
+        # Latin-script words only: Hangul and CJK ideographs are all one width in any font (Korean prose came out
+        # as code), and Arabic's joined forms say nothing of pitch. Each distinct word once: "Python" six times
+        # over an Arabic page is one width, not six that agree (the page came out as code).
+        if word.text.isascii():
+            advances.setdefault(word.font, {})[word.text] = (word.x1 - word.x0) / len(word.text)
+        else:
+            others[word.font] += 1
     fixed = set()
-    for font, values in advances.items():
-        if len(values) >= MIN_PITCH_WORDS:
+    for font, by_word in advances.items():
+        values = list(by_word.values())
+        if len(values) >= MIN_PITCH_WORDS and others[font] <= len(values):
             mean = sum(values) / len(values)
             spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
             if mean > 0 and spread / mean < PITCH_SPREAD:
