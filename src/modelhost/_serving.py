@@ -218,6 +218,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._header_limit = self.guard.limits.header_timeout
         #: Refused at accept: answered already, closed at its first bytes (data_received) or after a short linger.
         self._refused_at_accept = False
+        #: The client shut its writing side (a half-close) while a request was open: it is answered, then closed.
+        self._peer_closed = False
         held = len(self.connections)
         limit = self.guard.limits.max_connections
         if held > limit + PROBE_HEADROOM or (held > limit and not self.guard.probe_paths):
@@ -256,6 +258,19 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def resume_writing(self) -> None:
         super().resume_writing()
         self._write_paused_since = None  # the client reads again: its clock restarts at the next pause
+
+    def eof_received(self) -> bool:  # type: ignore[override]
+        """The client shut its writing side (a half-close) but may still read. A request whose body has not all
+        come never will: 400 now (it was a close without an answer). A whole request is still answered, then the
+        connection closes, since no request can follow. Idle or mid-headers: closed (False lets asyncio close)."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete or self._refused_at_accept:
+            return False
+        self._peer_closed = True
+        if cycle.more_body:
+            self.guard.refusals.labels("malformed").inc()
+            self._refuse(400, "the request body ended before its Content-Length (the client closed its side)")
+        return True
 
     def data_received(self, data: bytes) -> None:
         if self._refused_at_accept:
@@ -372,6 +387,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         if self._malformed is None or self.pipeline:
             super().on_response_complete()
+            if self._peer_closed and not self.pipeline and not self.transport.is_closing():
+                self.transport.close()  # the client sends nothing more: its answer was the last
             return
         self.server_state.total_requests += 1
         if not self.transport.is_closing():

@@ -128,6 +128,27 @@ def test_malformed_sources_are_4xx_naming_the_fault(served: Served) -> None:
         assert poll.status_code == 422 and poll.json()["detail"][0]["loc"] == ["query", "wait"]
 
 
+#: Brackets of the deeply nested bodies: far past the interpreter's recursion limit (1,000), as the probe sent.
+DEEP = 100_000
+
+
+def test_deeply_nested_json_is_4xx_on_every_source_route(served: Served) -> None:
+    # A RecursionError in the JSON parser was a 500 on all four routes (issue 35 item 5).
+    nested = b"[" * DEEP + b"]" * DEEP
+    inside = b'{"sources": [{"kind": "file", "filename": "a.pdf", "base64_string": "JVBERg=="}], "options": ' + (
+        b'{"do_ocr": ' * DEEP + b"true" + b"}" * DEEP + b"}"
+    )
+    json_type = {"content-type": "application/json"}
+    with httpx.Client(base_url=served.url, timeout=STATE_WAIT_SECONDS) as http:
+        for route in ("/v1/convert/source", "/v1/convert/source/async", "/v1/chunk/hierarchical/source",
+                      "/v1/chunk/hierarchical/source/async"):  # fmt: skip
+            for body in (nested, inside):
+                answer = http.post(route, content=body, headers=json_type)
+                assert answer.status_code == 422, (route, answer.status_code, answer.text[:300])
+                assert "nested too deeply" in answer.text, answer.text[:300]
+        assert http.get("/health").status_code == 200
+
+
 def test_it_still_converts_afterwards(served: Served, converted: Path) -> None:
     with httpx.Client(base_url=served.url, timeout=STATE_WAIT_SECONDS) as http:
         answer = http.post("/v1/convert/file", files={"files": (HEADINGS.name, HEADINGS.read_bytes())})

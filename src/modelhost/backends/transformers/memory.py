@@ -145,7 +145,7 @@ def read_header(file: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
             for name, entry in header.items()
             if name != "__metadata__"
         }
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ModelLoadError(f"{file}: cannot read the safetensors header: {exc}") from exc
 
 

@@ -211,6 +211,11 @@ class DoclingRoutes:
         except ValueError as exc:
             where = [{"loc": ["body"], "msg": f"JSON decode error: {exc}", "type": "json_invalid"}]
             raise _refuse(422, where) from None
+        except RecursionError:
+            # json refuses nesting past the interpreter's recursion limit with RecursionError: uncaught, a body of
+            # 100,000 `[` was a 500 on all four source routes for what is the request's own fault.
+            where = [{"loc": ["body"], "msg": "JSON decode error: nested too deeply", "type": "json_invalid"}]
+            raise _refuse(422, where) from None
         parsed: ConvertSourcesRequest | ChunkSourcesRequest
         chunking: dict[str, Any] | None = None
         try:
