@@ -9,7 +9,9 @@ its length in bytes, and each fails badly past some size (measured, issue 25, on
 - A repeated group that can match nothing (`^(x?){N}$`, `^(a?b?){N}$`) leaves llama.cpp one grammar stack per way
   to skip ahead, and one masked step walks the vocabulary through every stack: 13 ms at 20 skippable items,
   30 ms at 40, 163 ms at 80, 14 s for `(a?b?){50}` (100 items), and minutes at 1,000 (the model thread held,
-  SIGTERM ignored). A normal masked step is 10-30 ms.
+  SIGTERM ignored). A normal masked step is 10-30 ms. The run is a proxy: what costs is the number of ways the
+  grammar can match one token's characters (`(.?){24}`, 24 items, took 32 s a step), which `pattern_paths.py`
+  counts, with its own work bounded, for an engine whose limits ask (`max_paths`: llama.cpp's, issue 35).
 - A pattern no string can match (`^[b-a]$`, `^\\x00$`: strings exclude control characters, `[^\\x00-\\U0010FFFF]`)
   leaves the grammar nothing to allow, and llama.cpp aborts the process (GGML_ABORT) when the sampler then
   accepts a token it refused.
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelhost.errors import SchemaError
+from modelhost.inference.pattern_paths import TooCostly, pattern_paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,12 @@ class SchemaLimits:
     max_skippable: int = 32
     #: Nesting of groups inside one pattern.
     max_pattern_depth: int = 32
+    #: Most ways one pattern may match one token's characters (pattern_paths.py: what a grammar that follows every
+    #: way at once walks per refused token), and the most for all of a schema's patterns together (alternatives
+    #: of an anyOf are walked side by side). None: not counted, for an engine whose matcher bounds its own work
+    #: (llguidance's fuel); llama.cpp's grammar does not, so its limits set them.
+    max_paths: int | None = None
+    max_paths_total: int | None = None
     #: Whether a pattern may name a character a JSON string holds only escaped (a control character, a surrogate):
     #: an engine that writes the pattern's characters raw into the string (llama.cpp's converter) says False, since
     #: a raw control character is not JSON (the answer would not parse).
@@ -83,13 +92,20 @@ _REPEATS = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT)
 def check_schema(schema: Any, limits: SchemaLimits = DEFAULT_LIMITS) -> None:
     """Raise SchemaError (an InvalidOptionError naming `json_schema`) when `schema` exceeds `limits` or asks for
     what no value can satisfy; the error says which keyword, where (a JSON pointer) and why."""
-    total = 0
+    total = paths = 0
     for at, node in _nodes(schema, (), limits):
         total += _check_counts(node, at, limits)
         _check_numbers(node, at)
         pattern = node.get("pattern")
         if pattern is not None:
-            total += check_pattern(pattern, (*at, "pattern"), limits)
+            size, ways = _check_pattern(pattern, (*at, "pattern"), limits)
+            total += size
+            paths += ways
+            if limits.max_paths_total is not None and paths > limits.max_paths_total:
+                raise SchemaError(
+                    at, f"the schema's patterns can be matched {paths} ways along one token's characters together "
+                    f"(the bound is {limits.max_paths_total}): each is walked for every token a masked step refuses",
+                )  # fmt: skip
         if total > limits.max_total:
             raise SchemaError(
                 at, f"the schema's counts and patterns add up to more than {limits.max_total} (the grammar would "
@@ -177,7 +193,13 @@ class _Shape:
 
 def check_pattern(pattern: Any, at: tuple[str, ...], limits: SchemaLimits = DEFAULT_LIMITS) -> int:
     """Refuse a `pattern` that is not a regular expression, that no allowed string matches, or whose expansion
-    exceeds `limits`; return its expanded size (its share of max_total)."""
+    (or, when `limits` count them, its ways to match) exceeds `limits`; return its expanded size (its share of
+    max_total)."""
+    return _check_pattern(pattern, at, limits)[0]
+
+
+def _check_pattern(pattern: Any, at: tuple[str, ...], limits: SchemaLimits) -> tuple[int, int]:
+    """check_pattern's checks; its expanded size and its ways to match one token (0 when not counted)."""
     if not isinstance(pattern, str):
         raise SchemaError(at, f"'pattern' must be a string, got {type(pattern).__name__}")
     try:
@@ -192,7 +214,15 @@ def check_pattern(pattern: Any, at: tuple[str, ...], limits: SchemaLimits = DEFA
             at, "no string matches this pattern (JSON strings here exclude control characters, surrogates and "
             "code points past U+10FFFF)",
         )  # fmt: skip
-    return shape.size
+    if limits.max_paths is None:
+        return shape.size, 0
+    try:  # after the walker: the expansion it bounded is what the count builds
+        ways = pattern_paths(list(parsed), limits.max_paths)
+    except TooCostly as exc:
+        raise SchemaError(
+            at, f"{exc}; write x{{0,N}} rather than (x?){{N}}, and avoid alternatives that overlap"
+        ) from None
+    return shape.size, ways
 
 
 class _Walker:

@@ -35,7 +35,10 @@ What we add to the converter's output, each for a failure seen or read in llama.
 - A grammar is checked once, when the request is admitted: a schema the converter cannot handle (an unknown type,
   a remote `$ref`) or a grammar llama.cpp cannot parse is a 400 naming `json_schema`, before any compute. Before
   the converter sees a schema it is checked against LIMITS (the contract's schema_limits, with llama.cpp's lower
-  counts), and the grammar it writes against MAX_GBNF_CHARS.
+  counts and its bound on a pattern's ways to match one token, which a step cannot stop once it runs in C:
+  inference/pattern_paths.py), and the grammar it writes against MAX_GBNF_CHARS. The check runs in the host's
+  precheck, on a worker thread (`Host.precheck`, through the engine's `prepare`), and is cached for the model
+  thread's admission.
 - The sampler never hands llama.cpp a token its grammar refused: a masked step that leaves no token allowed (an
   unsatisfiable schema the checks could not see) ends the request with a SchemaError, and so does a masked step
   costing more than STEP_SECONDS of CPU (a grammar costlier than the checks measured), so one request cannot hold
@@ -73,6 +76,12 @@ LIMITS = SchemaLimits(
     max_total=20_000,
     max_skippable=DEFAULT_LIMITS.max_skippable,
     max_pattern_depth=DEFAULT_LIMITS.max_pattern_depth,
+    # A pattern's ways to match one token (inference/pattern_paths.py, where the step costs are measured): real
+    # patterns count 1-48 (an e-mail 21, a phone number 40, semver's official pattern 48), `(.?){6}` 20 (144 ms a
+    # step on SmolLM2), `(.?){8}` 70 (379 ms), `(.?){24}` 2.7 million (32 s). Past 64 a step can cost seconds.
+    max_paths=64,
+    # Four such patterns side by side (an anyOf of strings), each walked for every refused token.
+    max_paths_total=256,
     escaped_characters=False,  # the converter writes a pattern's characters raw (`_tighten_negations` says more)
 )
 #: Largest GBNF text handed to llama.cpp's parser: minLength 20,000 writes ~100 KB; a grammar several times that
