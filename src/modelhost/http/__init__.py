@@ -8,8 +8,9 @@
 Each protocol is a package: `openai/` and `ollama/`, each with its request and answer shapes (`schema`,
 `embeddings`), its stream writers (`streams`) and its route handlers (`handlers`). What both share: `errors` (the
 error table and bodies), `parsing` (bounded body, JSON, ParsedRequest), `images` (data URIs, base64), `door` (route,
-admit, submit), `relay` (events to a client), `tools`, `reasoning`, `embeddings`. `app` composes the routes;
-`server` runs them under uvicorn.
+admit, submit), `relay` (events to a client), `tools`, `reasoning`, `embeddings`. `docling/` is docling-serve's
+document API, `ui/` the page for people at / (docs/ui.md). `app` composes the routes; `server` runs them under
+uvicorn.
 """
 
 from modelhost.http.app import build_app
