@@ -125,16 +125,22 @@ def bound(operation: Operation, **resources: Any) -> Operation:
     return Operation(operation.name, functools.partial(operation.run, **resources), check, operation.exclusive)
 
 
-async def submit_to_host(ctx: JobContext, submit: Callable[[], T]) -> T:
+async def submit_to_host(
+    ctx: JobContext, submit: Callable[[], T], precheck: Callable[[], Awaitable[None]] | None = None
+) -> T:
     """`submit()` (a request to the job's host), retried while the model loads or the host's queue is full, with
     the job's stage saying which; the host's refusal of the job's own input is the job's fault (invalid). A model
-    of a set counts as in use meanwhile: a keep-alive of 0 unloaded it between its load and the next retry."""
+    of a set counts as in use meanwhile: a keep-alive of 0 unloaded it between its load and the next retry.
+    `precheck` (the host's `precheck` of the same request) runs before each `submit()`, so the request's own checks
+    (a JSON Schema's grammar compiled and bounded) run on a worker thread, never on the event loop or the model's."""
     held = ctx.host.in_use() if isinstance(ctx.host, ServedModel) else contextlib.nullcontext()
     with held:
-        return await _submit_retrying(ctx, submit)
+        return await _submit_retrying(ctx, submit, precheck)
 
 
-async def _submit_retrying(ctx: JobContext, submit: Callable[[], T]) -> T:
+async def _submit_retrying(
+    ctx: JobContext, submit: Callable[[], T], precheck: Callable[[], Awaitable[None]] | None
+) -> T:
     while True:
         if ctx.cancelled:
             raise ctx.stopped()
@@ -144,6 +150,8 @@ async def _submit_retrying(ctx: JobContext, submit: Callable[[], T]) -> T:
             await asyncio.sleep(HOST_RETRY_SECONDS)
             continue
         try:
+            if precheck is not None:
+                await precheck()
             return submit()
         except QueueFullError:
             ctx.progress(protocol.STAGE_INITIALIZING)

@@ -138,7 +138,7 @@ async def text_generate(ctx: JobContext) -> list[str]:
 async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
     total = int(request.options["max_tokens"])
     ctx.progress(protocol.STAGE_INITIALIZING, 0, total)
-    stream = await submit_to_host(ctx, lambda: ctx.host.submit(request))
+    stream = await submit_to_host(ctx, lambda: ctx.host.submit(request), lambda: ctx.host.precheck(request))
     ctx.on_cancel(stream.cancel)
     pieces: list[str] = []
     queued = 0.0
