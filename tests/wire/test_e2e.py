@@ -64,9 +64,11 @@ class ServeProcess:
             self.lines.append(line.rstrip("\n"))
             if "ready: serving" in line:
                 self.ready.set()
+        self.ready.set()  # stderr closed: the process ended, and wait_ready says so at once instead of at its limit
 
     def wait_ready(self) -> None:
         assert self.ready.wait(LOAD_TIMEOUT), f"not ready: {self.lines}"
+        assert self.proc.poll() is None, f"serve ended (exit {self.proc.returncode}) before ready: {self.lines}"
 
     def terminate(self) -> None:
         """SIGTERM, once: a second one while the host drains would kill it outright (serve's signal handling)."""
@@ -88,7 +90,9 @@ class ServeProcess:
 
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    process = ServeProcess(tmp_path_factory.mktemp("e2e") / "run" / "x.sock", "--model", "default")
+    run = tmp_path_factory.mktemp("e2e") / "run"
+    run.mkdir()  # an explicit --socket's folder must exist: serve makes only the default address's folder
+    process = ServeProcess(run / "x.sock", "--model", "default")
     try:
         process.wait_ready()
         yield process
