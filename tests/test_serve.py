@@ -53,6 +53,7 @@ def test_optional_values_and_hostports() -> None:
 @pytest.fixture
 def served(tiny_llama_gguf: Path, tmp_path: Path) -> Iterator[tuple[Served, Path]]:
     sock = tmp_path / "run" / "m.sock"
+    sock.parent.mkdir()  # an explicit --socket's folder must exist
     args = ["--model", str(tiny_llama_gguf), "--socket", str(sock), "--http", ":0", "--worker", ":0"]
     serving = start_serving([*args, "--state", str(tmp_path / "jobs")])
     try:

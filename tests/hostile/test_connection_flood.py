@@ -38,6 +38,7 @@ PATIENCE = 180.0
 @pytest.fixture
 def serving(tiny_llama_gguf: Path, tmp_path: Path) -> Iterator[tuple[ServeProcess, Path]]:
     sock = tmp_path / "run" / "m.sock"
+    sock.parent.mkdir()  # an explicit --socket's folder must exist
     args = ["--model", str(tiny_llama_gguf), "--socket", str(sock)]
     with serve(args, str(tmp_path / "jobs"), nofile=SERVER_NOFILE) as served:
         yield served, sock

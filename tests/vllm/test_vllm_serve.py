@@ -35,6 +35,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, P
     root = tmp_path_factory.mktemp("vllm-serve")
     folder = build_tiny_llama(root / "tiny")
     sock = root / "run" / "m.sock"
+    sock.parent.mkdir()  # an explicit --socket's folder must exist
     args = ["--model", str(folder), "--backend", "vllm", "--parallel", "4", "--socket", str(sock), "--http", ":0"]
     serving = start_serving(args, timeout=LOAD_SECONDS)
     try:

@@ -201,6 +201,7 @@ def test_modelhost_chat_over_the_socket(serve: ServeProcess) -> None:
 
 def test_bind_is_readiness_and_sigterm_finishes_in_flight(tmp_path: Path) -> None:
     path = tmp_path / "late" / "x.sock"
+    path.parent.mkdir()  # an explicit --socket's folder must exist
     process = ServeProcess(path, "--model", "default")
     try:
         # While the model loads, connecting fails with ENOENT/ECONNREFUSED: no socket exists before it can serve.
