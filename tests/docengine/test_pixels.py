@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,35 @@ def test_the_scan_reads_in_order_with_its_title_first(reader: PixelReader) -> No
     # reading order: the title before the author before the date
     assert text.index("PyMuPDF") < text.index("McKie") < text.index("2021")
     assert layout[0].kind is Kind.SECTION_HEADER
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("name", "heading"),
+    [("page.png", "Invoice 1042"), ("scan.pdf", "Meeting notes")],
+)
+def test_the_readmes_examples_keep_their_heading_apart_from_the_body(
+    reader: PixelReader, name: str, heading: str
+) -> None:
+    # page.png came out as one section header holding its heading and all three body lines (the layout model boxed
+    # them as one title region); scan.pdf's heading ran into its first paragraph (the detector's line heights alone
+    # called it a body line).
+    path = EXAMPLES / name
+    if path.suffix == ".pdf":
+        doc = pdfium.PdfDocument(str(path))
+        try:
+            image = np.asarray(doc[0].render(scale=150 / 72).to_pil().convert("RGB"))
+        finally:
+            doc.close()
+    else:
+        from PIL import Image
+
+        image = np.asarray(Image.open(path).convert("RGB"))
+    found = [b for b in scanpage.blocks(reader, reader.detect(image, 150)) if b.text]
+    assert (found[0].kind, found[0].text) == (Kind.SECTION_HEADER, heading)
+    assert len(found) >= 2 and all(b.kind is Kind.TEXT for b in found[1:])
 
 
 def test_the_layout_models_regions_reach_the_callers(reader: PixelReader) -> None:

@@ -60,6 +60,13 @@ IN_REGION = 0.5
 BODY_TOLERANCE = 1.3
 #: Sizes of taller lines are snapped to steps of this ratio, so one heading style gives one size (one level).
 SIZE_STEP = 1.12
+#: A line within BODY_TOLERANCE whose box is at least LARGER_HEIGHT of the body's and whose strokes are at least
+#: LARGER_STROKE of the body's is set one step larger: bigger letters are taller and thicker at once, where a body line
+#: with tall letters (a table cell "Region", 1.22x) is only taller and a bold body line only thicker. Measured at 150
+#: DPI: examples/page.png's "Invoice 1042" 1.11x tall and 1.29x thick, examples/scan.pdf's "Meeting notes" 1.27x and
+#: 1.38x, both read as body lines before; body lines' strokes 0.9-1.2x (BOLD_STROKE's measures).
+LARGER_HEIGHT = 1.08
+LARGER_STROKE = 1.25
 #: A line whose strokes are this many times as thick as the page's usual line's is bold (a detector has no font,
 #: and a bold heading at body size, "1.1 A Subsection", otherwise runs into its paragraph). Measured at 150 DPI as
 #: the mean run of dark pixels along a row: pdf-spec's bold headings 1.7-1.8x the page's body lines, 2305.03393's
@@ -408,11 +415,24 @@ def font_size(height: float, body: float) -> float:
     return body * SIZE_STEP ** round(math.log(ratio) / math.log(SIZE_STEP))
 
 
+def line_size(detection: Detection, index: int) -> float:
+    """Line `index`'s size in pixels: `font_size` of its detector height, one SIZE_STEP up when it is both a little
+    taller and thicker than the body (LARGER_HEIGHT, LARGER_STROKE): a heading set a little larger."""
+    height = _line_height(detection.quads[index])
+    body = detection.body_height
+    size = font_size(height, body)
+    stroke = detection.strokes[index] if index < len(detection.strokes) else 0.0
+    thicker = detection.body_stroke > 0 and stroke >= LARGER_STROKE * detection.body_stroke
+    if body > 0 and size == body and height >= LARGER_HEIGHT * body and thicker:
+        return body * SIZE_STEP
+    return size
+
+
 def _words(detection: Detection, index: int, text: str, score: float) -> list[Word]:
     # A line's words share its box, split along x by their share of the characters (a proportional font's average;
     # the recogniser gives no word positions without a second pass). CJK lines without spaces stay one word.
     x0, y0, x1, y1 = detection.box(index)
-    size = font_size(_line_height(detection.quads[index]), detection.body_height) * detection.scale
+    size = line_size(detection, index) * detection.scale
     stroke = detection.strokes[index] if index < len(detection.strokes) else 0.0
     bold = detection.body_stroke > 0 and stroke >= BOLD_STROKE * detection.body_stroke
     tokens = text.split()
@@ -536,6 +556,6 @@ def xy_cut(boxes: Sequence[BBox]) -> list[int]:
 def body_style_sizes(detection: Detection) -> tuple[float, tuple[float, ...]]:
     """The page's body size and heading sizes in points, from line heights alone (before any text is read)."""
     body = detection.body_height
-    sizes = {font_size(_line_height(q), body) for q in detection.quads}
+    sizes = {line_size(detection, i) for i in range(len(detection.quads))}
     heads = tuple(sorted((s * detection.scale for s in sizes if s > body * 1.01), reverse=True))
     return body * detection.scale, heads

@@ -82,6 +82,10 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
     if label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * content.width * content.height:
         found = tuple(replace(b, kind=Kind.TEXT, level=0) if b.kind is Kind.SECTION_HEADER else b for b in found)
     if label == "title" and found:
+        larger = [_size(b, content) > style.body_size * 1.01 for b in found]
+        if any(larger) and not all(larger):
+            yield from _split_title(found, larger, style, content)
+            return
         text = " ".join(b.text for b in found if b.text)
         if len(text) <= MAX_TITLE_CHARS and not never_heading(text):
             level = min((b.level for b in found if b.kind is Kind.SECTION_HEADER and b.level), default=0)
@@ -95,6 +99,36 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
     kind = KINDS.get(label)
     for block in found:
         yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
+
+
+def _size(block: Block, content: PageContent) -> float:
+    # The largest size of the words whose centres lie in the block.
+    x0, y0, x1, y1 = block.bbox
+    inside = [w.size for w in content.words if x0 <= (w.x0 + w.x1) / 2 <= x1 and y0 <= (w.y0 + w.y1) / 2 <= y1]
+    return max(inside, default=0.0)
+
+
+def _split_title(found: tuple[Block, ...], larger: list[bool], style: Style, content: PageContent) -> Iterator[Block]:
+    """A title region that spans lines of body height (the layout model boxed examples/page.png's "Invoice 1042" with
+    the three body lines under it): the lines set larger than the body are the heading, in one block where its first
+    line was; the body lines stay what analysis made of them."""
+    head = [b for b, big in zip(found, larger, strict=True) if big]
+    text = " ".join(b.text for b in head if b.text)
+    size = max(_size(b, content) for b in head)
+    level = 1 + sum(1 for s in style.heading_sizes if s > size * 1.01)
+    bbox = (min(b.bbox[0] for b in head), min(b.bbox[1] for b in head),
+            max(b.bbox[2] for b in head), max(b.bbox[3] for b in head))  # fmt: skip
+    heading = Block(Kind.SECTION_HEADER, bbox, text, level=level)
+    placed = False
+    for block, big in zip(found, larger, strict=True):
+        if big:
+            if not placed and not never_heading(text):
+                yield heading
+            elif not placed:
+                yield from (replace(b, kind=Kind.TEXT, level=0) for b in head)
+            placed = True
+        else:
+            yield block
 
 
 def _within(rule: Segment, box: BBox) -> bool:
