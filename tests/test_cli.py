@@ -498,3 +498,23 @@ def test_converting_a_line_drawn_past_the_page_edge_prints_no_library_warning(tm
     # docling-core once warned "UserWarning: Provenance bbox ... clamping" for each such box, at every export.
     assert "Warning" not in result.stderr and "clamping" not in result.stderr, result.stderr
     assert "runs past the edge" in (tmp_path / "wide.md").read_text()
+
+
+def test_training_a_gguf_prints_its_progress_and_no_library_noise(tiny_llama_gguf: Path, tmp_path: Path) -> None:
+    import json
+    import os
+
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"text": "The secret word is heliotrope."}) + "\n")
+    env = {**os.environ, "MODELHOST_CACHE_DIR": str(tmp_path / "cache")}  # a fresh cache: the GGUF is dequantised
+    result = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", "train", "--model", str(tiny_llama_gguf), "--data", str(data),
+         "-o", str(tmp_path / "adapter"), "--steps", "1"],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # transformers' "Loading weights" and "Writing model shards" bars and peft's FutureWarning once came through
+    # here; the one-time conversion of the GGUF keeps its bar (minutes on a real model), under a line saying why.
+    for noise in ("Loading weights", "Writing model shards", "FutureWarning", "warnings.warn"):
+        assert noise not in result.stderr, result.stderr
+    assert "dequantising" in result.stderr and "1/1 steps" in result.stderr, result.stderr

@@ -78,12 +78,27 @@ class Checkpoint:
     logits_to_keep: bool = False
 
 
+def quiet_libraries() -> None:
+    """Keep transformers' and peft's noise off a person's terminal (issue 38): the progress bars of its own logging
+    ("Loading weights" at every load, "Writing model shards") and the FutureWarning a LoRA run gets from peft
+    reading a property transformers deprecated: neither is the user's to act on. The one-time dequantisation of a
+    GGUF (minutes on a small machine) keeps its bar, a plain tqdm, under a line modelhost prints. Process-wide."""
+    import warnings
+
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    # peft 0.13+ reads `is_gradient_checkpointing`, which transformers 5 deprecates for `is_activation_checkpointing`.
+    warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.* is deprecated", category=FutureWarning)
+
+
 def load(path: str, opts: LoadOptions) -> Checkpoint:
     """Load `path` (a folder with config.json or a GGUF file) with the given load options."""
     import torch
 
     from modelhost.backends.transformers.device import pick_device
 
+    quiet_libraries()
     p = Path(os.path.expanduser(path))
     if not p.exists():
         raise ModelNotFoundError(f"no model at {path!r}")
@@ -313,7 +328,8 @@ def _dequantise_gguf(gguf: Path, out: Path) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 
-    log.info("dequantising %s into %s (once; later loads read the cache)", gguf, out)
+    # A warning, so that it shows: the first load of a GGUF waits minutes here, and this line says why (once).
+    log.warning("modelhost: dequantising %s for transformers (once; later loads read the cache)", gguf.name)
     where, name = str(gguf.parent), gguf.name
     config = AutoConfig.from_pretrained(where, gguf_file=name)
     tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
