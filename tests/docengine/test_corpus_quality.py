@@ -55,7 +55,7 @@ FLOORS: dict[str, Floor] = {
     # page-true reference, doccorpus.ARXIV2_CUT, whose LaTeX front matter every tool misses alike)
     # gutters found before lines are built (lines.gutters): the handbook's columns no longer read straight across
     "amt_handbook_sample": Floor(0.04, 1.00, 0.00, 0, None, 0, 1.00, None),
-    "arxiv_2501.01300v2_p1-3": Floor(0.46, 0.87, 0.71, 4, None, 0, 0.37, 1.00),
+    "arxiv_2501.01300v2_p1-3": Floor(0.36, 0.88, 0.85, 2, None, 0, 0.48, 1.00),
     "normal_4pages": Floor(0.09, 0.93, 0.10, 1, 0.60, 0, 0.85, 0.00),
     "right_to_left_01": Floor(0.03, 0.90, 1.00, 0, None, 0, 0.00, None),
     "right_to_left_02": Floor(0.21, 0.86, None, 2, None, 0, 0.00, None),

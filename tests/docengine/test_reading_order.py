@@ -137,6 +137,68 @@ def test_columns_that_start_inside_the_top_margin_zone_keep_their_first_lines(tm
     _assert_read_in_order(_text(_layout(tmp_path / "high.pdf")), left + right)
 
 
+def _survey(path: Path, *, ruled_table_right: bool = False, wide_table_above: bool = False) -> list[str]:
+    """A two-column survey page: numbered questions that wrap to a short last line, each followed by a short line of
+    answer boxes; a ruled table at the top of the right column, or an unruled table across the page above both
+    columns. Returns the questions' text (without their numbers) in reading order."""
+    from reportlab.lib import colors
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.platypus import (
+        BaseDocTemplate,
+        Frame,
+        FrameBreak,
+        PageTemplate,
+        Paragraph,
+        Spacer,
+        Table,
+        TableStyle,
+    )
+
+    body = ParagraphStyle("body", fontName="Helvetica", fontSize=9, leading=11)
+    question = ParagraphStyle("question", parent=body, leftIndent=18, firstLineIndent=-18)
+    gutter, margin = 14.0, 54.0
+    column = (WIDTH - 2 * margin - gutter) / 2
+    band = 100.0 if wide_table_above else 0.0
+    frames = [Frame(margin, HEIGHT - margin - band, WIDTH - 2 * margin, band, id="band")] if band else []
+    for n in range(2):
+        x = margin + n * (column + gutter)
+        frames.append(Frame(x, margin, column, HEIGHT - 2 * margin - band, leftPadding=0, rightPadding=0, id=f"c{n}"))
+    doc = BaseDocTemplate(str(path), pagesize=(WIDTH, HEIGHT), pageTemplates=[PageTemplate("survey", frames)])
+    story: list = []
+    if wide_table_above:
+        rows = [["Ministry", "Role in drafting", "Year", "Budget share", "Staff"]]
+        rows += [[f"Ministry {i}", "Lead author", "2019", "12 percent", "40"] for i in range(3)]
+        story += [Table(rows), FrameBreak()]
+    texts = []
+    for n in range(23, 29):
+        text = (
+            f"If your country has a national plan for question {n}, which of the ministries listed below took part"
+            " in drafting it during the last reporting period?"
+        )
+        texts.append(text)
+        story += [Paragraph(f"{n}. {text}", question), Paragraph("[ ] Yes &nbsp; [ ] No &nbsp; [ ] Do not know", body)]
+        story.append(Spacer(1, 6))
+        if n == 25:
+            story.append(FrameBreak())
+            if ruled_table_right:
+                table = Table([["Ministry", "Role", "Year"], ["Health", "Lead", "2019"], ["Finance", "Budget", "2020"]])
+                table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black)]))
+                story += [table, Spacer(1, 8)]
+    doc.build(story)
+    return texts
+
+
+@pytest.mark.parametrize(("ruled_table_right", "wide_table_above"), [(False, False), (True, False), (False, True)])
+def test_a_survey_page_of_short_lines_reads_column_by_column(
+    tmp_path: Path, ruled_table_right: bool, wide_table_above: bool
+) -> None:
+    """Its columns do not fill their width (answer boxes, wrapped questions' last lines), which is how a table's
+    columns look to the order finder; the gutter found down the page's rows is what says they are columns."""
+    path = tmp_path / "survey.pdf"
+    questions = _survey(path, ruled_table_right=ruled_table_right, wide_table_above=wide_table_above)
+    _assert_read_in_order(_text(_layout(path)), questions)
+
+
 def test_justified_single_column_text_and_a_list_have_no_gutter(tmp_path: Path) -> None:
     """A stretched word space never lines up down several lines, and a list marker's tab stop belongs to its line:
     neither is a gutter, so neither cuts a line."""

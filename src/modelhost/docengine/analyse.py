@@ -169,12 +169,14 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     if contents:
         gone = frozenset().union(*(toc.words for toc in contents))
         free = [w for i, w in enumerate(free) if i not in gone]
-    # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across).
-    runs: list[Piece] = [p for line in lines(free, gutters(free, style.body_size)) for p in pieces(line)]
+    # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
+    # and a column break at one is a column break in the reading order.
+    found = gutters(free, style.body_size)
+    runs: list[Piece] = [p for line in lines(free, found) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
     blocks: list[Block] = list(top)
-    for leaf in order(boxes):
+    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in found]):
         chunk: list[Piece] = []
         for i in leaf:
             if i < len(runs):
@@ -261,9 +263,7 @@ def _margins(runs: list[Piece], content: PageContent, style: Style) -> tuple[lis
             block = numbers[id(piece)]
             (top if block.kind is Kind.PAGE_HEADER else bottom).append(block)
         elif id(piece) in in_margin and id(piece) not in joined:
-            (top if piece.y1 <= MARGIN * content.height else bottom).append(
-                margin_line(piece, style, content.number, content.height)
-            )
+            (top if piece.y1 <= MARGIN * content.height else bottom).append(margin_line(piece, style, content))
     return top, bottom, [p for p in runs if id(p) not in numbers and (id(p) in joined or id(p) not in in_margin)]
 
 

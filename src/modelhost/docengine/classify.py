@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from modelhost.docengine.lines import Piece
 from modelhost.docengine.paragraphs import code_text, join, marker
-from modelhost.docengine.types import Block, Kind
+from modelhost.docengine.types import Block, Kind, PageContent
 
 #: A size this many times the body size, or more, is a heading's (LaTeX's \subsection is 1.2x, Word's 1.15x+).
 HEADING_RATIO = 1.12
@@ -123,12 +123,16 @@ def classify(
     return Block(Kind.TEXT, bbox, text)
 
 
-def margin_line(piece: Piece, style: Style, page_number: int, page_height: float) -> Block:
+def margin_line(piece: Piece, style: Style, content: PageContent) -> Block:
     """A line in the page's top or bottom margin, apart from the body, as `classify` sees it, but a heading only
-    when set larger than the body (`HEADING_RATIO`): running heads are set at or under the body size, often bold or
-    in capitals, which makes a body line a heading; a title set high on its page is set large."""
-    block = classify([piece], style, page_number, page_height)
-    if block.kind in (Kind.SECTION_HEADER, Kind.TITLE) and piece.size < HEADING_RATIO * style.body_size:
+    when set larger than the body (`HEADING_RATIO`) and in the page's largest type: running heads are set at or
+    under the body size, often bold or in capitals, which makes a body line a heading; a title set high on its page
+    is its largest type, where a cover's "Front cover" label (24 pt over a 70 pt "Redpaper") is a label."""
+    block = classify([piece], style, content.number, content.height)
+    largest = max((w.size for w in content.words if not w.rotation), default=0.0)
+    # 0.3 pt: one style's sizes, as the title's size is matched in `classify`
+    heading = piece.size >= HEADING_RATIO * style.body_size and piece.size >= largest - 0.3
+    if block.kind in (Kind.SECTION_HEADER, Kind.TITLE) and not heading:
         return Block(Kind.TEXT, block.bbox, block.text)
     return block
 

@@ -111,49 +111,64 @@ class Gutter:
 
 def gutters(words: Iterable[Word], body_size: float) -> list[Gutter]:
     """The page's gutters: x ranges at least GUTTER_EM body ems wide that no word covers down a run of consecutive
-    rows, on GUTTER_ROWS of which words stand on both sides. Rows are the page's lines as if it had no gutter; the
-    run ends at a row that covers the range (a title or a table across the columns: a full-width band)."""
-    rows = lines(words)
+    rows, on GUTTER_ROWS of which a column's line stands on each side. Rows are the page's lines as if it had no
+    gutter; the run ends at a row that covers the range (a title or a table across the columns: a full-width band),
+    and reaches up over the rows just above it that leave the range empty (a column that starts with a heading,
+    beside the other column's last lines)."""
+    rows = [(sorted((w.x0, w.x1) for w in row), min(w.y0 for w in row), max(w.y1 for w in row)) for row in lines(words)]
     least = GUTTER_EM * max(body_size, 1.0)
     side = GUTTER_SIDE_EM * max(body_size, 1.0)
-    found: list[Gutter] = []
-    # Open candidates: (x0, x1, first row's top, rows with words on both sides).
-    open_: list[tuple[float, float, float, int]] = []
-    last_bottom = 0.0
-    for row in rows:
-        spans = sorted((w.x0, w.x1) for w in row)
-        top, bottom = min(w.y0 for w in row), max(w.y1 for w in row)
+    found: list[tuple[float, float, int, int]] = []  # x0, x1, first row, last row
+    # Open candidates: (x0, x1, first row, rows with a column's line on each side).
+    open_: list[tuple[float, float, int, int]] = []
+    for n, (spans, _, _) in enumerate(rows):
         free = _free(spans)
-        following: dict[tuple[float, float], tuple[float, float, float, int]] = {}
+        following: dict[tuple[float, float], tuple[float, float, int, int]] = {}
         for x0, x1, start, support in open_:
             kept = False
             for f0, f1 in free:
                 a, b = max(x0, f0), min(x1, f1)
                 if b - a >= least:
-                    both = _sides(spans, a, b) >= side
+                    both = _sides(spans, a, b, least) >= side
                     key = (a, b)
                     if key not in following or following[key][2] > start:
                         following[key] = (a, b, start, support + both)
                     kept = True
             if not kept and support >= GUTTER_ROWS:
-                found.append(Gutter(x0, start, x1, last_bottom))
+                found.append((x0, x1, start, n - 1))
         for f0, f1 in free:
             if f1 - f0 >= least and (f0, f1) not in following and f0 > spans[0][0] and f1 < spans[-1][1]:
-                following[(f0, f1)] = (f0, f1, top, int(_sides(spans, f0, f1) >= side))
+                following[(f0, f1)] = (f0, f1, n, int(_sides(spans, f0, f1, least) >= side))
         # The oldest candidates first (the gutter a run of rows confirms), then the widest; at most MAX_CANDIDATES.
         open_ = sorted(following.values(), key=lambda c: (c[2], c[0] - c[1]))[:MAX_CANDIDATES]
-        last_bottom = bottom
-    found.extend(Gutter(x0, start, x1, last_bottom) for x0, x1, start, support in open_ if support >= GUTTER_ROWS)
-    return _widest(found)
+    found.extend((x0, x1, start, len(rows) - 1) for x0, x1, start, support in open_ if support >= GUTTER_ROWS)
+    out = []
+    for x0, x1, start, end in found:
+        while start > 0 and not any(a < x1 and x0 < b for a, b in rows[start - 1][0]):
+            start -= 1
+        out.append(Gutter(x0, rows[start][1], x1, rows[end][2]))
+    return _widest(out)
 
 
-def _sides(spans: list[tuple[float, float]], a: float, b: float) -> float:
-    """The shorter of the two extents of a row's words left of `a` and right of `b` (0 when a side is empty)."""
+def _sides(spans: list[tuple[float, float]], a: float, b: float, least: float) -> float:
+    """The shorter of the two runs of a row's words that touch the range `a`..`b`, one on each side (0 when a side
+    is empty): words closer than `least` to each other are one run (a line of a column); a wider gap ends it (a
+    table's cell is a run of its own, so a table's cell gaps are no gutter unless its cells are a column's lines)."""
     left = [x for x in spans if x[1] <= a]
     right = [x for x in spans if x[0] >= b]
     if not left or not right:
         return 0.0
-    return min(max(x[1] for x in left) - left[0][0], max(x[1] for x in right) - right[0][0])
+    start = left[-1][0]
+    for x0, x1 in reversed(left[:-1]):
+        if start - x1 >= least:
+            break
+        start = min(start, x0)
+    end = right[0][1]
+    for x0, x1 in right[1:]:
+        if x0 - end >= least:
+            break
+        end = max(end, x1)
+    return min(max(x[1] for x in left) - start, end - right[0][0])
 
 
 def _free(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -10,7 +10,9 @@ indices top to bottom. The rules, and why:
   two spanners gets its columns from the first rule. This is XY-cut with full-width bands.
 - A split into columns is kept only where the columns read as text (their lines fill most of the column width);
   short pieces side by side with aligned rows are a table or a form, read row by row instead: a gutter inside a
-  table is never a column break.
+  table is never a column break. Or where each break between the columns is one of the page's gutters, found from
+  its rows before lines were built (`lines.gutters`: a column's lines stand on both sides of it down many rows), as
+  on a survey page whose questions wrap to short lines and answer boxes: such columns need not fill their width.
 """
 
 from __future__ import annotations
@@ -35,10 +37,16 @@ MAX_STEPS = 4096
 MAX_DEPTH = 24
 
 
-def order(boxes: Sequence[BBox]) -> list[list[int]]:
-    """Indices of `boxes` grouped into leaves in reading order."""
+#: A gutter vouches for a column break in a region when it runs down at least this share of the region's height: a
+#: gutter beside a few rows of the region says nothing about the rest of it.
+GUTTER_COVER = 0.5
+
+
+def order(boxes: Sequence[BBox], gutters: Sequence[BBox] = ()) -> list[list[int]]:
+    """Indices of `boxes` grouped into leaves in reading order. `gutters` are the page's gutters (x0, y0, x1, y1),
+    when known: a column break at one of them is a column break even where the columns do not read as text."""
     leaves: list[list[int]] = []
-    _cut(boxes, list(range(len(boxes))), leaves, 0)
+    _cut(boxes, list(range(len(boxes))), leaves, 0, gutters)
     return leaves
 
 
@@ -46,22 +54,65 @@ def _top_down(boxes: Sequence[BBox], idx: list[int]) -> list[int]:
     return sorted(idx, key=lambda i: (boxes[i][1], boxes[i][0]))
 
 
-def _cut(boxes: Sequence[BBox], idx: list[int], leaves: list[list[int]], depth: int) -> None:
+def _cut(
+    boxes: Sequence[BBox], idx: list[int], leaves: list[list[int]], depth: int, gutters: Sequence[BBox] = ()
+) -> None:
     if len(idx) <= 1 or depth >= MAX_DEPTH:
         if idx:
             leaves.append(_top_down(boxes, idx))
         return
     columns = _columns(boxes, idx)
-    if len(columns) > 1 and _text_like(boxes, columns):
+    if len(columns) > 1 and (_text_like(boxes, columns) or _at_gutters(boxes, columns, gutters)):
         for column in columns:
-            _cut(boxes, column, leaves, depth + 1)
+            _cut(boxes, column, leaves, depth + 1, gutters)
         return
-    bands = _bands(boxes, idx)
+    bands = _gutter_bands(boxes, idx, gutters)
+    if len(bands) <= 1:
+        bands = _bands(boxes, idx)
     if len(bands) > 1:
         for band in bands:
-            _cut(boxes, band, leaves, depth + 1)
+            _cut(boxes, band, leaves, depth + 1, gutters)
         return
     leaves.append(_top_down(boxes, idx))
+
+
+def _gutter_bands(boxes: Sequence[BBox], idx: list[int], gutters: Sequence[BBox]) -> list[list[int]]:
+    """The region cut where a gutter begins and ends: what stands above its rows (a title, a table across the
+    columns), its rows (the columns, cut apart next), and what stands below. [idx] when no gutter runs inside the
+    region with boxes on both of its sides and something above or below it."""
+    best: tuple[float, BBox] | None = None
+    for g in gutters:
+        middle = (g[0] + g[2]) / 2
+        inside = [i for i in idx if g[1] <= (boxes[i][1] + boxes[i][3]) / 2 <= g[3]]
+        if not any(boxes[i][2] <= middle for i in inside) or not any(boxes[i][0] >= middle for i in inside):
+            continue
+        if best is None or g[3] - g[1] > best[0]:
+            best = (g[3] - g[1], g)
+    if best is None:
+        return [idx]
+    g = best[1]
+    above = [i for i in idx if (boxes[i][1] + boxes[i][3]) / 2 < g[1]]
+    below = [i for i in idx if (boxes[i][1] + boxes[i][3]) / 2 > g[3]]
+    within = [i for i in idx if g[1] <= (boxes[i][1] + boxes[i][3]) / 2 <= g[3]]
+    bands = [band for band in (above, within, below) if band]
+    return bands if len(bands) > 1 else [idx]
+
+
+def _at_gutters(boxes: Sequence[BBox], columns: list[list[int]], gutters: Sequence[BBox]) -> bool:
+    """Whether every break between `columns` holds one of `gutters` down GUTTER_COVER of the region's height."""
+    if not gutters:
+        return False
+    top = min(boxes[i][1] for column in columns for i in column)
+    bottom = max(boxes[i][3] for column in columns for i in column)
+    for left, right in itertools.pairwise(columns):
+        a = max(boxes[i][2] for i in left)
+        b = min(boxes[i][0] for i in right)
+        if not any(
+            a - 1 <= (g[0] + g[2]) / 2 <= b + 1 and min(g[3], bottom) - max(g[1], top) >= GUTTER_COVER * (bottom - top)
+            for g in gutters
+        ):
+            return False
+    return True
 
 
 def _gaps(boxes: Sequence[BBox], idx: list[int]) -> list[tuple[float, float]]:
