@@ -9,6 +9,7 @@ reads them: the left column before the right one, never a line of one column fol
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pytest
@@ -63,7 +64,7 @@ def _two_columns(
         frames.append(Frame(x, MARGIN, column, top - title_height - MARGIN, id=f"c{n}", leftPadding=0, rightPadding=0))
     doc = BaseDocTemplate(str(path), pagesize=(WIDTH, HEIGHT), pageTemplates=[PageTemplate("two", frames)])
     left, right = _sentences("L", count), _sentences("R", count)
-    story: list = []
+    story: list[Any] = []
     if title:
         story += [Paragraph(title, head), FrameBreak()]
     story.append(Paragraph(" ".join(left), body))
@@ -164,7 +165,7 @@ def _survey(path: Path, *, ruled_table_right: bool = False, wide_table_above: bo
         x = margin + n * (column + gutter)
         frames.append(Frame(x, margin, column, HEIGHT - 2 * margin - band, leftPadding=0, rightPadding=0, id=f"c{n}"))
     doc = BaseDocTemplate(str(path), pagesize=(WIDTH, HEIGHT), pageTemplates=[PageTemplate("survey", frames)])
-    story: list = []
+    story: list[Any] = []
     if wide_table_above:
         rows = [["Ministry", "Role in drafting", "Year", "Budget share", "Staff"]]
         rows += [[f"Ministry {i}", "Lead author", "2019", "12 percent", "40"] for i in range(3)]

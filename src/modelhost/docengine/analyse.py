@@ -171,12 +171,12 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         free = [w for i, w in enumerate(free) if i not in gone]
     # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
     # and a column break at one is a column break in the reading order.
-    found = gutters(free, style.body_size)
-    runs: list[Piece] = [p for line in lines(free, found) for p in pieces(line)]
+    page_gutters = gutters(free, style.body_size)
+    runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
     blocks: list[Block] = list(top)
-    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in found]):
+    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in page_gutters]):
         chunk: list[Piece] = []
         for i in leaf:
             if i < len(runs):
