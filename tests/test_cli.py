@@ -483,6 +483,9 @@ def test_log_format_json_writes_one_json_object_per_request_and_a_bad_format_is_
         record = json.loads(next(line for line in serving.lines if '"path":"/v1/completions"' in line))
         assert (record["method"], record["status"], record["model"]) == ("POST", 200, name), record
         assert record["completion_tokens"] == answer.json()["usage"]["completion_tokens"], record
+        # When it began (UTC), the id the answer's header gave the client, and no error code for an answer.
+        assert record["time"].endswith("Z") and record["request_id"] == answer.headers["x-request-id"], record
+        assert record["error"] == "", record
     finally:
         serving.stop()
 

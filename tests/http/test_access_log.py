@@ -48,6 +48,32 @@ def test_each_request_is_one_record_with_its_model_and_tokens(loop_thread: LoopT
     assert json.loads(chat.json())["completion_tokens"] == 3
 
 
+def test_each_record_has_its_time_request_id_and_error_code(loop_thread: LoopThread) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    records: list[AccessRecord] = []
+    with serving(loop_thread, scripted_host(), access_log=records.append) as server:
+        before = datetime.now(UTC)
+        given = httpx.post(f"{server.url}/v1/chat/completions", json=CHAT, headers={"X-Request-Id": "trace-42"})
+        made = httpx.post(f"{server.url}/v1/chat/completions", json=CHAT, headers={"X-Request-Id": "a\tb"})
+        refused = httpx.post(f"{server.url}/v1/chat/completions", json={**CHAT, "max_tokens": -1})
+        ollama = httpx.post(f"{server.url}/api/chat", json={"model": "scripted", "messages": "not a list"})
+        wait_until(lambda: len(records) == 4)
+    # The client's id is kept and echoed; one a log line cannot carry safely (a tab) is replaced by a fresh one.
+    assert given.headers["x-request-id"] == "trace-42" and records[0].request_id == "trace-42"
+    assert made.headers["x-request-id"] == records[1].request_id != "a\tb" and len(records[1].request_id) == 32
+    stamp = datetime.fromisoformat(records[0].time.replace("Z", "+00:00"))
+    assert timedelta(0) <= stamp - before.replace(microsecond=before.microsecond // 1000 * 1000) < timedelta(60)
+    assert (records[0].error, records[1].error) == ("", "")
+    # A refusal's code: read from OpenAI's body, noted by the door for Ollama's (whose body carries none).
+    code = refused.json()["error"]["code"] or refused.json()["error"]["type"]
+    assert (records[2].status, records[2].error) == (400, code) and code, refused.text
+    assert ollama.status_code == 400 and "code" not in ollama.json(), ollama.text
+    assert records[3].status == 400 and records[3].error, records[3]
+    assert f"400 error={code}" in records[2].text()
+    assert json.loads(records[2].json())["error"] == code
+
+
 def test_a_client_that_hangs_up_mid_stream_is_logged_499(loop_thread: LoopThread) -> None:
     gate = threading.Semaphore(0)
     records: list[AccessRecord] = []

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope
 
+from modelhost import _access
 from modelhost.errors import InvalidOptionError, ModelHostError, SchemaError, pointer
 from modelhost.host.events import Failed
 
@@ -195,6 +196,8 @@ def answers_errors(flavour: Flavour) -> Callable[[Handler[S]], Handler[S]]:
             try:
                 return await handler(self, request)
             except ApiError as err:
+                # The access log's error code: Ollama's body carries none, so the door says it (modelhost._access).
+                _access.note(request.scope, error=err.code or err.type)
                 return error_response(err, flavour)
             except Exception:
                 log.exception("%s %s failed", request.method, request.url.path)
