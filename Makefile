@@ -71,8 +71,9 @@ $(STAMP): pyproject.toml Makefile
 
 run: $(STAMP)
 	@# Serve the embedded chat model and the offline `ocr` document model together: the chat model on the inferd
-	@# socket, both on an OpenAI/Ollama API on 127.0.0.1:8000, each request naming its model (Ctrl-C stops).
-	$(VENV)/bin/modelhost serve --model default --model ocr --http
+	@# socket, both on an OpenAI/Ollama API on 127.0.0.1:8000, each request naming its model, docling-serve's API
+	@# there too (pages read by `ocr`), and the page for people at http://127.0.0.1:8000/ (Ctrl-C stops).
+	$(VENV)/bin/modelhost serve --model default --model ocr --http --docling ocr
 
 # Ray (issue 23, src/modelhost/ray/): the `ray` extra, installed for the tests only (`make run` needs none of it);
 # uv installs it in under a minute. `make test` runs tests/ray but its second-raylet test; `make test-ray` runs all
@@ -157,7 +158,7 @@ test-vllm:
 	$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/vllm
 
 # Every benchmark, each printing its figures and its ratio against a baseline measured in the same run.
-bench: $(STAMP) bench-setup
+bench: $(STAMP) bench-setup chromium
 	$(PY) bench/generate.py
 	$(PY) bench/batching.py --threads 1
 	$(PY) bench/adapters.py
@@ -169,6 +170,7 @@ bench: $(STAMP) bench-setup
 	$(PY) bench/training.py
 	$(PY) bench/pull.py
 	$(PY) bench/documents_quality.py
+	$(PY) bench/ui_page.py
 
 # The document quality benchmark alone (modelhost against pymupdf4llm, pdftotext and RapidOCR on the corpus).
 bench-documents: $(STAMP) bench-setup

@@ -124,44 +124,6 @@ def test_the_page_asks_for_the_key_and_shows_nothing_without_it(browser: Any, se
     page.close()
 
 
-def test_a_chat_streams_shows_as_running_and_stop_cancels_it_on_the_server(browser: Any, served: Served) -> None:
-    page = open_page(browser, served)
-    cancelled_before = chat_model(served)["finished"]["cancelled"]
-    page.select_option("#chat-model", label=chat_model(served)["name"])
-    page.fill("#chat-max-tokens", "1000")
-    page.fill("#chat-temperature", "0")
-    page.fill("#chat-input", "Count from 1 to 500, one number per line.")
-    page.press("#chat-input", "Enter")
-    answer = page.locator("#chat-log .message.assistant").last
-    content = "[...document.querySelectorAll('#chat-log .message.assistant .content')].at(-1)"
-    page.wait_for_function(f"({content}?.textContent.length || 0) > 0")
-    first = len(answer.locator(".content").inner_text())
-    page.wait_for_function(f"{content}.textContent.length > {first}")
-    assert answer.get_attribute("data-state") == "streaming", "the text grew while the answer had not ended"
-    shot(page, "chat")
-
-    page.click("#tab-state")
-    row = page.locator("#models tr[data-model]", has_text="(default)")
-    page.wait_for_function(
-        "[...document.querySelectorAll('#models tr[data-model]')].some("
-        "r => r.textContent.includes('(default)') && /[1-9] of \\d/.test(r.querySelector('td.running').textContent))"
-    )
-    assert row.locator("td.state").inner_text().startswith("ready")
-    shot(page, "state")
-
-    page.click("#tab-chat")
-    page.click("#stop")
-    page.wait_for_selector("#chat-log .message.assistant[data-state=stopped]")
-    assert "stopped" in answer.locator(".stats").inner_text()
-    # The server cancelled it: the slot is free and the request counted as cancelled (it would have run on to its
-    # 1,000 tokens, finishing as "length" or "stop", had the server not seen the Stop).
-    deadline = time.monotonic() + STATE_WAIT_SECONDS
-    while (model := chat_model(served))["running"] or model["finished"]["cancelled"] != cancelled_before + 1:
-        assert time.monotonic() < deadline, f"the server never cancelled the stopped answer: {model}"
-        time.sleep(0.1)
-    page.close()
-
-
 def engine_regions(pdf: Path) -> tuple[dict[int, int], str]:
     """What the document engine finds in `pdf`, converted here as `modelhost convert` converts it: each page's
     count of placed items (every content layer), and the document's Markdown."""
@@ -214,4 +176,42 @@ def test_a_dropped_pdf_shows_its_pages_with_the_engines_regions_and_markdown(bro
     with page.expect_download() as download:
         page.locator(".downloads button", has_text="Markdown").click()
     assert Path(download.value.path()).read_text(encoding="utf-8") == markdown, "the download is convert's Markdown"
+    page.close()
+
+
+def test_a_chat_streams_shows_as_running_and_stop_cancels_it_on_the_server(browser: Any, served: Served) -> None:
+    page = open_page(browser, served)
+    cancelled_before = chat_model(served)["finished"]["cancelled"]
+    page.select_option("#chat-model", label=chat_model(served)["name"])
+    page.fill("#chat-max-tokens", "1000")
+    page.fill("#chat-temperature", "0")
+    page.fill("#chat-input", "Count from 1 to 500, one number per line.")
+    page.press("#chat-input", "Enter")
+    answer = page.locator("#chat-log .message.assistant").last
+    content = "[...document.querySelectorAll('#chat-log .message.assistant .content')].at(-1)"
+    page.wait_for_function(f"({content}?.textContent.length || 0) > 0")
+    first = len(answer.locator(".content").inner_text())
+    page.wait_for_function(f"{content}.textContent.length > {first}")
+    assert answer.get_attribute("data-state") == "streaming", "the text grew while the answer had not ended"
+    shot(page, "chat")
+
+    page.click("#tab-state")
+    row = page.locator("#models tr[data-model]", has_text="(default)")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#models tr[data-model]')].some("
+        "r => r.textContent.includes('(default)') && /[1-9] of \\d/.test(r.querySelector('td.running').textContent))"
+    )
+    assert row.locator("td.state").inner_text().startswith("ready")
+    shot(page, "state")
+
+    page.click("#tab-chat")
+    page.click("#stop")
+    page.wait_for_selector("#chat-log .message.assistant[data-state=stopped]")
+    assert "stopped" in answer.locator(".stats").inner_text()
+    # The server cancelled it: the slot is free and the request counted as cancelled (it would have run on to its
+    # 1,000 tokens, finishing as "length" or "stop", had the server not seen the Stop).
+    deadline = time.monotonic() + STATE_WAIT_SECONDS
+    while (model := chat_model(served))["running"] or model["finished"]["cancelled"] != cancelled_before + 1:
+        assert time.monotonic() < deadline, f"the server never cancelled the stopped answer: {model}"
+        time.sleep(0.1)
     page.close()

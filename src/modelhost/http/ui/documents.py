@@ -20,6 +20,7 @@ from typing import Any, Final
 from modelhost.docengine.source import DocumentError, Source
 from modelhost.documents import assemble
 from modelhost.http.docling.tasks import DocumentTasks
+from modelhost.http.ui.state import job_view
 from modelhost.worker import protocol
 from modelhost.worker.documents import UNREAD, check_document_convert
 from modelhost.worker.protocol import ApiError, Record
@@ -58,20 +59,11 @@ class DocumentPages:
         return record
 
     def status(self, task_id: str) -> dict[str, Any]:
-        """The task's progress (`step` pages done of `total`), and once it has ended, its pages and warnings."""
+        """The task as the State view lists it (its progress: `step` pages done of `total`), its upload's name, and
+        once converted its pages and warnings (the pages it could not read)."""
         record = self.record(task_id)
-        view: dict[str, Any] = {
-            "id": record.id,
-            "name": _upload_name(record),
-            "status": record.status,
-            "stage": record.stage,
-            "step": record.step,
-            "total": record.total,
-            "remaining_seconds": record.remaining,
-            "error": record.error,
-            "pages": [],
-            "warnings": [],
-        }
+        view: dict[str, Any] = {**job_view("docling", record), "name": _upload_name(record)}
+        view.update(pages=[], warnings=[])
         if record.status == protocol.COMPLETED:
             view["pages"] = page_numbers(record)
             unread = self.tasks.outputs(record) / UNREAD

@@ -36,6 +36,8 @@ SAMPLE_SECONDS = 5.0
 WINDOW_SECONDS = 300.0
 #: Samples kept per model: the window at the sampling rate (60 points, a few KB per model).
 MAX_POINTS = int(WINDOW_SECONDS / SAMPLE_SECONDS)
+#: The shortest interval the live point (latest sample to now) is shown for: a shorter one's tokens/s is noise.
+LIVE_SECONDS = 1.0
 #: Jobs shown, newest first: a store may hold thousands of finished jobs for a day; the page needs the ones running,
 #: queued and just finished, and a snapshot pushed every second must stay small.
 MAX_JOBS_SHOWN = 50
@@ -106,15 +108,20 @@ class LiveState:
         )
 
     def history(self, name: str) -> list[dict[str, Any]]:
-        """One point per sampling interval of the window: its end (`t`, epoch seconds), tokens per second over it,
-        and the mean time to first token of the requests whose first token came in it (None: there were none)."""
+        """One point per sampling interval of the window, and a last one from the latest sample to now (once it is
+        LIVE_SECONDS long, so the chart moves while a request runs): its end (`t`, epoch seconds), its length
+        (`seconds`), tokens per second over it, and the mean time to first token of the requests whose first token
+        came in it (None: there were none)."""
         ring = list(self._samples.get(name, ()))
+        if ring and time.time() - ring[-1].at >= LIVE_SECONDS:
+            ring.append(self._counters(name, time.time()))
         points = []
         for before, after in itertools.pairwise(ring):
             span = after.at - before.at
             firsts = after.ttft_count - before.ttft_count
             points.append({
                 "t": round(after.at, 3),
+                "seconds": round(span, 3),
                 "tokens_per_second": round((after.tokens - before.tokens) / span, 3) if span > 0 else 0.0,
                 "ttft_seconds": round((after.ttft_sum - before.ttft_sum) / firsts, 4) if firsts > 0 else None,
             })  # fmt: skip
