@@ -218,8 +218,6 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._header_limit = self.guard.limits.header_timeout
         #: Refused at accept: answered already, closed at its first bytes (data_received) or after a short linger.
         self._refused_at_accept = False
-        #: The client shut its writing side (a half-close) while a request was open: it is answered, then closed.
-        self._peer_closed = False
         held = len(self.connections)
         limit = self.guard.limits.max_connections
         if held > limit + PROBE_HEADROOM or (held > limit and not self.guard.probe_paths):
@@ -260,17 +258,16 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._write_paused_since = None  # the client reads again: its clock restarts at the next pause
 
     def eof_received(self) -> bool:  # type: ignore[override]
-        """The client shut its writing side (a half-close) but may still read. A request whose body has not all
-        come never will: 400 now (it was a close without an answer). A whole request is still answered, then the
-        connection closes, since no request can follow. Idle or mid-headers: closed (False lets asyncio close)."""
+        """The client sent its last byte (a FIN: a close, or a half-close after which it still reads). A request
+        whose body has not all come never will: 400 now, then close (it was closed without an answer). Anything
+        else closes as before (False lets asyncio close): a FIN cannot tell a half-close from a hang-up, and the
+        close is how the app learns that a client waiting for its answer hung up (its generation is cancelled)."""
         cycle = self.cycle
-        if cycle is None or cycle.response_complete or self._refused_at_accept:
+        if cycle is None or not cycle.more_body or cycle.response_complete or self._refused_at_accept:
             return False
-        self._peer_closed = True
-        if cycle.more_body:
-            self.guard.refusals.labels("malformed").inc()
-            self._refuse(400, "the request body ended before its Content-Length (the client closed its side)")
-        return True
+        self.guard.refusals.labels("malformed").inc()
+        self._refuse(400, "the request body ended before its Content-Length (the client closed its side)")
+        return True  # _refuse closed the transport once its answer is flushed
 
     def data_received(self, data: bytes) -> None:
         if self._refused_at_accept:
@@ -387,8 +384,6 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         if self._malformed is None or self.pipeline:
             super().on_response_complete()
-            if self._peer_closed and not self.pipeline and not self.transport.is_closing():
-                self.transport.close()  # the client sends nothing more: its answer was the last
             return
         self.server_state.total_requests += 1
         if not self.transport.is_closing():

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.host import Host
+from modelhost.host.models import Models
 from modelhost.testing.standins import ScriptedModel
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import JobContext, WorkerServer, default_operations
@@ -73,7 +74,7 @@ async def paced_host(gate: threading.Semaphore | None = None, name: str = "paced
     return host
 
 
-async def start_server(host: Host, state: Path, **kwargs: Any) -> WorkerServer:
+async def start_server(host: Host | Models, state: Path, **kwargs: Any) -> WorkerServer:
     kwargs.setdefault("capacity", 8)
     kwargs.setdefault("operations", operations())
     kwargs.setdefault("journal", lambda line: None)

@@ -1,6 +1,7 @@
 """A client that sends fewer body bytes than its Content-Length and then shuts its writing side (a half-close) gets a
 400 on both HTTP doors, real servers over a raw loopback socket (issue 35 item 6): it was closed without an answer.
-A whole request sent before the half-close is still answered."""
+(A whole request followed by a FIN still closes as before: a FIN cannot tell a half-close from a hang-up, and the
+close is how a waiting request learns its client left.)"""
 
 from __future__ import annotations
 
@@ -41,10 +42,6 @@ def test_a_short_body_then_a_half_close_is_answered_400_on_both_doors(tmp_path: 
                 answer = await _half_closed(url, _post(path, 100), b'{"operation": "te')
                 assert answer.startswith(b"HTTP/1.1 400"), (path, answer[:300])
                 assert b"ended before its Content-Length" in answer, answer[:300]
-            # A whole request before the half-close is answered, then the connection ends.
-            whole = b'{"operation": "test.echo", "model": "paced", "input": {"a": 1}}'
-            answer = await _half_closed(worker.url, _post("/v1/jobs", len(whole)), whole)
-            assert answer.startswith(b"HTTP/1.1 202"), answer[:300]
         finally:
             await http.aclose()
             await worker.aclose()
