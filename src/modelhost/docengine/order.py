@@ -66,9 +66,9 @@ def _cut(
         for column in columns:
             _cut(boxes, column, leaves, depth + 1, gutters)
         return
-    bands = _gutter_bands(boxes, idx, gutters)
+    bands = _bands(boxes, idx)
     if len(bands) <= 1:
-        bands = _bands(boxes, idx)
+        bands = _gutter_bands(boxes, idx, gutters)
     if len(bands) > 1:
         for band in bands:
             _cut(boxes, band, leaves, depth + 1, gutters)
@@ -79,7 +79,8 @@ def _cut(
 def _gutter_bands(boxes: Sequence[BBox], idx: list[int], gutters: Sequence[BBox]) -> list[list[int]]:
     """The region cut where a gutter begins and ends: what stands above its rows (a title, a table across the
     columns), its rows (the columns, cut apart next), and what stands below. [idx] when no gutter runs inside the
-    region with boxes on both of its sides and something above or below it."""
+    region with boxes on both of its sides and something above or below it. Tried where the spanners' bands find
+    nothing: a table across the page is too many boxes over the gutter to be spanners (MAX_SPANNERS)."""
     best: tuple[float, BBox] | None = None
     for g in gutters:
         middle = (g[0] + g[2]) / 2
