@@ -93,7 +93,8 @@ def _pairs(draw: st.DrawFn) -> list[Pair]:
 def _gguf_tensors(pair: Pair) -> dict[str, tuple[int, ...]]:
     """The pair's tensors as a llama.cpp LoRA GGUF holds them (ggml's order: `a` is [in, r], `b` is [r, out])."""
     r, k, name = pair.rank, pair.extra, pair.gguf
-    a, b = (pair.inp, r), (r, pair.out)
+    a: tuple[int, ...] = (pair.inp, r)
+    b: tuple[int, ...] = (r, pair.out)
     if name == "token_embd.weight":  # llama.cpp reads the embedding's pair flipped: a [r, vocab], b [r, embd]
         a, b = (r, pair.inp), (r, pair.out)
     match pair.change:
@@ -119,30 +120,17 @@ def _gguf_tensors(pair: Pair) -> dict[str, tuple[int, ...]]:
 
 
 def _peft_tensors(pair: Pair) -> dict[str, tuple[int, ...]]:
-    """The pair's tensors as peft saves them (torch's order: A is (r, in), B is (out, r)). torch keeps no implied
-    dimensions, so "trailing 1" is not drawn for peft (a (r, in, 1) A is a 3-D misfit there)."""
-    r, k, module = pair.rank, pair.extra, pair.peft
-    a, b = (r, pair.inp), (pair.out, r)
-    match pair.change:
-        case "third dimension on a":
-            a = (*a, k)
-        case "third dimension on b":
-            b = (*b, k)
-        case "transposed":
-            a, b = a[::-1], b[::-1]
-        case "wrong input size":
-            a = (a[0], a[1] + k)
-        case "wrong output size":
-            b = (b[0] + k, b[1])
-        case "ranks differ":
-            b = (b[0], b[1] + k)
-        case "layer the base lacks":
-            module = module.replace("layers.", "layers.7")
-    side, suffix = ("lora_embedding_", "") if module.endswith("embed_tokens") else ("lora_", ".weight")
-    tensors = {f"base_model.model.{module}.{side}A{suffix}": a, f"base_model.model.{module}.{side}B{suffix}": b}
-    if pair.change == "b missing":
-        tensors.popitem()
-    return tensors
+    """The pair's tensors as peft saves them: torch's order is ggml's reversed (A is (r, in), B is (out, r)), but for
+    the embedding, whose pair llama.cpp reads flipped. torch keeps no implied dimensions, so "trailing 1" is not
+    drawn for peft (a (1, r, in) A is a 3-D misfit there)."""
+    module = pair.peft.replace("layers.", "layers.7") if pair.change == "layer the base lacks" else pair.peft
+    if module.endswith("embed_tokens"):
+        a, b = (pair.rank, pair.inp), (pair.out, pair.rank)
+        return {f"base_model.model.{module}.lora_embedding_A": a, f"base_model.model.{module}.lora_embedding_B": b}
+    return {
+        f"base_model.model.{module}.lora_{'A' if name.endswith('.lora_a') else 'B'}.weight": shape[::-1]
+        for name, shape in _gguf_tensors(pair).items()
+    }
 
 
 def _write_gguf(path: Path, tensors: dict[str, tuple[int, ...]]) -> Path:
@@ -191,6 +179,21 @@ def _refused_naming_a_misfit(exc: InvalidOptionError, misfits: list[dict[str, tu
     assert any(f"{layer}" in exc.detail for layer in layers), f"names no misfit of {sorted(layers)}: {exc.detail}"
 
 
+def _loads_or_refuses(engine: AdapterEngine, path: Path, misfits: list[dict[str, tuple[int, ...]]]) -> None:
+    """The adapter at `path` is refused naming a misfit when there is one; else it loads and a request decodes."""
+    event("refused" if misfits else "loaded")
+    if misfits:
+        with pytest.raises(InvalidOptionError) as refused:
+            engine.load_adapter("fuzzed", str(path))
+        _refused_naming_a_misfit(refused.value, misfits)
+        return
+    engine.load_adapter("fuzzed", str(path))
+    try:
+        assert _answered(engine, "fuzzed"), "a fitting adapter decodes"
+    finally:
+        engine.unload_adapter("fuzzed")
+
+
 @pytest.fixture(scope="module")
 def llama_cpp_engine(tiny_llama_gguf: Path) -> Iterator[AdapterEngine]:
     pytest.importorskip("llama_cpp")
@@ -225,18 +228,7 @@ def test_gguf_adapters_load_when_they_fit_and_are_refused_naming_the_tensor(
     tensors = {name: shape for pair in pairs for name, shape in _gguf_tensors(pair).items()}
     misfits = [_gguf_tensors(pair) for pair in pairs if pair.change not in FITS]
     with tempfile.TemporaryDirectory() as folder:
-        path = _write_gguf(Path(folder) / "adapter.gguf", tensors)
-        event("refused" if misfits else "loaded")
-        if misfits:
-            with pytest.raises(InvalidOptionError) as refused:
-                llama_cpp_engine.load_adapter("fuzzed", str(path))
-            _refused_naming_a_misfit(refused.value, misfits)
-            return
-        llama_cpp_engine.load_adapter("fuzzed", str(path))
-        try:
-            assert _answered(llama_cpp_engine, "fuzzed"), "a fitting adapter decodes"
-        finally:
-            llama_cpp_engine.unload_adapter("fuzzed")
+        _loads_or_refuses(llama_cpp_engine, _write_gguf(Path(folder) / "adapter.gguf", tensors), misfits)
 
 
 @pytest.mark.fuzz
@@ -253,23 +245,19 @@ def test_peft_adapters_load_when_they_fit_and_are_refused_naming_the_tensor(
     misfits = [_peft_tensors(pair) for pair in pairs if pair.change not in FITS]
     with tempfile.TemporaryDirectory() as folder:
         path = _write_peft(Path(folder), tensors, rank, {pair.peft for pair in pairs})
-        event("refused" if misfits else "loaded")
-        if misfits:
-            with pytest.raises(InvalidOptionError) as refused:
-                transformers_engine.load_adapter("fuzzed", str(path))
-            _refused_naming_a_misfit(refused.value, misfits)
-            return
-        transformers_engine.load_adapter("fuzzed", str(path))
-        try:
-            assert _answered(transformers_engine, "fuzzed"), "a fitting adapter decodes"
-        finally:
-            transformers_engine.unload_adapter("fuzzed")
+        _loads_or_refuses(transformers_engine, path, misfits)
 
 
 # End to end: the reported file through the real door.
 
-REPORTED = {"blk.0.attn_q.weight.lora_a": (HIDDEN, 4, 2), "blk.0.attn_q.weight.lora_b": (4, HIDDEN)}
-FITTING = {"blk.0.attn_q.weight.lora_a": (HIDDEN, 4), "blk.0.attn_q.weight.lora_b": (4, HIDDEN)}
+REPORTED: dict[str, tuple[int, ...]] = {
+    "blk.0.attn_q.weight.lora_a": (HIDDEN, 4, 2),
+    "blk.0.attn_q.weight.lora_b": (4, HIDDEN),
+}
+FITTING: dict[str, tuple[int, ...]] = {
+    "blk.0.attn_q.weight.lora_a": (HIDDEN, 4),
+    "blk.0.attn_q.weight.lora_b": (4, HIDDEN),
+}
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from modelhost.errors import InvalidOptionError
 from modelhost.inference.pattern_paths import WORK, TooCostly, pattern_paths
 
+from .regexes import regexes
 from .serving import ServeProcess, serve
 
 pytest.importorskip("llama_cpp")
@@ -94,27 +95,12 @@ def test_endless_ways_and_costly_counts_are_refused_in_words() -> None:
 _ATOMS = st.sampled_from(["a", "z", ".", "[a-z]", "[^a]", "\\d", "\\s", " ", "-"])
 
 
-@st.composite
-def _regex(draw: st.DrawFn, depth: int = 0) -> str:
-    parts = []
-    for _ in range(draw(st.integers(1, 3))):
-        atom = draw(_ATOMS) if depth >= 2 or draw(st.booleans()) else f"({draw(_regex(depth + 1))})"
-        quantifier = draw(
-            st.one_of(
-                st.just(""),
-                st.sampled_from(["?", "*", "+"]),
-                st.builds(lambda n: f"{{{n}}}", st.integers(1, 40)),
-                st.builds(lambda m, n: f"{{{m},{m + n}}}", st.integers(0, 3), st.integers(0, 40)),
-            )
-        )
-        parts.append(atom + quantifier)
-    alternatives = ["".join(parts)] + ([draw(_regex(depth + 1))] if depth < 2 and draw(st.booleans()) else [])
-    return "|".join(alternatives)
+_REGEX = regexes(_ATOMS, st.integers(1, 40))
 
 
 SCHEMAS = st.one_of(
-    _regex().map(lambda r: {"type": "string", "pattern": f"^({r})$"}),
-    st.lists(_regex(), min_size=2, max_size=12).map(
+    _REGEX.map(lambda r: {"type": "string", "pattern": f"^({r})$"}),
+    st.lists(_REGEX, min_size=2, max_size=12).map(
         lambda rs: {"anyOf": [{"type": "string", "pattern": f"^({r})$"} for r in rs]}
     ),
 )

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from .regexes import regexes
 from .serving import ServeProcess, serve
 
 pytest.importorskip("llama_cpp")
@@ -33,28 +34,13 @@ COUNTS = st.one_of(st.integers(0, 12), st.sampled_from([-1, 1000, 1001, 10_000, 
 _ATOMS = st.sampled_from(["a", "b", "[a-c]", "[^a]", "\\d", "[b-a]", "\\x00", "[^\\x00-\\U0010FFFF]", ".", " "])
 
 
-@st.composite
-def _regex(draw: st.DrawFn, depth: int = 0) -> str:
-    parts = []
-    for _ in range(draw(st.integers(1, 3))):
-        atom = draw(_ATOMS) if depth >= 2 or draw(st.booleans()) else f"({draw(_regex(depth + 1))})"
-        quantifier = draw(
-            st.one_of(
-                st.just(""),
-                st.sampled_from(["?", "*", "+"]),
-                st.builds(lambda n: f"{{{n}}}", st.integers(0, 40) | st.sampled_from([1000, 100_000])),
-                st.builds(lambda m, n: f"{{{m},{m + n}}}", st.integers(0, 5), st.integers(0, 40)),
-            )
-        )
-        parts.append(atom + quantifier)
-    alternatives = [("".join(parts))] + ([draw(_regex(depth + 1))] if depth < 2 and draw(st.booleans()) else [])
-    return "|".join(alternatives)
+_REGEX = regexes(_ATOMS, st.integers(0, 40) | st.sampled_from([1000, 100_000]))
 
 
 def _leaf() -> st.SearchStrategy[dict[str, Any]]:
     string = st.fixed_dictionaries(
         {"type": st.just("string")},
-        optional={"minLength": COUNTS, "maxLength": COUNTS, "pattern": _regex().map(lambda r: f"^({r})$")},
+        optional={"minLength": COUNTS, "maxLength": COUNTS, "pattern": _REGEX.map(lambda r: f"^({r})$")},
     )
     bound = st.one_of(st.integers(-100, 100), st.just(int("9" * 400)), st.just(-(10**20)))
     integer = st.fixed_dictionaries({"type": st.just("integer")}, optional={"minimum": bound, "maximum": bound})

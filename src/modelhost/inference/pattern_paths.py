@@ -97,7 +97,7 @@ class _Automaton:
         if op is _sre.ANY:
             return self.node(_complement(_DOT), [follow])
         if op is _sre.IN:
-            return self.node(_class(arg), [follow])
+            return self.node(class_ranges(arg), [follow])
         if op is _sre.CATEGORY:
             negated, ranges = _CATEGORIES.get(arg, (True, ()))
             return self.node(_complement(ranges) if negated else ranges, [follow])
@@ -123,7 +123,8 @@ class _Automaton:
         return follow  # anchors (^, $, \b): they match no character
 
 
-def _class(items: Sequence[tuple[Any, Any]]) -> tuple[tuple[int, int], ...]:
+def class_ranges(items: Sequence[tuple[Any, Any]]) -> tuple[tuple[int, int], ...]:
+    """The code points a parsed character class (`[...]`, the parser's IN items) holds, as merged ranges."""
     negated = bool(items) and items[0][0] is _sre.NEGATE
     ranges: list[tuple[int, int]] = []
     for op, arg in items[1:] if negated else items:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelhost.errors import SchemaError
-from modelhost.inference.pattern_paths import TooCostly, pattern_paths
+from modelhost.inference.pattern_paths import TooCostly, class_ranges, pattern_paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,26 +327,4 @@ def _allowed(low: int, high: int) -> bool:
 
 def _set_satisfiable(items: list[Any]) -> bool:
     """A character class `[...]` holds some allowed character."""
-    negated = bool(items) and items[0][0] is _sre.NEGATE
-    ranges: list[tuple[int, int]] = []
-    for op, arg in items[1:] if negated else items:
-        if op is _sre.LITERAL:
-            ranges.append((arg, arg))
-        elif op is _sre.RANGE:
-            ranges.append(arg)
-        else:
-            return True  # a category (\d, \s, \w and their opposites): each holds allowed characters and misses some
-    if not negated:
-        return any(_allowed(a, b) for a, b in ranges)
-    # [^...]: some allowed character lies outside every listed range.
-    for a, b in _ALLOWED:
-        point = a
-        for low, high in sorted(ranges):
-            if high < point:
-                continue
-            if low > point:
-                break
-            point = high + 1
-        if point <= b:
-            return True
-    return False
+    return any(_allowed(a, b) for a, b in class_ranges(items))
