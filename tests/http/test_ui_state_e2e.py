@@ -178,3 +178,25 @@ def test_no_ui_serves_no_page(loop_thread: LoopThread) -> None:
         for path in ("/", "/ui/static/app.js", "/ui/api/state"):
             assert httpx.get(f"{server.url}{path}", timeout=10).status_code == 404, path
         assert httpx.get(f"{server.url}/health", timeout=10).status_code == 200
+
+
+def test_the_page_and_its_state_answer_while_the_model_loads(loop_thread: LoopThread) -> None:
+    loaded = threading.Event()
+
+    def slow_load() -> Any:
+        loaded.wait(STATE_WAIT_SECONDS)  # the model loads until the test lets it
+        return scripted_model()
+
+    with serving(loop_thread, scripted_host(loader=slow_load, name="slow"), wait_ready=False) as server:
+        try:
+            assert httpx.get(f"{server.url}/", timeout=10).status_code == 200
+            assert model_state_open(server)["state"] in ("new", "loading")  # "new": its load not begun yet
+        finally:
+            loaded.set()
+        wait_until(lambda: model_state_open(server)["state"] == "ready", "loaded")
+
+
+def model_state_open(server: HttpServer) -> dict[str, Any]:
+    """The first model's state from a door without a key."""
+    body: dict[str, Any] = httpx.get(f"{server.url}/ui/api/state", timeout=10).json()["models"][0]
+    return body
