@@ -30,6 +30,10 @@ pytest.importorskip("docling_core", reason="the documents extra is not installed
 pytest.importorskip("rapidocr", reason="the documents extra is not installed")
 pytest.importorskip("llama_cpp", reason="llama-cpp-python (the embedded default model's engine) is not installed")
 
+#: A served host's start (two models) counts in its first test, and a loaded CI machine ran that start and a test in
+#: 230 s (159 + 71, at load 20): the suite's 300 s default would leave no room.
+pytestmark = pytest.mark.timeout(900)
+
 #: Debian's chromium (`make test` installs it where missing); Playwright's own browser download is not reachable.
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.is_file():
