@@ -17,8 +17,11 @@ export function render(snapshot) {
   if (adapters.length) {
     models.append(el("tr", {}, el("td", { colSpan: 8 }, `Adapters: ${adapters.join(", ")}`)));
   }
+  // The table is drawn anew each second: a keyboard user's focus on a job's Cancel button moves to the new one.
+  const focused = document.activeElement?.closest?.("#jobs tr[data-job]")?.dataset.job;
   jobs.replaceChildren(...(snapshot.jobs.length ? snapshot.jobs.map(jobRow)
     : [el("tr", {}, el("td", { colSpan: 6 }, "No jobs."))]));
+  if (focused) jobs.querySelector(`tr[data-job="${CSS.escape(focused)}"] button`)?.focus();
 }
 
 function modelRow(model) {
