@@ -25,11 +25,11 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from modelhost.errors import InvalidOptionError
+from modelhost.errors import InvalidOptionError, ModelLoadError
 from modelhost.inference import load_model
 from modelhost.inference.engine import AdapterEngine, EngineRequest
 from modelhost.inference.engine_conformance import drive
-from modelhost.inference.gguf_header import read_tensor_shapes
+from modelhost.inference.gguf_header import read_model_tensor_shapes, read_tensor_shapes
 from modelhost.inference.types import Message
 
 from .serving import ServeProcess, serve
@@ -218,6 +218,26 @@ def test_the_layers_fuzzed_are_the_tiny_models_own(tiny_llama_gguf: Path) -> Non
     for gguf_name, _, (out, inp) in LAYERS:
         assert shapes[gguf_name] == (inp, out), gguf_name
     assert shapes["token_embd.weight"] == (HIDDEN, VOCAB)
+
+
+def test_a_split_models_shapes_come_from_every_shard(tmp_path: Path) -> None:
+    """A split GGUF (llama.cpp's gguf-split names) holds its tensors across shards: an adapter of a layer in the
+    second shard is checked against that layer, not refused as one the base lacks."""
+    import gguf
+
+    for index, name in ((1, "blk.0.attn_q.weight"), (2, "blk.1.attn_q.weight")):
+        writer = gguf.GGUFWriter(str(tmp_path / f"model-{index:05d}-of-00002.gguf"), arch="llama")
+        writer.add_uint16("split.count", 2)
+        writer.add_tensor(name, np.zeros((HIDDEN, HIDDEN), dtype=np.float32))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+    shapes = read_model_tensor_shapes(tmp_path / "model-00001-of-00002.gguf")
+    assert shapes == {"blk.0.attn_q.weight": (HIDDEN, HIDDEN), "blk.1.attn_q.weight": (HIDDEN, HIDDEN)}
+    (tmp_path / "model-00002-of-00002.gguf").unlink()
+    with pytest.raises(ModelLoadError):
+        read_model_tensor_shapes(tmp_path / "model-00001-of-00002.gguf")
 
 
 @pytest.mark.fuzz

@@ -10,6 +10,7 @@ before it binds its sockets. Every length read from the file is bounded before a
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Collection
 from typing import Any, BinaryIO
@@ -84,6 +85,24 @@ def read_tensor_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[int, ...
             return shapes
     except (OSError, struct.error, UnicodeDecodeError) as exc:
         raise ModelLoadError(f"{path}: cannot read the GGUF tensor descriptions: {exc}") from exc
+
+
+#: llama.cpp's split GGUF names (`gguf-split`): the loader is given the first shard and opens the rest by name.
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.I)
+
+
+def read_model_tensor_shapes(path: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
+    """read_tensor_shapes over a whole model: a split model's first shard names `split.count`, and each of its
+    shards (named as llama.cpp opens them) holds some of the tensors. ModelLoadError when a shard is missing."""
+    shapes = read_tensor_shapes(path)
+    count = read_header(path, ("split.count",)).get("split.count")
+    shard = _SHARD.match(os.path.basename(path))
+    if not isinstance(count, int) or count <= 1 or shard is None:
+        return shapes
+    folder = os.path.dirname(path)
+    for index in range(2, count + 1):
+        shapes.update(read_tensor_shapes(os.path.join(folder, f"{shard['stem']}-{index:05d}-of-{count:05d}.gguf")))
+    return shapes
 
 
 def _preamble(f: BinaryIO, path: str | os.PathLike[str]) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.errors import GenerationError, InvalidOptionError, ModelLoadError, ModelNotFoundError
-from modelhost.inference.gguf_header import read_tensor_shapes
+from modelhost.inference.gguf_header import read_model_tensor_shapes
 from modelhost.inference.lora_files import check_gguf_lora_shapes, inspect_adapter
 
 _UNSET = object()  # the context's adapters are not known yet (nothing set since it was made)
@@ -27,7 +27,7 @@ def model_shapes(model: str) -> dict[str, tuple[int, ...]]:
     """The tensor shapes of the model GGUF at `model`, to check an adapter against; InvalidOptionError ("adapter")
     when they cannot be read."""
     try:
-        return read_tensor_shapes(model)
+        return read_model_tensor_shapes(model)
     except ModelLoadError as exc:
         raise InvalidOptionError("adapter", f"cannot check the adapter against the model: {exc}") from None
 
