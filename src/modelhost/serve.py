@@ -284,14 +284,15 @@ def _load_options(config: ServeConfig) -> dict[str, Any]:
     return {name: value for name, value in opts.items() if value is not None}
 
 
-def pulled_spec(config: ServeConfig, name: str) -> ModelSpec:
-    """The spec of a model pulled while `serve` runs (Ollama's /api/pull): resolved in the hub cache now, loaded at
-    its first request with serve's backend and options, counted against the memory budget by its estimate."""
+def pulled_spec(config: ServeConfig, name: str, *, adapter: str | None = None) -> ModelSpec:
+    """The spec of a model pulled while `serve` runs (Ollama's /api/pull), or created (/api/create: with its LoRA
+    `adapter`): resolved now, loaded at its first request with serve's backend and options, counted against the
+    memory budget by its estimate."""
     load_opts = _load_options(config)
     path = catalogue.resolve(name)
     return ModelSpec(
         model_name(name),
-        functools.partial(registry.load_model, path, config.backend, **load_opts),
+        functools.partial(registry.load_model, path, config.backend, adapter=adapter, **load_opts),
         path=path,
         size=_estimated_size(path, config.backend, load_opts),
     )

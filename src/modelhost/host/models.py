@@ -423,9 +423,10 @@ class Models:
         #: Models whose requests were refused for want of memory, in the order they first asked, with the time they
         #: last asked: the sweep loads them as the room frees (fair eviction, see the module doc).
         self._claims: dict[str, float] = {}
-        #: How this process turns a model name into a spec for `add` (its backend, load options), set by the
-        #: composition root (`serve`); None: the set takes no new model while it runs (a door then only lists it).
-        self.spec_for: Callable[[str], ModelSpec] | None = None
+        #: How this process turns a model name (and a created model's `adapter=`) into a spec for `add` (its backend,
+        #: load options), set by the composition root (`serve`); None: the set takes no new model while it runs (a
+        #: door then only lists it).
+        self.spec_for: Callable[..., ModelSpec] | None = None
         #: Whether a door may load and unload LoRA adapters while the process runs (vLLM's /v1/load_lora_adapter):
         #: the operator's switch (`serve --allow-adapter-loading`), off by default since a client that may load
         #: adapters makes the server read files at paths it names.

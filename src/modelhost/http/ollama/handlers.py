@@ -17,6 +17,7 @@ from modelhost.http import relay
 from modelhost.http.door import Door
 from modelhost.http.errors import ApiError, answers_errors
 from modelhost.http.ollama import embeddings, facts, models, schema
+from modelhost.http.ollama.create import CreatedRoutes
 from modelhost.http.ollama.pull import HubRoutes
 from modelhost.http.ollama.streams import OllamaStream
 from modelhost.http.parsing import ParsedRequest, read_json
@@ -29,6 +30,8 @@ class OllamaRoutes:
     def __init__(self, door: Door) -> None:
         self.door = door
         self.hub = HubRoutes(door.model_set)
+        self.created = CreatedRoutes(door.model_set)
+        self.created.restore()  # the models /api/create and /api/copy made before this start
 
     def routes(self) -> list[Route]:
         """The routes, for the app."""
@@ -43,12 +46,14 @@ class OllamaRoutes:
             Route("/api/embeddings", self.embed, methods=["POST"]),
             Route("/api/pull", self.pull, methods=["POST"]),
             Route("/api/delete", self.delete, methods=["DELETE"]),
+            Route("/api/create", self.create, methods=["POST"]),
+            Route("/api/copy", self.copy, methods=["POST"]),
         ]
 
     @answers_errors("ollama")
     async def chat(self, request: Request) -> Response:
         """POST /api/chat."""
-        body = await read_json(request)
+        body = self.created.with_defaults(await read_json(request), chat=True)
         parsed = schema.parse_ollama_chat(body, relay.request_id())
         keep = models.body_keep_alive(body)
         served = self.door.route(request, body)
@@ -58,7 +63,7 @@ class OllamaRoutes:
     @answers_errors("ollama")
     async def generate(self, request: Request) -> Response:
         """POST /api/generate."""
-        body = await read_json(request)
+        body = self.created.with_defaults(await read_json(request), chat=False)
         parsed = schema.parse_ollama_generate(body, relay.request_id())
         keep = models.body_keep_alive(body)
         served = self.door.route(request, body)
@@ -95,8 +100,22 @@ class OllamaRoutes:
 
     @answers_errors("ollama")
     async def delete(self, request: Request) -> Response:
-        """DELETE /api/delete: a pulled model out of the local cache."""
-        return await self.hub.delete(request)
+        """DELETE /api/delete: a created model (/api/create, /api/copy) forgotten, or a pulled one out of the cache."""
+        body = await read_json(request)
+        name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
+        if isinstance(name, str) and await self.created.delete(name):
+            return Response(status_code=200)
+        return await self.hub.delete(request, body)
+
+    @answers_errors("ollama")
+    async def create(self, request: Request) -> Response:
+        """POST /api/create: a model made from another (ollama/create.py), served and kept across restarts."""
+        return await self.created.create(request)
+
+    @answers_errors("ollama")
+    async def copy(self, request: Request) -> Response:
+        """POST /api/copy: the same model under another name, kept across restarts."""
+        return await self.created.copy(request)
 
     @answers_errors("ollama")
     async def show(self, request: Request) -> Response:

@@ -215,9 +215,10 @@ class HubRoutes:
             finally:
                 cancel.set()  # the client hung up (or we are done): the download stops at its next chunk
 
-    async def delete(self, request: Request) -> Response:
-        """DELETE /api/delete: remove a model from the cache (not one this process is serving)."""
-        name = self._name(await read_json(request))
+    async def delete(self, request: Request, body: Any = None) -> Response:
+        """DELETE /api/delete: remove a model from the cache (not one this process is serving); `body` when the
+        caller has read it already."""
+        name = self._name(body if body is not None else await read_json(request))
         ref = hub_cache.parse_ref(name)
         if ref is None:
             raise ApiError(404, f"model {shown(name)!r} not found (only pulled hub models can be deleted)",

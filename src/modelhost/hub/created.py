@@ -1,0 +1,208 @@
+"""Models made here from others, as Ollama's `create` and `copy` make them: a new name, the model it is made FROM (a
+served or pulled name, a catalogue name, a local GGUF file or model folder), and what it adds: a LoRA ADAPTER, a
+SYSTEM prompt, a TEMPLATE, PARAMETERs (request defaults). Each is one JSON file in a folder beside the hub cache
+(`modelhost-created/`), so the name survives a restart, as an Ollama model's manifest does.
+
+`parse_modelfile` reads Ollama's Modelfile (`FROM`, `ADAPTER`, `SYSTEM`, `TEMPLATE`, `PARAMETER`; three double quotes
+quote a value of several lines); the Ollama door turns a create request (its JSON fields, or a Modelfile) into a
+`CreatedModel`, serves it and saves it here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from modelhost.errors import InvalidInputError
+from modelhost.inference import hub_cache
+
+log = logging.getLogger(__name__)
+
+#: A Modelfile is a handful of lines and a prompt or two; one larger than this is not a Modelfile (and is refused
+#: before it is split into lines).
+MAX_MODELFILE_BYTES = 64 * 1024
+#: Ollama's model names: `name`, `name:tag`, `namespace/name:tag`, letters, digits and `._-`; bounded as its own are.
+_NAME_PART = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+NAME = re.compile(rf"^{_NAME_PART}(?:/{_NAME_PART})?(?::[A-Za-z0-9._-]{{1,128}})?$")
+#: PARAMETERs a request takes as a default option, with the type each must have (Ollama's names).
+PARAMETERS: dict[str, type] = {
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "min_p": float,
+    "seed": int,
+    "num_predict": int,
+    "num_ctx": int,
+    "repeat_penalty": float,
+    "presence_penalty": float,
+    "frequency_penalty": float,
+    "stop": str,  # repeatable: a list of them
+}
+#: Created models kept at most: each is a small file read at every start; more would only be a mistake's loop.
+MAX_CREATED = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedModel:
+    """A model made from another: what `/api/create` or `/api/copy` was given."""
+
+    name: str
+    source: str
+    adapter: str | None = None
+    system: str | None = None
+    template: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def check_name(name: Any, field_name: str = "model") -> str:
+    """`name` when it is a model name Ollama would take; InvalidInputError naming `field_name` otherwise."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise InvalidInputError(f"{field_name}: not a model name (letters, digits, ._- and one / and :): {name!r}")
+    return name
+
+
+def check_parameters(parameters: Any) -> dict[str, Any]:
+    """Ollama's PARAMETERs, checked: the known names only, each of its type (`stop`: a string or a list of them)."""
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise InvalidInputError("parameters: expected an object")
+    checked: dict[str, Any] = {}
+    for key, value in parameters.items():
+        kind = PARAMETERS.get(key)
+        if kind is None:
+            raise InvalidInputError(f"parameters: unknown parameter {key!r}; known: {', '.join(PARAMETERS)}")
+        if key == "stop":
+            values = value if isinstance(value, list) else [value]
+            if not all(isinstance(v, str) for v in values):
+                raise InvalidInputError("parameters.stop: expected a string or a list of strings")
+            checked[key] = values
+        elif isinstance(value, bool) or not isinstance(value, int if kind is int else int | float):
+            raise InvalidInputError(f"parameters.{key}: expected a {kind.__name__}, got {value!r}")
+        else:
+            checked[key] = kind(value)
+    return checked
+
+
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.S)
+
+
+def parse_modelfile(text: str) -> dict[str, Any]:
+    """A Modelfile's instructions as create's fields: `from`, `adapter`, `system`, `template`, `parameters`.
+
+    InvalidInputError for what is not one: no FROM, an instruction modelhost does not know (LICENSE and MESSAGE
+    are refused rather than dropped), a PARAMETER that is not a known name and value, a quote left open."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_MODELFILE_BYTES:
+        raise InvalidInputError(f"modelfile: more than {MAX_MODELFILE_BYTES} bytes")
+    fields: dict[str, Any] = {}
+    raw_parameters: dict[str, Any] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _INSTRUCTION.match(line)
+        if match is None:
+            raise InvalidInputError(f"modelfile line {i}: expected an instruction and its value: {line.strip()!r}")
+        instruction, value = match.group(1).upper(), match.group(2).strip()
+        if value.startswith('"""'):  # a value of several lines, up to the closing """
+            value = value[3:]
+            while '"""' not in value:
+                if i >= len(lines):
+                    raise InvalidInputError(f'modelfile: a """ opened by {instruction} is never closed')
+                value += "\n" + lines[i]
+                i += 1
+            value = value[: value.index('"""')]
+        elif len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        if instruction == "PARAMETER":
+            key, _, setting = value.partition(" ")
+            setting = setting.strip().strip('"')
+            if key == "stop":
+                raw_parameters.setdefault("stop", []).append(setting)
+            else:
+                raw_parameters[key] = _number(key, setting)
+        elif instruction in ("FROM", "ADAPTER", "SYSTEM", "TEMPLATE"):
+            fields[instruction.lower()] = value
+        else:
+            raise InvalidInputError(f"modelfile line {i}: {instruction} is not supported here "
+                                    "(FROM, ADAPTER, SYSTEM, TEMPLATE, PARAMETER)")  # fmt: skip
+    if "from" not in fields:
+        raise InvalidInputError("modelfile: no FROM line (the model this one is made from)")
+    fields["parameters"] = check_parameters(raw_parameters)
+    return fields
+
+
+def _number(key: str, text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise InvalidInputError(f"modelfile: PARAMETER {key} {text!r} is not a number") from None
+
+
+def folder() -> Path:
+    """Where created models are kept: `modelhost-created/` beside the hub cache (HF_HUB_CACHE's parent)."""
+    return hub_cache.cache_root().parent / "modelhost-created"
+
+
+def _file(name: str) -> Path:
+    # Named by a digest of the model's name: a name holds `/` and `:`, which a file name cannot carry everywhere.
+    return folder() / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
+
+
+def save(model: CreatedModel) -> None:
+    """Keep `model` (replacing one of its name), written whole or not at all."""
+    where = folder()
+    where.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(dataclasses.asdict(model), indent=1).encode()
+    fd, partial = tempfile.mkstemp(prefix=".created.", dir=where)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(partial, _file(model.name))
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+
+
+def load_all() -> list[CreatedModel]:
+    """Every kept model, by name; a file that does not read back (a half-edited one) is skipped with a warning."""
+    where = folder()
+    if not where.is_dir():
+        return []
+    found: list[CreatedModel] = []
+    for path in sorted(where.glob("*.json"))[:MAX_CREATED]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            model = CreatedModel(
+                check_name(data["name"]), str(data["source"]), data.get("adapter"), data.get("system"),
+                data.get("template"), check_parameters(data.get("parameters")),
+            )  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("skipping the created model in %s: %s", path, exc)
+            continue
+        found.append(model)
+    return found
+
+
+def remove(name: str) -> bool:
+    """Forget the created model `name`; False when there is none."""
+    try:
+        _file(name).unlink()
+    except FileNotFoundError:
+        return False
+    return True
