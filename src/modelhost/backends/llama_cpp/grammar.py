@@ -53,9 +53,11 @@ budget, which forces `</think>`) are refused together with `json_schema` rather 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import math
 import re
+import threading
 import time
 from collections import OrderedDict
 from functools import lru_cache
@@ -277,11 +279,35 @@ def _schema_to_gbnf(schema_json: str) -> str:
     return str(converter.format_grammar())
 
 
+#: Digests of the schemas that passed LIMITS, so that a grammar dropped from gbnf_for_schema's cache (more distinct
+#: schemas in flight than it keeps) is rebuilt without counting its patterns' ways again (up to pattern_paths.WORK,
+#: ~0.4 s) where the rebuild happens: the host's precheck counted them on a worker thread, and the event loop's
+#: submit or the model thread's admission must not count them twice. 32 bytes each.
+_passed: OrderedDict[bytes, None] = OrderedDict()
+_PASSED_KEPT = 4096
+
+
+_passed_lock = threading.Lock()  # prechecks on worker threads, the event loop and the model thread share it
+
+
+def _check_limits(schema_json: str, schema: Any) -> None:
+    digest = hashlib.sha256(schema_json.encode("utf-8")).digest()
+    with _passed_lock:
+        if digest in _passed:
+            _passed.move_to_end(digest)
+            return
+    check_schema(schema, LIMITS)  # before the converter: it would write whatever the counts ask (module doc)
+    with _passed_lock:
+        _passed[digest] = None
+        while len(_passed) > _PASSED_KEPT:
+            _passed.popitem(last=False)
+
+
 @lru_cache(maxsize=64)
 def gbnf_for_schema(schema_json: str) -> str:
     """The GBNF grammar of a JSON Schema (compact JSON text, as GenerateOptions holds it), within LIMITS."""
     schema = json.loads(schema_json)
-    check_schema(schema, LIMITS)  # before the converter: it would write whatever the counts ask (module doc)
+    _check_limits(schema_json, schema)
     _refuse_unenforced(schema)
     try:
         grammar = _schema_to_gbnf(schema_json)
