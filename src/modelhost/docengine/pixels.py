@@ -60,13 +60,16 @@ IN_REGION = 0.5
 BODY_TOLERANCE = 1.3
 #: Sizes of taller lines are snapped to steps of this ratio, so one heading style gives one size (one level).
 SIZE_STEP = 1.12
-#: A line within BODY_TOLERANCE whose box is at least LARGER_HEIGHT of the body's and whose strokes are at least
-#: LARGER_STROKE of the body's is set one step larger: bigger letters are taller and thicker at once, where a body line
-#: with tall letters (a table cell "Region", 1.22x) is only taller and a bold body line only thicker. Measured at 150
-#: DPI: examples/page.png's "Invoice 1042" 1.11x tall and 1.29x thick, examples/scan.pdf's "Meeting notes" 1.27x and
-#: 1.38x, both read as body lines before; body lines' strokes 0.9-1.2x (BOLD_STROKE's measures).
+#: A line within BODY_TOLERANCE whose box is at least LARGER_HEIGHT of the body's, whose strokes are at least
+#: LARGER_STROKE of the body's and whose core (_core: the rows full of ink) is at least LARGER_CORE of the page's
+#: median line's is set one step larger: bigger letters are taller, thicker and fuller at once, where a body line with
+#: tall letters or parentheses (a table cell "Region", 1.22x) is only taller and a bold body line only thicker.
+#: Measured at 150 DPI: examples/page.png's "Invoice 1042" 1.11x tall, 1.29x thick, core 1.48x; examples/scan.pdf's
+#: "Meeting notes" 1.27x, 1.38x, 1.25x, both read as body lines before; body lines' strokes 0.9-1.2x (BOLD_STROKE's
+#: measures), their cores 0.77-1.12x on these pages and pdf-spec's scanned.pdf.
 LARGER_HEIGHT = 1.08
 LARGER_STROKE = 1.25
+LARGER_CORE = 1.15
 #: A line whose strokes are this many times as thick as the page's usual line's is bold (a detector has no font,
 #: and a bold heading at body size, "1.1 A Subsection", otherwise runs into its paragraph). Measured at 150 DPI as
 #: the mean run of dark pixels along a row: pdf-spec's bold headings 1.7-1.8x the page's body lines, 2305.03393's
@@ -148,6 +151,8 @@ class Detection:
     strokes: tuple[float, ...] = ()  # each line's stroke thickness (pixels; _stroke), in `quads` order
     body_stroke: float = 0.0  # the page's usual line's
     rulings: tuple[Segment, ...] = ()  # ruling lines drawn on the page (points; pixelrules.py)
+    cores: tuple[float, ...] = ()  # each line's core height (pixels; _core), in `quads` order
+    body_core: float = 0.0  # the page's median line's
 
     @property
     def width(self) -> float:
@@ -268,8 +273,20 @@ class PixelReader:
         quads = [quads[i] for i in order]
         strokes = tuple(_stroke(rgb, q) for q in quads)
         rulings = find_rulings(rgb, scale, body)
+        cores = tuple(_core(rgb, q) for q in quads)
+        body_core = sorted(cores)[len(cores) // 2] if cores else 0.0
         return Detection(
-            rgb, quads, rotation, scale, tuple(regions), body, strokes, _body_stroke(quads, strokes), rulings
+            rgb,
+            quads,
+            rotation,
+            scale,
+            tuple(regions),
+            body,
+            strokes,
+            _body_stroke(quads, strokes),
+            rulings,
+            cores,
+            body_core,
         )
 
     # -- recognition -----------------------------------------------------------------------------------------------
@@ -376,6 +393,20 @@ def _stroke(rgb: np.ndarray, quad: np.ndarray) -> float:
     return float(ink.sum()) / runs if runs else 0.0
 
 
+def _core(rgb: np.ndarray, quad: np.ndarray) -> float:
+    # A line's core height: the rows of its box holding at least half the ink of its fullest row (pixels). Letters
+    # set larger fill more such rows (their x-height, or cap height for capitals and digits); ascenders, descenders,
+    # parentheses and accents are sparse rows and leave it alone, where they stretch the detector's box.
+    height, width = rgb.shape[:2]
+    x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
+    x1, y1 = min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+    if x1 - x0 < 2 or y1 - y0 < 2:
+        return 0.0
+    rows = (rgb[y0:y1, x0:x1].mean(axis=2) < INK).sum(axis=1)
+    top = int(rows.max())
+    return float((rows * 2 >= top).sum()) if top else 0.0
+
+
 def _body_stroke(quads: Sequence[np.ndarray], strokes: Sequence[float]) -> float:
     # The stroke of the page's plain lines: the BODY_STROKE_SHARE point of the strokes weighted by line length,
     # not their median, which a page of as many bold headings as body lines (pdf-spec's headings.pdf) puts on a
@@ -416,14 +447,16 @@ def font_size(height: float, body: float) -> float:
 
 
 def line_size(detection: Detection, index: int) -> float:
-    """Line `index`'s size in pixels: `font_size` of its detector height, one SIZE_STEP up when it is both a little
-    taller and thicker than the body (LARGER_HEIGHT, LARGER_STROKE): a heading set a little larger."""
+    """Line `index`'s size in pixels: `font_size` of its detector height, one SIZE_STEP up when it is a little taller,
+    thicker and fuller than the body (LARGER_HEIGHT, LARGER_STROKE, LARGER_CORE): a heading set a little larger."""
     height = _line_height(detection.quads[index])
     body = detection.body_height
     size = font_size(height, body)
     stroke = detection.strokes[index] if index < len(detection.strokes) else 0.0
     thicker = detection.body_stroke > 0 and stroke >= LARGER_STROKE * detection.body_stroke
-    if body > 0 and size == body and height >= LARGER_HEIGHT * body and thicker:
+    core = detection.cores[index] if index < len(detection.cores) else 0.0
+    fuller = detection.body_core > 0 and core >= LARGER_CORE * detection.body_core
+    if body > 0 and size == body and height >= LARGER_HEIGHT * body and thicker and fuller:
         return body * SIZE_STEP
     return size
 
