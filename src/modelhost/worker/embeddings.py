@@ -234,7 +234,15 @@ async def _on_cluster(
 
 async def _embed(ctx: JobContext, chunk: list[str], offset: int, *, normalize: bool, truncate: bool) -> Any:
     """One call's vectors, waiting out a loading model or a full queue as the text operations do."""
-    ticket = await submit_to_host(ctx, lambda: ctx.host.submit_embedding(chunk, normalize=normalize, truncate=truncate))
+    try:
+        ticket = await submit_to_host(
+            ctx, lambda: ctx.host.submit_embedding(chunk, normalize=normalize, truncate=truncate)
+        )
+    except Failure as failure:
+        # Refused at submission (a text of more bytes than the context holds): named by its place in the whole job.
+        if failure.code != protocol.WORKER_INVALID_INPUT:
+            raise
+        raise invalid(_shifted(failure.message, offset)) from None
     ctx.on_cancel(ticket.cancel)
     try:
         return await ticket.result()
