@@ -13,6 +13,15 @@ indices top to bottom. The rules, and why:
   table is never a column break. Or where each break between the columns is one of the page's gutters, found from
   its rows before lines were built (`lines.gutters`: a column's lines stand on both sides of it down many rows), as
   on a survey page whose questions wrap to short lines and answer boxes: such columns need not fill their width.
+
+The text path does not run the layout model (layoutmodel.py) to order born-digital pages (issue 34 item 1): on the
+corpus's four two-column files, this geometric order reads as many sentences whole as the pixel path (which orders
+by the model's regions) or more on three (amt_handbook_sample 27/27 against 24/27, arxiv_2501.00089 66/94 against
+62/94, arxiv_2501.01300v2 41/85 against 28/85) and fewer on one, the held-out survey page
+table_mislabeled_as_picture (25/31 against 27/31); and the model alone costs 0.17 CPU s a page (median of 12 calls
+on 150-DPI renders, one thread, load ~25 on 2 cores), 3-6 times the text path's whole page (0.03-0.07 CPU s), and
+loads onnxruntime. Measured with `bench/documents_quality.py --groups born-digital --files amt_handbook
+table_mislabeled arxiv --tools modelhost modelhost-pixels`.
 """
 
 from __future__ import annotations
