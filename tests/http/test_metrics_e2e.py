@@ -82,6 +82,32 @@ def test_length_and_time_histograms_count_each_request_with_the_usage_the_api_re
     ) <= grew("modelhost_e2e_request_latency_seconds_sum")
 
 
+def test_vllm_named_series_count_each_request_with_the_usage_the_api_returned(tiny: HttpServer) -> None:
+    prompt = "The quick brown fox jumps over the lazy dog and runs far away"
+    before = scrape(tiny.url)
+    answers = [complete(tiny.url, prompt=prompt, max_tokens=m, temperature=0) for m in (5, 7)]
+    usages = [a.json()["usage"] for a in answers if a.status_code == 200]
+    assert len(usages) == 2, [a.text for a in answers]
+    after = scrape(tiny.url)
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, model_name="tiny", **labels) - value(before, name, model_name="tiny", **labels)
+
+    # Every prompt token is a prefix-cache query; the second request of the same prompt reuses what the first
+    # left in a slot, so there are hits, never more than the queries, and each is a cached prompt token.
+    queries, hits = grew("modelhost_prefix_cache_queries_total"), grew("modelhost_prefix_cache_hits_total")
+    assert queries == sum(u["prompt_tokens"] for u in usages)
+    assert 0 < hits <= queries and hits == grew("modelhost_prompt_tokens_cached_total")
+    assert grew("modelhost_request_params_max_tokens_count") == 2
+    assert grew("modelhost_request_params_max_tokens_sum") == 5 + 7
+    for name in ("modelhost_request_inference_time_seconds", "modelhost_time_per_output_token_seconds"):
+        assert grew(f"{name}_count") == 2 and grew(f"{name}_sum") > 0, name
+    assert grew("modelhost_iteration_tokens_total_count") >= 5 + 7 - 1  # a step per token after a prefill
+    assert grew("modelhost_iteration_tokens_total_sum") == grew("modelhost_batch_tokens_sum")
+    config = [s for s in after if s.name == "modelhost_cache_config_info" and s.labels["model_name"] == "tiny"]
+    assert len(config) == 1 and config[0].value == 1 and int(config[0].labels["num_slots"]) >= 1, config
+
+
 def test_a_failed_request_counts_as_a_failure_with_its_code_and_not_as_a_success(tiny: HttpServer) -> None:
     before = scrape(tiny.url)
     refused = complete(tiny.url, prompt="hello", max_tokens=4, top_k=-3)

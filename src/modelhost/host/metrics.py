@@ -9,9 +9,16 @@ vLLM's names where vLLM has the figure: `request_success` counts requests by fin
 cancelled) and `request_failure` those that ended in an error, by code; `request_prompt_tokens`,
 `request_generation_tokens`, `request_prefill_time_seconds` and `request_decode_time_seconds` are histograms with
 one observation per request the model worked on; `kv_cache_usage_perc` is a fraction (0 to 1, as vLLM's).
+`prefix_cache_queries` and `prefix_cache_hits` count prompt tokens looked up in the slots' kept prefixes and those
+reused (their ratio is the prefix cache's hit rate); `iteration_tokens_total` is the tokens of each engine step;
+`request_params_max_tokens`, `time_per_output_token_seconds` and `request_inference_time_seconds` (prefill plus
+decode) are per request; `lora_requests_info` names the adapters running and waiting, `cache_config_info` the
+cache's shape (batch slots), both as vLLM's info gauges (labels carry the facts; the value is when they were set).
 """
 
 from __future__ import annotations
+
+import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
@@ -175,6 +182,58 @@ class HostMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.prefix_cache_queries = Counter(
+            "modelhost_prefix_cache_queries",
+            "Prompt tokens looked up in the prefixes the batch slots keep (every prompt token of every request).",
+            labels,
+            registry=r,
+        )
+        self.prefix_cache_hits = Counter(
+            "modelhost_prefix_cache_hits", "Prompt tokens found there and reused, not evaluated.", labels, registry=r
+        )
+        self.iteration_tokens = Histogram(
+            "modelhost_iteration_tokens_total",
+            "Tokens evaluated per engine step (vLLM's name; the same steps as batch_tokens).",
+            labels,
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.request_max_tokens = Histogram(
+            "modelhost_request_params_max_tokens",
+            "The max_tokens each request the model worked on asked for.",
+            labels,
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.time_per_output_token = Histogram(
+            "modelhost_time_per_output_token_seconds",
+            "Per request: its decode time over the tokens after its first.",
+            labels,
+            buckets=_ITL_BUCKETS,
+            registry=r,
+        )
+        self.request_inference_time = Histogram(
+            "modelhost_request_inference_time_seconds",
+            "Per request: the time the model worked on it (prefill and decode).",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.lora_requests_info = Gauge(
+            "modelhost_lora_requests_info",
+            "The LoRA adapters of the running and the waiting requests (comma-separated) and the adapters the model "
+            "holds; the value is when that last changed (vLLM's info gauge).",
+            [*labels, "running_lora_adapters", "waiting_lora_adapters", "max_lora"],
+            registry=r,
+        )
+        self._lora_labels: dict[str, tuple[str, str, str]] = {}
+        self.cache_config_info = Gauge(
+            "modelhost_cache_config_info",
+            "The model's KV cache: its batch slots (each keeps its prompt's prefix for reuse) and whether the engine "
+            "reports its use (kv_cache_usage_perc); the value is 1.",
+            [*labels, "num_slots", "usage_reported"],
+            registry=r,
+        )
         if registry is None:
             # prometheus_client's process_* series (memory, CPU, open files), on the registry made here only: a
             # caller's registry may have its own already (the library's default REGISTRY does), and a registry does
@@ -188,10 +247,18 @@ class HostMetrics:
         self.requests_rejected.labels(model_name, code).inc()
         self.requests_failed.labels(model_name, code).inc()
 
-    def finished(self, model_name: str, m: GenerateMetrics) -> None:
+    def finished(self, model_name: str, m: GenerateMetrics, max_tokens: int | None = None) -> None:
         """Count the tokens of a request the model worked on and that ended without an error (cancelled included),
-        and observe each per-request histogram once from its GenerateMetrics. (Its finish reason is counted when
-        its terminal event goes out, with the requests that never reached the model.)"""
+        and observe each per-request histogram once from its GenerateMetrics (and the max_tokens it asked for,
+        when it said). (Its finish reason is counted when its terminal event goes out, with the requests that
+        never reached the model.)"""
+        self.prefix_cache_queries.labels(model_name).inc(m.prompt_tokens)
+        self.prefix_cache_hits.labels(model_name).inc(m.cached_prompt_tokens)
+        self.request_inference_time.labels(model_name).observe(m.prefill_seconds + m.decode_seconds)
+        if m.generated_tokens > 1:
+            self.time_per_output_token.labels(model_name).observe(m.decode_seconds / (m.generated_tokens - 1))
+        if max_tokens is not None:
+            self.request_max_tokens.labels(model_name).observe(max_tokens)
         self.prompt_tokens.labels(model_name).inc(m.prompt_tokens)
         self.prompt_tokens_cached.labels(model_name).inc(m.cached_prompt_tokens)
         self.prompt_tokens_evaluated.labels(model_name).inc(max(0, m.prompt_tokens - m.cached_prompt_tokens))
@@ -200,6 +267,17 @@ class HostMetrics:
         self.request_generation_tokens.labels(model_name).observe(m.generated_tokens)
         self.request_prefill_time.labels(model_name).observe(m.prefill_seconds)
         self.request_decode_time.labels(model_name).observe(m.decode_seconds)
+
+    def lora_requests(self, model_name: str, running: str, waiting: str, max_lora: int) -> None:
+        """Name the adapters of the running and waiting requests (comma-separated), when that changed."""
+        labels = (running, waiting, str(max_lora))
+        previous = self._lora_labels.get(model_name)
+        if previous == labels:
+            return
+        if previous is not None:
+            self.lora_requests_info.remove(model_name, *previous)
+        self._lora_labels[model_name] = labels
+        self.lora_requests_info.labels(model_name, *labels).set(time.time())
 
     def mean_request_seconds(self, model_name: str) -> float | None:
         """The mean time of `model_name`'s requests so far, from submission to their end (None before the first)."""

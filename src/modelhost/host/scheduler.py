@@ -514,6 +514,8 @@ class Host:
             self._engine = engine
             self.slots = engine.slots
             self.metrics.batch_slots.labels(self.name).set(engine.slots)
+            reported = str(isinstance(engine, CacheReportingEngine)).lower()
+            self.metrics.cache_config_info.labels(self.name, str(engine.slots), reported).set(1)
             if self._on_load is not None:
                 self._on_load(self, engine)
             self.state = "ready"  # aclose() waits for the load to end, so nothing else can have moved the state
@@ -696,7 +698,8 @@ class Host:
 
     def _done(self, stream: RequestStream, m: GenerateMetrics) -> None:
         reason = "cancelled" if stream.cancel_event.is_set() else (m.finish_reason or "stop")
-        self.metrics.finished(self.name, m)
+        asked = stream.request.options.get("max_tokens")
+        self.metrics.finished(self.name, m, asked if isinstance(asked, int) else None)
         self._finish(stream, Done(reason, m.prompt_tokens, m.generated_tokens, m))
 
     # -- the one loop (the model thread) ---------------------------------------------------------------------------
@@ -727,6 +730,7 @@ class Host:
             for stream in taken:
                 self._admit(engine, stream, live)
             self.metrics.batch_slots_used.labels(name).set(len(live))
+            self._gauge_adapters(live)
             if not live:
                 self._gauge_cache(usage)  # the last request may have just been cancelled
                 continue
@@ -742,6 +746,7 @@ class Host:
                 continue
             if result.batch_tokens:
                 self.metrics.batch_tokens.labels(name).observe(result.batch_tokens)
+                self.metrics.iteration_tokens.labels(name).observe(result.batch_tokens)
                 self.metrics.batch_sequences.labels(name).observe(result.sampled)
             for handle, out in result.outputs.items():
                 entry = live.get(handle)
@@ -764,6 +769,15 @@ class Host:
                 else:
                     self._done(stream, out.metrics or GenerateMetrics(finish_reason=out.finish_reason))
             self._gauge_cache(usage)  # after the step: requests it finished hold no cells any more
+
+    def _gauge_adapters(self, live: dict[Handle, tuple[RequestStream, _Progress]]) -> None:
+        """lora_requests_info: the adapters of the running and waiting requests (only when adapters are served)."""
+        if not self.adapters:
+            return
+        running = {s.request.adapter for s, _ in live.values() if s.request.adapter}
+        with self._cond:
+            waiting = {s.request.adapter for s in self._waiting if s.request.adapter}
+        self.metrics.lora_requests(self.name, ",".join(sorted(running)), ",".join(sorted(waiting)), len(self.adapters))
 
     def _gauge_cache(self, usage: Callable[[], float | None] | None) -> None:
         """The KV-cache gauge (once per loop iteration) from the engine's report; never shown without one."""
