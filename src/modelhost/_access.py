@@ -109,7 +109,7 @@ def request_id(scope: Scope) -> str:
     """The client's `X-Request-Id` when usable, else a new random one (32 hex digits)."""
     for name, value in scope.get("headers", ()):
         if name == b"x-request-id" and _CLIENT_REQUEST_ID.fullmatch(value):
-            return value.decode("ascii")
+            return bytes(value).decode("ascii")
     return uuid.uuid4().hex
 
 

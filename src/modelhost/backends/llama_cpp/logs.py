@@ -48,7 +48,7 @@ def install() -> None:
         if _callback is not None:
             return
 
-        @llama_cpp.llama_log_callback  # type: ignore[misc]
+        @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
         def callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
             line = text.decode("utf-8", "replace").rstrip("\n")
             if line:
