@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import http_support
 import httpx
 import pytest
 from http_support import LoopThread
@@ -30,14 +31,8 @@ def serving(loop_thread: LoopThread, gguf: Path) -> Iterator[HttpServer]:
     spec = ModelSpec("tiny", lambda: modelhost.inference.load_model(str(gguf), threads=1), path=str(gguf))
     models = Models([spec])
     models.spec_for = functools.partial(pulled_spec, ServeConfig())
-    http = HttpServer(models, port=0)
-    loop_thread.run(http.start())
-    try:
-        loop_thread.run(models.start(), timeout=300)
+    with http_support.serving(loop_thread, models) as http:  # type: ignore[arg-type]  # a model set is a host here
         yield http
-    finally:
-        loop_thread.run(http.aclose())
-        loop_thread.run(models.aclose(grace=1))
 
 
 def names(client: ollama.Client) -> set[str]:
