@@ -406,7 +406,12 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
             out.append(_Char(ch, 0, 0, 0, 0, 0, _NO_FONT, 0, True))
             continue
         if ch.isspace():
-            # A space the producer wrote: its box says whether it takes room (_without_phantom_spaces).
+            # A space the producer wrote: its box says whether it takes room (_without_phantom_spaces). Read only
+            # after a letter of a script beyond ASCII, where such spaces were found (Arabic shaping): one foreign
+            # call per space of a Latin page is a tenth of the reader's time for nothing.
+            if last is None or last[1].text.isascii():
+                out.append(_Char(ch, 0, 0, 0, 0, 0, _NO_FONT, 0, True))
+                continue
             raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
             x0, y0, x1, y1 = frame.box(rect.left, rect.bottom, rect.right, rect.top)
             out.append(_Char(ch, x0, y0, x1, y1, 0, _NO_FONT, 0, False))
