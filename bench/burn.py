@@ -12,11 +12,14 @@ say what load it ran under. Bounded in time on purpose: a forgotten burner must 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 #: The longest burn allowed: CI's whole budget (90 minutes); anything longer is a burner left behind by mistake.
 MAX_SECONDS = 90 * 60
@@ -38,6 +41,24 @@ def _spin(until: float) -> None:
 def _load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+@contextlib.contextmanager
+def burning(load: int, seconds: float) -> Iterator[None]:
+    """Run this script with `--load load` beside the `with` block (nothing when `load` is 0), stopped as it ends:
+    how a benchmark measures the same thing quiet and beside busy processes."""
+    if load <= 0:
+        yield
+        return
+    burner = subprocess.Popen(
+        [sys.executable, __file__, "--load", str(load), "--seconds", str(seconds)], stdout=subprocess.DEVNULL
+    )
+    try:
+        time.sleep(2)  # let the burners reach their cores before the measuring starts
+        yield
+    finally:
+        burner.terminate()
+        burner.wait(30)
 
 
 def main(argv: list[str] | None = None) -> int:

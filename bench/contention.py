@@ -17,10 +17,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+import burn
 
 #: One side's work: load the model (not timed), warm it with one token, then time a greedy decode.
 CHILD = """
@@ -61,24 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"{'load':>5} {'ACTIVE tok/s':>13} {'PASSIVE tok/s':>14} {'PASSIVE/ACTIVE':>15}  (load average at start)")
     for load in args.loads:
-        burner = None
-        if load > 0:
-            burner = subprocess.Popen(
-                [sys.executable, str(HERE / "burn.py"), "--load", str(load), "--seconds", str(SIDE_TIMEOUT * 4)],
-                stdout=subprocess.DEVNULL,
-            )
-            time.sleep(2)  # let the burners reach their cores before the first side starts
         rates: dict[str, list[float]] = {"ACTIVE": [], "PASSIVE": []}
-        started = os.getloadavg()[0]
-        try:
+        with burn.burning(load, SIDE_TIMEOUT * 4):
+            started = os.getloadavg()[0]
             for i in range(args.rounds):
                 order = ("ACTIVE", "PASSIVE") if i % 2 == 0 else ("PASSIVE", "ACTIVE")
                 for policy in order:
                     rates[policy].append(side(policy, args.max_tokens))
-        finally:
-            if burner is not None:
-                burner.terminate()
-                burner.wait(30)
         active, passive = (statistics.median(rates[p]) for p in ("ACTIVE", "PASSIVE"))
         print(f"{load:>5} {active:>13.1f} {passive:>14.1f} {passive / active:>14.2f}x  ({started:.1f})", flush=True)
     return 0

@@ -28,10 +28,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+import burn
 
 #: One side's work: load (not timed), warm with two tokens, then one timed greedy batch per stream count.
 CHILD = """
@@ -46,23 +44,25 @@ with modelhost.load_model("default", parallel=max(streams), context_length=CONTE
         start = time.perf_counter()
         done = model.batch_generate(prompts, max_tokens=tokens, min_tokens=tokens, temperature=0)
         rates[n] = sum(len(r.tokens) for r in done) / (time.perf_counter() - start)
-    print(json.dumps(rates))
+    from modelhost.inference import openmp
+    print(json.dumps({"rates": rates, "poll": openmp.in_force()}))
 """
 
 #: Tokens each slot holds: a short prompt plus `--tokens` fits with room; a small context keeps 16 slots' KV cache
 #: (and its clearing at load) out of what is measured.
 CONTEXT = 512
 
-#: A side that has not answered in this long is reported as hung rather than waited for forever (a spinning policy
-#: beside 8 burners has taken minutes per side).
+#: A side that has not answered in this long counts as 0 tokens/s rather than being waited for: llama-server's
+#: spinning wait beside 8 burners did not finish 16 streams of 32 tokens in 9 minutes (issue 36).
 SIDE_TIMEOUT = 900
 
 #: The variables a side's environment starts without, so that only what the side names is in force.
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
-def side(spec: str, streams: list[int], tokens: int) -> dict[int, float]:
-    """Aggregate tokens/s per stream count of one fresh process run as `spec` says."""
+def side(spec: str, streams: list[int], tokens: int, timeout: float) -> dict[int, float]:
+    """Aggregate tokens/s per stream count of one fresh process run as `spec` says; 0 for every count when it has
+    not finished in `timeout` seconds (a spinning wait beside burners can take many minutes: reported, not waited)."""
     spec, _, threads = spec.partition("@")
     env = {k: v for k, v in os.environ.items() if k not in WAIT_VARIABLES}
     options: dict[str, int] = {"threads": int(threads)} if threads else {}
@@ -72,18 +72,25 @@ def side(spec: str, streams: list[int], tokens: int) -> dict[int, float]:
             options["poll"] = int(value)
         elif name != "default":
             env[name] = value
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD.replace("CONTEXT", str(CONTEXT)), ",".join(map(str, streams)), str(tokens),
-         json.dumps(options)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SIDE_TIMEOUT,
-        check=False,
-    )  # fmt: skip
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD.replace("CONTEXT", str(CONTEXT)), ",".join(map(str, streams)), str(tokens),
+             json.dumps(options)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        print(f"  side {spec!r} did not finish in {timeout:.0f} s: counted as 0 tokens/s", flush=True)
+        return dict.fromkeys(streams, 0.0)
     if out.returncode != 0:
         raise SystemExit(f"side {spec!r} failed:\n{out.stderr[-2000:]}")
-    return {int(n): float(v) for n, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    if answer["poll"] is not None:  # the poll modelhost put in force (the measured one, for `default`)
+        print(f"  side {spec!r}: poll {answer['poll']}", flush=True)
+    return {int(n): float(v) for n, v in answer["rates"].items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,39 +100,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--streams", default="1,4,16")
     parser.add_argument("--sides", nargs="+", default=["GOMP_SPINCOUNT=300000", "default", "OMP_WAIT_POLICY=PASSIVE"])
+    parser.add_argument("--side-timeout", type=float, default=SIDE_TIMEOUT, help="seconds before a side counts as 0")
     args = parser.parse_args(argv)
     streams = [int(n) for n in args.streams.split(",")]
     peer = args.sides[0]
     for load in args.loads:
-        burner = None
-        if load > 0:
-            burner = subprocess.Popen(
-                [sys.executable, str(HERE / "burn.py"), "--load", str(load), "--seconds", str(SIDE_TIMEOUT * 4)],
-                stdout=subprocess.DEVNULL,
-            )
-            time.sleep(2)  # let the burners reach their cores before the first side starts
-        started = os.getloadavg()[0]
         rounds: list[dict[str, dict[int, float]]] = []
-        try:
+        with burn.burning(load, SIDE_TIMEOUT * 4):
+            started = os.getloadavg()[0]
             for i in range(args.rounds):
                 order = args.sides[i % len(args.sides) :] + args.sides[: i % len(args.sides)]
-                rounds.append({spec: side(spec, streams, args.tokens) for spec in order})
+                rounds.append({spec: side(spec, streams, args.tokens, args.side_timeout) for spec in order})
                 print(f"  load {load} round {i + 1}: " + "; ".join(
                     f"{s} " + "/".join(f"{rounds[-1][s][n]:.0f}" for n in streams) for s in args.sides
                 ), flush=True)  # fmt: skip
-        finally:
-            if burner is not None:
-                burner.terminate()
-                burner.wait(30)
         print(f"burner load {load} (load average {started:.1f} at start, {os.getloadavg()[0]:.1f} at end); "
-              f"tokens/s at {', '.join(map(str, streams))} streams, and x {peer}:")  # fmt: skip
+              f"tokens/s at {', '.join(map(str, streams))} streams; x {peer}; x the round's best side:")  # fmt: skip
         for spec in args.sides:
             rates = "  ".join(f"{statistics.median(r[spec][n] for r in rounds):7.1f}" for n in streams)
-            ratios = "  ".join(
-                f"{statistics.median(r[spec][n] / max(r[peer][n], 1e-9) for r in rounds):5.2f}x" for n in streams
-            )
-            print(f"  {spec:<28} {rates}   {ratios}", flush=True)
+            ratios = "  ".join(_ratio([r[spec][n] for r in rounds], [r[peer][n] for r in rounds]) for n in streams)
+            tops = {n: [max(r[s][n] for s in args.sides) for r in rounds] for n in streams}
+            best = "  ".join(_ratio([r[spec][n] for r in rounds], tops[n]) for n in streams)
+            print(f"  {spec:<28} {rates}   {ratios}   {best}", flush=True)
     return 0
+
+
+def _ratio(mine: list[float], theirs: list[float]) -> str:
+    """The median of the per-round ratios; "inf" where the other side did not finish (0 tokens/s) in some round."""
+    if any(t <= 0 for t in theirs):
+        return "  inf"
+    return f"{statistics.median(m / t for m, t in zip(mine, theirs, strict=True)):5.2f}x"
 
 
 if __name__ == "__main__":

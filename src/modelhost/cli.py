@@ -761,7 +761,7 @@ def serve(
             min=0,
             max=100,  # inference/openmp.py's MAX_POLL, written out: this module imports no contract at the top
             help="How long compute threads spin before they sleep, 0-100 (0: sleep at once; 100: OpenMP's and "
-            "llama-server's 3 ms) [a short spin: README's 'How compute threads wait'].",
+            "llama-server's 3 ms) [measured at start: 100 on cores of its own, 0 on shared ones].",
         ),
     ] = None,
     tensor_parallel: Annotated[

@@ -1,6 +1,7 @@
 """How compute threads wait (the `poll` load option, inference/openmp.py): importing modelhost changes no
-environment; the first load puts the measured default (or the asked poll) in force before OpenMP is loaded; a later
-load asking another poll is refused, because libgomp would silently keep the first; a wait the user set is kept.
+environment; the first load puts the measured default (llama-server's spin on cores of its own, none on shared
+ones) or the asked poll in force before OpenMP is loaded; a later load asking another poll is refused, because
+libgomp would silently keep the first; a wait the user set is kept.
 
 Each case runs in a fresh interpreter: libgomp reads its settings once per process, so only a process that has not
 loaded it yet shows what a first load does (this test process loaded it building the tiny models).
@@ -65,9 +66,32 @@ report(tokens=len(text))
 """)
     assert seen["tokens"] == 4
     assert seen["loaded"] is True
-    assert seen["in_force"] == openmp.DEFAULT_POLL
-    assert seen["env"]["GOMP_SPINCOUNT"] == str(openmp.spins(openmp.DEFAULT_POLL))
+    assert seen["in_force"] in (openmp.QUIET_POLL, openmp.BUSY_POLL)  # as the probe found the cores: either is right
+    assert seen["env"]["GOMP_SPINCOUNT"] == str(openmp.spins(seen["in_force"]))
     assert seen["env"]["OMP_WAIT_POLICY"] is None
+
+
+def test_threads_that_share_their_core_with_a_busy_process_choose_to_sleep_at_once() -> None:
+    # One core, and a process spinning on it: the probe's thread waits about half its time for the CPU.
+    burner = subprocess.Popen([sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True: pass"])
+    try:
+        seen = child(
+            "import os\nos.sched_setaffinity(0, {0})\nshare = openmp.waiting_share(1)\n"
+            "report(share=share, poll=openmp.measured_poll())"
+        )
+    finally:
+        burner.kill()
+        burner.wait()
+    assert seen["share"] >= openmp.BUSY_SHARE
+    assert seen["poll"] == openmp.BUSY_POLL
+
+
+def test_the_measured_share_decides_between_llama_servers_spin_and_none() -> None:
+    assert openmp.poll_for(0.05, 9.0, 2) == openmp.QUIET_POLL  # the probe wins over a load average
+    assert openmp.poll_for(0.8, 0.0, 2) == openmp.BUSY_POLL
+    assert openmp.poll_for(None, 0.5, 2) == openmp.QUIET_POLL  # no scheduler statistics: the load average decides
+    assert openmp.poll_for(None, 3.0, 2) == openmp.BUSY_POLL
+    assert openmp.spins(openmp.QUIET_POLL) == openmp.LIBGOMP_DEFAULT_SPINS and openmp.spins(openmp.BUSY_POLL) == 0
 
 
 def test_a_poll_is_fixed_for_the_process_and_another_one_is_refused(tiny_llama_gguf: Path) -> None:

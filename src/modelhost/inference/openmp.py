@@ -6,8 +6,12 @@ barrier before the others, or that has finished its share of one token, waits; l
 small model crosses hundreds of barriers a few microseconds apart, so sleeping at once (OMP_WAIT_POLICY=PASSIVE)
 pays a futex wake at each and decodes SmolLM2-135M 2.5x slower on idle cores; spinning for milliseconds beside busy
 processes burns the time slice the awaited thread needs, and decoding collapses (issue 36; bench/wait_policy.py).
-A short spin keeps both: the barriers of one step are crossed spinning, and a thread whose partner was descheduled
-stops wasting its core after DEFAULT_POLL's spins.
+No one wait is right on both, so the default is chosen by measuring, once, as OpenMP is loaded (`measured_poll`):
+for a tenth of a second this process runs one busy thread per core it may use and asks the kernel how long they
+waited for a CPU (their run delay, /proc/thread-self/schedstat). Threads that each had a core spin as llama-server's do
+(QUIET_POLL); threads that queued behind other processes sleep at once (BUSY_POLL). The choice holds for the
+process: a server started on idle cores that later shares them with a build keeps spinning and slows as
+llama-server does; `poll=0` (or OMP_WAIT_POLICY=PASSIVE) is the setting for a machine that is rarely idle.
 
 `poll` is llama-server's `--poll` scale, 0 to 100: 0 sleeps at once (as PASSIVE), 100 spins as long as libgomp's
 default (as llama-server), and the levels between scale the spin linearly. libgomp reads its settings once, when
@@ -20,8 +24,10 @@ llama.cpp without OpenMP (its own thread pool, as on macOS) or with Intel's runt
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+import time
 
 from modelhost.errors import InvalidOptionError
 
@@ -32,11 +38,28 @@ MAX_POLL = 100
 #: at its estimate of 100000 spins per millisecond): what llama-server's threads do, and poll 100 here.
 LIBGOMP_DEFAULT_SPINS = 300_000
 
-#: The poll used when neither the load nor the environment chooses: 3000 spins, tens of microseconds. Measured on
-#: SmolLM2-135M (bench/wait_policy.py, 2 cores; figures in the README): it covers the gaps between one step's
-#: barriers, so idle cores decode as fast as with libgomp's default, and it is short enough that a thread whose
-#: partner lost its core beside busy processes gives the core up almost at once, as PASSIVE does.
-DEFAULT_POLL = 1
+#: The poll of a process whose threads each had a core when it loaded OpenMP: libgomp's own spin, what llama-server
+#: runs with, so on idle cores modelhost decodes as fast as llama-server by construction. Measured on SmolLM2-135M
+#: (bench/wait_policy.py, 2 cores, figures in the README): shorter spins of 1000-10000 were within the noise of it
+#: (0.88x-1.10x, rounds alternated) but none was reliably at or above it, 100-300 spins lost up to half, and beside
+#: busy processes every spin of 1000 or more collapsed alike, so a shorter one buys no safety either.
+QUIET_POLL = MAX_POLL
+
+#: The poll of a process that measured its threads queueing for CPUs: sleep at once (PASSIVE). Beside busy processes
+#: every spin tried (1000 to 300000) decoded slower than sleeping at once, the longest ones 10 to 100 times slower.
+BUSY_POLL = 0
+
+#: How long the probe's threads run: long enough to span a few of the scheduler's time slices (a few ms each), short
+#: enough to be lost in a model's load.
+PROBE_SECONDS = 0.1
+
+#: The share of the probe's time its threads may spend waiting for a CPU and still count as having cores of their
+#: own. Measured on 2 cores: 0.03-0.15 with the cores to itself, 0.79-0.91 beside the test suite's processes; a
+#: process that waits a third of its time already loses more to spinning than it gains.
+BUSY_SHARE = 0.3
+
+#: Bytes each probe thread hashes per call: hashlib releases the GIL for the call, so the threads run in parallel.
+PROBE_CHUNK = 1 << 20
 
 #: The variables through which libgomp is told how to wait; a user who set either has chosen.
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
@@ -67,8 +90,47 @@ def in_force() -> int | None:
     return _in_force
 
 
+def waiting_share(threads: int, seconds: float = PROBE_SECONDS) -> float | None:
+    """The mean share of `seconds` that `threads` busy threads of this process spent waiting for a CPU, from the
+    kernel's per-thread run delay; None where /proc/thread-self/schedstat does not exist (not Linux, or a kernel
+    without scheduler statistics)."""
+    if not os.path.exists("/proc/thread-self/schedstat"):
+        return None
+    data = bytes(PROBE_CHUNK)
+    shares: list[float] = []
+    start = threading.Barrier(threads)
+
+    def run() -> None:
+        start.wait()
+        before, began = _run_delay(), time.monotonic()
+        while time.monotonic() - began < seconds:
+            hashlib.sha256(data).digest()
+        shares.append((_run_delay() - before) / 1e9 / max(time.monotonic() - began, 1e-9))
+
+    probes = [threading.Thread(target=run, name="modelhost-openmp-probe") for _ in range(threads)]
+    for probe in probes:
+        probe.start()
+    for probe in probes:
+        probe.join()
+    return sum(shares) / len(shares) if shares else None
+
+
+def measured_poll() -> int:
+    """QUIET_POLL when this process's threads, one per core it may use, each get a core now; BUSY_POLL when they
+    queue behind other processes. Without the kernel's statistics, the load average stands in for the probe."""
+    cores = _cores()
+    return poll_for(waiting_share(cores), os.getloadavg()[0], cores)
+
+
+def poll_for(share: float | None, load: float, cores: int) -> int:
+    """The poll for a measured waiting share (None: not measured, then the load average against the cores)."""
+    if share is None:
+        return BUSY_POLL if load >= cores else QUIET_POLL
+    return BUSY_POLL if share >= BUSY_SHARE else QUIET_POLL
+
+
 def configure(poll: int | None) -> None:
-    """Make `poll` (None: DEFAULT_POLL, unless the environment chose) how OpenMP threads wait in this process.
+    """Make `poll` (None: `measured_poll()`, unless the environment chose) how OpenMP threads wait in this process.
 
     Call it just before importing a library that loads libgomp. Before libgomp is loaded it sets GOMP_SPINCOUNT (and
     nothing else); afterwards it only checks: an explicit poll other than the one in force raises
@@ -79,7 +141,7 @@ def configure(poll: int | None) -> None:
         if not loaded():
             if poll is None and any(name in os.environ for name in WAIT_VARIABLES):
                 return  # the user's own wait
-            chosen = DEFAULT_POLL if poll is None else poll
+            chosen = measured_poll() if poll is None else poll
             os.environ["GOMP_SPINCOUNT"] = str(spins(chosen))
             _in_force = chosen
             return
@@ -92,3 +154,16 @@ def configure(poll: int | None) -> None:
         raise InvalidOptionError(
             "poll", f"{why}; pass the same poll to every load, or set GOMP_SPINCOUNT before the process starts"
         )
+
+
+def _run_delay() -> int:
+    """Nanoseconds the calling thread has spent runnable but waiting for a CPU."""
+    with open("/proc/thread-self/schedstat", encoding="ascii") as stat:
+        return int(stat.read().split()[1])
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
