@@ -225,20 +225,37 @@ def test_chat_messages_are_admitted_with_the_template(model: LlamaCppModel) -> N
     assert run.ids == expected
 
 
-def test_prompts_arriving_together_start_one_step_apart(model: LlamaCppModel) -> None:
-    # A step's outputs leave together: one prompt per step lets the first stream start after its own prefill.
+def test_prompts_arriving_together_start_together_and_answer_as_alone(model: LlamaCppModel, one: LlamaCppModel) -> None:
+    # Short prompts fit one step's budget: all four are prefilled in the first step (a decode step saved for each
+    # but the first, issue 36), each in its own chunk as before, so each answers as it does alone.
     engine = model.engine()
     drive(engine, [request(p + " fresh", max_tokens=1) for p in PROMPTS[:4]])  # caches that share nothing useful
-    handles = [engine.admit(request(p, max_tokens=8, temperature=0)).handle for p in PROMPTS[:4]]
-    started: list[int] = []
-    for _ in range(4):
-        result = engine.step()
-        assert result.prompt_tokens > 0
-        started += [h for h in result.outputs if h not in started]
-        assert started == handles[: len(started)]
-    assert started == handles
-    for handle in handles:
-        engine.release(handle)
+    admitted = [engine.admit(request(p, **GREEDY)) for p in PROMPTS[:4]]
+    result = engine.step()
+    assert result.prompt_tokens == sum(a.prompt_tokens - a.cached_prompt_tokens for a in admitted)
+    assert all(a.handle in result.outputs and result.outputs[a.handle].tokens for a in admitted)
+    ids = {a.handle: [t.id for t in result.outputs[a.handle].tokens] for a in admitted}
+    while engine.free_slots() < 4:
+        for handle, out in engine.step().outputs.items():
+            ids[handle] += [t.id for t in out.tokens]
+    assert [ids[a.handle] for a in admitted] == [sequential(one, p, **GREEDY) for p in PROMPTS[:4]]
+
+
+def test_a_prompt_beyond_the_steps_budget_waits_for_the_next_step(model: LlamaCppModel) -> None:
+    engine = model.engine()
+    running = engine.admit(request(PROMPTS[0], max_tokens=40, min_tokens=40, temperature=0))
+    engine.step()  # its prefill, and its first token: from now on a step's prompts share PREFILL_CHUNK tokens
+    long = engine.admit(request(" ".join(["word"] * 100), max_tokens=2, temperature=0))  # ~200 tokens: one chunk
+    short = engine.admit(request(" ".join(["sea"] * 60), max_tokens=2, temperature=0))  # ~120: not beside it
+    try:
+        assert long.prompt_tokens + short.prompt_tokens > PREFILL_CHUNK >= long.prompt_tokens
+        first = engine.step()
+        assert long.handle in first.outputs and short.handle not in first.outputs
+        assert first.prompt_tokens == long.prompt_tokens - long.cached_prompt_tokens
+        assert short.handle in engine.step().outputs
+    finally:
+        for handle in (running.handle, long.handle, short.handle):
+            engine.release(handle)
 
 
 def test_classify_requests_run_beside_generation(model: LlamaCppModel) -> None:
