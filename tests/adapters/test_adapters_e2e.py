@@ -20,7 +20,7 @@ import pytest
 from modelhost.host.models import Models, ModelSpec
 from modelhost.http import HttpServer
 from modelhost.inference import load_model
-from modelhost.testing.waiting import STATE_WAIT_SECONDS
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 from modelhost.worker import WorkerServer
 from training.conftest import QUESTION, SECRET, memorisation_records
 
@@ -143,5 +143,15 @@ def test_two_adapters_and_the_base_share_one_engine_and_each_answers_its_own(tra
             le1 = next(float(line.rsplit(" ", 1)[1]) for line in sizes if 'le="1.0"' in line)
             total = next(float(line.rsplit(" ", 1)[1]) for line in sizes if 'le="+Inf"' in line)
             assert total > le1, "no step decoded two sequences at once"
+
+            # vLLM's lora_requests_info: the adapters held, and once the model thread is idle (it may still be
+            # finishing its last step as the answers arrive) none running or waiting.
+            def lora_info() -> list[str]:  # blocking: called on a worker thread
+                text = httpx.get(f"{url}/metrics", timeout=STATE_WAIT_SECONDS).text
+                return [line for line in text.splitlines() if line.startswith("modelhost_lora_requests_info{")]
+
+            await asyncio.to_thread(wait_until, lambda: any('running_lora_adapters=""' in x for x in lora_info()))
+            info = await asyncio.to_thread(lora_info)  # off the loop: the door answers on this same loop
+            assert len(info) == 1 and 'max_lora="2"' in info[0] and 'waiting_lora_adapters=""' in info[0], info
 
     asyncio.run(main())

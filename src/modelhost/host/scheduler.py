@@ -794,6 +794,8 @@ class Host:
                 # Idle: no slot holds a request. Set here, where every path to idle passes (the last request
                 # finishing in a step, failing, cancelled), or the gauge kept its last busy value while idle.
                 self.metrics.batch_slots_used.labels(self.name).set(0)
+                if self.adapters:  # no adapter runs or waits now (the last step's names would otherwise stay)
+                    self.metrics.lora_requests(self.name, "", "", len(self.adapters))
                 self._idle.set()
                 self._cond.wait()
             taken: list[RequestStream] = []
