@@ -4,6 +4,10 @@ Every `modelhost` command imports `modelhost` and the packages of the commands i
 names imported eagerly, `modelhost --version` paid for the whole inference contract, the hub client and the
 training loop (issue 38: 0.8 s before a line was printed). A package lists where each public name lives, and
 `exports` gives it the module `__getattr__` that imports the name from there the first time it is asked for.
+
+A name that is also a submodule's (docengine's `analyse`, both a function and its module) cannot be lazy: importing
+the submodule sets the package attribute to the module, and the name then gives the module. Bind such a name
+eagerly, as docengine does.
 """
 
 from __future__ import annotations

@@ -926,6 +926,13 @@ def expand_optional_values(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Console-script entry point."""
+    if sys.argv[1:] == ["--version"]:
+        # Answered before typer builds every command's options from their signatures: half of the command's time
+        # (0.30 s to 0.15 s on a quiet 2-core machine), for a line a script may ask for on each run.
+        from importlib.metadata import version
+
+        typer.echo(f"modelhost {version('modelhost')}")
+        return
     app(args=expand_optional_values(sys.argv[1:]), prog_name="modelhost")
 
 
