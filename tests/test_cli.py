@@ -69,7 +69,7 @@ def test_info_and_backends(tiny_llama_gguf: Path) -> None:
     ("args", "expected"),
     [
         (["generate", "hi", "--model", "no-such-model"], "catalogue name: default"),
-        (["generate", "hi", "--max-tokens", "-1"], "max_tokens"),
+        (["generate", "hi", "--max-tokens", "-1"], "--max-tokens takes 1 or more"),
         (["generate", "hi", "--backend", "nope"], "not registered"),
     ],
 )
