@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from modelhost.http import HttpServer
@@ -83,7 +83,9 @@ def door(tiny_gguf_door: HttpServer) -> HttpServer:
 @pytest.mark.fuzz
 def test_random_bodies_get_a_200_or_a_json_4xx_never_a_500(door: HttpServer) -> None:
     with httpx.Client(base_url=door.url, timeout=300) as client:
-
+        # Found by this fuzzer: a `model` that is no string reached the created-models lookup (a dict key) as 500.
+        @example(("/api/chat", {"messages": MESSAGES, "stream": False, "model": [None]}))
+        @example(("/api/generate", {"prompt": "Hi", "stream": False, "model": {"a": 1}}))
         @given(bodies())
         def run(case: tuple[str, Any]) -> None:
             path, body = case

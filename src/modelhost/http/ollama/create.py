@@ -167,7 +167,10 @@ class CreatedRoutes:
         """A chat or generate body with its created model's SYSTEM and PARAMETERs filled in where it says nothing."""
         if not isinstance(body, dict):
             return body
-        made = self.made.get(body.get("model") or body.get("name") or "")
+        name = body.get("model") or body.get("name")
+        if not isinstance(name, str):
+            return body  # not a name (a list, an object): the request's own validation answers it with a 400
+        made = self.made.get(name)
         if made is None:
             return body
         out = dict(body)
