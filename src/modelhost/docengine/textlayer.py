@@ -674,10 +674,6 @@ def _merged(boxes: list[BBox]) -> list[BBox]:
     return [(m[0], m[1], m[2], m[3]) for m in regions]
 
 
-def _bad(ch: str) -> bool:
-    return ch == "\ufffd" or unicodedata.category(ch) == "Co"
-
-
 def _verdict(chars: list[_Char], objects: _Objects, images: tuple[ImageRegion, ...]) -> Usability:
     glyphs = [c for c in chars if not c.generated and not c.text.isspace()]
     if not glyphs:
