@@ -17,7 +17,7 @@ import pytest
 from http_support import LoopThread, scripted_host, scripted_model, serving
 
 from modelhost.http import HttpServer
-from modelhost.testing.waiting import STATE_WAIT_SECONDS
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 KEY = "ui-test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -45,13 +45,6 @@ def state(server: HttpServer) -> dict[str, Any]:
 
 def model_state(server: HttpServer, name: str = "scripted") -> dict[str, Any]:
     return next(m for m in state(server)["models"] if m["name"] == name)
-
-
-def wait_until(check: Any, what: str) -> None:
-    deadline = time.monotonic() + STATE_WAIT_SECONDS
-    while not check():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.05)
 
 
 def test_the_page_is_open_and_its_api_needs_the_key(keyed: HttpServer) -> None:
@@ -91,7 +84,9 @@ def test_state_shows_a_request_running_one_queued_and_both_finished(
     for thread, event in zip(threads, opened, strict=True):
         thread.start()
         event.wait(STATE_WAIT_SECONDS)
-    wait_until(lambda: (model_state(keyed)["running"], model_state(keyed)["waiting"]) == (1, 1), "1 running, 1 queued")
+    wait_until(
+        lambda: (model_state(keyed)["running"], model_state(keyed)["waiting"]) == (1, 1), what="1 running, 1 queued"
+    )
     for _ in range(2 * 4):  # three tokens and the end of each answer
         gate.release()
     for thread in threads:
@@ -193,7 +188,7 @@ def test_the_page_and_its_state_answer_while_the_model_loads(loop_thread: LoopTh
             assert model_state_open(server)["state"] in ("new", "loading")  # "new": its load not begun yet
         finally:
             loaded.set()
-        wait_until(lambda: model_state_open(server)["state"] == "ready", "loaded")
+        wait_until(lambda: model_state_open(server)["state"] == "ready", what="loaded")
 
 
 def model_state_open(server: HttpServer) -> dict[str, Any]:

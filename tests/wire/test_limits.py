@@ -12,13 +12,13 @@ import contextlib
 import gc
 import json
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from modelhost.testing.proc import open_fds, rss_bytes
+from modelhost.testing.waiting import wait_until
 from modelhost.wire import codec
 from modelhost.wire.server import WireLimits
 
@@ -31,13 +31,6 @@ PATIENCE = 120.0
 def refusals(served: Served, reason: str) -> float:
     value = served.host.metrics.registry.get_sample_value("modelhost_wire_client_refusals_total", {"reason": reason})
     return value or 0.0
-
-
-def wait_for(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + PATIENCE
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached in {PATIENCE} s"
-        time.sleep(0.01)
 
 
 def dial(path: str) -> socket.socket:
@@ -71,7 +64,7 @@ def test_connections_past_the_cap_get_queue_full_and_the_others_are_served(serve
     assert callable(serve)
     served: Served = serve(WireLimits(max_connections=4))
     held = [dial(served.path) for _ in range(4)]
-    wait_for(lambda: served.server.connections == 4, "four connections")
+    wait_until(lambda: served.server.connections == 4, PATIENCE, "four connections")
     fds = open_fds()
     for _ in range(50):
         extra = dial(served.path)
@@ -83,7 +76,7 @@ def test_connections_past_the_cap_get_queue_full_and_the_others_are_served(serve
     send_request(held[0], text_request("still here"))
     assert isinstance(read_response(held[0])[-1], codec.Done)
     held.pop().close()
-    wait_for(lambda: served.server.connections == 3, "a freed place")
+    wait_until(lambda: served.server.connections == 3, PATIENCE, "a freed place")
     again = dial(served.path)
     send_request(again, text_request("my turn"))
     assert isinstance(read_response(again)[-1], codec.Done)
@@ -108,7 +101,7 @@ def test_bytes_buffered_across_connections_are_bounded(serve: object) -> None:
     first = dial(served.path)
     frame = _frame_of(2 * mib, "big")
     first.sendall(frame[:-1])  # a frame short by one byte: its 2 MiB are held
-    wait_for(lambda: served.server.buffered_bytes == 2 * mib, "the first frame's bytes reserved")
+    wait_until(lambda: served.server.buffered_bytes == 2 * mib, PATIENCE, "the first frame's bytes reserved")
     second = dial(served.path)
     second.sendall(_frame_of(2 * mib, "over")[:16])  # only its header: the reservation is refused before a byte more
     error = _only_error(read_until_close(second))
@@ -117,7 +110,7 @@ def test_bytes_buffered_across_connections_are_bounded(serve: object) -> None:
     first.sendall(frame[-1:])
     answer = read_response(first)
     assert isinstance(answer[-1], codec.Done) and answer[0].id == "big", answer[:1]
-    wait_for(lambda: served.server.buffered_bytes == 0, "every byte given back")
+    wait_until(lambda: served.server.buffered_bytes == 0, PATIENCE, "every byte given back")
     third = dial(served.path)
     third.sendall(_frame_of(2 * mib, "now"))
     assert isinstance(read_response(third)[-1], codec.Done)
@@ -151,7 +144,9 @@ def test_twenty_frames_short_by_one_byte_cost_at_most_the_budget(serve: object) 
     assert grew < budget + (128 << 20), grew  # 20 x 64 MiB would be 1.3 GB
     for sock in socks:
         sock.close()
-    wait_for(lambda: served.server.connections == 0 and served.server.buffered_bytes == 0, "everything given back")
+    wait_until(
+        lambda: served.server.connections == 0 and served.server.buffered_bytes == 0, PATIENCE, "everything given back"
+    )
     gc.collect()
     assert rss_bytes() - before < 128 << 20  # numpy's large buffers are unmapped when freed
 
@@ -166,7 +161,7 @@ def test_a_silent_connection_is_closed_after_the_idle_timeout(serve: object) -> 
     send_request(talker, text_request("one"))
     assert isinstance(read_response(talker)[-1], codec.Done)
     assert read_until_close(talker) == b""  # then idle again: closed too
-    wait_for(lambda: served.server.connections == 0, "both closed")
+    wait_until(lambda: served.server.connections == 0, PATIENCE, "both closed")
 
 
 def test_a_trickled_request_is_cut_at_its_deadline_and_its_bytes_given_back(serve: object) -> None:
@@ -175,7 +170,7 @@ def test_a_trickled_request_is_cut_at_its_deadline_and_its_bytes_given_back(serv
     sock = dial(served.path)
     frame = _frame_of(4096, "slow")
     sock.sendall(frame[:10])
-    wait_for(lambda: served.server.buffered_bytes == 4096, "the frame's bytes reserved")
+    wait_until(lambda: served.server.buffered_bytes == 4096, PATIENCE, "the frame's bytes reserved")
     received = b""
     try:
         for byte in frame[10:]:
@@ -193,7 +188,9 @@ def test_a_trickled_request_is_cut_at_its_deadline_and_its_bytes_given_back(serv
     error = _only_error(received)
     assert error.code == codec.ErrorCode.INVALID_REQUEST and "did not arrive whole" in error.message, error
     assert refusals(served, "request_timeout") == 1
-    wait_for(lambda: served.server.buffered_bytes == 0 and served.server.connections == 0, "the bytes given back")
+    wait_until(
+        lambda: served.server.buffered_bytes == 0 and served.server.connections == 0, PATIENCE, "the bytes given back"
+    )
 
 
 def send_refused(sock: socket.socket, request: codec.Request) -> None:
