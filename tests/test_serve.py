@@ -274,12 +274,19 @@ def test_each_models_socket_binds_as_soon_as_that_model_is_ready(
         )
         task = asyncio.create_task(serving.serve(config, say=lines.append))
         loop = asyncio.get_running_loop()
-        assert await loop.run_in_executor(None, second_loading.wait, 300)
-        # the second model is loading (and will until released): the first one's socket is already bound and serves
-        assert first.exists() and not second.exists(), lines
-        assert await loop.run_in_executor(None, ask, first)
-        assert not any("ready: serving" in line for line in lines), lines
-        release.set()
+        try:
+            assert await loop.run_in_executor(None, second_loading.wait, 300)
+            # The models load side by side: the first one's socket binds when its own load ends, while the second
+            # is still loading (and will until released), and it serves.
+            deadline = time.monotonic() + STATE_WAIT_SECONDS
+            while not first.exists():
+                assert time.monotonic() < deadline and not task.done(), lines
+                await asyncio.sleep(0.05)
+            assert not second.exists(), lines
+            assert await loop.run_in_executor(None, ask, first)
+            assert not any("ready: serving" in line for line in lines), lines
+        finally:
+            release.set()  # a failed check must not leave the held load (and so the whole serve) waiting
         while not any("ready: serving" in line for line in lines):
             assert not task.done(), lines
             await asyncio.sleep(0.05)
