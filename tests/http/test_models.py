@@ -134,6 +134,42 @@ def test_memory_budget_unloads_the_least_recently_used_idle_model(loop_thread: L
         assert samples(url, "modelhost_model_loads_total") == {"alpha": 1, "beta": 1, "gamma": 1}
 
 
+def test_models_load_side_by_side_at_start_and_each_is_announced_when_it_is_ready(loop_thread: LoopThread) -> None:
+    """A serve of several models loads them at once: the second is ready (its socket bound, in serve) while the
+    first still loads, and a first model whose load fails ends the start with its own error."""
+    release = threading.Event()
+    announced: list[str] = []
+
+    def slow() -> ScriptedModel:
+        assert release.wait(STATE_WAIT_SECONDS), "the test never let the slow load finish"
+        return ScriptedModel(["s "], name="slow")
+
+    async def on_ready(model: Any) -> None:
+        announced.append(model.name)
+
+    models = Models([ModelSpec("slow", slow), spec("quick", "q1")])
+    try:
+        starting = loop_thread.spawn(models.start(on_ready=on_ready))
+        wait_until(lambda: announced == ["quick"])  # one after the other, quick waited for slow's whole load
+        assert models.states() == {"slow": "loading", "quick": "ready"} and not starting.done()
+        release.set()
+        starting.result(STATE_WAIT_SECONDS)
+        assert announced == ["quick", "slow"] and models.states() == {"slow": "ready", "quick": "ready"}
+    finally:
+        release.set()
+        loop_thread.run(models.aclose(grace=1))
+
+    def broken() -> ScriptedModel:
+        raise RuntimeError("no weights here")
+
+    models = Models([ModelSpec("broken", broken), spec("quick", "q1")])
+    try:
+        with pytest.raises(Exception, match="no weights here"):
+            loop_thread.run(models.start())
+    finally:
+        loop_thread.run(models.aclose(grace=1))
+
+
 def test_a_model_larger_than_the_budget_is_refused_when_the_set_is_built() -> None:
     with pytest.raises(ValueError, match=r"'big' needs about 200 MB, more than the whole memory budget \(100 MB\)"):
         Models([spec("big", "x", size=200 * MB)], max_memory=100 * MB)

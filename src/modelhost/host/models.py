@@ -40,7 +40,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError
-from modelhost.host.events import GenerationRequest
+from modelhost.host.events import Admission, GenerationRequest
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
 from modelhost.inference.engine import Engine
@@ -87,9 +87,9 @@ class Servable(Protocol):
     @property
     def slots(self) -> int: ...
 
-    async def precheck(self, request: GenerationRequest) -> None: ...
+    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission: ...
 
-    def submit(self, request: GenerationRequest) -> RequestStream: ...
+    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream: ...
 
     def submit_embedding(
         self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False
@@ -291,14 +291,14 @@ class ServedModel:
                 await asyncio.shield(task)
             self._used()
 
-    async def precheck(self, request: GenerationRequest) -> None:
-        """Host.precheck on the loaded model (nothing when unloaded: `submit` answers that). The model counts as
-        busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the caller's submit."""
+    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
+        """Host.precheck on the loaded model (the request unchecked when unloaded: `submit` answers that). The model
+        counts as busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the submit."""
         host = self.host
         if host is None:
-            return
+            return Admission(request, n=n)
         with self.in_use():
-            await host.precheck(request)
+            return await host.precheck(request, n)
 
     def _admit(self) -> Host:
         """The host to queue a request on; ModelLoadingError (retry) when unloaded (its load starts) or making room
@@ -318,10 +318,11 @@ class ServedModel:
             )
         return host
 
-    def submit(self, request: GenerationRequest) -> RequestStream:
-        """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
-        answered ModelLoadingError (retry), as while any model loads, or while it makes room for another."""
-        stream = self._admit().submit(request)
+    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream:
+        """Queue a request (choice `choice` of its Admission) on the loaded model (Host.submit); an unloaded model
+        starts loading and the request is answered ModelLoadingError (retry), as while any model loads, or while it
+        makes room for another."""
+        stream = self._admit().submit(request, choice)
         self._used()
         return stream
 
@@ -513,12 +514,18 @@ class Models:
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
     async def start(self, on_ready: Callable[[ServedModel], Awaitable[None]] | None = None) -> None:
-        """Load the models that load at start (all, or only pinned ones when lazy), in order, each within the
-        budget; raise the first load error. Then start the keep-alive sweep.
+        """Load the models that load at start (all, or only pinned ones when lazy) side by side, as many as the
+        budget holds in their order; raise the first load error. Then start the keep-alive sweep.
 
-        `on_ready(model)` is awaited as soon as each model loaded at start is ready, before the next one loads:
-        `serve` binds that model's inferd socket there (a bound socket is the wire's readiness signal, and a client
-        such as pdf-spec retries its dial for 10 s only, so a socket must not wait for every other model)."""
+        The loads run at once, each on its own model thread: a load is mostly reading and mapping files and
+        building sessions, and a two-model serve loading one after the other kept the second model's door shut for
+        the whole of the first one's load. The budget counts a loading model as resident, so together they never
+        take more than it allows; a library whose loads must not overlap (llama.cpp's) serialises them itself, so
+        loads of different libraries overlap and those of one such library queue. `on_ready(model)` is awaited as
+        soon as that model is ready, whatever the others are doing: `serve` binds its inferd socket there (a bound
+        socket is the wire's readiness signal, and a client such as pdf-spec retries its dial for 10 s only, so a
+        socket must not wait for any other model)."""
+        starting: list[ServedModel] = []
         for model in self:
             if model.pinned or not self.lazy:
                 # A start loads what fits, in order, unloading nothing (a pinned model excepted): the ones left out
@@ -528,18 +535,30 @@ class Models:
                     log.info("model %r stays unloaded at start: the memory budget is full", model.name)
                     continue
                 self.load_soon(model, by_request=False)
-                await self._settle(model)
-                if model.host is not None and model.host.load_error is not None:
-                    raise model.host.load_error
-                if on_ready is not None and model.ready:
-                    await on_ready(model)
+                starting.append(model)
+        waiters = [asyncio.create_task(self._ready_at_start(model, on_ready)) for model in starting]
+        try:
+            for waiter in asyncio.as_completed(waiters):
+                await waiter  # the first load error ends the start (serve then closes every model)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()  # only after an error: announcing the others is pointless then
+            await asyncio.gather(*waiters, return_exceptions=True)
         # Always: a request's keep_alive can ask for an unload even when the server itself keeps models for good.
         self._sweeper = asyncio.create_task(self._sweep(), name="modelhost-keep-alive")
         self.started = True
 
-    async def _settle(self, model: ServedModel) -> None:
-        while model.host is not None and model.host.state in ("new", "loading"):
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def _ready_at_start(
+        self, model: ServedModel, on_ready: Callable[[ServedModel], Awaitable[None]] | None
+    ) -> None:
+        """Wait for `model`'s own load (not the others'), then raise its error or announce it ready."""
+        task = model._load_task
+        if task is not None:
+            await asyncio.wait({task})  # wait, unlike gather, leaves the load running when this waiter is cancelled
+        if model.host is not None and model.host.load_error is not None:
+            raise model.host.load_error
+        if on_ready is not None and model.ready:
+            await on_ready(model)
 
     def load_soon(self, model: ServedModel, *, by_request: bool = True) -> None:
         """Start loading `model` (no-op if loaded or loading), unloading idle models first if the budget needs the

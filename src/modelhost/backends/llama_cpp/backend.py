@@ -192,22 +192,26 @@ def _load_vision(
 def _open(path: str, n_ctx: int, threads: int, opts: LoadOptions, adapter: str | None) -> Any:
     import llama_cpp
 
+    from modelhost.backends.llama_cpp import logs
     from modelhost.backends.llama_cpp.engine import BATCH_SIZE  # here: the engine imports numpy
 
-    return llama_cpp.Llama(
-        model_path=path,
-        n_ctx=n_ctx,
-        n_batch=BATCH_SIZE,
-        n_threads=threads,
-        # Prefill and decode share one OpenMP group size: a second, larger group would oversubscribe the cores
-        # that the decode group spins on.
-        n_threads_batch=threads,
-        n_gpu_layers=opts.gpu_layers or 0,
-        lora_path=adapter,
-        flash_attn=FLASH_ATTENTION,
-        logits_all=False,  # only the last position's logits are ever read; all of them would cost n_vocab per token
-        verbose=False,
-    )
+    with logs.opening():  # verbose, so that llama-cpp-python leaves the process's stderr alone (see `opening`)
+        llm = llama_cpp.Llama(
+            model_path=path,
+            n_ctx=n_ctx,
+            n_batch=BATCH_SIZE,
+            n_threads=threads,
+            # Prefill and decode share one OpenMP group size: a second, larger group would oversubscribe the cores
+            # that the decode group spins on.
+            n_threads_batch=threads,
+            n_gpu_layers=opts.gpu_layers or 0,
+            lora_path=adapter,
+            flash_attn=FLASH_ATTENTION,
+            logits_all=False,  # only the last position's logits are ever read; all of them would cost n_vocab per token
+            verbose=True,
+        )
+    llm.verbose = False  # built: nothing later prints (its decode paths are quiet unless verbose)
+    return llm
 
 
 def _check_unsupported(opts: LoadOptions, *, gpu_offload: bool, max_parallel: int) -> None:

@@ -11,10 +11,13 @@ a handler) shows all of it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
+import sys
 import threading
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 log = logging.getLogger("modelhost.llama_cpp")
 
@@ -29,6 +32,9 @@ EXPECTED = (
 GGML_LOG_LEVEL_ERROR = 3
 
 _lock = threading.Lock()
+#: One Llama is built at a time in the process (see `opening`): the stderr swap below is safe only when no other
+#: build swaps it meanwhile, and llama.cpp's own loads gain nothing from running side by side.
+_opening = threading.Lock()
 _callback: Any = None  # the ctypes callback must outlive every call llama.cpp makes to it: held here for good
 
 
@@ -56,3 +62,44 @@ def install() -> None:
 
         llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
         _callback = callback
+
+
+class _LoaderStderr:
+    """sys.stderr while a Llama is built: what the building thread prints (llama-cpp-python's verbose lines: the
+    model's metadata, its chat format) goes to the debug log; every other thread's writes reach the real stderr."""
+
+    def __init__(self, real: TextIO, thread: int) -> None:
+        self._real = real
+        self._thread = thread
+
+    def write(self, text: str) -> int:
+        if threading.get_ident() != self._thread:
+            return self._real.write(text)
+        for line in text.splitlines():
+            if line.strip():
+                log.debug("llama-cpp-python: %s", line)
+        return len(text)
+
+    def flush(self) -> None:
+        self._real.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@contextlib.contextmanager
+def opening() -> Iterator[None]:
+    """Around building a `llama_cpp.Llama`, which the caller asks for with `verbose=True` (and turns quiet after).
+
+    With `verbose=False` llama-cpp-python silences a load by dup2()ing the process's fds 1 and 2 onto /dev/null and
+    back: for the whole load every thread's output is lost (another model's "ready" line, the access log), and two
+    loads at once restore each other's copies, leaving the process's stderr on /dev/null for good (a three-model
+    serve went silent). Its C log already comes here (`install`), so only its own Python prints are left to quiet:
+    they are taken from the building thread alone, and one build runs at a time, so no swap undoes another's."""
+    with _opening:
+        real = sys.stderr
+        sys.stderr = _LoaderStderr(real, threading.get_ident())  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            sys.stderr = real
