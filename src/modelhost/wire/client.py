@@ -27,9 +27,35 @@ from typing import Any, Final
 from modelhost.errors import InvalidInputError, ModelHostError
 from modelhost.host import Host
 from modelhost.inference.types import Message as ChatMessage
-from modelhost.wire import codec
 from modelhost.wire.address import default_address
-from modelhost.wire.codec import DEFAULT_MAX_TOKENS, DEFAULT_PROMPT, ResponseEvent, WireError
+from modelhost.wire.codec.constants import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_PROMPT,
+    AttachmentKind,
+    Buffer,
+    ErrorCode,
+    FrameType,
+    Role,
+    StopReason,
+)
+from modelhost.wire.codec.decode import decode_response
+from modelhost.wire.codec.encode import encode_request
+from modelhost.wire.codec.errors import WireError
+from modelhost.wire.codec.frames import Frame, FrameDecoder
+from modelhost.wire.codec.messages import (
+    Attachment,
+    ContentBlock,
+    Done,
+    Error,
+    FrameDelta,
+    ImageBlock,
+    Message,
+    Request,
+    ResponseEvent,
+    TextBlock,
+    is_terminal,
+)
+from modelhost.wire.codec.pages import image_attachment
 from modelhost.wire.errors import ConnectError, RemoteError, TruncatedError, WireProtocolError
 from modelhost.wire.handler import events as handler_events
 
@@ -80,9 +106,9 @@ def dial(path: str, *, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
         return sock
 
 
-def _role(role: str) -> codec.Role:
+def _role(role: str) -> Role:
     try:
-        return codec.Role(role)
+        return Role(role)
     except ValueError:
         raise InvalidInputError(f"role {role!r} cannot travel on the wire (system, user, assistant)") from None
 
@@ -95,22 +121,22 @@ def chat_request(
     temperature: float | None = None,
     top_p: float | None = None,
     top_k: int | None = None,
-) -> codec.Request:
+) -> Request:
     """The wire request for a chat: each turn's images (attachments ``<id>-<n>``) before its text, as pdf-spec orders
     a page's blocks. Raises InvalidInputError for what the wire cannot carry (a ``tool`` role, an unusable image)."""
-    wire_messages: list[codec.Message] = []
-    attachments: list[codec.Attachment] = []
+    wire_messages: list[Message] = []
+    attachments: list[Attachment] = []
     for message in messages:
-        blocks: list[codec.ContentBlock] = []
+        blocks: list[ContentBlock] = []
         for image in message.images:
             attachment_id = f"{request_id}-{len(attachments) + 1}"
             attachments.append(_image_attachment(attachment_id, image))
-            blocks.append(codec.ImageBlock(attachment_id))
-        blocks.append(codec.TextBlock(message.content))
-        wire_messages.append(codec.Message(_role(message.role), tuple(blocks)))
+            blocks.append(ImageBlock(attachment_id))
+        blocks.append(TextBlock(message.content))
+        wire_messages.append(Message(_role(message.role), tuple(blocks)))
     if max_tokens is not None and max_tokens < 0:
         raise InvalidInputError(f"max_tokens must be at least 0, got {max_tokens}")
-    return codec.Request(
+    return Request(
         id=request_id,
         messages=tuple(wire_messages),
         attachments=tuple(attachments),
@@ -121,7 +147,7 @@ def chat_request(
     )
 
 
-def _image_attachment(attachment_id: str, image: Any) -> codec.Attachment:
+def _image_attachment(attachment_id: str, image: Any) -> Attachment:
     if isinstance(image, bytes | bytearray | memoryview):
         # Encoded PNG/JPEG (the contract allows it): the wire carries decoded RGB only (inferd ADR 0016).
         import io
@@ -134,7 +160,7 @@ def _image_attachment(attachment_id: str, image: Any) -> codec.Attachment:
         except Exception as exc:
             raise InvalidInputError(f"image {attachment_id}: cannot decode it: {exc}") from exc
     try:
-        return codec.image_attachment(attachment_id, image)
+        return image_attachment(attachment_id, image)
     except (WireError, ValueError, AttributeError) as exc:
         raise InvalidInputError(f"image {attachment_id}: {exc}") from exc
 
@@ -143,17 +169,17 @@ class _Session:
     """What Client and Local share: building requests and turning response events into results."""
 
     def __init__(self) -> None:
-        self.last_done: codec.Done | None = None
+        self.last_done: Done | None = None
         self._ids = itertools.count(1)
 
-    def _exchange(self, request: codec.Request) -> Iterator[ResponseEvent]:
+    def _exchange(self, request: Request) -> Iterator[ResponseEvent]:
         raise NotImplementedError
 
-    def _events(self, request: codec.Request) -> Iterator[ResponseEvent]:
+    def _events(self, request: Request) -> Iterator[ResponseEvent]:
         """The request's response events, ending with its one terminal event (raises if the stream breaks)."""
         for event in self._exchange(request):
             yield event
-            if codec.is_terminal(event):
+            if is_terminal(event):
                 return
         raise WireProtocolError(f"request {request.id!r}: the response stream ended without done or error")
 
@@ -181,13 +207,13 @@ class _Session:
         )
         return self._texts(request)
 
-    def _texts(self, request: codec.Request) -> Iterator[str]:
+    def _texts(self, request: Request) -> Iterator[str]:
         self.last_done = None
         for event in self._events(request):
-            if isinstance(event, codec.FrameDelta):
+            if isinstance(event, FrameDelta):
                 if event.text:
                     yield event.text
-            elif isinstance(event, codec.Done):
+            elif isinstance(event, Done):
                 self.last_done = event
             else:
                 raise RemoteError(event.code, event.message, request_id=event.id)
@@ -209,9 +235,9 @@ class _Session:
         """
         request_id = f"page-{next(self._ids)}"
         attachment = _image_attachment(request_id, image)
-        request = codec.Request(
+        request = Request(
             id=request_id,
-            messages=(codec.Message(codec.Role.USER, (codec.ImageBlock(request_id), codec.TextBlock(prompt))),),
+            messages=(Message(Role.USER, (ImageBlock(request_id), TextBlock(prompt))),),
             attachments=(attachment,),
             max_tokens=max_tokens if max_tokens > 0 else None,
             temperature=temperature,
@@ -224,7 +250,7 @@ class _Session:
             return "".join(parts), exc
         text = "".join(parts)
         done = self.last_done
-        if done is not None and done.stop_reason == codec.StopReason.MAX_TOKENS:
+        if done is not None and done.stop_reason == StopReason.MAX_TOKENS:
             return text, TruncatedError(
                 f"page {request_id}: generation hit the {max_tokens}-token limit; the page is truncated"
             )
@@ -250,8 +276,8 @@ class Client(_Session):
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._sock: socket.socket | None = None
-        self._decoder = codec.FrameDecoder(expect=codec.FrameType.JSON)
-        self._pending: list[codec.Frame] = []
+        self._decoder = FrameDecoder(expect=FrameType.JSON)
+        self._pending: list[Frame] = []
         self._buf = bytearray(_RECV_CHUNK)
 
     def connect(self) -> None:
@@ -262,7 +288,7 @@ class Client(_Session):
         if self._sock is None:
             self._sock = dial(self.path, timeout=self.connect_timeout)
             self._sock.settimeout(self.timeout)
-            self._decoder = codec.FrameDecoder(expect=codec.FrameType.JSON)
+            self._decoder = FrameDecoder(expect=FrameType.JSON)
             self._pending = []
 
     @staticmethod
@@ -294,7 +320,7 @@ class Client(_Session):
     ) -> None:
         self.close()
 
-    def request(self, request: codec.Request) -> Iterator[ResponseEvent]:
+    def request(self, request: Request) -> Iterator[ResponseEvent]:
         """Send a prepared request and yield its response events up to and including the terminal one."""
         return self._events(request)
 
@@ -307,20 +333,20 @@ class Client(_Session):
         beside an empty message is refused either way, and which refusal comes says what the model takes, in a
         frame or two and no model time. A host that answers anything else (one that generates for it) is taken to
         read images, and the page requests will say otherwise if it does not."""
-        probe = codec.Request(
+        probe = Request(
             id="probe-images",
-            messages=(codec.Message(codec.Role.USER, ()),),
-            attachments=(codec.Attachment(codec.AttachmentKind.IMAGE, "probe-images", 1, 1, b"\xff\xff\xff"),),
+            messages=(Message(Role.USER, ()),),
+            attachments=(Attachment(AttachmentKind.IMAGE, "probe-images", 1, 1, b"\xff\xff\xff"),),
             max_tokens=1,  # a host that generates anyway stops after a token
         )
         last = None
         for event in self._events(probe):
             last = event
-        return not (isinstance(last, codec.Error) and last.code == codec.ErrorCode.ATTACHMENT_UNSUPPORTED)
+        return not (isinstance(last, Error) and last.code == ErrorCode.ATTACHMENT_UNSUPPORTED)
 
-    def _exchange(self, request: codec.Request) -> Iterator[ResponseEvent]:
+    def _exchange(self, request: Request) -> Iterator[ResponseEvent]:
         try:
-            frames = codec.encode_request(request)
+            frames = encode_request(request)
         except WireError as exc:
             raise InvalidInputError(exc.message) from exc
         self.connect()
@@ -342,8 +368,8 @@ class Client(_Session):
                 return
             while True:
                 event = self._read_event()
-                finished = codec.is_terminal(event)
-                if finished and isinstance(event, codec.Error) and not self._keeps_connection(event):
+                finished = is_terminal(event)
+                if finished and isinstance(event, Error) and not self._keeps_connection(event):
                     # Close before yielding: _events stops at the terminal event and never resumes this generator,
                     # so code after the yield would not run, and the next request would go into a connection the
                     # host is closing (its FIN may trail the error frame).
@@ -356,20 +382,20 @@ class Client(_Session):
                 self.close()  # an abandoned or broken request: closing the connection is what cancels it
 
     @staticmethod
-    def _keeps_connection(event: codec.Error) -> bool:
+    def _keeps_connection(event: Error) -> bool:
         # After a fatal error the host closes its end; reconnecting on the next request is cheaper than guessing.
         return (
             event.code
             in (
-                codec.ErrorCode.INVALID_REQUEST,
-                codec.ErrorCode.QUEUE_FULL,
-                codec.ErrorCode.ATTACHMENT_UNSUPPORTED,
+                ErrorCode.INVALID_REQUEST,
+                ErrorCode.QUEUE_FULL,
+                ErrorCode.ATTACHMENT_UNSUPPORTED,
             )
             and event.id != ""
         )
 
     @staticmethod
-    def _send(sock: socket.socket, frames: list[codec.Buffer]) -> None:
+    def _send(sock: socket.socket, frames: list[Buffer]) -> None:
         small = bytearray()
         for frame in frames:
             if len(frame) < _RECV_CHUNK:
@@ -389,7 +415,7 @@ class Client(_Session):
             while self._pending:
                 frame = self._pending.pop(0)
                 try:
-                    event = codec.decode_response(frame.payload, frame.frame_type)
+                    event = decode_response(frame.payload, frame.frame_type)
                 except WireError as exc:
                     raise WireProtocolError(f"from {self.path}: {exc.message}") from exc
                 if event is not None:
@@ -407,12 +433,12 @@ class Client(_Session):
             except WireError as exc:
                 raise WireProtocolError(f"from {self.path}: {exc.message}") from exc
 
-    def _read_refusal(self) -> codec.Error | None:
+    def _read_refusal(self) -> Error | None:
         try:
             event = self._read_event()
         except ModelHostError:
             return None
-        return event if isinstance(event, codec.Error) else None
+        return event if isinstance(event, Error) else None
 
 
 class Local(_Session):
@@ -427,17 +453,17 @@ class Local(_Session):
         self.host = host
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def events(self, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
+    def events(self, request: Request) -> AsyncGenerator[ResponseEvent, None]:
         """The response events of ``request``, ending with exactly one ``Done`` or ``Error``."""
         return handler_events(self.host, request)
 
-    def request(self, request: codec.Request) -> Iterator[ResponseEvent]:
+    def request(self, request: Request) -> Iterator[ResponseEvent]:
         """Answer a prepared request and yield its response events up to and including the terminal one."""
         return self._events(request)
 
-    def _exchange(self, request: codec.Request) -> Iterator[ResponseEvent]:
+    def _exchange(self, request: Request) -> Iterator[ResponseEvent]:
         try:
-            codec.encode_request(request)  # the same sender-side refusals as the socket path, without sending
+            encode_request(request)  # the same sender-side refusals as the socket path, without sending
         except WireError as exc:
             raise InvalidInputError(exc.message) from exc
         if self._loop is None:

@@ -50,8 +50,12 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter
 
 from modelhost.host.models import Servable
-from modelhost.wire import codec
-from modelhost.wire.codec import Buffer, FrameHeader, RequestReader, ResponseEvent, WireError
+from modelhost.wire.codec.constants import MAX_ATTACHMENT_BYTES, MAX_FRAME, Buffer, ErrorCode
+from modelhost.wire.codec.encode import encode_response
+from modelhost.wire.codec.errors import WireError
+from modelhost.wire.codec.frames import FrameHeader, parse_frame_header
+from modelhost.wire.codec.messages import Error, Request, ResponseEvent
+from modelhost.wire.codec.reader import RequestReader
 from modelhost.wire.errors import SocketPathError
 from modelhost.wire.handler import respond
 
@@ -85,7 +89,7 @@ LISTEN_BACKLOG: Final = 128
 DEFAULT_MAX_CONNECTIONS: Final = 256
 #: Bytes of requests being received or waiting to be answered, over all connections: twice the largest request (a
 #: 64 MiB JSON frame and 128 MiB of attachments), so two of the largest fit and twenty half-sent ones do not.
-DEFAULT_MAX_BUFFERED_BYTES: Final = 2 * (codec.MAX_FRAME + codec.MAX_ATTACHMENT_BYTES)
+DEFAULT_MAX_BUFFERED_BYTES: Final = 2 * (MAX_FRAME + MAX_ATTACHMENT_BYTES)
 #: A connection that sends nothing between requests for this long is closed (nginx's keepalive_timeout is 75 s).
 #: A client that renders its next page for longer simply reconnects, which costs a millisecond on a local socket.
 DEFAULT_IDLE_TIMEOUT: Final = 120.0
@@ -155,7 +159,7 @@ class _Eof:
 
 
 _EOF: Final = _Eof()
-_Item = codec.Request | WireError | _Eof
+_Item = Request | WireError | _Eof
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -168,7 +172,7 @@ class _Connection(asyncio.BufferedProtocol):
         self._scratch = memoryview(bytearray(_SCRATCH))
         # Reading state (sans-IO reader from the codec; this class only moves bytes).
         self._reader = RequestReader()
-        self._head = bytearray()  # header bytes so far (at most codec.MAX_HEADER_LEN)
+        self._head = bytearray()  # header bytes so far (at most MAX_HEADER_LEN)
         self._payload: memoryview | None = None  # the frame payload being received, exactly its declared length
         self._payload_buffer: Buffer | None = None
         self._filled = 0
@@ -286,7 +290,7 @@ class _Connection(asyncio.BufferedProtocol):
             if self._payload is None:
                 self._head.append(data[pos])
                 pos += 1
-                header = codec.parse_frame_header(self._head)
+                header = parse_frame_header(self._head)
                 if header is not None:
                     self._head.clear()
                     self._start_payload(header)
@@ -408,7 +412,7 @@ class _Connection(asyncio.BufferedProtocol):
             log.warning("wire: dropping a client whose request was not whole after %.0f s", limits.request_timeout)
             self._fail(
                 WireError(
-                    codec.ErrorCode.INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     f"the request did not arrive whole within {limits.request_timeout:g} s of its first byte",
                     fatal=True,
                 )
@@ -441,7 +445,7 @@ class _Connection(asyncio.BufferedProtocol):
         transport = self._transport
         if transport is None or self._lost or transport.is_closing():
             raise ConnectionResetError("the peer is gone")
-        transport.write(codec.encode_response(event))
+        transport.write(encode_response(event))
         if self._write_paused:
             self._drained = asyncio.get_running_loop().create_future()
             try:
@@ -485,7 +489,7 @@ class _Connection(asyncio.BufferedProtocol):
             if self._transport is not None:
                 self._transport.close()
 
-    async def _answer(self, request: codec.Request) -> bool:
+    async def _answer(self, request: Request) -> bool:
         """Answer one request; return whether the connection may carry another."""
         async with contextlib.aclosing(respond(self._server.host, request)) as answers:
             try:
@@ -500,7 +504,7 @@ class _Connection(asyncio.BufferedProtocol):
                 # A bug of ours, not the client's: say so on the wire rather than vanish, and drop the connection,
                 # whose state we no longer vouch for. The host keeps serving everyone else.
                 log.exception("wire: answering request %r failed", request.id)
-                await self._send(codec.Error(request.id, codec.ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"))
+                await self._send(Error(request.id, ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}"))
                 return False
         return True
 
@@ -584,8 +588,8 @@ class WireServer:
         """Answer a client past the connection limit with one queue_full frame (a retry-later code: the client
         knows it is load, not a fault) and close it, without giving it a transport, a task or a buffer."""
         self._refused("connection_limit")
-        frame = codec.encode_response(
-            codec.Error("", codec.ErrorCode.QUEUE_FULL, f"too many connections (at most {self.limits.max_connections})")
+        frame = encode_response(
+            Error("", ErrorCode.QUEUE_FULL, f"too many connections (at most {self.limits.max_connections})")
         )
         with contextlib.suppress(OSError):
             conn.send(frame)  # a hundred bytes into an empty socket buffer: never blocks
@@ -598,7 +602,7 @@ class WireServer:
         if self._buffered + size > self.limits.max_buffered_bytes:
             self._refused("buffer_limit")
             raise WireError(
-                codec.ErrorCode.QUEUE_FULL,
+                ErrorCode.QUEUE_FULL,
                 f"the socket door holds {self._buffered} bytes of requests; a frame of {size} more would pass its "
                 f"bound of {self.limits.max_buffered_bytes}: retry when they are answered",
                 fatal=True,  # the payload is not read, so the stream position is lost
