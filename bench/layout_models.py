@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from modelhost.docengine.layoutmodel import LABELS
+from modelhost.backends.ocr.layoutmodel import LABELS
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "documents"
 

@@ -76,7 +76,7 @@ def load_pages(dpi: float) -> list[tuple[str, np.ndarray, str]]:
 def direct_engine(threads: int | None) -> Any:
     from rapidocr import RapidOCR
 
-    from modelhost.docengine.pixels import find_models, models_folder
+    from modelhost.backends.ocr.pixels import find_models, models_folder
 
     folder = models_folder()
     models = find_models(folder)
@@ -99,7 +99,7 @@ def run_direct(engine: Any, image: np.ndarray) -> str:
 
 
 def run_pixels(reader: Any, image: np.ndarray, dpi: float) -> str:
-    from modelhost.docengine import scanpage
+    from modelhost.backends.ocr import scanpage
 
     detection = reader.detect(image, dpi)
     return " ".join(b.text for b in scanpage.blocks(reader, detection) if b.text)
@@ -117,7 +117,7 @@ if kind == "direct":
     engine = ocr_speed.direct_engine(threads)
     ocr_speed.run_direct(engine, image)
 else:
-    from modelhost.docengine.pixels import PixelReader
+    from modelhost.backends.ocr.pixels import PixelReader
     reader = PixelReader.load(threads=threads)
     ocr_speed.run_pixels(reader, image, dpi)
 print(time.perf_counter() - t0)
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
-    from modelhost.docengine.pixels import PixelReader
+    from modelhost.backends.ocr.pixels import PixelReader
 
     pages = load_pages(args.dpi)
     engine = direct_engine(args.threads)

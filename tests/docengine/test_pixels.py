@@ -20,8 +20,8 @@ pytest.importorskip("rapid_layout")
 
 import pypdfium2 as pdfium
 
-from modelhost.docengine import scanpage
-from modelhost.docengine.pixels import PixelReader, groups
+from modelhost.backends.ocr import scanpage
+from modelhost.backends.ocr.pixels import PixelReader, groups
 from modelhost.docengine.types import Block, Kind
 from modelhost.errors import InvalidInputError
 from modelhost.testing.pages import cer
@@ -111,8 +111,8 @@ def test_the_readmes_examples_keep_their_heading_apart_from_the_body(
 
 def test_the_layout_models_regions_reach_the_callers(reader: PixelReader) -> None:
     # PageContent.regions and PageLayout.regions: the model's labelled boxes, for a docling JSON's clusters.
+    from modelhost.backends.ocr.layoutmodel import LABELS
     from modelhost.docengine import Region, analyse
-    from modelhost.docengine.layoutmodel import LABELS
 
     image = render("pdfspec/scanned.pdf", 150)
     content = reader.read(image, 150)
@@ -193,7 +193,7 @@ def test_rapidocr_with_its_defaults_still_works_after_the_pixel_path_loads() -> 
     import sys
 
     script = (
-        "from modelhost.docengine.pixels import PixelReader\n"
+        "from modelhost.backends.ocr.pixels import PixelReader\n"
         "PixelReader.load()\n"
         "from rapidocr import RapidOCR\n"
         "import pypdfium2 as pdfium, numpy as np\n"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modelhost.docengine import orientation, scanpage
+from modelhost.backends.ocr import orientation, scanpage
+from modelhost.backends.ocr.layoutmodel import Region
+from modelhost.backends.ocr.pixels import Detection, Group, font_size, groups, xy_cut
+from modelhost.backends.ocr.scantable import table_block, table_runs
 from modelhost.docengine.analyse import Style, analyse
-from modelhost.docengine.layoutmodel import Region
-from modelhost.docengine.pixels import Detection, Group, font_size, groups, xy_cut
-from modelhost.docengine.scantable import table_block, table_runs
 from modelhost.docengine.types import Block, Kind, PageContent, Word
 
 
@@ -131,7 +131,7 @@ def _ruled_page() -> np.ndarray:
 
 
 def test_rulings_are_found_in_pixels_and_filled_areas_and_glyphs_are_not() -> None:
-    from modelhost.docengine.pixelrules import find_rulings
+    from modelhost.backends.ocr.pixelrules import find_rulings
 
     rules = find_rulings(_ruled_page(), 1.0, line_height=20.0)
     horizontal = sorted((round(s.y0), round(s.x0), round(s.x1)) for s in rules if s.horizontal)
@@ -144,7 +144,7 @@ def test_rulings_are_found_in_pixels_and_filled_areas_and_glyphs_are_not() -> No
 
 
 def test_a_ruled_frame_gathers_its_lines_whatever_region_holds_them() -> None:
-    from modelhost.docengine.pixelrules import find_rulings
+    from modelhost.backends.ocr.pixelrules import find_rulings
 
     page = _ruled_page()
     cells = [(110, 55), (260, 55), (110, 85), (260, 85), (110, 115), (260, 115)]

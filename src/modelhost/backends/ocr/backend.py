@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 class OcrBackend:
-    """The pixel path of `modelhost.docengine` as a vision model that answers page images with DocTags/Markdown."""
+    """The pixel path (`pixels`, `scanpage`: OCR laid out by the document engine) as a vision model that answers
+    page images with DocTags or Markdown."""
 
     name = "ocr"
 
@@ -39,13 +40,13 @@ class OcrBackend:
 
     def accepts(self, path: str) -> bool:
         """True for a folder holding a detection and a recognition ONNX model."""
-        from modelhost.docengine.pixels import find_models
+        from modelhost.backends.ocr.pixels import find_models
 
         return find_models(Path(path)) is not None
 
     def load_model(self, path: str, **load_opts: Any) -> OcrModel:
         """Load the folder's models and the layout model; `threads` sets onnxruntime's intra-op threads."""
-        from modelhost.docengine.pixels import PixelReader, find_models
+        from modelhost.backends.ocr.pixels import PixelReader, find_models
 
         from .model import OcrModel  # here: the model imports the document engine, which `available` need not
 

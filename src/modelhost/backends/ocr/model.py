@@ -2,7 +2,7 @@
 
 A page streams ONE ELEMENT PER TOKEN, as soon as each is known: `<doctag>` before any model runs, then detection
 (lines, orientation, layout regions: the page's reading order is known before any text is read), then each region
-is recognised only when the consumer asks for its next element (docengine.scanpage), then `</doctag>`. So the
+is recognised only when the consumer asks for its next element (scanpage.py), then `</doctag>`. So the
 first element arrives after one region's recognition, not the page's, and `max_tokens` bounds the WORK: 2 tokens
 detect the page and recognise its first region only. The shared `decode_loop` does the stopping, so `max_tokens`,
 stop strings and `cancel=` behave as for any backend, and a page cut by its bound keeps every element before it.
@@ -24,9 +24,9 @@ from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from modelhost.docengine import scanpage
+from modelhost.backends.ocr import scanpage
+from modelhost.backends.ocr.pixels import PixelReader, check_image, check_size
 from modelhost.docengine.emit import element, to_docling
-from modelhost.docengine.pixels import PixelReader, check_image, check_size
 from modelhost.docengine.types import Block, Kind, PageLayout
 from modelhost.errors import GenerationError, InvalidInputError, ModelClosedError, ModelHostError
 from modelhost.inference.adapters import StreamEngine
@@ -77,7 +77,7 @@ def wants_markdown(messages: Sequence[Message]) -> bool:
 
 
 class OcrModel:
-    """A loaded pixel path (docengine.PixelReader). Drive it from one thread, as the host does."""
+    """A loaded pixel path (pixels.PixelReader). Drive it from one thread, as the host does."""
 
     model_type = "pp-ocr"
 

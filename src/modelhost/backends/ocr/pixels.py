@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from modelhost.docengine import orientation
-from modelhost.docengine.layoutmodel import LayoutModel, Region
+from modelhost.backends.ocr import orientation, rapid
+from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
+from modelhost.backends.ocr.pixelrules import find_rulings
+from modelhost.backends.ocr.scantable import table_runs
 from modelhost.docengine.order import order
-from modelhost.docengine.pixelrules import find_rulings
-from modelhost.docengine.scantable import table_runs
 from modelhost.docengine.tables import table_frames
 from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
 from modelhost.errors import InvalidInputError, ModelLoadError
@@ -103,20 +103,6 @@ def find_models(folder: Path) -> dict[str, Path] | None:
     if not found["det"] or not found["rec"]:
         return None
     return {kind: paths[0] for kind, paths in found.items() if paths}
-
-
-def import_rapidocr() -> Any:
-    """rapidocr's RapidOCR class, imported as rapidocr imports itself.
-
-    An earlier version emptied rapidocr's model-download table (`default_models.yaml`) for the import to save its
-    parse, and rapidocr keeps that table for the life of the process: every later RapidOCR() with its defaults in
-    the same process (pymupdf4llm's OCR, a user's own) then failed with "Unsupported configuration". Measured: the
-    parse costs ~0.45 s of CPU once per process (1.4 s against 0.95 s for the whole load, three runs each), not
-    worth a process-wide side effect.
-    """
-    from rapidocr.main import RapidOCR
-
-    return RapidOCR
 
 
 def check_image(image: Any) -> np.ndarray:
@@ -189,9 +175,8 @@ class PixelReader:
 
     def __init__(self, engine: Any, layout: LayoutModel | None, *, det_max_side: int = DET_MAX_SIDE) -> None:
         self._engine = engine
-        self._det = engine._load_det_model()
-        self._rec = engine._load_rec_model()
-        self._cls = engine._load_cls_model() if engine.cfg.Cls.model_path else None
+        loaded = rapid.models(engine)
+        self._det, self._rec, self._cls = loaded.det, loaded.rec, loaded.cls
         self._layout = layout
         self._det_max_side = det_max_side
         #: Lines recognised and recogniser calls made so far: the work `max_tokens` bounds (tests count these,
@@ -207,7 +192,7 @@ class PixelReader:
         if models is None:
             raise ModelLoadError(f"{str(folder)!r} holds no PP-OCR detection and recognition models")
         try:
-            RapidOCR = import_rapidocr()
+            RapidOCR = rapid.import_rapidocr()
         except ImportError as exc:
             raise ModelLoadError(f"the pixel path needs rapidocr and onnxruntime ({exc})") from exc
         params: dict[str, Any] = {
@@ -292,15 +277,13 @@ class PixelReader:
     # -- recognition -----------------------------------------------------------------------------------------------
     def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
         """The words of the given lines (boxes in points), lines the recogniser is unsure of dropped."""
-        from rapidocr.ch_ppocr_rec import TextRecInput
-
         crops = {i: _crop(detection.image, detection.quads[i]) for i in lines}
         read: dict[int, tuple[str, float]] = {}
         for batch in _batches(crops):
             self.recognition_calls += 1
-            result = self._rec(TextRecInput(img=[crops[i] for i in batch]))
-            for index, text, score in zip(batch, result.txts or (), result.scores or (), strict=False):
-                read[index] = (str(text), float(score))
+            texts, scores = rapid.recognise(self._rec, [crops[i] for i in batch])
+            for index, text, score in zip(batch, texts, scores, strict=False):
+                read[index] = (text, score)
         self.recognised_lines += len(crops)
         words: list[Word] = []
         for index in lines:
@@ -370,9 +353,7 @@ def _batches(crops: dict[int, np.ndarray]) -> list[list[int]]:
 
 def _crop(rgb: np.ndarray, quad: np.ndarray) -> np.ndarray:
     # One line cut out of the RGB page and turned to BGR, as the recogniser and the line classifier read it.
-    from rapidocr.utils.process_img import get_rotate_crop_image
-
-    return np.ascontiguousarray(np.asarray(get_rotate_crop_image(rgb, quad.astype(np.float32).copy()))[:, :, ::-1])
+    return np.ascontiguousarray(rapid.rotate_crop(rgb, quad)[:, :, ::-1])
 
 
 def _line_height(quad: np.ndarray) -> float:

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
+from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups
+from modelhost.backends.ocr.scantable import rows, table_block
 from modelhost.docengine.analyse import Style, analyse
 from modelhost.docengine.classify import never_heading
-from modelhost.docengine.pixels import Detection, Group, PixelReader, body_style_sizes, groups
-from modelhost.docengine.scantable import rows, table_block
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
