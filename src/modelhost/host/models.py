@@ -1,16 +1,10 @@
 """A model set: the models one process serves, each in its own Host (thread, queue, scheduler), found by name.
 
 Ollama's shape: several models side by side, each loaded at start or at its first request (`lazy`), unloaded after
-`keep_alive` idle seconds, and kept within a memory budget (`max_memory`): to make room for a model, the least
-recently used *idle* models are unloaded; a model that can never fit is refused when the set is built.
-
-Fair eviction: a model that cannot fit now because the resident models are busy is not left to retry until they
-happen to be idle (steady traffic to one model starved the other for good: 0 of 147 requests in 90 s). Its request
-claims the room: the busy models it needs gone finish the requests they hold, take no new ones meanwhile, and are
-unloaded as soon as those end; then the claimant loads, and keeps its memory until a request has used it (for at most
-FRESH_LOAD_HOLD_SECONDS), so the model it displaced cannot take the room back before the claimant's client returns.
-Every refusal says how long the wait should be (MemoryBudgetError.retry_after: the holders' requests in flight times
-their mean request time).
+`keep_alive` idle seconds, and kept within a memory budget (`max_memory`), which host/budget.py keeps: to make room
+for a model, the least recently used *idle* models are unloaded, a model that cannot fit for busy ones claims the
+room (fair eviction), and a model that can never fit is refused when the set is built. What a set is built from
+(ModelSpec, the sizes) is host/spec.py; the keep-alive sweep's timing is host/keepalive.py.
 
 A Host is one-shot (loaded once, closed once), so unloading closes it and the next load builds a fresh one: the
 ServedModel is the stable face the doors hold, and its metrics (one HostMetrics for the whole set, labelled by model)
@@ -27,43 +21,53 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
-import os
-import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError
-from modelhost.host.events import Admission, GenerationRequest
+from modelhost.host.budget import (
+    FRESH_LOAD_HOLD_SECONDS,
+    RETRY_AFTER_MAX,
+    RETRY_AFTER_MIN,
+    Budget,
+    MemoryBudgetError,
+    MemoryReleasingError,
+)
+from modelhost.host.events import GenerationRequest
+from modelhost.host.keepalive import MAX_SWEEP_SECONDS, sweep_every, sweep_interval
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
+from modelhost.host.spec import ModelSpec, parse_size, resident_size
 from modelhost.inference.engine import Engine
 from modelhost.inference.model import TextModel
 
 log = logging.getLogger(__name__)
 
+#: Names that moved to host/budget.py, host/keepalive.py and host/spec.py when this module was split (issue 37 item
+#: 4): the doors, the jobs and the tests import them from here as before.
+__all__ = [
+    "FRESH_LOAD_HOLD_SECONDS",
+    "MAX_SWEEP_SECONDS",
+    "RETRY_AFTER_MAX",
+    "RETRY_AFTER_MIN",
+    "MemoryBudgetError",
+    "MemoryReleasingError",
+    "ModelSpec",
+    "ModelState",
+    "Models",
+    "Servable",
+    "ServedModel",
+    "as_models",
+    "parse_size",
+    "resident_size",
+]
+
 #: A served model's state: a Host's, or "unloaded" (not resident; a request loads it).
 ModelState = Literal["unloaded", "new", "loading", "ready", "failed", "closing", "closed"]
-
-#: How often the keep-alive sweep looks for idle models, at most: idle times are seconds to minutes, so a second of
-#: lateness is noise; a short keep-alive (tests) is checked four times per period.
-MAX_SWEEP_SECONDS = 1.0
-
-#: How long a model loaded for a request keeps its memory (against the budget and keep-alive alike) before any request
-#: has used it: an OpenAI client answered 503 "loading, Retry-After: 1" comes back after a second or a few on a busy
-#: machine, and without the hold the model it displaced (or a keep-alive of 0) took the room back before it did, so
-#: neither model was ever served. A client that never comes back holds the memory no longer than this.
-FRESH_LOAD_HOLD_SECONDS = 30.0
-
-#: The bounds of a memory wait's Retry-After: at least a second (sooner is refused again), at most a minute (an
-#: estimate from a few slow requests should not send a client away for longer).
-RETRY_AFTER_MIN, RETRY_AFTER_MAX = 1, 60
 
 
 class Servable(Protocol):
@@ -87,69 +91,13 @@ class Servable(Protocol):
     @property
     def slots(self) -> int: ...
 
-    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission: ...
+    async def precheck(self, request: GenerationRequest) -> None: ...
 
-    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream: ...
+    def submit(self, request: GenerationRequest) -> RequestStream: ...
 
     def submit_embedding(
         self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False
     ) -> EmbeddingTicket: ...
-
-
-class MemoryBudgetError(ModelLoadingError):
-    """The model cannot be loaded now (the memory budget is held by models that are busy), or takes no new requests
-    now (it is making room for one that waits). A retry after `retry_after` seconds may succeed (the doors answer it
-    like a model still loading: 503 with that Retry-After, a job waits)."""
-
-    def __init__(self, message: str, *, retry_after: int = RETRY_AFTER_MIN) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class MemoryReleasingError(MemoryBudgetError):
-    """The room a model needs is held only by models already unloading: it is free once their hosts have closed, a
-    wait of its own end (`Models.released`), not one to retry on a guess."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """One model to serve: its name, where it comes from (a path, for whoever needs the files: lora.train), how to
-    load it, its resident size in bytes (0: unknown, not counted against the budget), and whether it is pinned."""
-
-    name: str
-    loader: Callable[[], TextModel]
-    path: str | None = None
-    size: int = 0
-    pinned: bool = False
-    #: Other names a request may use for it (the catalogue name given on the command line, e.g. `ocr`).
-    aliases: tuple[str, ...] = ()
-
-
-def resident_size(path: str | os.PathLike[str]) -> int:
-    """An estimate of a model's resident size: the bytes of its file, or of every file in its folder (weights
-    dominate; a GGUF is mapped whole, a safetensors checkpoint is read whole)."""
-    p = Path(path)
-    if p.is_file():
-        return p.stat().st_size
-    if p.is_dir():
-        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    return 0
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-
-
-def parse_size(text: str) -> int:
-    """`8G`, `512M`, `1.5GiB`, `1000000` into bytes (binary units); ValueError naming the bad value."""
-    found = _SIZE.match(text)
-    if not found:
-        raise ValueError(f"expected a size such as 8G, 512M or a number of bytes, got {text!r}")
-    return int(float(found.group(1)) * _UNITS[found.group(2).lower()])
-
-
-def _mb(size: int) -> str:
-    return f"{size / 2**20:.0f} MB" if size >= 2**20 else f"{size} bytes"
 
 
 class ServedModel:
@@ -192,6 +140,11 @@ class ServedModel:
     @host.setter
     def host(self, host: Host | None) -> None:
         self._host = host
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model holds a Host (loading, loaded or closing): its size counts against the budget."""
+        return self._host is not None
 
     @property
     def parent(self) -> ServedModel | None:
@@ -283,7 +236,7 @@ class ServedModel:
                         self._models.load_soon(self)
                     except MemoryReleasingError:
                         # The room is on its way back (a keep_alive 0 unload still closing): wait for it, not 503.
-                        await self._models.released()
+                        await self._models.budget.released()
                         continue
                 task = self._load_task
                 if task is None or self.host is None or self.host.state not in ("new", "loading"):
@@ -291,14 +244,14 @@ class ServedModel:
                 await asyncio.shield(task)
             self._used()
 
-    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
-        """Host.precheck on the loaded model (the request unchecked when unloaded: `submit` answers that). The model
-        counts as busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the submit."""
+    async def precheck(self, request: GenerationRequest) -> None:
+        """Host.precheck on the loaded model (nothing when unloaded: `submit` answers that). The model counts as
+        busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the caller's submit."""
         host = self.host
         if host is None:
-            return Admission(request, n=n)
+            return
         with self.in_use():
-            return await host.precheck(request, n)
+            await host.precheck(request)
 
     def _admit(self) -> Host:
         """The host to queue a request on; ModelLoadingError (retry) when unloaded (its load starts) or making room
@@ -309,7 +262,7 @@ class ServedModel:
             self.metrics.reject(self.name, ModelLoadingError.code)
             raise ModelLoadingError(f"model {self.name!r} is loading; retry shortly")
         if self.draining_for is not None:
-            wait = self._models.drain_seconds([self])
+            wait = self._models.budget.drain_seconds([self])
             self.metrics.reject(self.name, MemoryBudgetError.code)
             raise MemoryBudgetError(
                 f"model {self.name!r} is giving its memory to {self.draining_for!r}, which waits for it: it takes no "
@@ -318,11 +271,10 @@ class ServedModel:
             )
         return host
 
-    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream:
-        """Queue a request (choice `choice` of its Admission) on the loaded model (Host.submit); an unloaded model
-        starts loading and the request is answered ModelLoadingError (retry), as while any model loads, or while it
-        makes room for another."""
-        stream = self._admit().submit(request, choice)
+    def submit(self, request: GenerationRequest) -> RequestStream:
+        """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
+        answered ModelLoadingError (retry), as while any model loads, or while it makes room for another."""
+        stream = self._admit().submit(request)
         self._used()
         return stream
 
@@ -383,8 +335,9 @@ class Models:
         self.max_queue = max_queue
         self.lazy = lazy
         self.keep_alive = keep_alive
-        self.max_memory = max_memory
         self.metrics = metrics or HostMetrics(specs[0].name)
+        #: The memory budget (host/budget.py): what fits, what to unload for it, who waits for room.
+        self.budget = Budget(max_memory, self.metrics)
         if metrics is None:  # a registry of our own: the set's figures go with the hosts' (never twice in one)
             self.metrics.registry.register(_ModelSetCollector(self))
         self._models: dict[str, ServedModel] = {}
@@ -398,11 +351,7 @@ class Models:
         for spec in specs:
             if spec.name in self._models:
                 raise ValueError(f"two models are named {spec.name!r}; choose names with NAME=PATH")
-            if max_memory is not None and spec.size > max_memory:
-                raise ValueError(
-                    f"model {spec.name!r} needs about {_mb(spec.size)}, more than the whole memory budget "
-                    f"({_mb(max_memory)})"
-                )
+            self.budget.check(spec.name, spec.size)
             self._models[spec.name] = ServedModel(spec, self)
             if spec.name != self.metrics.model_name:
                 self.metrics.include(spec.name)
@@ -414,16 +363,10 @@ class Models:
         self.started = False
         self.closed = False
         self._owned = True
-        #: Bytes of unloaded models whose hosts are still closing: still held until the close ends.
-        self._releasing = 0
-        self._released = asyncio.Event()  # set as a close of an unloaded model ends (see `released`)
         self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._sweep_now = asyncio.Event()  # set when a request's keep_alive changed: check at once, not in a second
         self._sweep_interval = sweep_interval
-        #: Models whose requests were refused for want of memory, in the order they first asked, with the time they
-        #: last asked: the sweep loads them as the room frees (fair eviction, see the module doc).
-        self._claims: dict[str, float] = {}
         #: How this process turns a model name (and a created model's `adapter=`) into a spec for `add` (its backend,
         #: load options), set by the composition root (`serve`); None: the set takes no new model while it runs (a
         #: door then only lists it).
@@ -478,11 +421,7 @@ class Models:
         ValueError when its name is taken or it needs more than the whole memory budget."""
         if spec.name in self._models or spec.name in self._aliases or spec.name in self.adapters:
             raise ValueError(f"a model named {spec.name!r} is already served")
-        if self.max_memory is not None and spec.size > self.max_memory:
-            raise ValueError(
-                f"model {spec.name!r} needs about {_mb(spec.size)}, more than the whole memory budget "
-                f"({_mb(self.max_memory)})"
-            )
+        self.budget.check(spec.name, spec.size)
         served = ServedModel(spec, self)
         self._models[spec.name] = served
         for alias in spec.aliases:
@@ -501,7 +440,7 @@ class Models:
             raise ValueError(f"model {model.name!r} is loaded or in use; unload it first (keep_alive 0)")
         del self._models[model.name]
         self._aliases = {alias: target for alias, target in self._aliases.items() if target != model.name}
-        self._claims.pop(model.name, None)
+        self.budget.claims.pop(model.name, None)
 
     def states(self) -> dict[str, str]:
         return {m.name: m.state for m in self}
@@ -510,7 +449,12 @@ class Models:
     def resident(self) -> int:
         """Bytes held by loaded (or loading) models, and by unloaded ones still closing, by their estimates."""
         held = sum(m.size for m in self if m.host is not None and m.host.state not in ("failed", "closed"))
-        return held + self._releasing
+        return held + self.budget.releasing
+
+    @property
+    def max_memory(self) -> int | None:
+        """The bound on the loaded models' total size in bytes (None: none)."""
+        return self.budget.max_memory
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
     async def start(self, on_ready: Callable[[ServedModel], Awaitable[None]] | None = None) -> None:
@@ -530,7 +474,7 @@ class Models:
             if model.pinned or not self.lazy:
                 # A start loads what fits, in order, unloading nothing (a pinned model excepted): the ones left out
                 # load at their first request, making room then.
-                fits = self.max_memory is None or self.resident + model.size <= self.max_memory
+                fits = self.budget.fits(self.resident, model.size)
                 if not (fits or model.pinned):
                     log.info("model %r stays unloaded at start: the memory budget is full", model.name)
                     continue
@@ -545,7 +489,10 @@ class Models:
                 waiter.cancel()  # only after an error: announcing the others is pointless then
             await asyncio.gather(*waiters, return_exceptions=True)
         # Always: a request's keep_alive can ask for an unload even when the server itself keeps models for good.
-        self._sweeper = asyncio.create_task(self._sweep(), name="modelhost-keep-alive")
+        interval = sweep_interval(self.keep_alive, self._sweep_interval)
+        self._sweeper = asyncio.create_task(
+            sweep_every(interval, self._sweep_now, self.sweep), name="modelhost-keep-alive"
+        )
         self.started = True
 
     async def _ready_at_start(
@@ -567,15 +514,15 @@ class Models:
         if model.host is not None or self.closed:
             return
         try:
-            victims = self._make_room(model)
+            victims = self.budget.make_room(model, list(self), self.resident)
         except MemoryBudgetError:
             if by_request:
-                self._claims[model.name] = time.monotonic()
+                self.budget.claims[model.name] = time.monotonic()
             raise
         self._start_load(model, victims, fresh=by_request)
 
     def _start_load(self, model: ServedModel, victims: list[ServedModel], *, fresh: bool) -> None:
-        self._claims.pop(model.name, None)
+        self.budget.claims.pop(model.name, None)
         host = Host(
             model.spec.loader, name=model.name, max_queue=self.max_queue, metrics=self.metrics,
             on_load=model.load_adapters,
@@ -585,85 +532,19 @@ class Models:
         closing = [self._release(victim) for victim in victims]
         model._load_task = self._spawn(self._load(model, host, closing), f"modelhost-load-{model.name}")
 
-    def _held_fresh(self, model: ServedModel, now: float) -> bool:
-        """Whether `model` was loaded for a request that has not used it yet (FRESH_LOAD_HOLD_SECONDS)."""
-        return model.fresh_since is not None and now - model.fresh_since < FRESH_LOAD_HOLD_SECONDS
-
-    def _make_room(self, model: ServedModel) -> list[ServedModel]:
-        """The models to unload so that `model` fits: idle ones, least recently used first (and drained ones: see
-        the module doc). When they are not enough, the busy ones it needs are told to drain and MemoryBudgetError
-        says how long that should take."""
-        if self.max_memory is None or not model.size:
-            return []
-        need = self.resident + model.size - self.max_memory
-        if need <= 0:
-            return []
-        if self._releasing and need <= self._releasing:
-            raise MemoryReleasingError(f"model {model.name!r} waits for unloaded models to give their memory back")
-        now = time.monotonic()
-        movable = sorted(
-            (
-                m
-                for m in self
-                if m is not model and m.host is not None and m.ready and not m.pinned and not self._held_fresh(m, now)
-            ),
-            key=lambda m: m.last_used,
-        )
-        # Free now: idle, or drained for a waiting model (requests waiting to submit to it are refused anyway).
-        free = [m for m in movable if not m.busy or (m.draining_for is not None and m.in_flight == 0)]
-        victims: list[ServedModel] = []
-        for candidate in free:
-            if need <= 0:
-                return victims
-            victims.append(candidate)
-            need -= candidate.size
-        if need <= 0:
-            return victims
-        holders = []
-        for candidate in (m for m in movable if m not in free):
-            if need <= 0:
-                break
-            holders.append(candidate)
-            need -= candidate.size
-        if need > 0:  # pinned models, or ones just loaded for a request, hold the rest: nothing is drained for it
-            busy = [m for m in self if m is not model and m.host is not None]
-            raise MemoryBudgetError(
-                f"model {model.name!r} needs about {_mb(model.size)}, but the memory budget ({_mb(self.max_memory)}) "
-                f"is held by models that are busy, pinned or just loaded for a request ({_mb(self.resident)} "
-                f"resident); retry shortly",
-                retry_after=self.drain_seconds(busy),
-            )
-        for holder in holders:
-            if holder.draining_for is None:
-                holder.draining_for = model.name
-                log.info("model %r takes no new requests: it unloads for %r once they end", holder.name, model.name)
-        wait = self.drain_seconds(holders)
-        names = ", ".join(repr(h.name) for h in holders)
-        raise MemoryBudgetError(
-            f"model {model.name!r} needs about {_mb(model.size)} of the memory budget ({_mb(self.max_memory)}), held "
-            f"by busy models: {names} finish their {sum(h.in_flight for h in holders)} requests in flight, take no "
-            f"new ones, and unload for it; retry in about {wait} s",
-            retry_after=wait,
-        )
-
-    def drain_seconds(self, models: Iterable[ServedModel]) -> int:
-        """About how long until `models` have ended their requests in flight (their count times each model's mean
-        request time so far, a second when unknown), within RETRY_AFTER_MIN and RETRY_AFTER_MAX."""
-        total = sum(m.in_flight * (self.metrics.mean_request_seconds(m.name) or 1.0) for m in models)
-        return max(RETRY_AFTER_MIN, min(RETRY_AFTER_MAX, math.ceil(total)))
-
     def _grant(self, now: float) -> None:
         """Load the waiting models the room has freed for, in the order they asked; forget a claim nobody renewed
         within FRESH_LOAD_HOLD_SECONDS (its clients went away), and let models drained for it serve again."""
-        for name, asked in list(self._claims.items()):
+        claims = self.budget.claims
+        for name, asked in list(claims.items()):
             model = self._models[name]
             if model.host is not None or now - asked > FRESH_LOAD_HOLD_SECONDS:
-                del self._claims[name]
+                del claims[name]
                 continue
             with contextlib.suppress(MemoryBudgetError):
-                self._start_load(model, self._make_room(model), fresh=True)
+                self._start_load(model, self.budget.make_room(model, list(self), self.resident), fresh=True)
         for model in self:
-            if model.draining_for is not None and model.draining_for not in self._claims:
+            if model.draining_for is not None and model.draining_for not in claims:
                 model.draining_for = None
 
     def _release(self, model: ServedModel) -> Coroutine[Any, Any, None]:
@@ -676,22 +557,16 @@ class Models:
         model.draining_for = None
         model.fresh_since = None
         model.unloads += 1
-        self._releasing += model.size
+        self.budget.releasing_begins(model.size)
         log.info("unloading model %r (idle, or making room)", model.name)
 
         async def close() -> None:
             try:
                 await host.aclose()
             finally:
-                self._releasing -= model.size
-                self._released.set()
+                self.budget.releasing_ends(model.size)
 
         return close()
-
-    async def released(self) -> None:
-        """Wait until the close of an unloaded model ends (its memory given back to the budget)."""
-        self._released.clear()  # no await since the caller saw the room held: no close ended unseen
-        await self._released.wait()
 
     async def _load(self, model: ServedModel, host: Host, closing: list[Coroutine[Any, Any, None]]) -> None:
         # The room is free once the unloaded models are closed (their memory given back), not before.
@@ -733,28 +608,13 @@ class Models:
         """Look for models to unload now (a request changed a model's keep_alive)."""
         self._sweep_now.set()
 
-    async def _sweep(self) -> None:
-        interval = self._sweep_interval
-        if interval is None:
-            interval = (
-                MAX_SWEEP_SECONDS if self.keep_alive is None else max(0.02, min(MAX_SWEEP_SECONDS, self.keep_alive / 4))
-            )
-        while True:
-            if interval > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._sweep_now.wait(), interval)
-            else:
-                await asyncio.sleep(0)
-            self._sweep_now.clear()
-            self.sweep()
-
     def sweep(self) -> None:
         """One pass of the keep-alive sweep (the sweep task runs it every interval): unload the models idle past
         their keep-alive, and load the models waiting for memory that has freed."""
         now = time.monotonic()
 
         def fresh(model: ServedModel) -> bool:  # loaded for a request that has not come back yet
-            return self._held_fresh(model, now)
+            return self.budget.held_fresh(model, now)
 
         for model in self:
             keep = model.keep_alive_seconds(self.keep_alive)
@@ -762,7 +622,7 @@ class Models:
                 model.last_used = now  # a long request is use until it ends
             elif keep is not None and model.ready and now - model.last_used >= keep and not fresh(model):
                 self.unload(model)
-        if self._claims:
+        if self.budget.claims:
             self._grant(now)
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
