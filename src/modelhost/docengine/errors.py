@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from modelhost.errors import InvalidInputError
+from modelhost.errors import REFUSED, InvalidInputError
 
 
 class DocumentError(InvalidInputError):
@@ -10,3 +10,4 @@ class DocumentError(InvalidInputError):
     starts with the file's name as the user knows it (an upload's own name, never an internal path)."""
 
     code = "invalid_document"
+    kind = REFUSED

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from modelhost.errors import EmbeddingUnsupportedError, InvalidInputError, InvalidOptionError, ModelHostError
-from modelhost.http.errors import ApiError, from_host_error, from_host_exception
+from modelhost.http.errors import ApiError, from_exception, from_host_exception
 from modelhost.inference.capabilities import MAX_EMBEDDING_INPUTS
 
 EncodingFormat = Literal["float", "base64"]
@@ -87,11 +87,11 @@ def texts(value: Any, param: str) -> list[str]:
 
 def error(exc: ModelHostError, wire_names: Mapping[str, str] | None = None) -> ApiError:
     """The wire error for a host error of an embedding: the model cannot embed (400 naming `model`), an input the
-    model refused (400 naming `input`), an option (400 naming it), else the door's usual table."""
+    model refused (400 naming `input`), an option (400 naming it), else its kind's (modelhost.errors)."""
     if isinstance(exc, EmbeddingUnsupportedError):
-        return ApiError(400, str(exc), param="model", code=exc.code)
+        return from_exception(exc, param="model")
     if isinstance(exc, InvalidInputError):
-        return ApiError(400, str(exc), param="input", code=exc.code)
+        return from_exception(exc, param="input")
     if isinstance(exc, InvalidOptionError):
         return from_host_exception(exc, wire_names or {})
-    return from_host_error(exc.code, str(exc))
+    return from_exception(exc)

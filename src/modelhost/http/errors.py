@@ -1,9 +1,8 @@
-"""The HTTP door's errors, in one place for both protocols: `ApiError`, the table from modelhost error codes to HTTP
-status and OpenAI error type, the two error bodies (OpenAI's object, Ollama's string), and how a handler's error
-becomes a response of its route family.
+"""The HTTP door's errors, in one place for both protocols: `ApiError`, a modelhost error as one (its status and
+OpenAI error type are its kind's, declared beside its class in modelhost.errors, the table every door reads), the
+two error bodies (OpenAI's object, Ollama's string), and how a handler's error becomes a response of its route family.
 
-Callers branch on the code (see modelhost.errors), so the table is one dict; everything that refuses a request
-raises ApiError and one decorator (`answers_errors`) turns it into bytes.
+Everything that refuses a request raises ApiError and one decorator (`answers_errors`) turns it into bytes.
 """
 
 from __future__ import annotations
@@ -20,15 +19,21 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from modelhost import _access
-from modelhost.errors import InvalidOptionError, ModelHostError, SchemaError, pointer
+from modelhost.errors import (
+    HttpErrorType,
+    InvalidOptionError,
+    ModelHostError,
+    SchemaError,
+    kind_of,
+    kind_of_code,
+    pointer,
+)
 from modelhost.host.events import Failed
 
 log = logging.getLogger("modelhost.http")
 
 Flavour = Literal["openai", "ollama"]
-ErrorType = Literal[
-    "invalid_request_error", "authentication_error", "not_found_error", "rate_limit_error", "server_error"
-]
+ErrorType = HttpErrorType
 
 
 class ApiError(Exception):
@@ -85,27 +90,18 @@ def error_response(err: ApiError, flavour: Flavour) -> Response:
     return Response(body, status_code=err.status, media_type="application/json", headers=err.headers)
 
 
-# modelhost error code -> (HTTP status, OpenAI error type). Callers branch on the code (see modelhost.errors).
-_HOST_ERRORS: dict[str, tuple[int, ErrorType]] = {
-    "invalid_option": (400, "invalid_request_error"),
-    "invalid_input": (400, "invalid_request_error"),
-    "attachment_unsupported": (400, "invalid_request_error"),
-    # A model or adapter that went away between routing and admission (an adapter unloaded while a chat naming it
-    # was on its way in): what naming it answers at routing, not a server fault.
-    "model_not_found": (404, "not_found_error"),
-    "queue_full": (429, "rate_limit_error"),
-    "host_closed": (503, "server_error"),
-    "model_closed": (503, "server_error"),
-    "cancelled": (503, "server_error"),
-    "generation_failed": (500, "server_error"),
-    "internal": (500, "server_error"),
-}
-
-
 def from_host_error(code: str, message: str, *, param: str | None = None) -> ApiError:
-    """The wire error for a modelhost error code (from an exception or a Failed event)."""
-    status, kind = _HOST_ERRORS.get(code, (500, "server_error"))
-    return ApiError(status, message, type=kind, param=param, code=code)
+    """The wire error for a modelhost error code (a Failed event's): the status and type its kind declares."""
+    kind = kind_of_code(code)
+    return ApiError(kind.http_status, message, type=kind.http_type, param=param, code=code)
+
+
+def from_exception(exc: ModelHostError, *, param: str | None = None, message: str | None = None) -> ApiError:
+    """The wire error for a modelhost exception: the status and type its kind declares (`kind_of`), its code, and
+    its message unless another is given."""
+    kind = kind_of(exc)
+    text = str(exc) if message is None else message
+    return ApiError(kind.http_status, text, type=kind.http_type, param=param, code=exc.code)
 
 
 def from_host_exception(exc: ModelHostError, wire_names: Mapping[str, str]) -> ApiError:
@@ -120,7 +116,7 @@ def from_host_exception(exc: ModelHostError, wire_names: Mapping[str, str]) -> A
             # The message names it too: Ollama's error body is the message alone, and `option 'max_tokens'` names
             # nothing an Ollama client sent (it sent options.num_predict).
             message = f"{param}: {exc.detail}"
-    return from_host_error(exc.code, message, param=param)
+    return from_exception(exc, param=param, message=message)
 
 
 def from_failure(failed: Failed, wire_names: Mapping[str, str]) -> ApiError:
@@ -214,6 +210,7 @@ __all__ = [
     "Flavour",
     "answers_errors",
     "error_response",
+    "from_exception",
     "from_failure",
     "from_host_error",
     "from_host_exception",

@@ -21,9 +21,10 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
-from modelhost.errors import ModelHostError, ModelNotFoundError
+from modelhost.errors import NOT_FOUND, REFUSED, UPSTREAM, ErrorKind, ModelHostError, ModelNotFoundError
 from modelhost.inference import hub_cache
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -45,6 +46,23 @@ class PullError(ModelHostError):
     not_a_model, hub_error, or the catalogue's model_not_found / ambiguous_model)."""
 
     code = "pull_failed"
+    kind = UPSTREAM
+    # The client's own mistake is a 4xx, the hub's failure a 502 (this server worked; the one behind it did not).
+    codes = MappingProxyType(
+        {
+            "invalid_name": REFUSED,
+            "ambiguous_model": REFUSED,
+            "not_a_model": REFUSED,
+            "too_large": REFUSED,
+            "model_not_found": NOT_FOUND,
+            # A gated repository: the hub wants this server's HF_TOKEN, not the client's credentials (so not 401).
+            "gated": ErrorKind(403, "invalid_request_error", "invalid_request", "WORKER_INVALID_INPUT"),
+            "hub_unreachable": UPSTREAM,
+            "hub_error": UPSTREAM,
+            "checksum_mismatch": UPSTREAM,
+            "download_failed": UPSTREAM,
+        }
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import os
 import socket
 from types import ModuleType
 
-from modelhost.errors import ModelHostError
+from modelhost.errors import UNAVAILABLE, ModelHostError
 
 #: How long the head's GCS port may take to accept a connection: a head on a loaded machine answers in
 #: milliseconds; a wrong address or a firewall never does.
@@ -29,6 +29,7 @@ class ClusterError(ModelHostError):
     """Ray is not installed, or the cluster cannot be joined (wrong address, missing token)."""
 
     code = "cluster_unavailable"
+    kind = UNAVAILABLE
 
 
 #: What to run when Ray is missing: the extra pins the Ray version every node of a cluster must share.

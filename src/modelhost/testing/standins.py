@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Self
 
 from modelhost.inference.generation import LoopOutcome, MetricsClock, decode_loop
@@ -48,6 +48,8 @@ class ScriptedModel:
     - `delay`: seconds each token takes.
     - `fail_after`: the engine raises RuntimeError("engine exploded") instead of token number `fail_after` (from 0):
       the error raises from the iterator after the tokens so far, and `err()` keeps it, as the contract says.
+      `failure` makes what it raises instead (a ModelHostError of a kind a door test needs: a device gone, a page
+      the model cannot read).
     - `vision`: what `accepts_images()` answers.
 
     A subclass changes what is said by overriding `script(prompt)` (and `chat`, to answer from the messages).
@@ -64,6 +66,7 @@ class ScriptedModel:
         gate: threading.Semaphore | None = None,
         delay: float = 0.0,
         fail_after: int | None = None,
+        failure: Callable[[], Exception] | None = None,
         vision: bool = False,
     ) -> None:
         self.pieces = pieces
@@ -75,6 +78,7 @@ class ScriptedModel:
         self.gate = gate
         self.delay = delay
         self.fail_after = fail_after
+        self.failure = failure
         self.vision = vision
         self.prompts: list[str] = []
         self.started = threading.Event()
@@ -124,7 +128,7 @@ class ScriptedModel:
             if self.gate is not None:
                 self.gate.acquire()
             if self.fail_after is not None and n >= self.fail_after:
-                raise RuntimeError("engine exploded")
+                raise self.failure() if self.failure is not None else RuntimeError("engine exploded")
             current[0] = b"" if piece is EOS else piece
             yield EOS_ID if piece is EOS else n + 1
 

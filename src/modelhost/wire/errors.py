@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
-from modelhost.errors import ModelHostError
+from types import MappingProxyType
+
+from modelhost.errors import INTERNAL, REFUSED, UNAVAILABLE, UPSTREAM, ModelHostError
 
 __all__ = ["ConnectError", "RemoteError", "SocketPathError", "TruncatedError", "WireProtocolError"]
 
@@ -16,6 +18,7 @@ class ConnectError(ModelHostError):
     """No model host could be reached at the address (after the retries that ENOENT/ECONNREFUSED earn)."""
 
     code = "connect_failed"
+    kind = UNAVAILABLE
 
 
 class WireProtocolError(ModelHostError):
@@ -25,13 +28,27 @@ class WireProtocolError(ModelHostError):
     """
 
     code = "protocol_error"
+    kind = UPSTREAM
 
 
 class RemoteError(ModelHostError):
     """The host answered the request with an ``error`` frame; ``code`` is the host's code, verbatim.
 
     ``request_id`` is the id the error frame echoed (``""`` when the host failed before it could parse one).
+    Its kind is its code's: the family's for the codes modelhost also raises (``queue_full``,
+    ``backend_unavailable``, ``attachment_unsupported``), ``codes`` for the wire's own, and for ``internal`` or a
+    code this build does not know, a relayed server's failure (502: this side worked).
     """
+
+    kind = UPSTREAM
+    codes = MappingProxyType(
+        {
+            "invalid_request": REFUSED,
+            "frame_too_large": REFUSED,
+            "wire_version_unsupported": UPSTREAM,
+            "tool_call_malformed": UPSTREAM,
+        }
+    )
 
     def __init__(self, code: str, message: str, *, request_id: str = "") -> None:
         super().__init__(f"{code}: {message}" if message else code, code=code)
@@ -47,6 +64,8 @@ class TruncatedError(ModelHostError):
     """
 
     code = "max_tokens"
+    # Returned beside the text, never raised to a door: were it raised, the page was not read whole.
+    kind = INTERNAL
 
 
 class SocketPathError(ModelHostError):
@@ -54,3 +73,5 @@ class SocketPathError(ModelHostError):
     or a path too long for ``sun_path``."""
 
     code = "socket_unavailable"
+    # Raised while serve starts, before any door answers: the operator's to fix.
+    kind = INTERNAL

@@ -11,15 +11,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any, Final
 
-from modelhost.errors import (
-    HostClosedError,
-    InvalidInputError,
-    InvalidOptionError,
-    ModelHostError,
-    ModelLoadingError,
-    QueueFullError,
-    UnsupportedAttachmentError,
-)
+from modelhost.errors import HostClosedError, InvalidInputError, ModelHostError, kind_of, kind_of_code
 from modelhost.host import Delta, Failed, GenerationRequest, RequestStream
 from modelhost.host import Done as HostDone
 from modelhost.host.models import Servable
@@ -41,18 +33,6 @@ _STOP_REASONS: Final = {
     "length": StopReason.MAX_TOKENS,
     "cancelled": StopReason.CANCELLED,
     "error": StopReason.ERROR,
-}
-
-# Host failure codes (modelhost.errors) that have a wire code of their own; every other failure is `internal`.
-_FAILURE_CODES: Final = {
-    QueueFullError.code: ErrorCode.QUEUE_FULL,
-    HostClosedError.code: ErrorCode.BACKEND_UNAVAILABLE,
-    ModelLoadingError.code: ErrorCode.BACKEND_UNAVAILABLE,
-    "backend_unavailable": ErrorCode.BACKEND_UNAVAILABLE,
-    "model_closed": ErrorCode.BACKEND_UNAVAILABLE,
-    InvalidOptionError.code: ErrorCode.INVALID_REQUEST,
-    InvalidInputError.code: ErrorCode.INVALID_REQUEST,
-    UnsupportedAttachmentError.code: ErrorCode.ATTACHMENT_UNSUPPORTED,
 }
 
 
@@ -92,7 +72,8 @@ def to_generation_request(request: codec.Request) -> GenerationRequest:
 
 
 def _wire_error(exc: ModelHostError, request_id: str) -> WireError:
-    code = _FAILURE_CODES.get(exc.code, ErrorCode.INTERNAL)
+    # The wire code is the error's kind's (modelhost.errors: the one table every door reads).
+    code = ErrorCode(kind_of(exc).wire_code)
     # A host that is closing admits nothing more on this connection either (inferd closes it); every other refusal
     # consumed the whole request, so the connection stays usable.
     fatal = isinstance(exc, HostClosedError)
@@ -134,7 +115,7 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
                 )
                 return
             elif isinstance(event, Failed):
-                code = _FAILURE_CODES.get(event.code, ErrorCode.INTERNAL)
+                code = ErrorCode(kind_of_code(event.code).wire_code)
                 raise WireError(code, event.message, fatal=False, request_id=rid)
 
 

@@ -35,7 +35,7 @@ from starlette.responses import Response, StreamingResponse
 from modelhost import hub
 from modelhost.errors import ModelHostError
 from modelhost.host.models import Models
-from modelhost.http.errors import ApiError
+from modelhost.http.errors import ApiError, from_exception
 from modelhost.http.ollama.schema import ollama_timestamp
 from modelhost.http.parsing import read_json, shown
 from modelhost.hub import fetch
@@ -54,28 +54,9 @@ MAX_HUB_THREADS = MAX_CONCURRENT_PULLS + 2
 #: client on a slow link must not be sent more progress lines than bytes of model.
 PROGRESS_INTERVAL_S = 0.1
 
-# A pull's refusal codes (modelhost.hub.fetch.PullError) as HTTP statuses: the client's own mistake is a 4xx, the
-# hub's failure a 502 (this server worked; the one behind it did not).
-_STATUS = {
-    "invalid_name": 400,
-    "ambiguous_model": 400,
-    "not_a_model": 400,
-    "too_large": 400,
-    "model_not_found": 404,
-    "gated": 403,
-    "hub_unreachable": 502,
-    "hub_error": 502,
-    "checksum_mismatch": 502,
-    "download_failed": 502,
-}
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 log = logging.getLogger("modelhost.http")
 T = TypeVar("T")
-
-
-def _api_error(exc: ModelHostError) -> ApiError:
-    status = _STATUS.get(exc.code, 500)
-    return ApiError(status, str(exc), type="server_error" if status >= 500 else "invalid_request_error", code=exc.code)
 
 
 def _line(body: dict[str, Any]) -> bytes:
@@ -160,13 +141,13 @@ class HubRoutes:
         try:
             plan = await self._on_hub_thread(lambda: fetch.plan(name))
         except ModelHostError as exc:
-            raise _api_error(exc) from None
+            raise from_exception(exc) from None
         if not stream:
             async with self._slots:
                 try:
                     await self._on_hub_thread(lambda: fetch.download(plan))
                 except ModelHostError as exc:
-                    raise _api_error(exc) from None
+                    raise from_exception(exc) from None
             await self._adopt(plan, name)
             return Response(_line({"status": "success"}), media_type="application/json")
         return StreamingResponse(self._progress(plan, name), media_type="application/x-ndjson")
