@@ -1,7 +1,8 @@
 """One page's content to its layout: blocks of the right kind in reading order.
 
 The stages, each its own module: `tables` (ruled tables take their words first), pictures (image objects take the
-text drawn over them: figure labels and chart ticks are not body text), `lines` (words to lines to pieces),
+text drawn over them: figure labels and chart ticks are not body text), `leaders` (tables of contents), `unruled`
+(tables without rules: columns of words kept apart down a run of lines), `lines` (words to lines to pieces),
 `order` (XY-cut reading order), `paragraphs` (pieces to paragraphs) and `classify` (what each paragraph is).
 `Style` carries what only the whole document knows (body size, heading sizes, the title's size), so a page is judged
 like its neighbours; `document_style` measures it from every page's words, cheaply, before any page is analysed.
@@ -23,6 +24,7 @@ from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import find_tables, rule_frames
 from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
+from modelhost.docengine.unruled import find_unruled
 
 __all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
 
@@ -168,6 +170,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         fixed.append(Block(Kind.TABLE, toc.bbox, table=toc.table))
     if contents:
         gone = frozenset().union(*(toc.words for toc in contents))
+        free = [w for i, w in enumerate(free) if i not in gone]
+    # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence).
+    unruled = find_unruled(free, style.body_size)
+    for found in unruled:
+        fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
+    if unruled:
+        gone = frozenset().union(*(found.words for found in unruled))
         free = [w for i, w in enumerate(free) if i not in gone]
     # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
     # and a column break at one is a column break in the reading order.

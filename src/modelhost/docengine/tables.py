@@ -245,7 +245,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
                 Cell(
                     row=r,
                     col=c,
-                    text=_cell_text(text_words),
+                    text=cell_text(text_words),
                     row_span=row_span,
                     col_span=col_span,
                     header=r == 0,
@@ -299,8 +299,8 @@ def _word_rows(words: list[Word], box: BBox) -> list[float]:
     return lines
 
 
-def _cell_text(words: list[Word]) -> str:
-    # Reading order inside a cell: lines top to bottom (by overlap), each left to right.
+def cell_text(words: list[Word]) -> str:
+    """A cell's words as its text: lines top to bottom (by overlap), each in reading order; rotated words after."""
     from modelhost.docengine.lines import lines
 
     flat = " ".join(" ".join(w.text for w in line) for line in lines(words))

@@ -1,0 +1,429 @@
+"""Tables without rules: columns of words that stay apart down a run of consecutive lines, read from the page's own
+geometry and fonts.
+
+A table that draws no rules is still a table to its reader because its words stand in columns: down several
+consecutive lines the same x ranges stay empty between them, the lines follow at one pitch, the cells are short
+(figures, names, a few words), and a header row is often set in another font. What else keeps x ranges empty down a
+page never shows all of that at once:
+
+- prose: word spaces line up only by chance, over two or three lines, and narrower than a column gap;
+- two columns of prose: the gutter stays empty, but each "cell" is a line of many words (and a gutter with running
+  text on both sides cuts rows apart before anything else is looked at, so a table inside one column is read alone);
+- a numbered or bulleted list: the gap after the markers stays empty, but the first column is list markers;
+- a table of contents with dot leaders: already read as a table by `leaders` before this stage runs;
+- display equations with their numbers: the words are set in math fonts.
+
+How:
+1. Rows are the lines of the words no earlier stage took (`lines.lines`), never crossing a prose gutter; each row is
+   cut into segments at gaps of at least `COLUMN_GAP_EM` of its font size (wider than any word space).
+2. Runs: consecutive rows, each at most `ROW_GAP` line heights below the last, that leave the same x ranges (at
+   least a column gap wide) empty: the run's separators. A run starts at a row of two segments or more; a row joins
+   it when it keeps every separator the run has; anything else (a paragraph's line across the columns, a blank
+   stretch) ends it.
+3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
+   (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
+   words, and at least one positive sign: a numeric column, a header row set in another font, or three columns or
+   more.
+4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
+   it with their spans (a header cell "Year ended" centred over two columns of figures).
+
+A page read from pixels is left alone: OCR gives no fonts and its boxes wobble by a few pixels, and the layout model
+marks its tables.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from modelhost.docengine.lines import Gutter, gutters, lines
+from modelhost.docengine.tables import FoundTable, cell_text
+from modelhost.docengine.types import Cell, Table, Word
+
+#: A column gap is at least this many ems of the row's font size. Word spaces are 0.25-0.33 em and justified text
+#: stretches them to ~0.6 em (the same measure as `lines.GUTTER_EM`); tables set their columns at least an em apart.
+COLUMN_GAP_EM = 0.8
+#: A row belongs to the run above it when the blank between them is at most this many line heights: rows of one table
+#: follow at their line pitch, with at most a blank line between groups of rows; a paragraph or a heading after a
+#: table usually stands further off, and in any case must also keep the table's columns empty to join it.
+ROW_GAP = 1.3
+#: Rows (of two filled cells or more) a table needs: two lines side by side are a label and its value, a caption and
+#: its number; three make columns (the same count `leaders.MIN_ROWS` asks of a table of contents).
+MIN_ROWS = 3
+#: A column whose filled cells hold this many words or more (median) is running text: two columns of prose read as a
+#: "table" have lines of 8-12 words in each cell, a newspaper's narrow columns 5-7; table cells are figures, names and
+#: short phrases. A table needs more than half of its columns short.
+PROSE_WORDS = 5
+#: Most row pitches (baseline to baseline) of a table agree within this share of their median: a table set in one
+#: font advances one line at a time, with an occasional blank line between groups. "Most" is `PITCH_AGREE`.
+PITCH_SPREAD = 0.25
+#: The share of a run's row pitches that must agree (see `PITCH_SPREAD`).
+PITCH_AGREE = 0.5
+#: A numeric column has at least this share of its filled body cells numeric (figures, percentages, amounts, dashes
+#: for none): a column of figures beside labels is the commonest unruled table (a financial statement, a results
+#: table); a few text cells ("n/a", a footnote mark) do not make it text.
+NUMERIC_SHARE = 0.6
+#: A run more than this share of whose words are set in math fonts is display mathematics (equations with their
+#: numbers aligned at the right margin), not a table.
+MATH_SHARE = 0.5
+#: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
+MAX_HEADER_ROWS = 2
+#: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
+#: staggered one-word lines cannot make this grow without bound (a page of text has 40-80 lines).
+MAX_ROWS = 2_000
+#: Runs followed at once: two or three columns side by side each hold one; more is a page of scattered words.
+MAX_OPEN = 8
+
+#: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; or a
+#: dash standing for none.
+_NUMBER = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*(?:%|[kKmMbB]n?)?[)\]]?[*†‡]?$|^[-–—]$|^n/?a$", re.I)
+#: A list item's marker: a bullet, "1.", "(a)", "iv)". A column of these is a list's markers, not a table's column.
+_MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxlc]{1,5}[.)])$")
+#: A cell's text runs on into the cell below when it ends without a sentence's end and the next starts in lowercase.
+_RUNS_ON = re.compile(r"[^.!?:;]$")
+#: A word that is nothing but an equation number, "(12)" or "(3a)".
+_EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
+
+
+@dataclass(slots=True)
+class _Row:
+    """One line of words: indices into the page's words, its box, and its cuts into segments."""
+
+    words: list[int]
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    gaps: list[tuple[float, float]]  # the x ranges, a column gap wide, its words leave empty between its extremes
+    segments: int
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+
+@dataclass(slots=True)
+class _Run:
+    """Consecutive rows that keep the same x ranges empty (`separators`)."""
+
+    rows: list[int]
+    separators: list[tuple[float, float]]
+    x0: float
+    x1: float
+    last: _Row
+    before: int = -1  # the row index just above the run's first row that overlaps it across (-1: none)
+
+
+def find_unruled(words: Sequence[Word], body_size: float) -> list[FoundTable]:
+    """The tables without rules among `words` (a page's words no ruled table, picture or table of contents took),
+    each with the indices of the words it takes."""
+    if not words or sum(1 for w in words if w.font) < 0.5 * len(words):
+        return []  # read from pixels (no fonts): left to the layout model
+    gaps_at = _prose_gutters(words, body_size)
+    index = {id(w): i for i, w in enumerate(words)}
+    rows = [_row([index[id(w)] for w in line], words) for line in lines(words, gaps_at)][:MAX_ROWS]
+    found: list[FoundTable] = []
+    taken: set[int] = set()
+    for run in _runs(rows):
+        table = _table(run, rows, words)
+        if table is not None and not (table.words & taken):
+            found.append(table)
+            taken |= table.words
+    return found
+
+
+def _prose_gutters(words: Sequence[Word], body_size: float) -> list[Gutter]:
+    """The page's gutters with running text on both sides (lines of `PROSE_WORDS` words or more, median): two
+    columns of prose. A gutter between a table's label column and its figures is no reason to cut its rows."""
+    out = []
+    for gutter in gutters(words, body_size):
+        left: list[int] = []
+        right: list[int] = []
+        for line in lines(words, [gutter]):
+            x0, x1 = min(w.x0 for w in line), max(w.x1 for w in line)
+            y = (line[0].y0 + line[0].y1) / 2
+            if not gutter.y0 <= y <= gutter.y1:
+                continue
+            if x1 <= gutter.x0 + 1:
+                left.append(len(line))
+            elif x0 >= gutter.x1 - 1:
+                right.append(len(line))
+        if left and right and min(statistics.median(left), statistics.median(right)) >= PROSE_WORDS:
+            out.append(gutter)
+    return out
+
+
+def _row(members: list[int], words: Sequence[Word]) -> _Row:
+    spans = sorted((words[i].x0, words[i].x1, words[i].size or words[i].height) for i in members)
+    gaps: list[tuple[float, float]] = []
+    end, size = spans[0][1], spans[0][2]
+    for x0, x1, s in spans[1:]:
+        if x0 - end >= COLUMN_GAP_EM * max(size, s, 1.0):
+            gaps.append((end, x0))
+        end, size = max(end, x1), s
+    return _Row(
+        words=members,
+        x0=spans[0][0],
+        y0=min(words[i].y0 for i in members),
+        x1=max(x1 for _, x1, _ in spans),
+        y1=max(words[i].y1 for i in members),
+        gaps=gaps,
+        segments=len(gaps) + 1,
+    )
+
+
+def _free(row: _Row) -> list[tuple[float, float]]:
+    """The x ranges a row leaves empty: its gaps, and everything beyond its ends."""
+    return [(float("-inf"), row.x0), *row.gaps, (row.x1, float("inf"))]
+
+
+def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float, float]] | None:
+    """The run's separators narrowed to what `row` also leaves empty, or None when the row closes one of them (a
+    separator narrower than a column gap is closed)."""
+    size = max(row.height, 1.0)
+    out = []
+    for a, b in separators:
+        best: tuple[float, float] | None = None
+        for f0, f1 in _free(row):
+            lo, hi = max(a, f0), min(b, f1)
+            if hi - lo >= COLUMN_GAP_EM * size * 0.8 and (best is None or hi - lo > best[1] - best[0]):
+                best = (lo, hi)
+        if best is None:
+            return None
+        out.append(best)
+    return out
+
+
+def _runs(rows: list[_Row]) -> list[_Run]:
+    """Runs of rows keeping their separators, top to bottom; several open at once (a table in one column beside the
+    other column's text)."""
+    open_: list[_Run] = []
+    done: list[_Run] = []
+    for n, row in enumerate(rows):
+        joined = False
+        for run in list(open_):
+            if row.x0 >= run.x1 or run.x0 >= row.x1:
+                continue  # beside the run (the other column): neither joins nor ends it
+            near = row.y0 - run.last.y1 <= ROW_GAP * max(row.height, run.last.height)
+            kept = _keeps(run.separators, row) if near and not joined else None
+            if kept is not None and len(run.rows) <= MAX_HEADER_ROWS and len(row.gaps) > len(kept):
+                open_.remove(run)  # a header over the columns of figures only: the run starts here (`_above`)
+            elif kept is not None:
+                run.rows.append(n)
+                run.separators = kept
+                run.x0, run.x1, run.last = min(run.x0, row.x0), max(run.x1, row.x1), row
+                joined = True
+            else:
+                open_.remove(run)
+                done.append(run)
+        if not joined and row.segments >= 2:
+            before = next((k for k in range(n - 1, -1, -1) if rows[k].x0 < row.x1 and row.x0 < rows[k].x1), -1)
+            open_.append(_Run([n], list(row.gaps), row.x0, row.x1, row, before))
+            if len(open_) > MAX_OPEN:
+                done.append(open_.pop(0))
+    return done + open_
+
+
+def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | None:
+    # Trailing rows of one segment (a paragraph's short last line under the table) are not the table's.
+    body = list(run.rows)
+    while body and rows[body[-1]].segments < 2:
+        body.pop()
+    if not body:
+        return None
+    separators = run.separators
+    cols = len(separators) + 1
+    above, spanning = _above(run, body[0], rows, words)
+    grid_rows = above + body
+    cells_words: list[list[list[int]]] = []
+    for r in grid_rows:
+        by_col: list[list[int]] = [[] for _ in range(cols)]
+        for i in rows[r].words:
+            centre = (words[i].x0 + words[i].x1) / 2
+            by_col[sum(1 for a, b in separators if centre > (a + b) / 2)].append(i)
+        cells_words.append(by_col)
+    groups = [[r] for r in grid_rows]
+    _joined(cells_words, groups, words, len(spanning))
+    plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
+    if not _evidence(plain, cells_words, [rows[r] for r in body], words):
+        return None
+    header = _font_header(cells_words, words)
+    members = frozenset(i for r in grid_rows for i in rows[r].words)
+    lines_x = [run.x0, *((a + b) / 2 for a, b in separators), run.x1]
+    cells: list[Cell] = []
+    for r, (group, by_col) in enumerate(zip(groups, cells_words, strict=True)):
+        top, bottom = rows[group[0]].y0, max(rows[k].y1 for k in group)
+        spans = _spans(rows[group[0]], words, separators) if group[0] in spanning else None
+        for start, end in spans or [(c, c + 1) for c in range(cols)]:
+            cells.append(
+                Cell(
+                    row=r,
+                    col=start,
+                    text=cell_text([words[i] for c in range(start, end) for i in by_col[c]]),
+                    col_span=end - start,
+                    header=group[0] in spanning or (r == 0 and header),
+                    bbox=(lines_x[start], top, lines_x[end], bottom),
+                )
+            )
+    box = (
+        min(words[i].x0 for i in members),
+        min(words[i].y0 for i in members),
+        max(words[i].x1 for i in members),
+        max(words[i].y1 for i in members),
+    )
+    return FoundTable(box, Table(len(groups), cols, tuple(cells)), members)
+
+
+def _evidence(
+    plain: list[list[list[int]]], grid: list[list[list[int]]], body: list[_Row], words: Sequence[Word]
+) -> bool:
+    """Whether a run's cells read as a table (see the module docstring, step 3): `plain` the rows without spanning
+    header cells, `grid` every row, `body` the run's own rows (for their pitch)."""
+    cols = len(grid[0])
+    if sum(1 for cells in grid if sum(1 for c in cells if c) >= 2) < MIN_ROWS:
+        return False
+    texts = [[" ".join(words[i].text for i in cell) for cell in cells] for cells in plain]
+    column = [[t[c] for t in texts if t[c]] for c in range(cols)]
+    if column[0] and all(_MARKER.match(t) for t in column[0]):
+        return False  # a list: its markers stand in a column of their own
+    every = [i for cells in grid for cell in cells for i in cell]
+    if sum(1 for i in every if words[i].math) > MATH_SHARE * len(every):
+        return False  # display equations, their numbers aligned at the right
+    if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
+        return False  # equations in a text font, numbered
+    prose = sum(1 for cells in column if cells and (_flows(cells) or _long(cells)))
+    if 2 * prose >= cols:
+        return False  # columns of running text (two columns of prose, a sidebar, a glossary's definitions)
+    pitches = [b.y0 - a.y0 for a, b in itertools.pairwise(body)]
+    if pitches:
+        middle = statistics.median(pitches)
+        agree = sum(1 for p in pitches if abs(p - middle) <= PITCH_SPREAD * middle)
+        if agree < PITCH_AGREE * len(pitches):
+            return False  # lines at no common pitch: scattered labels (a diagram's), not rows
+    numeric = any(
+        len(cells) >= MIN_ROWS - 1 and sum(1 for t in cells if _NUMBER.match(t)) >= NUMERIC_SHARE * len(cells)
+        for cells in column[1:]
+    )
+    return numeric or _font_header(grid, words) or cols >= 3
+
+
+def _long(cells: list[str]) -> bool:
+    """Whether a column's cells are lines of running text by their length (`PROSE_WORDS`)."""
+    return statistics.median(len(t.split()) for t in cells) >= PROSE_WORDS
+
+
+def _flows(cells: list[str]) -> bool:
+    """Whether a column's text runs on from cell to cell, as the lines of a paragraph do (a sidebar's phrases
+    broken over lines: "Implement roles and" / "separation of duties"): in at least half of its consecutive pairs,
+    and at least twice. A table's cells start afresh; its wrapped cells were joined (`_joined`) before this."""
+    pairs = list(itertools.pairwise(cells))
+    runs_on = sum(1 for a, b in pairs if _continues(a, b))
+    return runs_on >= 2 and 2 * runs_on >= len(pairs)
+
+
+def _continues(upper: str, lower: str) -> bool:
+    return _RUNS_ON.search(upper) is not None and lower[:1].islower()
+
+
+def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequence[Word], fixed: int) -> None:
+    """Wrapped cells joined, in place: a row (below the first `fixed` rows, the header) whose every filled cell
+    continues the filled cell just above it (`_continues`) is that row's next line. `members` (each grid row's
+    rows) follows."""
+    r = fixed + 1
+    while r < len(grid):
+        above, row = grid[r - 1], grid[r]
+        texts = [
+            (" ".join(words[i].text for i in a), " ".join(words[i].text for i in b))
+            for a, b in zip(above, row, strict=True)
+        ]
+        filled = [(a, b) for a, b in texts if b]
+        if filled and all(a and _continues(a, b) for a, b in filled):
+            for c, cell in enumerate(row):
+                above[c].extend(cell)
+            members[r - 1].extend(members[r])
+            del grid[r], members[r]
+        else:
+            r += 1
+
+
+def _font_header(grid: list[list[list[int]]], words: Sequence[Word]) -> bool:
+    """Whether the table's first row is set in another font than the rest: bold over regular, another face or size."""
+    first = [i for cell in grid[0] for i in cell]
+    rest = [i for cells in grid[1:] for cell in cells for i in cell]
+    if not first or not rest:
+        return False
+
+    def face(ids: list[int]) -> tuple[bool, str, float]:
+        counts: dict[tuple[bool, str, float], int] = {}
+        for i in ids:
+            w = words[i]
+            key = (w.bold, w.font, round(w.size or w.height, 1))
+            counts[key] = counts.get(key, 0) + len(w.text)
+        return max(counts, key=lambda k: counts[k])
+
+    return face(first) != face(rest)
+
+
+def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tuple[list[int], set[int]]:
+    """Rows just above the run that belong to it, top to bottom, and which of them are spanning header rows.
+
+    Walking up from the run's first row over the rows that overlap it across, each at most `ROW_GAP` line heights
+    above the last: a row that keeps the run's separators is one of its rows (a label standing alone in the first
+    column, "Current assets", is kept only under a row that is kept too: alone it is the paragraph above); a row
+    whose segments each sit over whole columns, no two over one, is a header row with spans ("Year ended" over two
+    columns of figures; a lone segment only right of the first column, or it is a paragraph's short last line),
+    and above a header row only header rows follow. At most `MAX_HEADER_ROWS` header rows and
+    as many label rows."""
+    out: list[int] = []
+    spanning: set[int] = set()
+    pending: list[int] = []
+    below = rows[first]
+    k = run.before
+    while k >= 0 and len(spanning) < MAX_HEADER_ROWS and len(pending) <= MAX_HEADER_ROWS:
+        row = rows[k]
+        if below.y0 - row.y1 > ROW_GAP * max(row.height, below.height) or row.x0 < run.x0 - 1 or row.x1 > run.x1 + 1:
+            break
+        if not spanning and _keeps(run.separators, row) is not None:
+            pending.insert(0, k)
+            if row.segments >= 2:
+                out[:0] = pending
+                pending = []
+        elif _spans(row, words, run.separators) is not None and (
+            row.segments >= 2 or row.x0 > sum(run.separators[0]) / 2
+        ):
+            out[:0] = [k, *pending]
+            pending = []
+            spanning.add(k)
+        else:
+            break
+        below = row
+        k = next((j for j in range(k - 1, -1, -1) if rows[j].x0 < run.x1 and run.x0 < rows[j].x1), -1)
+    return out, spanning
+
+
+def _spans(row: _Row, words: Sequence[Word], separators: list[tuple[float, float]]) -> list[tuple[int, int]] | None:
+    """A header row's cells as column ranges [start, end): each segment covers the columns its extent reaches into;
+    None when two segments share a column. Columns no segment covers are cells of their own (empty)."""
+    bounds = [(a + b) / 2 for a, b in separators]
+    segments: list[tuple[float, float]] = []
+    for i in sorted(row.words, key=lambda i: words[i].x0):
+        w = words[i]
+        if segments and not any(segments[-1][1] <= a and b <= w.x0 for a, b in row.gaps):
+            segments[-1] = (segments[-1][0], max(segments[-1][1], w.x1))
+        else:
+            segments.append((w.x0, w.x1))
+    out: list[tuple[int, int]] = []
+    col = 0
+    for x0, x1 in segments:
+        start = sum(1 for b in bounds if x0 > b)
+        end = sum(1 for b in bounds if x1 > b) + 1
+        if start < col:
+            return None
+        out.extend((c, c + 1) for c in range(col, start))
+        out.append((start, end))
+        col = end
+    out.extend((c, c + 1) for c in range(col, len(bounds) + 1))
+    return out

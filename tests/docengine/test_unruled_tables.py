@@ -1,0 +1,238 @@
+"""Tables without rules, on PDFs made here: what reads as a table (columns kept apart down a run of lines, with figures,
+a header in another font, or three columns), and the pages that keep columns apart without being tables (two columns
+of prose, lists with aligned numbers, a table of contents with leaders, numbered equations)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+
+from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.textlayer import read_text_layer
+from modelhost.docengine.types import Block, Kind, PageLayout
+
+PROSE = (
+    "The committee met on the first of the month and reviewed the accounts of the year. Its members agreed that "
+    "the reserves were sufficient and that the new rules apply from the start of the next financial year. "
+) * 40
+
+Draw = Callable[[object], None]
+
+
+def _layout(path: Path, draw: Draw) -> PageLayout:
+    """One A4 page drawn by `draw`, read back through the text layer and analysed."""
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=(595, 842))
+    draw(c)
+    c.showPage()
+    c.save()
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        content = read_text_layer(doc, 0)
+    finally:
+        doc.close()
+    return analyse(content, document_style([content]))
+
+
+def _text(c: object, x: float, y: float, text: str, font: str = "Helvetica", size: float = 10) -> None:
+    c.setFont(font, size)  # type: ignore[attr-defined]
+    c.drawString(x, y, text)  # type: ignore[attr-defined]
+
+
+def _right(c: object, x: float, y: float, text: str, font: str = "Helvetica", size: float = 10) -> None:
+    c.setFont(font, size)  # type: ignore[attr-defined]
+    c.drawRightString(x, y, text)  # type: ignore[attr-defined]
+
+
+def _prose(c: object, x: float, y: float, chars: int, count: int, lead: float = 12.5, start: int = 0) -> float:
+    """`count` lines of running text about `chars` characters long from (x, y) down; the y below them."""
+    words = PROSE.split()[start:]
+    k = 0
+    for n in range(count):
+        line: list[str] = []
+        while len(" ".join(line)) < chars:
+            line.append(words[k])
+            k += 1
+        _text(c, x, y - lead * n, " ".join(line))
+    return y - lead * count
+
+
+def _tables(layout: PageLayout) -> list[Block]:
+    return [b for b in layout.blocks if b.kind is Kind.TABLE]
+
+
+def _rows(block: Block) -> list[list[str]]:
+    assert block.table is not None
+    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
+
+
+STATEMENT = [
+    ("Current assets", "", ""),
+    ("Cash and cash equivalents", "1,234,567", "1,045,332"),
+    ("Trade receivables", "456,789", "398,120"),
+    ("Inventories", "87,654", "(12,001)"),
+    ("Total current assets", "1,779,010", "1,431,451"),
+    ("Non-current assets", "", ""),
+    ("Property, plant and equipment", "2,345,678", "2,100,000"),
+    ("Intangible assets", "12,345", "—"),
+    ("Total assets", "4,137,033", "3,531,451"),
+]
+
+
+def _statement(c: object) -> None:
+    # A financial statement as annual reports set it: prose, a title, figures right-aligned under bold years, a label
+    # standing alone over each group of rows, no rule anywhere.
+    y = _prose(c, 72, 780, 90, 4)
+    _text(c, 72, y - 20, "Statement of financial position", "Helvetica-Bold", 12)
+    y -= 50
+    _right(c, 430, y, "2023", "Helvetica-Bold")
+    _right(c, 520, y, "2022", "Helvetica-Bold")
+    for k, (label, now, before) in enumerate(STATEMENT, start=1):
+        _text(c, 72, y - 14 * k, label)
+        if now:
+            _right(c, 430, y - 14 * k, now)
+            _right(c, 520, y - 14 * k, before)
+    _prose(c, 72, y - 14 * (len(STATEMENT) + 3), 90, 4, start=40)
+
+
+def test_a_financial_statement_without_rules_is_one_table_with_its_labels_header_and_figures(tmp_path: Path) -> None:
+    layout = _layout(tmp_path / "statement.pdf", _statement)
+    (table,) = _tables(layout)
+    assert _rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
+    assert table.table is not None and all(c.header for c in table.table.cells if c.row == 0)
+    assert not any(c.header for c in table.table.cells if c.row > 0)
+    # The prose around it stays text, before and after it, and no label or figure is left outside the table.
+    kinds = [b.kind for b in layout.blocks]
+    assert kinds.index(Kind.TABLE) not in (0, len(kinds) - 1)
+    assert not any("Inventories" in b.text or "1,234,567" in b.text for b in layout.blocks if b.kind is Kind.TEXT)
+
+
+def test_a_header_cell_over_two_columns_of_figures_spans_them(tmp_path: Path) -> None:
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3)
+        y -= 30
+        c.setFont("Helvetica-Bold", 10)  # type: ignore[attr-defined]
+        c.drawCentredString(440, y, "Year ended 31 December")  # type: ignore[attr-defined]
+        _right(c, 430, y - 14, "2023", "Helvetica-Bold")
+        _right(c, 520, y - 14, "2022", "Helvetica-Bold")
+        for k, (label, now, before) in enumerate(STATEMENT[1:5], start=2):
+            _text(c, 72, y - 14 * k, label)
+            _right(c, 430, y - 14 * k, now)
+            _right(c, 520, y - 14 * k, before)
+        _prose(c, 72, y - 14 * 9, 90, 3, start=30)
+
+    (table,) = _tables(_layout(tmp_path / "spanning.pdf", draw))
+    assert table.table is not None
+    (year,) = [c for c in table.table.cells if c.text == "Year ended 31 December"]
+    assert (year.row, year.col, year.col_span, year.header) == (0, 1, 2, True)
+    assert _rows(table)[1:] == [["", "2023", "2022"], *[list(r) for r in STATEMENT[1:5]]]
+
+
+def test_a_results_table_under_its_caption_keeps_its_rows_and_its_header(tmp_path: Path) -> None:
+    head = ["Method", "Precision", "Recall", "F1 score"]
+    rows = [
+        ["Baseline", "0.71", "0.64", "0.67"],
+        ["Rule based", "0.82", "0.75", "0.78"],
+        ["Neural net", "0.88", "0.81", "0.84"],
+        ["Ours (full)", "0.93", "0.90", "0.91"],
+    ]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3)
+        _text(c, 72, y - 20, "Table 2: Results on the test set.")
+        y -= 44
+        for k, row in enumerate([head, *rows]):
+            for x, text in zip((72, 200, 300, 400), row, strict=True):
+                _text(c, x, y - 12 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica", 9)
+        _prose(c, 72, y - 12 * 7, 90, 5, start=30)
+
+    layout = _layout(tmp_path / "results.pdf", draw)
+    (table,) = _tables(layout)
+    assert _rows(table) == [head, *rows]
+    assert layout.blocks[table.caption].text == "Table 2: Results on the test set."
+
+
+def test_a_table_in_one_column_of_a_two_column_page_takes_none_of_the_other_column(tmp_path: Path) -> None:
+    def draw(c: object) -> None:
+        y = _prose(c, 60, 780, 42, 12)
+        for k, (name, count, share) in enumerate(
+            [("Region", "Count", "Share"), ("North", "1,204", "31%"), ("South", "987", "25%"), ("East", "1,655", "44%")]
+        ):
+            _text(c, 60, y - 20 - 12 * k, name, "Helvetica-Bold" if k == 0 else "Helvetica")
+            _right(c, 200, y - 20 - 12 * k, count, "Helvetica-Bold" if k == 0 else "Helvetica")
+            _right(c, 280, y - 20 - 12 * k, share, "Helvetica-Bold" if k == 0 else "Helvetica")
+        _prose(c, 60, y - 90, 42, 12, start=60)
+        _prose(c, 320, 780, 42, 50, lead=12, start=120)
+
+    layout = _layout(tmp_path / "column.pdf", draw)
+    (table,) = _tables(layout)
+    assert _rows(table) == [["Region", "Count", "Share"], ["North", "1,204", "31%"], ["South", "987", "25%"],
+                            ["East", "1,655", "44%"]]  # fmt: skip
+    assert table.bbox[2] < 300
+
+
+def _two_columns(c: object) -> None:
+    _prose(c, 60, 780, 40, 50, lead=12)
+    _prose(c, 310, 780, 40, 50, lead=12, start=200)
+
+
+def _three_narrow_columns(c: object) -> None:
+    for n, x in enumerate((60, 230, 400)):
+        _prose(c, x, 780, 26, 50, lead=12, start=150 * n)
+
+
+def _numbered_list(c: object) -> None:
+    y = _prose(c, 72, 780, 90, 3) - 20
+    for k in range(12):
+        _right(c, 92, y - 13 * k, f"{k + 1}.")
+        _text(c, 100, y - 13 * k, f"Item number {k + 1} of the list, which says something")
+    _prose(c, 72, y - 13 * 13, 90, 3, start=40)
+
+
+def _bullets_with_prices(c: object) -> None:
+    y = _prose(c, 72, 780, 90, 3) - 20
+    for k, item in enumerate(["Apples", "Oranges", "Pears", "Plums", "Grapes"]):
+        _text(c, 80, y - 13 * k, "•")
+        _text(c, 92, y - 13 * k, f"{item} from the market")
+        _right(c, 300, y - 13 * k, f"{3 * k + 3}.50")
+    _prose(c, 72, y - 13 * 6, 90, 3, start=40)
+
+
+def _equations(c: object) -> None:
+    y = _prose(c, 72, 780, 90, 3) - 20
+    for k, equation in enumerate(["E = m c 2", "F = m a", "p = m v", "W = F s"]):
+        _text(c, 250, y - 16 * k, equation, "Times-Italic", 11)
+        _right(c, 520, y - 16 * k, f"({k + 1})", "Times-Roman", 11)
+    _prose(c, 72, y - 16 * 5, 90, 3, start=40)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [_two_columns, _three_narrow_columns, _numbered_list, _bullets_with_prices, _equations],
+    ids=lambda d: d.__name__,
+)
+def test_columns_that_are_no_table_stay_text(tmp_path: Path, draw: Draw) -> None:
+    layout = _layout(tmp_path / "page.pdf", draw)
+    assert _tables(layout) == []
+    assert any(b.kind in (Kind.TEXT, Kind.LIST_ITEM) for b in layout.blocks)
+
+
+def test_a_table_of_contents_with_leaders_stays_the_two_columns_its_leaders_make(tmp_path: Path) -> None:
+    entries = [("Introduction", 1), ("Background", 3), ("Methods", 7), ("Results", 12), ("Discussion", 20)]
+
+    def draw(c: object) -> None:
+        _text(c, 72, 780, "Contents", "Helvetica-Bold", 14)
+        for k, (title, page) in enumerate(entries):
+            _text(c, 72, 750 - 14 * k, f"{k + 1}  {title}")
+            _text(c, 200, 750 - 14 * k, " ." * 40)
+            _right(c, 520, 750 - 14 * k, str(page))
+
+    (table,) = _tables(_layout(tmp_path / "contents.pdf", draw))
+    rows = _rows(table)
+    assert [len(r) for r in rows] == [2] * len(entries)
+    assert [r[1] for r in rows] == [str(p) for _, p in entries]
+    assert rows[0][0].startswith("1 Introduction . .")
