@@ -211,6 +211,17 @@ def test_version_and_help_show_defaults_and_keep_bracketed_text() -> None:
     assert "[default: default]" in chat and "[default: 512]" in chat and "[its template's]" in chat, chat
 
 
+def test_python_dash_m_modelhost_is_the_command() -> None:
+    from importlib.metadata import version
+
+    for module in ("modelhost", "modelhost.cli"):
+        shown = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=240)
+        assert shown.returncode == 0 and shown.stdout.strip() == f"modelhost {version('modelhost')}", shown
+    listed = subprocess.run([sys.executable, "-m", "modelhost", "--help"], capture_output=True, text=True, timeout=240)
+    commands = ("generate", "chat", "embed", "info", "backends", "convert", "serve", "train", "pull", "list", "rm")
+    assert listed.returncode == 0 and all(f"  {name} " in listed.stdout for name in commands), listed
+
+
 def test_every_example_file_the_readme_names_is_shipped_and_usable() -> None:
     import json
 

@@ -317,3 +317,40 @@ def test_serve_config_refuses_contradicting_settings_for_the_python_api_too(monk
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ClusterError, match=r"pip install 'modelhost\[ray\]'"):
         serving.ServeConfig(ray="auto", worker=("127.0.0.1", 0))
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ({"max_queue": 0}, "--max-queue takes 1 or more, got 0"),
+        ({"capacity": 0, "worker": ("127.0.0.1", 0)}, "--capacity takes 1 or more, got 0"),
+        ({"keep_alive": -1.0}, "--keep-alive takes 0 or more, got -1.0"),
+        ({"parallel": 0}, "--parallel takes 1 or more, got 0"),
+        ({"threads": 0}, "--threads takes 1 or more, got 0"),
+        ({"poll": 101}, "--poll takes 0 to 100, got 101"),
+        ({"tensor_parallel": 0}, "--tp takes 1 or more, got 0"),
+        ({"ray_actors": 0}, "--actors takes 1 or more, got 0"),
+        ({"ray_actor_gpus": -1.0}, "--num-gpus takes 0 or more, got -1.0"),
+        ({"access_log": "xml"}, "--log-format takes text, json or none, got 'xml'"),
+    ],
+)
+def test_the_python_api_refuses_a_number_out_of_its_flags_range_before_any_model_resolves(
+    setting: dict[str, object], expected: str
+) -> None:
+    from modelhost import serve as serving
+
+    # A model that does not exist: were the number not refused first, the run would fail on the model instead.
+    config = {"model": "no-such-model", "socket": None, **setting}
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        serving.run(serving.ServeConfig(**config))  # type: ignore[arg-type]
+    # The edges of each range are accepted.
+    serving.ServeConfig(max_queue=1, capacity=1, keep_alive=0.0, parallel=1, threads=1, poll=0, ray_actor_gpus=0.0)
+    serving.ServeConfig(poll=100)
+
+
+def test_the_python_api_refuses_a_docling_door_without_the_http_door_it_serves_on() -> None:
+    from modelhost import serve as serving
+
+    # It once started no docling door and said nothing.
+    with pytest.raises(ValueError, match="--docling serves its API on the HTTP door: add --http"):
+        serving.run(serving.ServeConfig(model="ocr", socket=None, docling="ocr"))

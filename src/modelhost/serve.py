@@ -139,6 +139,12 @@ class ServeConfig:
         """Refuse settings that contradict each other, or need what is not installed, when the config is made: the
         CLI and the Python API refuse the same things, in one line, before any model loads (ValueError, or
         ClusterError for a missing Ray)."""
+        for flag, value, low, high in self._bounded():
+            if value is not None and (value < low or (high is not None and value > high)):
+                bounds = f"{low} or more" if high is None else f"{low} to {high}"
+                raise ValueError(f"{flag} takes {bounds}, got {value}")
+        if self.access_log not in (None, "text", "json"):
+            raise ValueError(f"--log-format takes text, json or none, got {self.access_log!r}")
         if self.docling is not None and self.http is None:
             raise ValueError("--docling serves its API on the HTTP door: add --http")
         if self.fetch_private and not self.allow_fetch:
@@ -149,6 +155,23 @@ class ServeConfig:
             from modelhost.ray.cluster import check_installed
 
             check_installed("--ray")
+
+    def _bounded(self) -> tuple[tuple[str, float | None, float, float | None], ...]:
+        """(flag, value, lowest, highest or None) of each number with a range: the ranges `modelhost serve`'s flags
+        declare, so a config made in Python is refused as the command line is, before any model loads."""
+        return (
+            ("--keep-alive", self.keep_alive, 0, None),
+            ("--capacity", self.capacity, 1, None),  # the job worker holds no job with 0
+            ("--max-queue", self.max_queue, 1, None),  # 0 would refuse every request that cannot start at once
+            ("--parallel", self.parallel, 1, None),
+            ("--threads", self.threads, 1, None),
+            ("--poll", self.poll, 0, openmp.MAX_POLL),
+            ("--tp", self.tensor_parallel, 1, None),
+            ("--pp", self.pipeline_parallel, 1, None),
+            ("--actors", self.ray_actors, 1, None),
+            ("--num-cpus", self.ray_actor_cpus, 0, None),
+            ("--num-gpus", self.ray_actor_gpus, 0, None),
+        )
 
 
 def docling_state(config: ServeConfig) -> Path:
