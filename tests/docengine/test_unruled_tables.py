@@ -175,6 +175,41 @@ def test_a_table_in_one_column_of_a_two_column_page_takes_none_of_the_other_colu
     assert table.bbox[2] < 300
 
 
+def test_rules_under_the_figures_only_leave_the_statement_one_table_with_its_labels(tmp_path: Path) -> None:
+    # Lines above each total under both columns of figures, a double line under the last: rules that bound no row
+    # and hold no label (read as a ruled table, the figures went into one cell and their labels after it as text).
+    statement = [
+        ("Revenue", "5,234", "4,876"),
+        ("Cost of sales", "(3,120)", "(2,950)"),
+        ("Gross profit", "2,114", "1,926"),
+        ("Administrative expenses", "(610)", "(577)"),
+        ("Operating profit", "1,084", "951"),
+        ("Finance costs", "(85)", "(92)"),
+        ("Profit before tax", "999", "859"),
+    ]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 40
+        _right(c, 430, y, "2023", "Helvetica-Bold")
+        _right(c, 520, y, "2022", "Helvetica-Bold")
+        c.setLineWidth(0.5)  # type: ignore[attr-defined]
+        for k, (label, now, before) in enumerate(statement, start=1):
+            _text(c, 72, y - 16 * k, label)
+            _right(c, 430, y - 16 * k, now)
+            _right(c, 520, y - 16 * k, before)
+            if label.endswith(("profit", "tax")):
+                c.line(380, y - 16 * k + 11, 520, y - 16 * k + 11)  # type: ignore[attr-defined]
+        bottom = y - 16 * len(statement) - 4
+        c.line(380, bottom, 520, bottom)  # type: ignore[attr-defined]
+        c.line(380, bottom - 2, 520, bottom - 2)  # type: ignore[attr-defined]
+        _prose(c, 72, bottom - 30, 90, 3, start=40)
+
+    layout = _layout(tmp_path / "underlined.pdf", draw)
+    (table,) = _tables(layout)
+    assert _rows(table) == [["", "2023", "2022"], *[list(row) for row in statement]]
+    assert not any("Revenue" in b.text for b in layout.blocks if b.kind is not Kind.TABLE)
+
+
 def _two_columns(c: object) -> None:
     _prose(c, 60, 780, 40, 50, lead=12)
     _prose(c, 310, 780, 40, 50, lead=12, start=200)
@@ -210,9 +245,25 @@ def _equations(c: object) -> None:
     _prose(c, 72, y - 16 * 5, 90, 3, start=40)
 
 
+def _two_charts(c: object) -> None:
+    # Two vector plots side by side: their tick labels stand in aligned columns of figures at one pitch, cut by the
+    # right panel's axes.
+    top = _prose(c, 72, 780, 90, 3) - 30
+    c.setLineWidth(0.8)  # type: ignore[attr-defined]
+    for x0 in (100, 330):
+        c.line(x0, top, x0, top - 100)  # type: ignore[attr-defined]
+        c.line(x0, top - 100, x0 + 180, top - 100)  # type: ignore[attr-defined]
+        for k in range(6):
+            c.line(x0 - 3, top - 100 + 20 * k, x0, top - 100 + 20 * k)  # type: ignore[attr-defined]
+            _right(c, x0 - 5, top - 103 + 20 * k, f"{0.2 * k:.1f}", size=8)
+        for k in range(5):
+            _text(c, x0 + 40 * k - 4, top - 110, str(10 * k), size=8)
+    _prose(c, 72, top - 140, 90, 3, start=40)
+
+
 @pytest.mark.parametrize(
     "draw",
-    [_two_columns, _three_narrow_columns, _numbered_list, _bullets_with_prices, _equations],
+    [_two_columns, _three_narrow_columns, _numbered_list, _bullets_with_prices, _equations, _two_charts],
     ids=lambda d: d.__name__,
 )
 def test_columns_that_are_no_table_stay_text(tmp_path: Path, draw: Draw) -> None:

@@ -24,7 +24,7 @@ from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import find_tables, rule_frames
 from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
-from modelhost.docengine.unruled import find_unruled
+from modelhost.docengine.unruled import find_unruled, widened
 
 __all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
 
@@ -146,7 +146,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     page_area = max(content.width * content.height, 1.0)
     # Small frames only: a box drawn around a diagram or a note. A frame around most of the page is a border.
     frames = [f for f in rule_frames(content.rulings) if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area]
-    for found in find_tables(content.rulings, words):
+    # Ruled tables; an open one (no vertical rules) gives way to the table without rules that reads it and more.
+    for found in widened(find_tables(content.rulings, words), words, style.body_size, content.rulings):
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
 
@@ -172,7 +173,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         gone = frozenset().union(*(toc.words for toc in contents))
         free = [w for i, w in enumerate(free) if i not in gone]
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence).
-    unruled = find_unruled(free, style.body_size)
+    unruled = find_unruled(free, style.body_size, content.rulings)
     for found in unruled:
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
     if unruled:

@@ -40,11 +40,13 @@ LINE_MERGE = 2.0
 
 @dataclass(frozen=True, slots=True)
 class FoundTable:
-    """A table found on the page: its box, its grid, and which words it took (indices into the page's words)."""
+    """A table found on the page: its box, its grid, and which words it took (indices into the page's words).
+    `open` when no vertical rule bounds its cells (booktabs' rules, or rules under some columns only)."""
 
     bbox: BBox
     table: Table
     words: frozenset[int]
+    open: bool = False
 
 
 def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
@@ -263,7 +265,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
         full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
         if full_rows < 0.5 * rows:
             return None  # columns guessed from gaps must be filled on most rows, or they are no columns
-    return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members))
+    return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals)
 
 
 def _index(lines: list[float], v: float) -> int:

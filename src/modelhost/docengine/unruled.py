@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelhost.docengine.lines import Gutter, gutters, lines
-from modelhost.docengine.tables import FoundTable, cell_text
-from modelhost.docengine.types import Cell, Table, Word
+from modelhost.docengine.tables import FoundTable, cell_text, rule_frames
+from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: A column gap is at least this many ems of the row's font size. Word spaces are 0.25-0.33 em and justified text
 #: stretches them to ~0.6 em (the same measure as `lines.GUTTER_EM`); tables set their columns at least an em apart.
@@ -117,11 +117,14 @@ class _Run:
     before: int = -1  # the row index just above the run's first row that overlaps it across (-1: none)
 
 
-def find_unruled(words: Sequence[Word], body_size: float) -> list[FoundTable]:
+def find_unruled(words: Sequence[Word], body_size: float, rules: Sequence[Segment] = ()) -> list[FoundTable]:
     """The tables without rules among `words` (a page's words no ruled table, picture or table of contents took),
-    each with the indices of the words it takes."""
+    each with the indices of the words it takes. `rules` are the page's: a run of words that a closed group of rules
+    (horizontal and vertical rules meeting: a chart's axes) cuts into is a figure's labels (two panels' ticks side by
+    side), not a table; a frame around the whole run is only a box around it."""
     if not words or sum(1 for w in words if w.font) < 0.5 * len(words):
         return []  # read from pixels (no fonts): left to the layout model
+    frames = rule_frames(rules)
     gaps_at = _prose_gutters(words, body_size)
     index = {id(w): i for i, w in enumerate(words)}
     rows = [_row([index[id(w)] for w in line], words) for line in lines(words, gaps_at)][:MAX_ROWS]
@@ -129,10 +132,37 @@ def find_unruled(words: Sequence[Word], body_size: float) -> list[FoundTable]:
     taken: set[int] = set()
     for run in _runs(rows):
         table = _table(run, rows, words)
-        if table is not None and not (table.words & taken):
-            found.append(table)
-            taken |= table.words
+        if table is None or table.words & taken or any(_cuts(frame, table.bbox) for frame in frames):
+            continue
+        found.append(table)
+        taken |= table.words
     return found
+
+
+def _cuts(frame: BBox, box: BBox) -> bool:
+    """Whether a frame of rules overlaps a box without holding all of it."""
+    overlaps = frame[0] < box[2] and box[0] < frame[2] and frame[1] < box[3] and box[1] < frame[3]
+    holds = frame[0] <= box[0] + 1 and frame[1] <= box[1] + 1 and box[2] <= frame[2] + 1 and box[3] <= frame[3] + 1
+    return overlaps and not holds
+
+
+def widened(
+    ruled: list[FoundTable], words: Sequence[Word], body_size: float, rules: Sequence[Segment] = ()
+) -> list[FoundTable]:
+    """Ruled tables, each open one (no vertical rules) replaced by the table without rules that reads the same
+    words and more: rules drawn under the columns of figures only (a statement's lines above its totals) bound no
+    rows and hold no labels, and read alone they put a column of figures in one cell and its labels after it."""
+    shut = frozenset().union(*(t.words for t in ruled if not t.open))
+    rest = [i for i in range(len(words)) if i not in shut]
+    out = [t for t in ruled if not t.open]
+    wide: list[FoundTable] = []
+    for table in find_unruled([words[i] for i in rest], body_size, rules):
+        table = FoundTable(table.bbox, table.table, frozenset(rest[i] for i in table.words))
+        covered = [t for t in ruled if t.open and t.words <= table.words]
+        if covered and len(table.words) > sum(len(t.words) for t in covered):
+            wide.append(table)
+    gone = frozenset().union(*(t.words for t in wide))
+    return out + [t for t in ruled if t.open and not t.words & gone] + wide
 
 
 def _prose_gutters(words: Sequence[Word], body_size: float) -> list[Gutter]:
