@@ -22,11 +22,11 @@ from modelhost.documents import Conversion
 from modelhost.errors import ModelHostError
 from modelhost.host.models import ModelSpec
 from modelhost.inference.types import EmbeddingResult
+from modelhost.jobs.documents import PageDone, Settings, Started
 from modelhost.ray import documents, embeddings
 from modelhost.ray.cluster import ClusterError, connect
 from modelhost.ray.pages import ReadSettings
 from modelhost.ray.pool import Pool, Stop, StopRequested
-from modelhost.worker.documents import PageDone, Settings, Started
 
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from modelhost.host.models import Servable
 from modelhost.inference.capabilities import OptionChecker, as_capability
 from modelhost.inference.options import DEFAULT_MAX_TOKENS, GenerateOptions
 from modelhost.inference.types import Message
+from modelhost.jobs.operation import INPUT_CODES, JobContext, Operation, submit_to_host
 from modelhost.worker import protocol
-from modelhost.worker.operation import INPUT_CODES, JobContext, Operation, submit_to_host
 from modelhost.worker.pictures import uploaded_images
 from modelhost.worker.protocol import failed, invalid
 
