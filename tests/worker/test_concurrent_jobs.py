@@ -15,7 +15,7 @@ import httpx
 from tests.host.test_batching import BatchingScripted
 
 from modelhost.host import Host
-from modelhost.worker.operation import JobContext
+from modelhost.jobs.operation import JobContext
 from modelhost.worker.training import LORA_TRAIN
 
 from .helpers import operations, start_server, wait_for

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from modelhost.jobs.store import JobStore, default_sync_mode
 from modelhost.worker import protocol
-from modelhost.worker.store import JobStore, default_sync_mode
 
 
 def record(n: int, status: str = protocol.QUEUED) -> protocol.Record:
@@ -98,15 +98,15 @@ def test_a_state_folder_serves_one_worker(tmp_path: Path) -> None:
 def test_a_key_resubmitted_while_its_job_is_being_acked_makes_a_new_job(tmp_path: Path) -> None:
     """Ack, then the same idempotency key again before the ack's removal is done: the new job must be created (not
     refused because the old folder is still there) and must stay on the board (not popped by the finishing ack)."""
-    from modelhost.worker.jobs import JobBoard, Reservation
-    from modelhost.worker.metrics import WorkerMetrics
+    from modelhost.jobs.board import JobBoard, Reservation
+    from modelhost.jobs.metrics import JobMetrics
 
     async def main() -> None:
         store = JobStore(tmp_path)
         store.open()
         store.restore(protocol.now_ms())
         store.start()
-        board = JobBoard(store, capacity=4, models=[("paced", "test.echo")], metrics=WorkerMetrics(), journal=print)
+        board = JobBoard(store, capacity=4, models=[("paced", "test.echo")], metrics=JobMetrics(), journal=print)
         first = await board.reserve("test.echo", "paced", "k")
         assert isinstance(first, Reservation)
         old = await board.commit(first, '{"n": 1}')
@@ -132,8 +132,8 @@ def test_a_multipart_request_cancelled_while_its_job_commits_keeps_the_job_whole
     durable, so the request must neither give its slot back a second time nor delete the staging folder under it."""
     from starlette.requests import Request
 
-    from modelhost.worker.jobs import JobBoard
-    from modelhost.worker.metrics import WorkerMetrics
+    from modelhost.jobs.board import JobBoard
+    from modelhost.jobs.metrics import JobMetrics
     from modelhost.worker.submission import submit_multipart
 
     async def main() -> None:
@@ -141,7 +141,7 @@ def test_a_multipart_request_cancelled_while_its_job_commits_keeps_the_job_whole
         store.open()
         store.restore(protocol.now_ms())
         store.start()
-        board = JobBoard(store, capacity=4, models=[("paced", "test.echo")], metrics=WorkerMetrics(), journal=print)
+        board = JobBoard(store, capacity=4, models=[("paced", "test.echo")], metrics=JobMetrics(), journal=print)
         gate = asyncio.Event()
         writing = asyncio.Event()
         create = store.create

@@ -6,8 +6,8 @@ serialiser; `operation` what an operation is (one `Operation` record: name, inpu
 module; `executor` runs jobs through them; `store` the durable job folders.
 """
 
+from modelhost.jobs.operation import JobContext, Operation, RunJob, Work
 from modelhost.worker.app import build_app
-from modelhost.worker.operation import JobContext, Operation, RunJob, Work
 from modelhost.worker.protocol import PICTURE_SIDE, Failure, Record, failed, invalid
 from modelhost.worker.registry import OPERATIONS, default_operations
 from modelhost.worker.server import WorkerServer

@@ -20,8 +20,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from modelhost import _access, _serving
+from modelhost.jobs.board import JobBoard
 from modelhost.worker import protocol
-from modelhost.worker.jobs import JobBoard
 from modelhost.worker.protocol import ApiError
 from modelhost.worker.submission import read_json_body, submit_json, submit_multipart
 

@@ -9,7 +9,7 @@ file format, a small text header and then the raw little-endian rows, so any lan
 Progress: stage `encoding_prompt`, step = texts embedded of `total`, `remaining` from the pace so far. The texts go to
 the model in calls of EMBED_CHUNK, each an embedding ticket the host runs between generation steps, so a big job
 shares the model with chat traffic instead of stopping it; cancel stops between two calls.
-`"ray": true` (a worker started with `--ray ADDRESS`: worker.cluster) embeds the texts on that Ray cluster's actors
+`"ray": true` (a worker started with `--ray ADDRESS`: jobs.cluster) embeds the texts on that Ray cluster's actors
 instead, each loading the job's model once and embedding its pieces in the same calls of EMBED_CHUNK, so the
 vectors are the ones this worker's model gives (docs/cluster.md says within what tolerance); a cancel stops the
 cluster's work and frees its actors.
@@ -32,9 +32,9 @@ from modelhost.errors import InvalidInputError, InvalidOptionError, ModelHostErr
 from modelhost.host.models import ModelSpec, Servable
 from modelhost.inference.capabilities import EmbeddingModel, as_capability
 from modelhost.inference.types import EmbeddingResult
+from modelhost.jobs.cluster import served_spec, wants_cluster
+from modelhost.jobs.operation import JobContext, Operation, submit_to_host
 from modelhost.worker import protocol
-from modelhost.worker.cluster import served_spec, wants_cluster
-from modelhost.worker.operation import JobContext, Operation, submit_to_host
 from modelhost.worker.protocol import Failure, failed, input_path, invalid
 
 OPERATION = "text.embed"
@@ -82,7 +82,7 @@ def _shape(value: Any) -> dict[str, Any]:
 
 
 class ClusterEmbeddings(Protocol):
-    """What a `"ray": true` embedding job needs of a cluster (worker.cluster): (offset of its first text, its
+    """What a `"ray": true` embedding job needs of a cluster (jobs.cluster): (offset of its first text, its
     result) for every call of `chunk` texts, in order, each call as the host's `submit_embedding` answers it, made
     by the cluster's actors, each loading `spec`'s model once. A model's refusal is a ModelHostError with the host's
     code, its message naming `input[i]` within the call. Closing the generator (or cancelling the task iterating

@@ -3,143 +3,86 @@
 The seed (giz's protocol, summarised in docs/worker.md) fixes the record, the codes, the stages and PICTURE_SIDE;
 docs/worker.md also records the project's decisions where the seed is silent (status names, error bodies, the
 bytes hashed for an id).
-Everything a giz caller can observe on the wire is defined here, so a correction from a real giz caller is a
-one-line change in this file and nowhere else.
+Everything a giz caller can observe on the wire is read here: the job's record, its statuses, stages and codes are
+the job store's format (modelhost.jobs.schema, which the docling door's tasks share), re-exported below as they
+are; the rest (submissions, health, queue and error bodies, content types) is defined here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-import time
-from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
 import msgspec
 
+# The record and its vocabulary, the job store's format (modelhost.jobs.schema): re-exported (`__all__`).
+from modelhost.jobs.schema import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    FILE_REF,
+    FINISHED,
+    HELD,
+    ID_HEX_DIGITS,
+    INPUT_FILE,
+    MAX_ECHOED,
+    PROCESSING,
+    QUEUED,
+    STAGE_ENCODING_PROMPT,
+    STAGE_ENCODING_VIDEO,
+    STAGE_GENERATING,
+    STAGE_INITIALIZING,
+    STAGE_LOADING_MODEL,
+    STAGE_TRAINING,
+    STAGES,
+    STORAGE_RETRY_AFTER,
+    WORKER_BUSY,
+    WORKER_CANCELLED,
+    WORKER_FAILED,
+    WORKER_INTERRUPTED,
+    WORKER_INVALID_INPUT,
+    WORKER_NOT_FINISHED,
+    WORKER_NOT_FOUND,
+    WORKER_STORAGE,
+    ApiError,
+    Failure,
+    Record,
+    bad_request,
+    busy,
+    decode_record,
+    encode_record,
+    failed,
+    input_file,
+    input_path,
+    invalid,
+    is_job_id,
+    job_id,
+    new_record,
+    not_found,
+    now_ms,
+    safe_file_name,
+    shown,
+    storage_error,
+)
+
 PROTOCOL_VERSION: Final = 1
 
-# -- error codes (seed: WORKER_BUSY, WORKER_INTERRUPTED, WORKER_INVALID_INPUT, WORKER_FAILED, WORKER_STORAGE,
-#    WORKER_CANCELLED; the rest are the spec's decisions for answers the seed does not name) ------------------------
-WORKER_BUSY: Final = "WORKER_BUSY"
-WORKER_INTERRUPTED: Final = "WORKER_INTERRUPTED"
-WORKER_INVALID_INPUT: Final = "WORKER_INVALID_INPUT"
-WORKER_FAILED: Final = "WORKER_FAILED"
-WORKER_STORAGE: Final = "WORKER_STORAGE"
-WORKER_CANCELLED: Final = "WORKER_CANCELLED"
+#: A request without the right bearer token (401): the worker's own answer, never a job's code (those are the
+#: record's, above).
 WORKER_UNAUTHORIZED: Final = "WORKER_UNAUTHORIZED"
-WORKER_NOT_FOUND: Final = "WORKER_NOT_FOUND"
-WORKER_NOT_FINISHED: Final = "WORKER_NOT_FINISHED"
-
-# -- job statuses (decision: the seed names queued/processing only implicitly) ----------------------------------
-QUEUED: Final = "queued"
-PROCESSING: Final = "processing"
-COMPLETED: Final = "completed"
-FAILED: Final = "failed"
-CANCELLED: Final = "cancelled"
-#: Statuses after which a job never changes again (ack and retention apply only to these).
-FINISHED: Final = frozenset({COMPLETED, FAILED, CANCELLED})
-#: Statuses that count against `capacity` ("jobs held at once, queued plus processing").
-HELD: Final = frozenset({QUEUED, PROCESSING})
-
-# -- progress stages, as giz names them -------------------------------------------------------------------------
-STAGE_INITIALIZING: Final = "initializing"
-STAGE_LOADING_MODEL: Final = "loading_model"
-STAGE_ENCODING_PROMPT: Final = "encoding_prompt"
-STAGE_GENERATING: Final = "generating"
-STAGE_ENCODING_VIDEO: Final = "encoding_video"
-STAGES: Final = (STAGE_INITIALIZING, STAGE_LOADING_MODEL, STAGE_ENCODING_PROMPT, STAGE_GENERATING, STAGE_ENCODING_VIDEO)
-#: Ours, not giz's (so not in STAGES): an optimiser loop (`lora.train`), step of total optimiser steps.
-STAGE_TRAINING: Final = "training"
 
 #: The longer side a job's picture is decoded to at least: a model reads at most ~4 megapixels, which 2048 covers,
 #: and decoding a JPEG at 1/2, 1/4 or 1/8 keeps a phone photo of any size within the decoder's memory bounds.
 PICTURE_SIDE: Final = 2048
 
-# -- input references -------------------------------------------------------------------------------------------
-#: In a submitted input: `{"$file": "<multipart field>"}` names an uploaded part.
-FILE_REF: Final = "$file"
-#: In a stored input (what the executor sees): `{"$inputFile": {"name", "contentType", "path"}}`.
-INPUT_FILE: Final = "$inputFile"
-
 #: Form field of a multipart submission that holds the JSON request.
 REQUEST_FIELD: Final = "request"
 
-#: Length of a job id in hex digits (128 bits: random ids never collide in practice).
-ID_HEX_DIGITS: Final = 32
-_HEX: Final = frozenset("0123456789abcdef")
-
-
-class Record(msgspec.Struct, rename={"error_status": "errorStatus"}):
-    """One job's state: the content of its `job.json` and the body of `GET /v1/jobs/{id}`. Every field always
-    present (no defaults on purpose: a `job.json` missing a field is damaged and is not restored)."""
-
-    id: str
-    operation: str
-    model: str
-    input: str
-    status: str
-    stage: str
-    step: int
-    total: int
-    remaining: float
-    output: list[str]
-    error: str
-    code: str
-    error_status: int
-    created: int
-    started: int
-    completed: int
-    acknowledged: bool
-    cancel: bool
-
-    @property
-    def finished(self) -> bool:
-        """True once the job can no longer change (completed, failed or cancelled)."""
-        return self.status in FINISHED
-
-
-def new_record(job_id: str, operation: str, model: str, input_json: str, created: int) -> Record:
-    """A freshly queued job."""
-    return Record(
-        id=job_id,
-        operation=operation,
-        model=model,
-        input=input_json,
-        status=QUEUED,
-        stage="",
-        step=0,
-        total=0,
-        remaining=0.0,
-        output=[],
-        error="",
-        code="",
-        error_status=0,
-        created=created,
-        started=0,
-        completed=0,
-        acknowledged=False,
-        cancel=False,
-    )
-
-
-_record_encoder = msgspec.json.Encoder()
-_record_decoder = msgspec.json.Decoder(Record)
-
-
-def encode_record(record: Record) -> bytes:
-    """The record as JSON bytes (job.json, and the GET body)."""
-    return _record_encoder.encode(record)
-
-
-def decode_record(data: bytes) -> Record:
-    """Parse a job.json; raises msgspec.DecodeError / ValidationError for a damaged or foreign file."""
-    return _record_decoder.decode(data)
+_encoder = msgspec.json.Encoder()
 
 
 def encode(value: Any) -> bytes:
     """Any other JSON body of the protocol."""
-    return _record_encoder.encode(value)
+    return _encoder.encode(value)
 
 
 #: Longest operation, model name and idempotency key of a submission. giz's keys are UUIDs and model names are
@@ -167,70 +110,9 @@ def decode_submission(data: bytes) -> Submission:
     return _submission_decoder.decode(data)
 
 
-def job_id(model: str, operation: str, key: str) -> str:
-    """The id of a job: with a key, the first 32 hex digits of SHA-256 over `model \\n operation \\n key` (UTF-8),
-    so the same request gives the same job; without one, 32 random hex digits."""
-    if not key:
-        return secrets.token_hex(ID_HEX_DIGITS // 2)
-    digest = hashlib.sha256(f"{model}\n{operation}\n{key}".encode()).hexdigest()
-    return digest[:ID_HEX_DIGITS]
-
-
-def is_job_id(value: str) -> bool:
-    """True for 32 lowercase hex digits (anything else can never name a job folder)."""
-    return len(value) == ID_HEX_DIGITS and set(value) <= _HEX
-
-
-def now_ms() -> int:
-    """Milliseconds since 1970, the unit of the record's times."""
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(unsafe_hash=True)
-class Failure(Exception):
-    """Why a job failed (the seed's Failure): its code, message and HTTP-like status (4xx: the request's own fault,
-    5xx: the worker's). Raised by an executor; stored in the record's code, error and errorStatus.
-
-    Neither frozen nor slotted, as an exception must not be: leaving a `with` block, contextlib sets the
-    exception's `__traceback__`, which a frozen dataclass refuses and a slotted one's generated `__setattr__`
-    failed with `TypeError: super(type, obj)` (a cancelled `text.embed` job waiting for a full queue ended
-    WORKER_FAILED with it instead of cancelled). Still equal and hashed by its fields, as when it was frozen."""
-
-    code: str
-    message: str
-    status: int
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-
-def invalid(message: str) -> Failure:
-    """A failure of the job's own input: WORKER_INVALID_INPUT, status 400."""
-    return Failure(WORKER_INVALID_INPUT, message, 400)
-
-
-def failed(code: str, message: str) -> Failure:
-    """A failure of the worker (WORKER_FAILED, WORKER_STORAGE, WORKER_CANCELLED, ...): status 500."""
-    return Failure(code, message, 500)
-
-
 def error_body(code: str, message: str, status: int) -> bytes:
     """The body of every non-2xx answer: `{"code", "message", "status"}`."""
     return encode({"code": code, "message": message, "status": status})
-
-
-def input_file(name: str, content_type: str, path: str) -> dict[str, Any]:
-    """What the executor sees for an uploaded file."""
-    return {INPUT_FILE: {"name": name, "contentType": content_type, "path": path}}
-
-
-def input_path(value: Any) -> str | None:
-    """The path of an input file (`{"$inputFile": {...}}`); None for any other value (the seed's `inputPath`)."""
-    if isinstance(value, dict) and len(value) == 1:
-        inner = value.get(INPUT_FILE)
-        if isinstance(inner, dict) and isinstance(inner.get("path"), str):
-            return str(inner["path"])
-    return None
 
 
 def health_body(
@@ -294,63 +176,71 @@ def content_type(name: str) -> str:
     return CONTENT_TYPES.get(name[dot:].lower(), "application/octet-stream") if dot >= 0 else "application/octet-stream"
 
 
-def safe_file_name(name: str) -> bool:
-    """True for a plain file name: no `/`, `\\`, `..`, NUL, and not empty or a dot file (which could name the
-    folder itself or a temporary file of the store)."""
-    return (
-        bool(name) and not name.startswith(".") and not any(c in name for c in ("/", "\\", "\x00")) and ".." not in name
-    )
-
-
-class ApiError(Exception):
-    """An answer other than 2xx: its HTTP status, code and message (the error body), and for 429 a Retry-After."""
-
-    def __init__(self, status: int, code: str, message: str, *, retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.retry_after = retry_after
-
-
-#: Most characters of a caller's own value (an id, a file name) echoed back in an error message: enough to recognise
-#: it, while a 20 KB path segment does not come back as a 20 KB answer (nor into a log line).
-MAX_ECHOED = 80
-
-
-def shown(value: str) -> str:
-    """`value` quoted for an error message, cut to MAX_ECHOED characters."""
-    if len(value) <= MAX_ECHOED:
-        return repr(value)
-    return f"{value[:MAX_ECHOED]!r}... ({len(value)} characters)"
-
-
-def not_found(what: str) -> ApiError:
-    """404 WORKER_NOT_FOUND. `what` names the thing (values in it quoted with `shown`)."""
-    return ApiError(404, WORKER_NOT_FOUND, f"{what} not found")
-
-
-def bad_request(message: str) -> ApiError:
-    """400 WORKER_INVALID_INPUT: the submission itself is unusable; nothing was stored."""
-    return ApiError(400, WORKER_INVALID_INPUT, message)
-
-
 def too_large(limit: int) -> ApiError:
     """413 WORKER_INVALID_INPUT: the upload is over the configured limit."""
     return ApiError(413, WORKER_INVALID_INPUT, f"the request body is over the limit of {limit} bytes")
 
 
-def busy(message: str, retry_after: int) -> ApiError:
-    """429 WORKER_BUSY: at capacity, or intake closed; Retry-After says when to try again."""
-    return ApiError(429, WORKER_BUSY, message, retry_after=retry_after)
-
-
-#: Retry-After of a 507: the worker retries its own storage at most this far apart (jobs.STORAGE_RETRY_MAX_SECONDS),
-#: so a caller that waits this long tries against a store that has been probed again. Every 507 carries it (the first
-#: of a full disk and the upload 507s once had none, and a client could only guess when to come back).
-STORAGE_RETRY_AFTER: Final = 5
-
-
-def storage_error(message: str, *, retry_after: int = STORAGE_RETRY_AFTER) -> ApiError:
-    """507 WORKER_STORAGE: the job could not be made durable (disk full, I/O error); nothing was kept."""
-    return ApiError(507, WORKER_STORAGE, message, retry_after=retry_after)
+__all__ = [
+    "CANCELLED",
+    "COMPLETED",
+    "CONTENT_TYPES",
+    "FAILED",
+    "FILE_REF",
+    "FINISHED",
+    "HELD",
+    "ID_HEX_DIGITS",
+    "INPUT_FILE",
+    "MAX_ECHOED",
+    "MAX_NAME_CHARS",
+    "PICTURE_SIDE",
+    "PROCESSING",
+    "PROTOCOL_VERSION",
+    "QUEUED",
+    "REQUEST_FIELD",
+    "STAGES",
+    "STAGE_ENCODING_PROMPT",
+    "STAGE_ENCODING_VIDEO",
+    "STAGE_GENERATING",
+    "STAGE_INITIALIZING",
+    "STAGE_LOADING_MODEL",
+    "STAGE_TRAINING",
+    "STORAGE_RETRY_AFTER",
+    "WORKER_BUSY",
+    "WORKER_CANCELLED",
+    "WORKER_FAILED",
+    "WORKER_INTERRUPTED",
+    "WORKER_INVALID_INPUT",
+    "WORKER_NOT_FINISHED",
+    "WORKER_NOT_FOUND",
+    "WORKER_STORAGE",
+    "WORKER_UNAUTHORIZED",
+    "ApiError",
+    "Failure",
+    "Record",
+    "Submission",
+    "bad_request",
+    "busy",
+    "content_type",
+    "decode_record",
+    "decode_submission",
+    "encode",
+    "encode_record",
+    "error_body",
+    "failed",
+    "health_body",
+    "input_file",
+    "input_path",
+    "invalid",
+    "is_job_id",
+    "job_id",
+    "models_body",
+    "new_record",
+    "not_found",
+    "now_ms",
+    "queue_body",
+    "safe_file_name",
+    "shown",
+    "storage_error",
+    "too_large",
+]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from modelhost.worker import documents, embeddings, text, training
-from modelhost.worker.operation import Operation, bound
+from modelhost.jobs import documents
+from modelhost.jobs.operation import Operation, bound
+from modelhost.worker import embeddings, text, training
 
 #: The operations every worker serves.
 OPERATIONS: tuple[Operation, ...] = (
@@ -19,7 +20,7 @@ OPERATIONS: tuple[Operation, ...] = (
 
 
 class Cluster(documents.ClusterDocuments, embeddings.ClusterEmbeddings, Protocol):
-    """Where a worker's `"ray": true` jobs run (worker.cluster): what both operations that take it need.
+    """Where a worker's `"ray": true` jobs run (jobs.cluster): what both operations that take it need.
     modelhost.ray.jobs.ClusterJobs is one, on a Ray cluster."""
 
     address: str

@@ -18,14 +18,14 @@ import uvicorn
 from modelhost import _access, _serving
 from modelhost.host import Host
 from modelhost.host.models import Models, Servable, ServedModel, as_models
+from modelhost.jobs.board import InputCheck, JobBoard, Journal, print_journal
+from modelhost.jobs.executor import Runner
+from modelhost.jobs.metrics import JobMetrics
+from modelhost.jobs.operation import CheckInput, Operation, RunJob
+from modelhost.jobs.store import JobStore, SyncMode
 from modelhost.worker import protocol
 from modelhost.worker.app import build_app, layer_error_body
-from modelhost.worker.executor import Runner
-from modelhost.worker.jobs import InputCheck, JobBoard, Journal, print_journal
-from modelhost.worker.metrics import WorkerMetrics
-from modelhost.worker.operation import CheckInput, Operation, RunJob
 from modelhost.worker.registry import default_operations
-from modelhost.worker.store import JobStore, SyncMode
 from modelhost.worker.submission import DEFAULT_MAX_UPLOAD_BYTES
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class WorkerServer:
         self.concurrency = concurrency
         given = operations if operations is not None else default_operations()
         self.operations = {name: op if isinstance(op, Operation) else Operation(name, op) for name, op in given.items()}
-        self.metrics = WorkerMetrics()
+        self.metrics = JobMetrics()
         self.store = JobStore(Path(state_dir), sync=sync)
         served = [(m.name, op) for m in self.models for op in sorted(self.operations)]
         # Inputs are checked at submission by the operation's own check; the checks read the model (does it take

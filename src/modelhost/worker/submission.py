@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.types import Receive
 
 from modelhost._uploads import BodyRefused, MultipartReader, PartHead, Parts, boundary_of, bounded, stored_name
+from modelhost.jobs.board import JobBoard, Reservation
 from modelhost.worker import protocol
-from modelhost.worker.jobs import JobBoard, Reservation
 from modelhost.worker.protocol import ApiError, Record, bad_request
 
 #: Largest JSON body, and largest `request` field of a multipart body: both are held in memory to be parsed, and a

@@ -22,8 +22,8 @@ from typing import Any
 from modelhost.errors import InvalidInputError, InvalidOptionError, ModelNotFoundError, NotTrainableError
 from modelhost.host.models import Servable
 from modelhost.inference import catalogue
+from modelhost.jobs.operation import JobContext, Operation, RunJob
 from modelhost.worker import protocol
-from modelhost.worker.operation import JobContext, Operation, RunJob
 from modelhost.worker.protocol import failed, invalid
 
 STAGE_TRAINING = protocol.STAGE_TRAINING

@@ -21,7 +21,7 @@ from modelhost.http.docling.fetch import Policy
 from modelhost.http.docling.routes import PREFIXES, DoclingRoutes
 from modelhost.http.docling.tasks import DocumentTasks
 from modelhost.http.docling.upload import DEFAULT_MAX_UPLOAD_BYTES
-from modelhost.worker.jobs import Journal
+from modelhost.jobs.board import Journal
 
 
 class DoclingDoor:

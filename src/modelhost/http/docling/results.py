@@ -25,9 +25,9 @@ from modelhost.documents import assemble
 from modelhost.http.docling import schemas
 from modelhost.http.docling.chunks import chunk_document
 from modelhost.http.docling.options import Plan
-from modelhost.worker import protocol
-from modelhost.worker.documents import UNREAD
-from modelhost.worker.protocol import Record
+from modelhost.jobs import schema
+from modelhost.jobs.documents import UNREAD
+from modelhost.jobs.schema import Record
 
 #: The formats a sniffed document is, in docling's names; None for neither (docling: "File format not allowed").
 PDF: Final = "pdf"
@@ -57,27 +57,27 @@ def job_docling(record: Record) -> dict[str, Any]:
 
 def _document_fault(record: Record) -> bool:
     """The job failed because of its document (the worker's 400), not because of the server."""
-    return record.status == protocol.FAILED and record.code == protocol.WORKER_INVALID_INPUT
+    return record.status == schema.FAILED and record.code == schema.WORKER_INVALID_INPUT
 
 
 def _fails_task(record: Record, settings: dict[str, Any]) -> bool:
-    if record.status == protocol.CANCELLED or (record.status == protocol.FAILED and not _document_fault(record)):
+    if record.status == schema.CANCELLED or (record.status == schema.FAILED and not _document_fault(record)):
         return True
     return _document_fault(record) and Plan.from_settings(settings).abort_on_error
 
 
 def task_status(record: Record) -> str:
     """docling's task_status of a job: pending, started, success or failure."""
-    if record.status == protocol.QUEUED:
+    if record.status == schema.QUEUED:
         return schemas.PENDING
-    if record.status == protocol.PROCESSING:
+    if record.status == schema.PROCESSING:
         return schemas.STARTED
     return schemas.FAILURE if _fails_task(record, job_docling(record)) else schemas.SUCCESS
 
 
 def failure_of(record: Record) -> dict[str, Any]:
     """The PublicFailureInfo of a task that failed."""
-    retryable = record.code in (protocol.WORKER_INTERRUPTED, protocol.WORKER_STORAGE)
+    retryable = record.code in (schema.WORKER_INTERRUPTED, schema.WORKER_STORAGE)
     category = schemas.POLICY if _document_fault(record) else schemas.INTERNAL
     message = record.error or record.code or "the task failed"
     return schemas.failure_info(message, category=category, retryable=retryable)
@@ -87,7 +87,7 @@ def status_answer(record: Record, position: int | None) -> dict[str, Any]:
     """The TaskStatusResponse of a task."""
     status = task_status(record)
     done = 1 if record.finished else 0
-    succeeded = 1 if record.status == protocol.COMPLETED else 0
+    succeeded = 1 if record.status == schema.COMPLETED else 0
     meta = {
         "num_docs": 1,
         "num_processed": done,

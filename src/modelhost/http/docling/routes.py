@@ -42,8 +42,8 @@ from modelhost.http.docling.schemas import (
 )
 from modelhost.http.docling.tasks import DocumentTasks
 from modelhost.http.docling.upload import DEFAULT_MAX_UPLOAD_BYTES, read_json, upload_into
-from modelhost.worker import protocol
-from modelhost.worker.protocol import ApiError, Record
+from modelhost.jobs import schema
+from modelhost.jobs.schema import ApiError, Record
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ JSON_SLACK_BYTES: Final = 1 << 20
 #: two fields.
 LIST_FIELDS: Final = frozenset({"from_formats", "to_formats", "ocr_lang", "page_range"})
 #: Retry-After of a 507 (the job worker's: its store is probed again at most this far apart).
-STORAGE_RETRY_AFTER: Final = protocol.STORAGE_RETRY_AFTER
+STORAGE_RETRY_AFTER: Final = schema.STORAGE_RETRY_AFTER
 #: Form fields of the upload that are not options.
 NOT_OPTIONS: Final = frozenset({"target_type", "callbacks"})
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,10}$")

@@ -1,6 +1,6 @@
-"""docling tasks on the giz job store: each task is a durable `document.convert` job (modelhost.worker), so a task
-accepted before a crash (kill -9) is answered after a restart on the same state folder, and capacity (429), a full
-disk (507) and cancellation behave as the job worker's.
+"""docling tasks on the job store both job doors stand on (modelhost.jobs): each task is a durable
+`document.convert` job, so a task accepted before a crash (kill -9) is answered after a restart on the same state
+folder, and capacity (429), a full disk (507) and cancellation behave as the job worker's.
 
 A restart keeps queued tasks (they run) and finished ones (their results are served), and fails a task that was
 being converted (`the worker stopped`), as the worker does with its jobs: a half-converted document is not resumed.
@@ -19,12 +19,12 @@ from typing import Any, Final
 import msgspec
 
 from modelhost.host.models import Models, ServedModel
-from modelhost.worker import documents, protocol
-from modelhost.worker.executor import Runner
-from modelhost.worker.jobs import JobBoard, Journal
-from modelhost.worker.metrics import WorkerMetrics
-from modelhost.worker.protocol import ApiError, Record
-from modelhost.worker.store import JobStore, SyncMode
+from modelhost.jobs import documents, schema
+from modelhost.jobs.board import JobBoard, Journal
+from modelhost.jobs.executor import Runner
+from modelhost.jobs.metrics import JobMetrics
+from modelhost.jobs.schema import ApiError, Record
+from modelhost.jobs.store import JobStore, SyncMode
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class DocumentTasks:
         self.state_dir = Path(state_dir)
         self.retention_seconds = retention_seconds
         self.drain_seconds = DRAIN_SECONDS
-        self.metrics = WorkerMetrics()
+        self.metrics = JobMetrics()
         self.store = JobStore(self.state_dir, sync=sync)
         self._journal = journal or (lambda line: log.info("docling task %s", line))
         # Long polls and sync requests waiting for a task's end, woken by the board's journal line of that end (it
@@ -96,7 +96,7 @@ class DocumentTasks:
     async def start(self) -> None:
         """Open the store (its lock: one process per folder), restore its tasks, start running them."""
         await asyncio.to_thread(self.store.open)
-        records = await asyncio.to_thread(self.store.restore, protocol.now_ms())
+        records = await asyncio.to_thread(self.store.restore, schema.now_ms())
         self.board.load(records)
         self.store.start()
         self._runner = asyncio.create_task(
@@ -107,7 +107,7 @@ class DocumentTasks:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(min(SWEEP_SECONDS, max(0.05, self.retention_seconds / 10)))
-            await self.board.sweep(protocol.now_ms() - int(self.retention_seconds * 1000))
+            await self.board.sweep(schema.now_ms() - int(self.retention_seconds * 1000))
 
     async def aclose(self, grace: float | None = None) -> None:
         """Stop: no task starts, running ones get `grace` seconds (default DRAIN_SECONDS) then are interrupted,
@@ -155,7 +155,7 @@ class DocumentTasks:
             return admitted
         try:
             path = self.store.inputs_dir(admitted.job_id) / stored
-            value = {"document": protocol.input_file(filename, content_type, str(path)), **job}
+            value = {"document": schema.input_file(filename, content_type, str(path)), **job}
             input_json = msgspec.json.encode(value).decode()
             return await self.board.commit(admitted, input_json, staging, [staging / "inputs" / stored])
         finally:
@@ -168,9 +168,9 @@ class DocumentTasks:
 
     def position(self, record: Record) -> int | None:
         """Where a queued task is in the queue, from 1 (docling-serve's task_position); None once it runs."""
-        if record.status != protocol.QUEUED:
+        if record.status != schema.QUEUED:
             return None
-        queued = [r.id for r in self.board.run_order() if r.status == protocol.QUEUED]
+        queued = [r.id for r in self.board.run_order() if r.status == schema.QUEUED]
         return queued.index(record.id) + 1 if record.id in queued else None
 
     async def wait(self, task_id: str, seconds: float) -> Record:

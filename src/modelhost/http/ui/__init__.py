@@ -32,8 +32,8 @@ from modelhost.http.ui.state import LiveState
 if TYPE_CHECKING:  # the docling door and the job worker cost half a second to import: only a server with them pays
     from modelhost.http.docling import DoclingDoor
     from modelhost.http.ui.documents import DocumentPages
-    from modelhost.worker.jobs import JobBoard
-    from modelhost.worker.protocol import ApiError
+    from modelhost.jobs.board import JobBoard
+    from modelhost.jobs.schema import ApiError
 
 #: The folder of the page's files, inside the package (package data in pyproject.toml: a wheel carries it).
 STATIC: Final = Path(__file__).parent / "static"
@@ -173,15 +173,15 @@ def _page_number(request: Request) -> int:
 
 
 def _not_found(message: str) -> ApiError:
-    from modelhost.worker import protocol
+    from modelhost.jobs import schema
 
-    return protocol.ApiError(404, protocol.WORKER_NOT_FOUND, message)
+    return schema.ApiError(404, schema.WORKER_NOT_FOUND, message)
 
 
 async def _answered(work: Callable[[], Awaitable[Response]]) -> Response:
     """`work`'s response, or the job store's refusal (404 for an unknown task, 409 for one not finished) as
     `{"error": {"message", "code"}}` with its status."""
-    from modelhost.worker.protocol import ApiError
+    from modelhost.jobs.schema import ApiError
 
     try:
         return await work()

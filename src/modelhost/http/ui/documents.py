@@ -21,9 +21,9 @@ from modelhost.docengine.source import DocumentError, Source
 from modelhost.documents import assemble
 from modelhost.http.docling.tasks import DocumentTasks
 from modelhost.http.ui.state import job_view
-from modelhost.worker import protocol
-from modelhost.worker.documents import UNREAD, check_document_convert
-from modelhost.worker.protocol import ApiError, Record
+from modelhost.jobs import schema
+from modelhost.jobs.documents import UNREAD, check_document_convert
+from modelhost.jobs.schema import ApiError, Record
 
 #: The resolution page images are rendered at: a page 612 points wide is 850 pixels, as wide as the page's column
 #: of the view on a laptop screen; the regions are drawn by the browser on top, so more pixels add nothing.
@@ -55,7 +55,7 @@ class DocumentPages:
         """The task's record; worker ApiError 404 for an unknown task, or a job that is not a document's."""
         record = self.tasks.get(task_id)
         if record.operation != "document.convert":
-            raise ApiError(404, protocol.WORKER_NOT_FOUND, f"job {task_id} is not a document")
+            raise ApiError(404, schema.WORKER_NOT_FOUND, f"job {task_id} is not a document")
         return record
 
     def status(self, task_id: str) -> dict[str, Any]:
@@ -64,7 +64,7 @@ class DocumentPages:
         record = self.record(task_id)
         view: dict[str, Any] = {**job_view("docling", record), "name": _upload_name(record)}
         view.update(pages=[], warnings=[])
-        if record.status == protocol.COMPLETED:
+        if record.status == schema.COMPLETED:
             view["pages"] = page_numbers(record)
             unread = self.tasks.outputs(record) / UNREAD
             if UNREAD in record.output and unread.is_file():
@@ -73,8 +73,8 @@ class DocumentPages:
 
     def _finished(self, task_id: str) -> tuple[Record, Path]:
         record = self.record(task_id)
-        if record.status != protocol.COMPLETED:
-            raise ApiError(409, protocol.WORKER_NOT_FINISHED, f"document {task_id} is {record.status}, not converted")
+        if record.status != schema.COMPLETED:
+            raise ApiError(409, schema.WORKER_NOT_FINISHED, f"document {task_id} is {record.status}, not converted")
         return record, self.tasks.outputs(record)
 
     def document(self, task_id: str) -> Any:
@@ -97,7 +97,7 @@ class DocumentPages:
         """Page `number`: its size, regions, Markdown, DocTags and JSON (blocking: call it from a thread)."""
         record, outputs = self._finished(task_id)
         if number not in page_numbers(record):
-            raise ApiError(404, protocol.WORKER_NOT_FOUND, f"document {task_id} has no converted page {number}")
+            raise ApiError(404, schema.WORKER_NOT_FOUND, f"document {task_id} has no converted page {number}")
         doc = self.document(task_id)
         doctags = (outputs / f"page-{number}.doctags").read_text(encoding="utf-8")
         size = doc.pages[number].size if number in doc.pages else None
@@ -115,7 +115,7 @@ class DocumentPages:
         """Page `number` of the uploaded file as a PNG (rendered in the sandbox; blocking: call it from a thread)."""
         record, _ = self._finished(task_id)
         if number not in page_numbers(record):
-            raise ApiError(404, protocol.WORKER_NOT_FOUND, f"document {task_id} has no converted page {number}")
+            raise ApiError(404, schema.WORKER_NOT_FOUND, f"document {task_id} has no converted page {number}")
         path, name, _settings = check_document_convert(json.loads(record.input))
         from PIL import Image
 
@@ -123,7 +123,7 @@ class DocumentPages:
             with Source(path, name=name) as source:
                 pixels = source.render(number, PAGE_IMAGE_DPI).image
         except DocumentError as exc:  # a page pdfium cannot render: the view shows its regions without the picture
-            raise ApiError(422, protocol.WORKER_INVALID_INPUT, str(exc)) from exc
+            raise ApiError(422, schema.WORKER_INVALID_INPUT, str(exc)) from exc
         image = Image.fromarray(pixels)
         if image.width > MAX_IMAGE_WIDTH:
             image = image.resize((MAX_IMAGE_WIDTH, max(1, round(image.height * MAX_IMAGE_WIDTH / image.width))))
@@ -134,7 +134,7 @@ class DocumentPages:
     def download(self, task_id: str, fmt: str) -> tuple[bytes, str, str]:
         """(content, media type, file name) of the document in `fmt` (md, json, doctags)."""
         if fmt not in DOWNLOADS:
-            raise ApiError(404, protocol.WORKER_NOT_FOUND, f"no download {fmt!r}; one of {', '.join(DOWNLOADS)}")
+            raise ApiError(404, schema.WORKER_NOT_FOUND, f"no download {fmt!r}; one of {', '.join(DOWNLOADS)}")
         record, outputs = self._finished(task_id)
         output, media = DOWNLOADS[fmt]
         if output is not None:
@@ -221,7 +221,7 @@ def _text(item: Any, doc: Any) -> str:
 def _upload_name(record: Record) -> str:
     try:
         _, name, _ = check_document_convert(json.loads(record.input))
-    except (ValueError, protocol.Failure):
+    except (ValueError, schema.Failure):
         return record.id
     return name
 

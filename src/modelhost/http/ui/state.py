@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from modelhost.host.models import Models, ServedModel
 
 if TYPE_CHECKING:  # the job worker's package costs half a second to import: only a server with jobs needs it
-    from modelhost.worker.jobs import JobBoard
-    from modelhost.worker.protocol import Record
+    from modelhost.jobs.board import JobBoard
+    from modelhost.jobs.schema import Record
 
 #: How often throughput is sampled: the chart's resolution. Requests last seconds, so finer points are mostly zero,
 #: and a sample reads a few counters (microseconds).
@@ -183,12 +183,12 @@ class LiveState:
 
     async def cancel(self, source: str, job_id: str) -> dict[str, Any]:
         """Cancel a job of a board (worker ApiError 404 for an unknown source or job)."""
-        from modelhost.worker import protocol
-        from modelhost.worker.protocol import ApiError
+        from modelhost.jobs import schema
+        from modelhost.jobs.schema import ApiError
 
         board = self._boards.get(source)
         if board is None:
-            raise ApiError(404, protocol.WORKER_NOT_FOUND, f"no job source {source!r}")
+            raise ApiError(404, schema.WORKER_NOT_FOUND, f"no job source {source!r}")
         return job_view(source, await board.cancel(job_id))
 
 

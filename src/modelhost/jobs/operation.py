@@ -2,7 +2,7 @@
 that runs a job, and whether it runs alone), and what a running job gets (`JobContext`).
 
 An operation's `run` gets a JobContext (the seed's Work, plus `progress` and the host) and returns the names of the
-output files it wrote in `ctx.dir`, or raises a protocol.Failure: `invalid(...)` for the job's own input (400),
+output files it wrote in `ctx.dir`, or raises a schema.Failure: `invalid(...)` for the job's own input (400),
 `failed(code, ...)` for the worker's (500). Anything else it raises is WORKER_FAILED with the message, and the
 worker carries on with the next job.
 
@@ -10,7 +10,8 @@ Model work goes through the host's scheduler only (`submit_to_host`): the worker
 host is the one place that queues, cancels and measures model work. Closing a request's stream cancels it; that
 is how DELETE stops a processing job within one token.
 
-Each operation module (`text`, `embeddings`, `training`, `documents`) defines its records; `registry` lists them.
+Each operation module defines its records: `documents` here (both job doors run it), the worker's own in
+modelhost.worker (`text`, `embeddings`, `training`), whose `registry` lists the worker's.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import Any, TypeVar
 
 from modelhost.errors import HostClosedError, ModelLoadingError, QueueFullError
 from modelhost.host.models import Servable, ServedModel
-from modelhost.worker import protocol
-from modelhost.worker.jobs import JobBoard
-from modelhost.worker.protocol import Failure, Record, failed, invalid
+from modelhost.jobs import schema
+from modelhost.jobs.board import JobBoard
+from modelhost.jobs.schema import Failure, Record, failed, invalid
 
 T = TypeVar("T")
 
@@ -61,7 +62,7 @@ class JobContext:
         self._hooks: list[Callable[[], None]] = []
         board.on_cancel(record.id, self._cancelled)
         if record.cancel:
-            self.cancel_code = protocol.WORKER_CANCELLED
+            self.cancel_code = schema.WORKER_CANCELLED
 
     @property
     def dir(self) -> Path:
@@ -86,9 +87,9 @@ class JobContext:
 
     def stopped(self) -> Failure:
         """The failure a cancelled job ends with."""
-        if self.cancel_code == protocol.WORKER_INTERRUPTED:
-            return failed(protocol.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
-        return failed(protocol.WORKER_CANCELLED, "cancelled while processing")
+        if self.cancel_code == schema.WORKER_INTERRUPTED:
+            return failed(schema.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
+        return failed(schema.WORKER_CANCELLED, "cancelled while processing")
 
     def _cancelled(self, code: str) -> None:
         if self.cancel_code:
@@ -146,7 +147,7 @@ async def _submit_retrying(
             raise ctx.stopped()
         state = ctx.host.state
         if state in ("new", "loading"):
-            ctx.progress(protocol.STAGE_LOADING_MODEL)
+            ctx.progress(schema.STAGE_LOADING_MODEL)
             await asyncio.sleep(HOST_RETRY_SECONDS)
             continue
         try:
@@ -154,13 +155,13 @@ async def _submit_retrying(
                 await precheck()
             return submit()
         except QueueFullError:
-            ctx.progress(protocol.STAGE_INITIALIZING)
+            ctx.progress(schema.STAGE_INITIALIZING)
             await asyncio.sleep(HOST_RETRY_SECONDS)
         except ModelLoadingError:
-            ctx.progress(protocol.STAGE_LOADING_MODEL)
+            ctx.progress(schema.STAGE_LOADING_MODEL)
             await asyncio.sleep(HOST_RETRY_SECONDS)
         except HostClosedError as exc:
-            raise failed(protocol.WORKER_FAILED, str(exc)) from exc
+            raise failed(schema.WORKER_FAILED, str(exc)) from exc
         except Exception as exc:
             code = getattr(exc, "code", "")
             if code in INPUT_CODES:

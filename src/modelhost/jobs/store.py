@@ -2,7 +2,7 @@
 
 Layout (the seed: "each job lives in its own folder"):
 
-    <state>/<id>/job.json        the record (protocol.Record), always complete: written to a temporary file, made
+    <state>/<id>/job.json        the record (schema.Record), always complete: written to a temporary file, made
                                  durable, then renamed over the old one
     <state>/<id>/inputs/         uploaded files, streamed there while the request arrives
     <state>/<id>/outputs/        what the executor made; served at /files/{id}/{name}
@@ -49,8 +49,8 @@ from typing import Literal
 
 import msgspec
 
-from modelhost.worker import protocol
-from modelhost.worker.protocol import Record
+from modelhost.jobs import schema
+from modelhost.jobs.schema import Record
 
 log = logging.getLogger(__name__)
 
@@ -178,17 +178,17 @@ class JobStore:
                 if name.startswith((INCOMING_PREFIX, TRASH_PREFIX)):
                     shutil.rmtree(entry.path, ignore_errors=True)
                     continue
-                if not protocol.is_job_id(name) or not entry.is_dir(follow_symlinks=False):
+                if not schema.is_job_id(name) or not entry.is_dir(follow_symlinks=False):
                     continue  # not ours (the lock file, or something an operator put here): leave it alone
                 record = self._read(entry.path, name)
                 if record is None:
                     log.warning("removing %s: no valid %s (a job that was never acknowledged)", entry.path, JOB_FILE)
                     shutil.rmtree(entry.path, ignore_errors=True)
                     continue
-                if record.status == protocol.PROCESSING:
+                if record.status == schema.PROCESSING:
                     interrupted.append(msgspec.structs.replace(record))  # as on disk, should its end not be written
-                    record.status = protocol.FAILED
-                    record.code = protocol.WORKER_INTERRUPTED
+                    record.status = schema.FAILED
+                    record.code = schema.WORKER_INTERRUPTED
                     record.error = "the worker stopped while this job was processing"
                     record.error_status = 500
                     record.completed = now
@@ -197,7 +197,7 @@ class JobStore:
                 records.append(record)
         if interrupted:
             ended = {r.id: r for r in records if r.id in {i.id for i in interrupted}}
-            ops = [_Op("save", r.id, protocol.encode_record(ended[r.id])) for r in interrupted]
+            ops = [_Op("save", r.id, schema.encode_record(ended[r.id])) for r in interrupted]
             self._commit(ops)
             for op, as_on_disk in zip(ops, interrupted, strict=True):
                 if op.error is not None:
@@ -211,10 +211,10 @@ class JobStore:
     def _read(self, path: str, name: str) -> Record | None:
         try:
             with open(os.path.join(path, JOB_FILE), "rb") as f:
-                record = protocol.decode_record(f.read())
+                record = schema.decode_record(f.read())
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
-        if record.id != name or record.status not in (protocol.HELD | protocol.FINISHED):
+        if record.id != name or record.status not in (schema.HELD | schema.FINISHED):
             return None
         return record
 
@@ -228,11 +228,11 @@ class JobStore:
 
     async def create(self, record: Record, staging: Path | None = None, files: Sequence[Path] = ()) -> None:
         """Make a new job durable: its folder and job.json (and, from `staging`, its uploaded `files`)."""
-        await self._submit(_Op("create", record.id, protocol.encode_record(record), staging=staging, files=files))
+        await self._submit(_Op("create", record.id, schema.encode_record(record), staging=staging, files=files))
 
     async def save(self, record: Record, files: Sequence[Path] = ()) -> None:
         """Replace a job's job.json atomically, after making `files` (its outputs) durable."""
-        await self._submit(_Op("save", record.id, protocol.encode_record(record), files=files))
+        await self._submit(_Op("save", record.id, schema.encode_record(record), files=files))
 
     async def remove(self, job_id: str) -> None:
         """Remove a job's folder: durably renamed out of the way first, then deleted."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from modelhost.host.models import ModelSpec
-from modelhost.worker import protocol
-from modelhost.worker.protocol import failed, invalid
+from modelhost.jobs import schema
+from modelhost.jobs.schema import failed, invalid
 
 #: The input field that asks for the cluster.
 FIELD = "ray"
@@ -39,5 +39,5 @@ def served_spec(host: Any, operation: str) -> ModelSpec:
     worker built on a bare Host (the library's own use), which has none to give them."""
     spec = getattr(host, "spec", None)
     if not isinstance(spec, ModelSpec):
-        raise failed(protocol.WORKER_FAILED, f"{operation} on Ray needs a worker serving a model set (modelhost serve)")
+        raise failed(schema.WORKER_FAILED, f"{operation} on Ray needs a worker serving a model set (modelhost serve)")
     return spec

@@ -1,6 +1,7 @@
 """The executor: runs jobs through the operations it is given (name -> Operation record), as many at once as the
 model decodes at once (the host's batch slots), so worker jobs share the batch with each other and with the other
-doors; at most one at a time of an `exclusive` operation. It knows no operation: `registry` lists them.
+doors; at most one at a time of an `exclusive` operation. It knows no operation: each door hands it its own (the
+worker's `registry`, the docling door's one `document.convert`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from modelhost.host.models import Servable, ServedModel
-from modelhost.worker import protocol
-from modelhost.worker.jobs import JobBoard
-from modelhost.worker.operation import JobContext, Operation, Work
-from modelhost.worker.protocol import Failure, Record, failed, invalid
+from modelhost.jobs import schema
+from modelhost.jobs.board import JobBoard
+from modelhost.jobs.operation import JobContext, Operation, Work
+from modelhost.jobs.schema import Failure, Record, failed, invalid
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +115,13 @@ class Runner:
             with contextlib.suppress(OSError):
                 await asyncio.shield(
                     self.board.finish(
-                        record, failure=failed(protocol.WORKER_INTERRUPTED, "the worker stopped"), retry=False
+                        record, failure=failed(schema.WORKER_INTERRUPTED, "the worker stopped"), retry=False
                     )
                 )
             raise
         except Exception as exc:
             log.exception("job %s (%s) failed", record.id, record.operation)
-            await self.board.finish(record, failure=failed(protocol.WORKER_FAILED, f"{type(exc).__name__}: {exc}"))
+            await self.board.finish(record, failure=failed(schema.WORKER_FAILED, f"{type(exc).__name__}: {exc}"))
         else:
             await self.board.finish(record, outputs=names, files=files)
 
@@ -154,7 +155,7 @@ class Runner:
 def _check_outputs(out: Path, names: list[str]) -> list[Path]:
     files = []
     for name in names:
-        if not protocol.safe_file_name(name) or not (out / name).is_file():
-            raise failed(protocol.WORKER_FAILED, f"the operation reported an output {name!r} it did not write")
+        if not schema.safe_file_name(name) or not (out / name).is_file():
+            raise failed(schema.WORKER_FAILED, f"the operation reported an output {name!r} it did not write")
         files.append(out / name)
     return files

@@ -27,10 +27,10 @@ from typing import Any
 
 import msgspec
 
-from modelhost.worker import protocol
-from modelhost.worker.metrics import WorkerMetrics
-from modelhost.worker.protocol import ApiError, Failure, Record
-from modelhost.worker.store import JobStore, StorageError
+from modelhost.jobs import schema
+from modelhost.jobs.metrics import JobMetrics
+from modelhost.jobs.schema import ApiError, Failure, Record
+from modelhost.jobs.store import JobStore, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,10 @@ RETRY_AFTER_MIN, RETRY_AFTER_MAX = 1, 60
 #: After a failed write the store is probed again after this long, doubling per failure up to the maximum. The first
 #: retry is quick because a transient error often clears at once; a full disk waits for an operator, and polling it
 #: more often than every few seconds only fills the log. The maximum is every 507's Retry-After (protocol).
-STORAGE_RETRY_MIN_SECONDS, STORAGE_RETRY_MAX_SECONDS = 0.1, float(protocol.STORAGE_RETRY_AFTER)
+STORAGE_RETRY_MIN_SECONDS, STORAGE_RETRY_MAX_SECONDS = 0.1, float(schema.STORAGE_RETRY_AFTER)
 
 Journal = Callable[[str], None]
-#: Checks a submitted input the way its operation will read it; raises protocol.Failure for one it would refuse.
+#: Checks a submitted input the way its operation will read it; raises schema.Failure for one it would refuse.
 InputCheck = Callable[[Any], None]
 
 
@@ -75,7 +75,7 @@ class JobBoard:
         *,
         capacity: int,
         models: Sequence[tuple[str, str]],
-        metrics: WorkerMetrics,
+        metrics: JobMetrics,
         journal: Journal = print_journal,
         input_checks: Mapping[str | tuple[str, str], InputCheck] | None = None,
         aliases: Mapping[str, str] | None = None,
@@ -134,9 +134,9 @@ class JobBoard:
         for record in records:
             self.records[record.id] = record
             self._last_created = max(self._last_created, record.created)
-            if record.status == protocol.QUEUED:
+            if record.status == schema.QUEUED:
                 self._queue.append(record.id)
-            elif record.status == protocol.PROCESSING:
+            elif record.status == schema.PROCESSING:
                 self.running[record.id] = record
                 unwritten.append(record)
         self._gauges()
@@ -146,7 +146,7 @@ class JobBoard:
             self._settling = asyncio.get_running_loop().create_task(self._settle(unwritten), name="worker-settle")
 
     async def _settle(self, records: Sequence[Record]) -> None:
-        interrupted = protocol.failed(protocol.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
+        interrupted = schema.failed(schema.WORKER_INTERRUPTED, "the worker stopped while this job was processing")
         for record in records:
             await self.finish(record, failure=interrupted)
 
@@ -173,7 +173,7 @@ class JobBoard:
         """A job's record; 404 when there is none (or it is being acknowledged away)."""
         record = self.records.get(job_id)
         if record is None or job_id in self._removing:
-            raise protocol.not_found(f"job {protocol.shown(job_id)}")
+            raise schema.not_found(f"job {schema.shown(job_id)}")
         return record
 
     @property
@@ -195,7 +195,7 @@ class JobBoard:
         reserved slot. Raises ApiError for an unknown operation or model (400) or when refusing new jobs (429). A
         model named by an alias is the model itself: its job, its idempotency key and its record."""
         model = self.canonical(model)
-        job_id = protocol.job_id(model, operation, key)
+        job_id = schema.job_id(model, operation, key)
         while True:
             existing = self.records.get(job_id)
             if existing is not None and job_id not in self._removing:
@@ -219,15 +219,15 @@ class JobBoard:
         try:
             if (model, operation) not in self._served:
                 served = ", ".join(f"{m}/{o}" for m, o in self.models) or "none"
-                raise protocol.bad_request(f"no model {model!r} with operation {operation!r} here; served: {served}")
+                raise schema.bad_request(f"no model {model!r} with operation {operation!r} here; served: {served}")
             if self.draining:
-                raise protocol.busy("the worker is stopping", RETRY_AFTER_CLOSED)
+                raise schema.busy("the worker is stopping", RETRY_AFTER_CLOSED)
             if not self.intake_open:
-                raise protocol.busy("intake is closed", RETRY_AFTER_CLOSED)
+                raise schema.busy("intake is closed", RETRY_AFTER_CLOSED)
             if self.storage_error:
-                raise protocol.storage_error(self.storage_error)
+                raise schema.storage_error(self.storage_error)
             if self.held >= self.capacity:
-                raise protocol.busy(f"the worker holds {self.held} of {self.capacity} jobs", self.retry_after())
+                raise schema.busy(f"the worker holds {self.held} of {self.capacity} jobs", self.retry_after())
         except ApiError as exc:
             self.metrics.jobs_rejected.labels(exc.code).inc()
             raise
@@ -257,7 +257,7 @@ class JobBoard:
     async def _commit(
         self, reservation: Reservation, input_json: str, staging: Path | None, files: Sequence[Path]
     ) -> Record:
-        record = protocol.new_record(
+        record = schema.new_record(
             reservation.job_id, reservation.operation, reservation.model, input_json, self._next_created()
         )
         loop = asyncio.get_running_loop()
@@ -267,8 +267,8 @@ class JobBoard:
         except StorageError as exc:
             self.release(reservation)
             self.storage_failed(exc)
-            self.metrics.jobs_rejected.labels(protocol.WORKER_STORAGE).inc()
-            raise protocol.storage_error(f"the job could not be stored: {exc}") from exc
+            self.metrics.jobs_rejected.labels(schema.WORKER_STORAGE).inc()
+            raise schema.storage_error(f"the job could not be stored: {exc}") from exc
         self.metrics.store_commit.observe(loop.time() - began)
         self._storage_ok()
         reservation.done = True
@@ -287,7 +287,7 @@ class JobBoard:
     def _next_created(self) -> int:
         # `created` orders the queue across restarts, so it must be strictly increasing: two jobs in one millisecond
         # get consecutive values. Drift needs a sustained 1,000+ jobs/s, and it heals once the rate drops.
-        self._last_created = max(protocol.now_ms(), self._last_created + 1)
+        self._last_created = max(schema.now_ms(), self._last_created + 1)
         return self._last_created
 
     def set_intake(self, open_: bool) -> None:
@@ -300,26 +300,26 @@ class JobBoard:
         """DELETE: a queued job ends cancelled at once; a processing one is asked to stop (cancel: true, persisted);
         a finished one is returned unchanged."""
         record = self.get(job_id)
-        if record.status == protocol.QUEUED and job_id in self._cancelling:
+        if record.status == schema.QUEUED and job_id in self._cancelling:
             # Another DELETE is writing this job's end (it is out of the queue already): answer with what it wrote.
             # Three DELETEs at once made the second and third remove it from the queue again (500, not in deque).
             await self._cancelling[job_id].wait()
             return record
-        if record.status == protocol.QUEUED:
+        if record.status == schema.QUEUED:
             # Out of the queue before the write, so the executor cannot start it meanwhile; back in if it fails.
             self._queue.remove(job_id)
             done = self._cancelling[job_id] = asyncio.Event()
             try:
-                await self._end(record, failure=protocol.failed(protocol.WORKER_CANCELLED, "cancelled before it ran"))
+                await self._end(record, failure=schema.failed(schema.WORKER_CANCELLED, "cancelled before it ran"))
             except StorageError as exc:
                 self._requeue(record)
-                raise protocol.storage_error(f"job {job_id} could not be cancelled: {exc}") from exc
+                raise schema.storage_error(f"job {job_id} could not be cancelled: {exc}") from exc
             finally:
                 del self._cancelling[job_id]
                 done.set()
-        elif record.status == protocol.PROCESSING and not record.cancel and job_id not in self._ending:
+        elif record.status == schema.PROCESSING and not record.cancel and job_id not in self._ending:
             record.cancel = True
-            self._fire_cancel(job_id, protocol.WORKER_CANCELLED)
+            self._fire_cancel(job_id, schema.WORKER_CANCELLED)
             try:
                 await self._save(record)
             except StorageError as exc:
@@ -338,7 +338,7 @@ class JobBoard:
         """Free a finished job: its folder is removed; a second ack is 404. 409 for a job not finished yet."""
         record = self.get(job_id)
         if not record.finished:
-            raise ApiError(409, protocol.WORKER_NOT_FINISHED, f"job {job_id} is {record.status}; ack a finished job")
+            raise ApiError(409, schema.WORKER_NOT_FINISHED, f"job {job_id} is {record.status}; ack a finished job")
         await self._remove(record)
         record.acknowledged = True
         return record
@@ -348,7 +348,7 @@ class JobBoard:
         try:
             await self.store.remove(record.id)
         except StorageError as exc:
-            raise protocol.storage_error(f"job {record.id} could not be removed: {exc}") from exc
+            raise schema.storage_error(f"job {record.id} could not be removed: {exc}") from exc
         else:
             if self.records.get(record.id) is record:
                 del self.records[record.id]
@@ -378,7 +378,7 @@ class JobBoard:
             if job_id is not None and self._writable.is_set():
                 record = self.records[job_id]
                 started = msgspec.structs.replace(
-                    record, status=protocol.PROCESSING, stage=protocol.STAGE_INITIALIZING, started=protocol.now_ms()
+                    record, status=schema.PROCESSING, stage=schema.STAGE_INITIALIZING, started=schema.now_ms()
                 )
                 try:
                     await self._save(started)
@@ -414,7 +414,7 @@ class JobBoard:
     def interrupt(self) -> None:
         """Stop the processing jobs because the worker stops (they end WORKER_INTERRUPTED)."""
         for job_id in list(self.running):
-            self._fire_cancel(job_id, protocol.WORKER_INTERRUPTED)
+            self._fire_cancel(job_id, schema.WORKER_INTERRUPTED)
 
     def _fire_cancel(self, job_id: str, code: str) -> None:
         for hook in self._cancel_hooks.get(job_id, ()):
@@ -462,11 +462,11 @@ class JobBoard:
         files: Sequence[Path] = (),
         retry: bool = False,
     ) -> None:
-        now = protocol.now_ms()
+        now = schema.now_ms()
         if failure is None:
-            ended = msgspec.structs.replace(record, status=protocol.COMPLETED, output=list(outputs))
+            ended = msgspec.structs.replace(record, status=schema.COMPLETED, output=list(outputs))
         else:
-            status = protocol.CANCELLED if failure.code == protocol.WORKER_CANCELLED else protocol.FAILED
+            status = schema.CANCELLED if failure.code == schema.WORKER_CANCELLED else schema.FAILED
             ended = msgspec.structs.replace(
                 record, status=status, output=[], code=failure.code, error=failure.message, error_status=failure.status
             )

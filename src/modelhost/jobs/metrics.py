@@ -1,7 +1,8 @@
-"""The worker's Prometheus metrics (`modelhost_worker_` prefix; counters end in `_total`, times are in seconds).
+"""A job board's Prometheus metrics (`modelhost_worker_` prefix, the job worker's names since it was the only job
+door; counters end in `_total`, times are in seconds).
 
-Each WorkerServer owns its registry, so two workers in one process (tests) never collide; `/metrics` also appends
-the host's own registry, so one scrape shows the jobs and the model serving them.
+Each board owns its registry (the worker's, and the docling door's tasks), so two in one process never collide; the
+worker's `/metrics` also appends the host's own registry, so one scrape shows the jobs and the model serving them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ _DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0
 _COMMIT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
-class WorkerMetrics:
-    """Counters, gauges and histograms of one worker."""
+class JobMetrics:
+    """Counters, gauges and histograms of one job board."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
