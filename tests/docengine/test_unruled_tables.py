@@ -210,6 +210,28 @@ def test_rules_under_the_figures_only_leave_the_statement_one_table_with_its_lab
     assert not any("Revenue" in b.text for b in layout.blocks if b.kind is not Kind.TABLE)
 
 
+def test_a_booktabs_table_set_tight_keeps_one_row_per_line(tmp_path: Path) -> None:
+    # Top rule, midrule, bottom rule and no other: the band under the midrule holds five rows whose glyph boxes
+    # overlap (10 pt type at 10.2 pt leading); they once landed in one cell per column.
+    head = ["Sample", "Mass (g)", "Volume (ml)", "Density"]
+    rows = [["A-1", "12.5", "10.0", "1.25"], ["A-2", "13.1", "10.2", "1.28"], ["B-1", "9.8", "9.9", "0.99"]]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        c.line(72, y, 520, y)  # type: ignore[attr-defined]
+        for x, text in zip((76, 200, 320, 440), head, strict=True):
+            _text(c, x, y - 11, text, "Helvetica-Bold")
+        c.line(72, y - 15, 520, y - 15)  # type: ignore[attr-defined]
+        for k, row in enumerate(rows):
+            for x, text in zip((76, 200, 320, 440), row, strict=True):
+                _text(c, x, y - 26 - 10.2 * k, text)
+        c.line(72, y - 26 - 10.2 * len(rows) + 6, 520, y - 26 - 10.2 * len(rows) + 6)  # type: ignore[attr-defined]
+        _prose(c, 72, y - 80, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "booktabs.pdf", draw))
+    assert _rows(table) == [head, *rows]
+
+
 def _two_columns(c: object) -> None:
     _prose(c, 60, 780, 40, 50, lead=12)
     _prose(c, 310, 780, 40, 50, lead=12, start=200)

@@ -8,7 +8,8 @@ How, and why each step:
   footnote separator) or a box around one paragraph (1 x 1) is not a table.
 - The grid's row lines are the horizontal rules' y positions; its column lines the vertical rules' x positions.
   Where a table has no interior verticals, columns come from the gaps in the words' x coverage; where it has no
-  interior horizontals, rows come from the text lines (multi-line cells then read as rows: nothing better is known).
+  interior horizontals, or no verticals at all (booktabs: a midrule under the header, then a band of rows), rows
+  come from the text lines (multi-line cells then read as rows: nothing better is known).
 - Spans: two neighbouring grid slots are one cell when no rule separates them at that point (a header cell drawn
   over three columns). Every slot belongs to exactly one cell, so no cell is ever dropped, and every word goes to
   the cell under its centre.
@@ -16,6 +17,7 @@ How, and why each step:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -183,8 +185,11 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
     ruled_rows = len(ys) > 2
     if not ruled_columns:
         xs = _word_columns([words[i] for i in members], box)
-    if not ruled_rows:
-        ys = _word_rows([words[i] for i in members], box)
+    # Rows between rules are text lines when rules do not bound every row: no interior horizontal rule, or no
+    # vertical rule at all (booktabs' midrule parts the header from a band of many rows, not one multi-line cell).
+    lined_rows = not ruled_rows or not ruled_columns
+    if lined_rows:
+        ys = _lines([*ys, *_word_rows([words[i] for i in members], ys)])
     rows, cols = len(ys) - 1, len(xs) - 1
     if rows < 2 or cols < 2:
         return None
@@ -197,7 +202,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
         )
 
     def horizontal_rule_at(y: float, x_mid: float) -> bool:
-        if not ruled_rows:
+        if lined_rows:
             return True
         return any(abs(s.y0 - y) <= LINE_MERGE and s.x0 - JOIN <= x_mid <= s.x1 + JOIN for s in horizontals)
 
@@ -288,17 +293,19 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
     return lines
 
 
-def _word_rows(words: list[Word], box: BBox) -> list[float]:
-    # Row lines between text lines (a table with rules only above and below).
-    spans = sorted((w.y0, w.y1) for w in words)
-    lines = [box[1]]
-    end = spans[0][1]
-    for y0, y1 in spans[1:]:
-        if y0 > end:
-            lines.append((end + y0) / 2)
-        end = max(end, y1)
-    lines.append(box[3])
-    return lines
+def _word_rows(words: list[Word], rules: list[float]) -> list[float]:
+    """Row lines between the text lines (`lines.lines`: words overlapping by half their height are one line) of each
+    band between two horizontal rules (`rules`, top to bottom), halfway between neighbouring lines' centres. Glyph
+    boxes of tightly set lines overlap, so a line is not found as a gap in the words' vertical coverage (a sweep for
+    such gaps put a whole band of rows into one cell)."""
+    from modelhost.docengine.lines import lines
+
+    centres = sorted((min(w.y0 for w in line) + max(w.y1 for w in line)) / 2 for line in lines(words) if line)
+    return [
+        (a + b) / 2
+        for a, b in itertools.pairwise(centres)
+        if _index(rules, a) == _index(rules, b)  # the same band: a rule between them parts them already
+    ]
 
 
 def cell_text(words: list[Word]) -> str:
