@@ -31,6 +31,8 @@ from modelhost.inference.capabilities import MAX_EMBEDDING_INPUTS
 
 TEXTS = ["The quick brown fox", "jumps over the lazy dog.", "1 2 3", "What is the answer?"]
 TINY_CONTEXT = 64
+#: A context long enough for an input of several embedding chunks (CHUNK tokens each).
+LONG_CONTEXT = 1024
 
 
 @pytest.fixture(scope="module", params=["llama_cpp", "transformers"])
@@ -113,6 +115,47 @@ def test_embedding_between_generations_leaves_them_unchanged(tiny: Any) -> None:
     tiny.embed(TEXTS)
     assert head + [t.id for t in stream] == expected
     assert greedy(tiny) == expected  # and the prefix the next request reuses is still good
+
+
+def test_a_long_input_embedded_in_chunks_equals_one_pooled_decode(tiny_llama_gguf: Path) -> None:
+    """A causal model embeds in steps of CHUNK tokens, pooled here; the vectors are llama.cpp's own mean pooling of
+    the whole input in one decode (llama-cpp-python's `Llama.embed`, the unchunked embedding), to float rounding."""
+    import llama_cpp
+
+    from modelhost.backends.llama_cpp.embedding import CHUNK
+
+    long = " ".join(f"word{i % 37} and" for i in range(200))  # about 950 tokens: 4 chunks of 256
+    texts = [*TEXTS, long]
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as model:
+        job = model.embedding_job(texts, normalize=False)
+        steps = 0
+        while (result := job.step()) is None:
+            steps += 1
+        assert steps >= result.prompt_tokens // CHUNK, "the embedding ran in fewer steps than its chunks"
+        assert np.array_equal(result.vectors, model.embed(texts, normalize=False).vectors)  # one call: same steps
+        alone = model.embed([long], normalize=False)
+    whole = llama_cpp.Llama(
+        model_path=str(tiny_llama_gguf),
+        embedding=True,
+        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+        n_ctx=LONG_CONTEXT,
+        n_batch=LONG_CONTEXT,
+        n_ubatch=LONG_CONTEXT,  # every token in one micro-batch: llama.cpp pools the input in one decode
+        n_threads=1,
+        verbose=False,
+    )
+    try:
+        assert alone.prompt_tokens == len(whole.tokenize(long.encode())) > 3 * CHUNK
+        expected = np.asarray([whole.embed(text) for text in texts], dtype=np.float32)
+    finally:
+        whole.close()
+    # fp32 kernels round differently for a micro-batch of 256 and of 1,024 tokens: components of magnitude ~1
+    # differ by ~2e-5 (measured), so 1e-4 is float rounding, and a wrong pooling (a chunk's mean taken for the
+    # whole, a token dropped at a chunk's edge) is off by 1e-2 or more.
+    np.testing.assert_allclose(alone.vectors[0], expected[-1], rtol=0, atol=1e-4)
+    # Packed with the other inputs, the short ones round as any batch does (the module doc's 1e-4 of a unit vector).
+    unit = result.vectors / np.linalg.norm(result.vectors, axis=1, keepdims=True)
+    np.testing.assert_allclose(unit, expected / np.linalg.norm(expected, axis=1, keepdims=True), rtol=0, atol=1e-4)
 
 
 def test_closed_model_refuses(tiny_llama_gguf: Path) -> None:

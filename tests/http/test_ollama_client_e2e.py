@@ -31,7 +31,6 @@ import modelhost.inference
 from modelhost.host.models import Models, ModelSpec
 from modelhost.http import HttpServer
 from modelhost.testing import tinymodels
-from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 ollama = pytest.importorskip("ollama")
@@ -126,7 +125,7 @@ def server(loop_thread: LoopThread, tiny_llama_gguf: Path, tools_gguf: Path, thi
 
 @pytest.fixture(scope="module")
 def client(server: HttpServer) -> ollama.Client:
-    return ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
+    return ollama.Client(host=server.url, timeout=120)
 
 
 def ask(text: str) -> list[dict[str, str]]:
@@ -416,7 +415,7 @@ def test_errors_reach_the_client_with_their_status(client: ollama.Client) -> Non
 
 def test_the_async_client(server: HttpServer) -> None:
     async def talk() -> None:
-        client = ollama.AsyncClient(host=server.url, timeout=STATE_WAIT_SECONDS)
+        client = ollama.AsyncClient(host=server.url, timeout=120)
         options = {"temperature": 0, "num_predict": 3}
         whole = await client.chat(model="tiny", messages=ask("hi"), options=options)
         parts = [p async for p in await client.chat(model="tiny", messages=ask("hi"), options=options, stream=True)]

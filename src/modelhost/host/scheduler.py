@@ -21,8 +21,10 @@ Embeddings: `submit_embedding` queues an EmbeddingTicket for a model with the Em
 without it is refused at once, EmbeddingUnsupportedError). The model thread runs it on its own thread (the only one
 that may touch the model), and never behind a generation: between two steps of the engine (two tokens of a one-slot
 model), or next when the model is idle. The capability promises that `embed` leaves a
-suspended generation and the engine exactly as they were. At most one embedding call runs per gap, so a stream of
-embeddings slows a running generation by one bounded call per token rather than stopping it. Tickets share the
+suspended generation and the engine exactly as they were. An embedding is a job of bounded steps
+(`start_embedding`: a ChunkedEmbedding model's own, else one `embed` call) and at most one step runs per gap, so a
+long embedding or a stream of them slows a running generation by one bounded step per token rather than stopping
+it. Tickets share the
 queue bound with generation requests (`max_queue` counts both) and are counted in the metrics' waiting/running
 gauges and in the `modelhost_embedding_*` series.
 """
@@ -55,12 +57,14 @@ from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
 from modelhost.inference.adapters import engine_of
 from modelhost.inference.capabilities import (
+    EmbeddingJob,
     EmbeddingModel,
     OptionChecker,
     as_capability,
     check_embedding_inputs,
     check_prompt_size,
     fit_embedding_inputs,
+    start_embedding,
 )
 from modelhost.inference.engine import (
     AdapterEngine,
@@ -155,14 +159,15 @@ class RequestStream:
 
 class EmbeddingTicket:
     """One embedding request queued for the model. `await result()` for the EmbeddingResult (or the model's
-    ModelHostError); `cancel()` drops it if the model has not started it (a started one runs to its end: one bounded
-    `embed` call). Made by `Host.submit_embedding` on the event loop that awaits it."""
+    ModelHostError); `cancel()` drops it if the model has not started it, and stops a started one before its next
+    step. Made by `Host.submit_embedding` on the event loop that awaits it."""
 
     def __init__(self, host: Host, texts: list[str], options: dict[str, Any]) -> None:
         self.texts = texts
         self.options = options
         self.cancel_event = threading.Event()
         self.submitted_at = time.perf_counter()
+        self.job: EmbeddingJob | None = None  # its steps, once the model thread starts it
         self._host = host
         self._loop = asyncio.get_running_loop()
         self._future: asyncio.Future[EmbeddingResult] = self._loop.create_future()
@@ -643,32 +648,39 @@ class Host:
         return ticket
 
     def _embed_between(self) -> None:
-        """Run one queued embedding now, if any: called between two tokens or two batch steps."""
-        if not self._embeddings:  # a racy peek, re-checked under the lock: the common case takes no lock
-            return
-        with self._cond:
-            if not self._embeddings:
+        """Run one step of the embedding in hand, else start the next queued one, if any: called between two tokens
+        or two batch steps."""
+        ticket = self._embedding  # set and cleared on this thread only
+        if ticket is None:
+            if not self._embeddings:  # a racy peek, re-checked under the lock: the common case takes no lock
                 return
-            ticket = self._pop_embedding()
+            with self._cond:
+                if not self._embeddings:
+                    return
+                ticket = self._pop_embedding()
         self._embed(ticket)
 
     def _embed(self, ticket: EmbeddingTicket) -> None:
-        """Compute one ticket on this (the model's) thread and hand its result to the awaiting loop."""
+        """One step of `ticket` on this (the model's) thread; after its last, hand its result to the awaiting loop."""
         name = self.name
-        answer: EmbeddingResult | BaseException
+        answer: EmbeddingResult | BaseException | None
         if ticket.cancel_event.is_set():
             outcome, answer = "cancelled", _cancelled_embedding()
         else:
-            embedder = as_capability(self._model, EmbeddingModel)
-            assert embedder is not None  # submit_embedding checked the capability
             try:
-                answer = embedder.embed(ticket.texts, **ticket.options)
+                if ticket.job is None:
+                    ticket.job = start_embedding(self._model, ticket.texts, **ticket.options)
+                answer = ticket.job.step()
                 outcome = "ok"
             except ModelHostError as exc:
                 outcome, answer = "error", exc
             except Exception as exc:
                 log.exception("an embedding failed in model %r", name)
                 outcome, answer = "error", ModelHostError(f"{type(exc).__name__}: {exc}")
+        if answer is None:
+            return  # more steps to go: the next gap runs the next one
+        if ticket.job is not None:
+            ticket.job.close()
         # Leave "running" before the answer goes out, so a caller holding it never sees the embedding still running.
         with self._cond:
             self._embedding = None
@@ -788,7 +800,7 @@ class Host:
     def _take(self, engine: Engine, live: dict[Handle, Any]) -> list[RequestStream] | None:
         """Waiting requests for the free slots; blocks while there is nothing at all to do; None once closed."""
         with self._cond:
-            while not self._waiting and not live and not self._embeddings and not self._chores:
+            while not self._waiting and not live and not self._embeddings and not self._chores and not self._embedding:
                 if self.state in ("closing", "closed"):
                     return None
                 # Idle: no slot holds a request. Set here, where every path to idle passes (the last request

@@ -7,10 +7,11 @@ re-declaring every capability of what they wrap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from modelhost.errors import InvalidInputError
+from modelhost.inference.prompt_checks import too_many_bytes, utf8_size_over
 from modelhost.inference.types import (
     AttentionSnapshot,
     DeviceInfo,
@@ -221,43 +222,40 @@ def check_prompt_size(model: object, prompt: str | None, messages: Sequence[Mess
         return
     limit = bound.prompt_byte_limit()
     texts = [prompt] if prompt is not None else [m.content for m in messages]
-    chars = sum(len(t) for t in texts if isinstance(t, str))
-    if chars * 4 <= limit:  # a character is at most 4 UTF-8 bytes: surely within the bound, nothing to encode
-        return
-    size = chars if chars > limit else sum(len(t.encode("utf-8", "surrogatepass")) for t in texts if isinstance(t, str))
-    if size > limit:
-        what = "prompt" if prompt is not None else "messages"
-        raise InvalidInputError(
-            f"{what}: {size} bytes of text, more than the model's context can hold (at most {limit} bytes for its "
-            "tokens); shorten it or load the model with a larger context_length"
-        )
+    size = utf8_size_over(limit, *(t for t in texts if isinstance(t, str)))
+    if size is not None:
+        raise too_many_bytes("prompt" if prompt is not None else "messages", size, limit)
 
 
 def fit_embedding_inputs(model: object, texts: Sequence[str], *, truncate: bool) -> list[str]:
-    """`texts` held to the model's PromptBound, without tokenizing: an input of more bytes than the context's tokens
-    can stand for is refused (InvalidInputError naming its index) or, with `truncate`, cut to twice that many bytes
-    (so the tokens a cut keeps are those of the whole text: only the last few before the cut could differ, and the
-    model cuts to its context after tokenizing). The one byte bound of prompts, embeddings and /tokenize: without
-    it a 10 MB input was tokenized whole on the model thread (the transformers backend: minutes, 1.7 GB kept)
-    only to keep its first tokens. A model without the capability gets the texts as they are."""
+    """`texts` held to the model's PromptBound, without tokenizing (`cut_to_bytes`). The one byte bound of prompts,
+    embeddings and /tokenize: without it a 10 MB input was tokenized whole on the model thread (the transformers
+    backend: minutes, 1.7 GB kept) only to keep its first tokens. A model without the capability gets the texts as
+    they are."""
     bound = as_capability(model, PromptBound)
     items = list(texts)
     if bound is None:
         return items
     limit = bound.prompt_byte_limit()
     for i, text in enumerate(items):
-        if not isinstance(text, str) or len(text) * 4 <= limit:  # at most 4 bytes a character: surely within
-            continue
-        data = text.encode("utf-8", "surrogatepass")
-        if len(data) <= limit:
-            continue
-        if not truncate:
-            raise InvalidInputError(
-                f"input[{i}]: {len(data)} bytes of text, more than the model's context can hold (at most {limit} "
-                "bytes for its tokens); shorten it, split it, or ask for truncation"
-            )
-        items[i] = data[: 2 * limit].decode("utf-8", "ignore")  # a character the cut splits is dropped whole
+        if isinstance(text, str) and utf8_size_over(limit, text) is not None:
+            cut = cut_to_bytes(i, text.encode("utf-8", "surrogatepass"), limit, truncate=truncate)
+            items[i] = cut.decode("utf-8", "ignore") if cut is not None else text
     return items
+
+
+def cut_to_bytes(index: int, data: bytes, limit: int, *, truncate: bool) -> bytes | None:
+    """Embedding input `index` (UTF-8 `data`) held to `limit` bytes, the most its model's context's tokens can stand
+    for: None when it is within; else refused (InvalidInputError naming the index) or, with `truncate`, cut to
+    twice `limit` bytes, so the tokens the cut keeps are those of the whole text (only the last few before the cut
+    could differ, and the model cuts to its context after tokenizing). A character the cut splits is dropped whole
+    when the bytes are decoded."""
+    size = len(data)
+    if size <= limit:
+        return None
+    if not truncate:
+        raise too_many_bytes(f"input[{index}]", size, limit, truncatable=True)
+    return data[: 2 * limit]
 
 
 @runtime_checkable
@@ -293,6 +291,62 @@ class EmbeddingModel(Protocol):
         ...
 
 
+@runtime_checkable
+class EmbeddingJob(Protocol):
+    """One embedding call cut into bounded steps, so the host can run a generation step between two of them (a
+    chat beside a long embedding waits behind one step, not the whole call). Made by `start_embedding` on the model
+    thread, which alone steps it."""
+
+    def step(self) -> EmbeddingResult | None:
+        """Do one bounded piece of the work: the result after the last piece, else None. Raises what `embed`
+        would (InvalidInputError naming an input, the model's GenerationError); the job is over then."""
+        ...
+
+    def close(self) -> None:
+        """End the job, finished or not, freeing what it holds (a cancelled request's job is closed unfinished).
+        Idempotent."""
+        ...
+
+
+@runtime_checkable
+class ChunkedEmbedding(Protocol):
+    """An EmbeddingModel that embeds in bounded steps (EmbeddingJob). The same contract as `embed`, and the same
+    vectors as `embed` gives for the same call; a model holds one job at a time (starting one ends the last)."""
+
+    def embedding_job(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingJob:
+        """A job that embeds `texts` step by step (nothing computed yet; inputs that are empty, not strings or too
+        many are refused here, as by `embed`)."""
+        ...
+
+
+class _WholeEmbedding:
+    """A model's one `embed` call as a job of one step (a model without ChunkedEmbedding)."""
+
+    def __init__(self, model: EmbeddingModel, texts: Sequence[str], options: dict[str, Any]) -> None:
+        self._call: Callable[[], EmbeddingResult] | None = lambda: model.embed(texts, **options)
+
+    def step(self) -> EmbeddingResult | None:
+        call, self._call = self._call, None
+        if call is None:
+            raise RuntimeError("this embedding job has already given its result")
+        return call()
+
+    def close(self) -> None:
+        self._call = None
+
+
+def start_embedding(model: object, texts: Sequence[str], **options: Any) -> EmbeddingJob:
+    """An EmbeddingJob for `texts` on `model`: its own steps (ChunkedEmbedding), else its `embed` as one step.
+    `options` are `embed`'s keywords (normalize, truncate). TypeError for a model that cannot embed."""
+    chunked = as_capability(model, ChunkedEmbedding)
+    if chunked is not None:
+        return chunked.embedding_job(texts, **options)
+    embedder = as_capability(model, EmbeddingModel)
+    if embedder is None:
+        raise TypeError(f"{type(model).__name__} cannot embed text")
+    return _WholeEmbedding(embedder, texts, options)
+
+
 def check_embedding_inputs(texts: Sequence[str]) -> list[str]:
     """The checks every EmbeddingModel (and the host, before queueing) makes on what it is asked to embed, without
     a tokenizer: a non-empty sequence of at most MAX_EMBEDDING_INPUTS non-empty strings. Raises InvalidInputError
@@ -317,15 +371,6 @@ def too_long(index: int, tokens: int, limit: int) -> InvalidInputError:
     return InvalidInputError(
         f"input[{index}]: {tokens} tokens, more than the {limit} the model's context holds; shorten it, split it, "
         "or ask for truncation"
-    )
-
-
-def too_long_bytes(index: int, size: int, limit: int) -> InvalidInputError:
-    """The error for an input refused by its byte length alone, before tokenising (more bytes than the context's
-    tokens can stand for)."""
-    return InvalidInputError(
-        f"input[{index}]: {size} bytes, more than the {limit} tokens the model's context holds can stand for; "
-        "shorten it, split it, or ask for truncation"
     )
 
 

@@ -42,13 +42,34 @@ def byte_limit(context_length: int, spellings: Iterable[object]) -> int:
     return context_length * max(longest, 1)
 
 
+def utf8_size_over(limit: int, *texts: str) -> int | None:
+    """The UTF-8 size of `texts` together when it is more than `limit` bytes, else None: the one measurement behind
+    every refusal by size before tokenizing (prompts, chat turns, embedding inputs). A character is 1 to 4 UTF-8
+    bytes, so most texts are decided by their length alone and only text near the bound is encoded
+    ("surrogatepass": a lone surrogate counts its 3 bytes rather than raising here)."""
+    if sum(len(t) for t in texts) * 4 <= limit:
+        return None
+    size = sum(len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    return size if size > limit else None
+
+
+def too_many_bytes(what: str, size: int, limit: int, *, truncatable: bool = False) -> InvalidInputError:
+    """The one refusal of text by its size before tokenizing: `what` (the prompt, `input[3]`) has `size` UTF-8
+    bytes, more than the `limit` its model's context's tokens can stand for. `truncatable` for an input the caller
+    could ask to have cut (embeddings), so the message offers that rather than a larger context."""
+    remedy = "shorten it, split it, or ask for truncation" if truncatable else (
+        "shorten it or load the model with a larger context_length"
+    )  # fmt: skip
+    return InvalidInputError(
+        f"{what}: {size} bytes of text, more than the model's context can hold (at most {limit} bytes for its "
+        f"tokens); {remedy}"
+    )
+
+
 def check_bytes(size: int, byte_limit: int, context_length: int) -> None:
     """Refuse text of more UTF-8 bytes than the context's tokens can stand for, before it is tokenized."""
     if size > byte_limit:
-        raise InvalidInputError(
-            f"the prompt has {size} bytes, more than the {context_length} tokens the context holds can stand for "
-            f"(at most {byte_limit} bytes); shorten it or load the model with a larger context_length"
-        )
+        raise too_many_bytes("prompt", size, byte_limit)
 
 
 def fits(ids: tuple[int, ...], context_length: int) -> tuple[int, ...]:

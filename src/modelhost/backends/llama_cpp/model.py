@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelhost.backends.llama_cpp import chat as chat_template
-from modelhost.backends.llama_cpp import metadata
-from modelhost.backends.llama_cpp.embedding import LlamaEmbedder
+from modelhost.backends.llama_cpp import lowlevel, metadata
+from modelhost.backends.llama_cpp.embedding import EmbeddingRun, LlamaEmbedder
 from modelhost.backends.llama_cpp.engine import LlamaEngine
 from modelhost.backends.llama_cpp.prompts import Prompter
 from modelhost.backends.llama_cpp.vision import Projector
@@ -38,9 +38,9 @@ from modelhost.inference.types import EmbeddingResult, ModelInfo
 
 class LlamaCppModel(OverEngine):
     """A loaded GGUF model. Satisfies TextModel, EngineModel, ChatFeatures, VisionModel, EmbeddingModel,
-    OptionChecker and PromptBound; a context manager; `close()` frees the weights and the KV cache. With a
-    `projector` (an mmproj through mtmd) its chat takes images: vision is composed in, the same engine and slots
-    serve both."""
+    ChunkedEmbedding, OptionChecker and PromptBound; a context manager; `close()` frees the weights and the KV
+    cache. With a `projector` (an mmproj through mtmd) its chat takes images: vision is composed in, the same engine
+    and slots serve both."""
 
     def __init__(
         self,
@@ -76,7 +76,7 @@ class LlamaCppModel(OverEngine):
             num_layers=int(llama_cpp.llama_model_n_layer(llm.model)),
             hidden_size=int(llm.n_embd()),
         )
-        recurrent = bool(getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False))
+        recurrent = lowlevel.is_recurrent(llm)
         prompter = Prompter(
             self.vocab,
             template=meta.get("tokenizer.chat_template"),
@@ -87,7 +87,7 @@ class LlamaCppModel(OverEngine):
         )
         self._engine: LlamaEngine | None = LlamaEngine(llm, prompter, slots=self._parallel, recurrent=recurrent)
         # The Llama's own context (opened at llama.cpp's minimum, unused): freed now, so the engine's is the only one.
-        llm._ctx.close()
+        lowlevel.free_own_context(llm)
         self._embedder: LlamaEmbedder | None = None  # made at the first embed() (see embedding.py)
 
     # --- the engine and the facts -------------------------------------------------------------------------------
@@ -139,12 +139,19 @@ class LlamaCppModel(OverEngine):
     def embed(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingResult:
         """Pooled vectors of `texts` from a small context of their own (embedding.py): the engine, its KV caches and
         any suspended request are left exactly as they were (the EmbeddingModel capability)."""
+        return self._embedder_now().embed(texts, normalize=normalize, truncate=truncate)
+
+    def embedding_job(self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False) -> EmbeddingRun:
+        """`embed` in bounded steps (ChunkedEmbedding): the host runs a generation step between two of them."""
+        return self._embedder_now().job(texts, normalize=normalize, truncate=truncate)
+
+    def _embedder_now(self) -> LlamaEmbedder:
         self._check_open()
         if self._embedder is None:
             self._embedder = LlamaEmbedder(
                 self._llm, self.vocab, context_length=self._n_ctx, metadata=self._meta, architecture=self.model_type
             )
-        return self._embedder.embed(texts, normalize=normalize, truncate=truncate)
+        return self._embedder
 
     def info(self) -> ModelInfo:
         """Architecture, sizes, quantisation and trained context length, from the GGUF metadata."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from modelhost.errors import InvalidInputError
 from modelhost.inference.generation import ThoughtMarkers
+from modelhost.inference.prompt_checks import too_many_bytes
 
 #: Bytes of the piece buffer tried first: every piece of a real vocabulary fits; a longer one is asked again at the
 #: size llama.cpp reports.
@@ -60,11 +61,7 @@ class Vocab:
             raise InvalidInputError(f"a prompt must be a string, got {type(text).__name__}")
         data = text.encode("utf-8")
         if len(data) > limit * self.max_token_bytes:
-            raise InvalidInputError(
-                f"the prompt has {len(data)} bytes, more than the {limit} tokens of the context can hold "
-                f"(a token here is at most {self.max_token_bytes} bytes); shorten it or load the model with a "
-                "larger context_length"
-            )
+            raise too_many_bytes("prompt", len(data), limit * self.max_token_bytes)
         # A raw prompt gets the vocabulary's own BOS rule. A rendered chat template writes its own `bos_token`
         # when its model wants one, so only a template that forgot it gets one added.
         tokens = self.tokenize(data, add_bos=not chat)
