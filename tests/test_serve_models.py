@@ -63,7 +63,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
         first = http.post("/v1/chat/completions", json={**body, "model": "alpha"})
         assert first.status_code == 503 and first.json()["error"]["code"] == "model_loading", "lazy: loading now"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
         while (answer := http.post("/v1/chat/completions", json={**body, "model": "alpha"})).status_code == 503:
             assert time.monotonic() < deadline
             time.sleep(0.05)
@@ -89,7 +89,7 @@ def test_two_models_answer_by_name_through_every_door(two: tuple[Served, Path]) 
         created = job(worker, "alpha")
         assert created.status_code == 202, created.text
         job_id = created.json()["id"]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
         while (record := worker.get(f"/v1/jobs/{job_id}").json())["status"] not in ("completed", "failed"):
             assert time.monotonic() < deadline, record
             time.sleep(0.05)

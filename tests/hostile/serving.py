@@ -9,7 +9,6 @@ import resource
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -99,15 +98,7 @@ def serve(args: Sequence[str], state: str, *, nofile: int | None = None) -> Iter
         served.close()
 
 
-#: How often wait_for checks: a check is often a /metrics request the server renders (the stalled-reader test
-#: waits out a 60 s write timeout; at 20 checks a second that was 1,300 renders, a fifth of the server's CPU).
+#: How often a wait on the served process checks (modelhost.testing.waiting.wait_until's `poll`): a check is often
+#: a request the server answers, or a listing of its descriptors, and the server under test shares 2 cores with it
+#: (at 20 /metrics checks a second over a 60 s wait, 1,300 renders took a fifth of the server's CPU).
 POLL_SECONDS = 0.25
-
-
-def wait_for(check: object, seconds: float = REQUEST_SECONDS) -> None:
-    """Poll `check()` until true; a generous bound on a state, never a measurement."""
-    deadline = time.monotonic() + seconds
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true after {seconds} s: {check}")
-        time.sleep(POLL_SECONDS)

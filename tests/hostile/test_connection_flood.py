@@ -22,10 +22,11 @@ import pytest
 
 from modelhost.inference.types import Message
 from modelhost.testing.proc import open_fds
+from modelhost.testing.waiting import wait_until
 from modelhost.wire import codec
 from modelhost.wire.client import Client
 
-from .serving import ServeProcess, serve, wait_for
+from .serving import POLL_SECONDS, ServeProcess, serve
 
 #: The descriptor limit the server runs under (soft and hard): the common default, which the flood must not exhaust.
 SERVER_NOFILE = 1024
@@ -144,7 +145,7 @@ def test_a_connection_flood_on_the_socket_leaves_every_door_answering(serving: t
     finally:
         for conn in flood:
             conn.close()
-    wait_for(lambda: open_fds(pid) <= baseline + 8, PATIENCE)
+    wait_until(lambda: open_fds(pid) <= baseline + 8, PATIENCE, "the flood's descriptors closed", poll=POLL_SECONDS)
     _every_door_answers(served, sock)
 
 
@@ -176,5 +177,5 @@ def test_a_connection_flood_on_an_http_door_leaves_the_others_answering(serving:
         finally:
             for conn in flood:
                 conn.close()
-        wait_for(lambda: open_fds(pid) <= baseline + 8, PATIENCE)
+        wait_until(lambda: open_fds(pid) <= baseline + 8, PATIENCE, "the flood's descriptors closed", poll=POLL_SECONDS)
     _every_door_answers(served, sock)

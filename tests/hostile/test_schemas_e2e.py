@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from .serving import REQUEST_SECONDS, ServeProcess, serve, wait_for
+from modelhost.testing.waiting import wait_until
+
+from .serving import POLL_SECONDS, REQUEST_SECONDS, ServeProcess, serve
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llguidance")
@@ -144,7 +146,7 @@ def test_a_hostile_schema_among_normal_ones_leaves_the_others_answered(server: S
             else:
                 assert r.status_code == 200, r.text
                 jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), fine)
-    wait_for(server.alive, REQUEST_SECONDS)
+    wait_until(server.alive, REQUEST_SECONDS, "the server alive", poll=POLL_SECONDS)
 
 
 def test_the_cli_refuses_a_hostile_schema_naming_the_option(tmp_path: Path) -> None:

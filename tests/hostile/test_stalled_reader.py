@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from modelhost.testing.proc import open_fds
+from modelhost.testing.waiting import wait_until
 
-from .serving import ServeProcess, serve, wait_for
+from .serving import POLL_SECONDS, ServeProcess, serve
 
 #: Past the suite's 300 s: the write timeout alone is 60 s, and the stalled requests' tokens take minutes at load 10.
 pytestmark = pytest.mark.timeout(900)
@@ -94,17 +95,19 @@ def test_streams_nobody_reads_neither_block_the_model_nor_keep_their_connections
         answer = served.http.post("/v1/chat/completions", json=body)
         assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 3, answer.text
         # The model finishes (or drops) the stalled requests: nothing stays running or waiting for them.
-        wait_for(
+        wait_until(
             lambda: (
                 _gauge(served, "modelhost_num_requests_running") == 0
                 and _gauge(served, "modelhost_num_requests_waiting") == 0
             ),
             PATIENCE,
+            "nothing running or waiting",
+            poll=POLL_SECONDS,
         )
         # And the door lets their connections go (after its write timeout, 60 s) although the clients are alive,
         # counting each: all but the one keep-alive connection of our own client above.
-        wait_for(lambda: _refusals(served, "write_timeout") == STALLED, PATIENCE)
-        wait_for(lambda: open_fds(pid) <= baseline + 1, PATIENCE)
+        wait_until(lambda: _refusals(served, "write_timeout") == STALLED, PATIENCE, "every stall", poll=POLL_SECONDS)
+        wait_until(lambda: open_fds(pid) <= baseline + 1, PATIENCE, "their connections closed", poll=POLL_SECONDS)
         assert served.alive(), served.log()
     finally:
         for conn in stalled:

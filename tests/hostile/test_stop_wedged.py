@@ -13,7 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from .serving import LOAD_SECONDS, wait_for
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
+
+from .serving import LOAD_SECONDS, POLL_SECONDS
 
 #: How long the stop may take at most: grace (1 s) + serve.HARD_EXIT_SECONDS (10 s), with a wide margin for a busy
 #: machine. A bound on a hang, not a measurement.
@@ -42,7 +44,8 @@ def test_sigterm_stops_a_server_whose_model_thread_is_wedged() -> None:
             threading.Thread(
                 target=lambda: _swallow(http, {"model": "wedged", "prompt": "x", "max_tokens": 4}), daemon=True
             ).start()
-            wait_for(lambda: 'modelhost_num_requests_running{model_name="wedged"} 1.0' in http.get("/metrics").text)
+            running = 'modelhost_num_requests_running{model_name="wedged"} 1.0'
+            wait_until(lambda: running in http.get("/metrics").text, STATE_WAIT_SECONDS, running, poll=POLL_SECONDS)
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(STOP_BOUND_SECONDS)
         assert code == 1, (code, lines)

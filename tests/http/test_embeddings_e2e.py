@@ -24,6 +24,7 @@ from modelhost.host import Host
 from modelhost.http import HttpServer
 from modelhost.http.embeddings import decode_base64, encode_base64
 from modelhost.inference.capabilities import MAX_EMBEDDING_INPUTS
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 
@@ -34,7 +35,7 @@ LONG = " ".join(["fox"] * (TINY_CONTEXT * 2))
 
 
 def client_of(server: HttpServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 def auth() -> dict[str, str]:

@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from modelhost._serving import PROBE_HEADROOM, ClientLimits
-from modelhost.testing.rawhttp import Connection, parse_answers, request
+from modelhost.testing.rawhttp import Answer, Connection, parse_answers, request
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 #: Short enough for a test, long enough that a loaded 2-core machine answers a well-behaved request within it.
 FAST = ClientLimits(header_timeout=0.5, body_timeout=0.5)
@@ -29,6 +30,16 @@ def refusals(url: str, reason: str) -> float:
             if s.name == "modelhost_http_client_refusals_total" and s.labels["reason"] == reason:
                 return s.value
     raise AssertionError("no modelhost_http_client_refusals_total in /metrics")
+
+
+async def health(url: str) -> Answer | None:
+    """The door's answer to a GET /health on a connection of its own (None: closed without one)."""
+    conn = await Connection.open(url)
+    try:
+        await conn.send(request("GET", "/health"))
+        return await conn.read_answer(timeout=5)
+    finally:
+        await conn.close()
 
 
 def assert_openai_error(body: bytes, code: str) -> None:
@@ -94,11 +105,12 @@ def test_a_trickled_or_stalled_body_gets_a_json_408_and_runs_nothing(loop_thread
 def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(loop_thread: LoopThread) -> None:
     limits = ClientLimits(header_timeout=600, body_timeout=5, max_connections=3)
 
-    async def main(url: str) -> None:
+    async def main(url: str) -> int:
         held = [await Connection.open(url) for _ in range(3)]
         for conn in held:
             await conn.send(b"GET /health HTTP/1.1\r\n")  # headers not finished: each holds its connection
-        await asyncio.sleep(0.1)
+        # No pause needed before the next one: the door accepts connections in the order they were made and counts
+        # each as it accepts it, so these three are held before the next is counted.
         extra = await Connection.open(url)
         await extra.send(request("GET", "/v1/models"))
         answer = await extra.read_answer(timeout=5)
@@ -120,7 +132,6 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
         more = [await Connection.open(url) for _ in range(PROBE_HEADROOM)]
         for conn in more:
             await conn.send(b"GET /health HTTP/1.1\r\n")
-        await asyncio.sleep(0.1)
         late = await Connection.open(url)
         await late.send(request("GET", "/health"))
         answer = await late.read_answer(timeout=5)
@@ -129,19 +140,22 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
         # The headroom's connections that never finish their headers leave it after PROBE_HEADER_SECONDS, not the
         # door's ten-minute header timeout: a burst of silent connections keeps the probes out only briefly.
         for conn in more:
-            assert await conn.closed_by_server(timeout=120)
+            assert await conn.closed_by_server(timeout=STATE_WAIT_SECONDS)
         for conn in [*held, *more]:
             await conn.close()
-        await asyncio.sleep(0.1)
-        again = await Connection.open(url)
-        await again.send(request("GET", "/health"))
-        answer = await again.read_answer(timeout=5)
-        assert answer is not None and answer.status == 200
-        await again.close()
+        # The door frees a connection when it sees the close, which comes after ours: wait for that state. A
+        # probe sent before it is refused too, and counted.
+        deadline = asyncio.get_running_loop().time() + STATE_WAIT_SECONDS
+        early = 0
+        while (answer := await health(url)) is None or answer.status != 200:
+            assert asyncio.get_running_loop().time() < deadline, answer
+            early += 1
+            await asyncio.sleep(0.01)
+        return early
 
     with serving(loop_thread, scripted_host(), limits=limits) as server:
-        asyncio.run(main(server.url))
-        assert refusals(server.url, "connection_limit") == 2
+        early = asyncio.run(main(server.url))
+        assert refusals(server.url, "connection_limit") == 2 + early
 
 
 def test_bytes_past_content_length_are_a_malformed_next_request_answered_after_the_first(

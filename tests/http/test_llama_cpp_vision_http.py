@@ -19,6 +19,7 @@ from PIL import Image
 import modelhost.inference
 from modelhost.host import Host
 from modelhost.testing.tinyvision import build_tiny_idefics3_gguf
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 
 def test_a_data_uri_image_reaches_the_mmproj(loop_thread: LoopThread, tmp_path: Path) -> None:
@@ -32,7 +33,7 @@ def test_a_data_uri_image_reaches_the_mmproj(loop_thread: LoopThread, tmp_path: 
     host = Host(lambda: modelhost.inference.load_model(str(model), backend="llama_cpp"), name="tiny-vlm")
     with serving(loop_thread, host) as server:
         assert host.accepts_images
-        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=120)
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0, timeout=STATE_WAIT_SECONDS)
         text_only = client.chat.completions.create(
             model="tiny-vlm", messages=[{"role": "user", "content": "Describe."}], max_tokens=2
         )

@@ -202,6 +202,6 @@ def test_a_model_that_cannot_fit_beside_a_busy_one_gets_its_room_when_the_busy_o
         assert models.get("alpha").in_flight == 1, "the refused request was never queued"
         for _ in range(4):
             gate.release()
-        assert running.result(120).status_code == 200, "the request alpha held is answered"
+        assert running.result(STATE_WAIT_SECONDS).status_code == 200, "the request alpha held is answered"
         wait_until(lambda: models.get("beta").ready)  # loaded for its claim: no request of beta's needed
         assert models.states() == {"alpha": "unloaded", "beta": "ready"}

@@ -31,6 +31,7 @@ import modelhost.inference
 from modelhost.host.models import Models, ModelSpec
 from modelhost.http import HttpServer
 from modelhost.testing import tinymodels
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 ollama = pytest.importorskip("ollama")
@@ -125,7 +126,7 @@ def server(loop_thread: LoopThread, tiny_llama_gguf: Path, tools_gguf: Path, thi
 
 @pytest.fixture(scope="module")
 def client(server: HttpServer) -> ollama.Client:
-    return ollama.Client(host=server.url, timeout=120)
+    return ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
 
 
 def ask(text: str) -> list[dict[str, str]]:
@@ -415,7 +416,7 @@ def test_errors_reach_the_client_with_their_status(client: ollama.Client) -> Non
 
 def test_the_async_client(server: HttpServer) -> None:
     async def talk() -> None:
-        client = ollama.AsyncClient(host=server.url, timeout=120)
+        client = ollama.AsyncClient(host=server.url, timeout=STATE_WAIT_SECONDS)
         options = {"temperature": 0, "num_predict": 3}
         whole = await client.chat(model="tiny", messages=ask("hi"), options=options)
         parts = [p async for p in await client.chat(model="tiny", messages=ask("hi"), options=options, stream=True)]

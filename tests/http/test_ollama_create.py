@@ -19,7 +19,7 @@ import modelhost.inference
 from modelhost.host.models import Models, ModelSpec
 from modelhost.http import HttpServer
 from modelhost.serve import ServeConfig, pulled_spec
-from modelhost.testing.waiting import wait_until
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 pytest.importorskip("llama_cpp")
 ollama = pytest.importorskip("ollama")
@@ -45,7 +45,7 @@ def test_create_copy_survive_a_restart_and_delete(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # the created models' store is beside this cache
     ask = [{"role": "user", "content": "hi"}]
     with serving(loop_thread, tiny_llama_gguf) as server:
-        client = ollama.Client(host=server.url, timeout=120)
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
         made = client.create(model="terse", from_=str(tiny_llama_gguf), system="Be terse.",
                              parameters={"num_predict": 3, "temperature": 0})  # fmt: skip
         assert made.status == "success"
@@ -68,7 +68,7 @@ def test_create_copy_survive_a_restart_and_delete(
             client.copy("terse", "tiny")
         assert taken.value.status_code == 400
     with serving(loop_thread, tiny_llama_gguf) as server:  # a restart: the names come back, with what they add
-        client = ollama.Client(host=server.url, timeout=120)
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
         assert {"terse", "terse-copy", "mf"} <= names(client) and "nothing" not in names(client)
         assert client.chat(model="terse-copy", messages=ask).eval_count == 3
         # As for a pulled model, a loaded one is unloaded first (keep_alive 0), then deleted.
@@ -79,7 +79,7 @@ def test_create_copy_survive_a_restart_and_delete(
         assert client.delete("terse-copy").status == "success"
         assert "terse-copy" not in names(client)
     with serving(loop_thread, tiny_llama_gguf) as server:
-        client = ollama.Client(host=server.url, timeout=120)
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
         assert "terse-copy" not in names(client) and "terse" in names(client)
 
 

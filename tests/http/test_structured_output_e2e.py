@@ -19,6 +19,7 @@ from http_support import LoopThread, serving
 import modelhost.inference
 from modelhost.host import Host
 from modelhost.http import HttpServer
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 pytest.importorskip("llama_cpp")
 jsonschema = pytest.importorskip("jsonschema")
@@ -47,7 +48,7 @@ class City(pydantic.BaseModel):  # type: ignore[name-defined,misc]
 
 
 def client_of(server: HttpServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -109,10 +110,10 @@ def test_a_random_model_answers_valid_json_of_the_schema(tiny: HttpServer, strea
 
 def test_ollama_format_takes_json_and_a_schema(tiny: HttpServer) -> None:
     body = {"model": "tiny", "messages": ask("hi"), "stream": False, "options": {"temperature": 0, "num_predict": 200}}
-    answer = httpx.post(f"{tiny.url}/api/chat", json={**body, "format": PERSON}, timeout=120).json()
+    answer = httpx.post(f"{tiny.url}/api/chat", json={**body, "format": PERSON}, timeout=STATE_WAIT_SECONDS).json()
     jsonschema.validate(json.loads(answer["message"]["content"]), PERSON)
     short = {**body, "stream": True, "format": "json", "options": {"temperature": 0, "num_predict": 4}}
-    lines = httpx.post(f"{tiny.url}/api/chat", json=short, timeout=120)
+    lines = httpx.post(f"{tiny.url}/api/chat", json=short, timeout=STATE_WAIT_SECONDS)
     text = "".join(json.loads(line)["message"]["content"] for line in lines.text.splitlines())
     assert text.lstrip().startswith("{")  # JSON mode: an object from the first token (4 tokens: not closed yet)
 
@@ -179,7 +180,7 @@ def test_transformers_random_model_answers_valid_json_of_the_schema(tiny_tf: Htt
         jsonschema.validate(json.loads(text), PERSON)
     body = {"model": "tiny", "messages": ask("hi"), "stream": False, "format": PERSON,
             "options": {"temperature": 0, "num_predict": 200}}  # fmt: skip
-    answer = httpx.post(f"{tiny_tf.url}/api/chat", json=body, timeout=120).json()
+    answer = httpx.post(f"{tiny_tf.url}/api/chat", json=body, timeout=STATE_WAIT_SECONDS).json()
     jsonschema.validate(json.loads(answer["message"]["content"]), PERSON)
 
 
@@ -205,13 +206,13 @@ def test_a_grammar_left_with_no_token_mid_answer_is_a_400_naming_response_format
         constrained, "check", lambda opts, vocab: 'root ::= "{" [^\\x00-\\U7FFFFFFF]' if opts.json_schema else None
     )
     body = {"model": "tiny", "messages": ask("hi"), "max_tokens": 8, "response_format": {"type": "json_object"}}
-    r = httpx.post(f"{tiny.url}/v1/chat/completions", json=body, timeout=120)
+    r = httpx.post(f"{tiny.url}/v1/chat/completions", json=body, timeout=STATE_WAIT_SECONDS)
     assert r.status_code == 400, r.text
     error = r.json()["error"]
     assert error["param"] == "response_format" and "allows no token here" in error["message"], error
-    streamed = httpx.post(f"{tiny.url}/v1/chat/completions", json={**body, "stream": True}, timeout=120)
+    streamed = httpx.post(f"{tiny.url}/v1/chat/completions", json={**body, "stream": True}, timeout=STATE_WAIT_SECONDS)
     events = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
     assert events[-1]["error"]["param"] == "response_format", events[-1]
     monkeypatch.undo()
-    ok = httpx.post(f"{tiny.url}/v1/chat/completions", json={**body, "max_tokens": 2}, timeout=120)
+    ok = httpx.post(f"{tiny.url}/v1/chat/completions", json={**body, "max_tokens": 2}, timeout=STATE_WAIT_SECONDS)
     assert ok.status_code == 200, ok.text

@@ -111,7 +111,7 @@ def smol(loop_thread: LoopThread) -> Iterator[HttpServer]:
 
 
 def client_of(server: HttpServer) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 def ask(text: str) -> list[Any]:
@@ -286,11 +286,12 @@ def test_ollama_chat_takes_tools_and_answers_calls_in_its_shape(tiny: HttpServer
         "format": WEATHER_CALL,  # Ollama has no tool_choice; a call-shaped format makes the answer a call
         "options": {"temperature": 0, "num_predict": 200},
     }
-    answer = httpx.post(f"{tiny.url}/api/chat", json={**body, "stream": False}, timeout=120).json()
+    answer = httpx.post(f"{tiny.url}/api/chat", json={**body, "stream": False}, timeout=STATE_WAIT_SECONDS).json()
     calls = answer["message"]["tool_calls"]
     assert len(calls) == 1 and calls[0]["function"]["name"] == "weather" and answer["done"]
     jsonschema.validate(calls[0]["function"]["arguments"], WEATHER)  # an object, as Ollama sends it
-    lines = [json.loads(line) for line in httpx.post(f"{tiny.url}/api/chat", json=body, timeout=120).text.splitlines()]
+    answer_lines = httpx.post(f"{tiny.url}/api/chat", json=body, timeout=STATE_WAIT_SECONDS).text.splitlines()
+    lines = [json.loads(line) for line in answer_lines]
     streamed = [line["message"]["tool_calls"] for line in lines if line["message"].get("tool_calls")]
     assert streamed == [calls] and lines[-1]["done"]
     # Its history form: an assistant's tool_calls (arguments as an object) and a tool message with tool_name.
@@ -302,7 +303,7 @@ def test_ollama_chat_takes_tools_and_answers_calls_in_its_shape(tiny: HttpServer
     later = httpx.post(
         f"{tiny.url}/api/chat",
         json={"model": "tiny", "messages": history, "tools": TOOLS, "stream": False, "options": {"num_predict": 4}},
-        timeout=120,
+        timeout=STATE_WAIT_SECONDS,
     )
     assert later.status_code == 200 and later.json()["done"]
 

@@ -19,7 +19,7 @@ from modelhost import hub
 from modelhost.errors import ModelNotFoundError
 from modelhost.inference import catalogue
 from modelhost.testing import hubserver
-from modelhost.testing.waiting import wait_until
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 ollama = pytest.importorskip("ollama")
 pytest.importorskip("llama_cpp")
@@ -69,7 +69,7 @@ def served(
         yield url, env
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
+        proc.communicate(timeout=STATE_WAIT_SECONDS)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

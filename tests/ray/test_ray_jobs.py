@@ -21,7 +21,7 @@ import pytest
 from ray_support import Cli
 
 from modelhost.testing import raynodes
-from modelhost.testing.waiting import wait_until
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 #: Per test, setup included: this module's first test also waits for the worker's start (joining the cluster,
 #: loading two models), and each Ray job for its pool's actors to start, on 2 loaded cores.
@@ -64,7 +64,7 @@ def submit(base: str, operation: str, model: str, value: dict[str, Any], files: 
     parts: list[tuple[str, Any]] = [("request", (None, json.dumps(request), "application/json"))]
     for field, path in (files or {}).items():
         parts.append((field, (path.name, path.read_bytes(), "application/octet-stream")))
-    answer = httpx.post(f"{base}/v1/jobs", files=parts, timeout=120)
+    answer = httpx.post(f"{base}/v1/jobs", files=parts, timeout=STATE_WAIT_SECONDS)
     assert answer.status_code == 202, answer.text
     return str(answer.json()["id"])
 
@@ -75,7 +75,7 @@ def watch(base: str, job: str, until: Any = None) -> tuple[dict[str, Any], list[
     seen: dict[str, Any] = {}
 
     def ended() -> bool:
-        record = httpx.get(f"{base}/v1/jobs/{job}", timeout=120).json()
+        record = httpx.get(f"{base}/v1/jobs/{job}", timeout=STATE_WAIT_SECONDS).json()
         seen.update(record)
         if record["status"] == "processing" and record.get("total"):
             steps.append((record["step"], record["total"]))
@@ -89,12 +89,13 @@ def watch(base: str, job: str, until: Any = None) -> tuple[dict[str, Any], list[
 
 
 def outputs(base: str, record: dict[str, Any]) -> dict[str, bytes]:
-    return {name: httpx.get(f"{base}/files/{record['id']}/{name}", timeout=120).content for name in record["output"]}
+    files = f"{base}/files/{record['id']}"
+    return {name: httpx.get(f"{files}/{name}", timeout=STATE_WAIT_SECONDS).content for name in record["output"]}
 
 
 def local_pages(base: str) -> float:
     """Requests the worker's own `ocr` host has answered (its /metrics): a Ray job's pages must not be among them."""
-    text = httpx.get(f"{base}/metrics", timeout=120).text
+    text = httpx.get(f"{base}/metrics", timeout=STATE_WAIT_SECONDS).text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
@@ -152,7 +153,7 @@ def test_a_cancelled_document_job_on_ray_ends_and_frees_its_actors(worker: str, 
     # Cancelling then, rather than after a first page, spares the test a model load and a page read: the stop
     # kills the pool's actors whichever they are doing.
     wait_until(lambda: not all_free(), what="the job's actors placed")
-    cancelled = httpx.delete(f"{worker}/v1/jobs/{job}", timeout=120)
+    cancelled = httpx.delete(f"{worker}/v1/jobs/{job}", timeout=STATE_WAIT_SECONDS)
     assert cancelled.status_code in (200, 202), cancelled.text
     record, _ = watch(worker, job)
     assert record["status"] == "cancelled" and record["code"] == "WORKER_CANCELLED", record

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ray_support import Cli
 
 from modelhost.testing import raynodes
-from modelhost.testing.waiting import wait_until
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 #: Per test, setup included: this module's first test also waits for a Ray start and two model loads, which took
 #: minutes at load 12-20 on 2 cores (the suite's 300 s is for one test's own work).
@@ -69,7 +69,7 @@ def served(ray_head: raynodes.RayNode, ray_driver: Any, tiny_llama_gguf: Path) -
 
 def client(base: str) -> openai.OpenAI:
     # No retries: a request that fails must show here, not be hidden by the client trying again.
-    return openai.OpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0, timeout=120)
+    return openai.OpenAI(base_url=f"{base}/v1", api_key=API_KEY, max_retries=0, timeout=STATE_WAIT_SECONDS)
 
 
 def ask(base: str, max_tokens: int = 8) -> tuple[str, str]:
@@ -102,16 +102,17 @@ def test_a_stream_comes_through_the_proxy_whole(served: str) -> None:
 
 
 def test_the_api_key_is_checked_in_every_replica(served: str) -> None:
-    anonymous = httpx.post(f"{served}/v1/chat/completions", json={"model": "tiny", "messages": []}, timeout=60)
+    body = {"model": "tiny", "messages": []}
+    anonymous = httpx.post(f"{served}/v1/chat/completions", json=body, timeout=STATE_WAIT_SECONDS)
     assert anonymous.status_code == 401
     assert anonymous.json()["error"]["code"] == "invalid_api_key"
     # The probes stay open, as on one host, and say which replica answered.
-    ready = httpx.get(f"{served}/ready", timeout=60)
+    ready = httpx.get(f"{served}/ready", timeout=STATE_WAIT_SECONDS)
     assert ready.status_code == 200 and ready.headers["x-modelhost-replica"]
 
 
 def test_replicas_answers_for_the_whole_application(served: str) -> None:
-    answer = httpx.get(f"{served}/replicas", timeout=60)
+    answer = httpx.get(f"{served}/replicas", timeout=STATE_WAIT_SECONDS)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"status": "ready", "replicas": {"RUNNING": 2}}
 
@@ -128,7 +129,7 @@ def test_replicas_metrics_show_each_replicas_series(served: str) -> None:
     generated: dict[str, float] = {}
 
     def both_reported() -> bool:
-        answer = httpx.get(f"{served}/replicas/metrics", timeout=60)
+        answer = httpx.get(f"{served}/replicas/metrics", timeout=STATE_WAIT_SECONDS)
         assert answer.status_code == 200, answer.text
         generated.clear()
         ages = set()
@@ -189,7 +190,7 @@ def test_a_replica_killed_mid_stream_fails_its_stream_and_is_replaced(served: st
     wait_until(replaced, what="a replacement replica answering")
 
     def whole() -> bool:
-        if httpx.get(f"{served}/replicas", timeout=60).status_code == 200:
+        if httpx.get(f"{served}/replicas", timeout=STATE_WAIT_SECONDS).status_code == 200:
             return True
         time.sleep(POLL_SECONDS)
         return False

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from modelhost.cli import app
 from modelhost.host import Host
 from modelhost.testing.standins import ScriptedModel
-from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import WorkerServer
+from worker.helpers import wait_for  # tests/worker's: the one wait for a job's status
 
 from .conftest import QUESTION, SECRET, memorisation_records, write_jsonl
 
@@ -58,16 +58,6 @@ def test_train_refuses_a_bad_data_file_with_its_line(tiny_llama_dir: Path, tmp_p
     assert result.exit_code == 2 and "bad.jsonl:2" in result.output and "invalid_input" in result.output
 
 
-async def wait_for(c: httpx.AsyncClient, job: str, statuses: set[str], timeout: float) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        record: dict[str, Any] = (await c.get(f"/v1/jobs/{job}")).json()
-        if record["status"] in statuses:
-            return record
-        assert asyncio.get_running_loop().time() < deadline, record
-        await asyncio.sleep(0.02)
-
-
 async def _submit(c: httpx.AsyncClient, model: str, data: bytes, **settings: Any) -> str:
     request = {"operation": "lora.train", "model": model, "input": {"data": {"$file": "data"}, **settings}}
     files = [
@@ -98,7 +88,7 @@ def test_lora_train_job_outputs_and_cancel(tiny_llama_dir: Path, tmp_path: Path)
             assert (await c.post("/v1/jobs", json=bad)).status_code == 400
 
             job = await _submit(c, model, data, steps=6, learning_rate=0.01, batch_size=2, seed=1)
-            done = await wait_for(c, job, {"completed", "failed"}, timeout=120)
+            done = await wait_for(c, job, {"completed", "failed"})
             assert done["status"] == "completed", done
             assert {"adapter.gguf", "adapter_model.safetensors", "adapter_config.json"} <= set(done["output"])
             assert {"metrics.json", "loss.png"} <= set(done["output"])
@@ -114,7 +104,7 @@ def test_lora_train_job_outputs_and_cancel(tiny_llama_dir: Path, tmp_path: Path)
                 await asyncio.sleep(0.02)
             assert seen["stage"] == "training" and seen["total"] == 100000 and seen["remaining"] > 0, seen
             assert (await c.delete(f"/v1/jobs/{long}")).status_code == 200
-            cancelled = await wait_for(c, long, {"cancelled", "failed", "completed"}, timeout=STATE_WAIT_SECONDS)
+            cancelled = await wait_for(c, long, {"cancelled", "failed", "completed"})
             assert cancelled["status"] == "cancelled" and cancelled["code"] == "WORKER_CANCELLED", cancelled
         await server.aclose()
         await host.aclose()

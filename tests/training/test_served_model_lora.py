@@ -30,7 +30,7 @@ def test_lora_train_finds_the_files_of_a_model_served_from_a_path(tiny_llama_dir
         try:
             async with httpx.AsyncClient(base_url=server.url) as c:
                 job = await _submit(c, "mine", data, steps=1, batch_size=2, seed=1)
-                done = await wait_for(c, job, {"completed", "failed"}, timeout=120)
+                done = await wait_for(c, job, {"completed", "failed"})
                 assert done["status"] == "completed", done
                 assert "adapter_model.safetensors" in done["output"]
         finally:

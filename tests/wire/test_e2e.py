@@ -79,7 +79,7 @@ class ServeProcess:
     def stop(self) -> int:
         self.terminate()
         try:
-            return self.proc.wait(60)
+            return self.proc.wait(STATE_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)

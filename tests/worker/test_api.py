@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from modelhost.testing.waiting import STATE_WAIT_SECONDS
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 from modelhost.worker import WorkerServer
 
 from .helpers import paced_host, start_server, wait_for
@@ -53,6 +53,11 @@ async def on_disk(folder: Path, status: str) -> bool:
 
 def job_folders(state: Path) -> list[str]:
     return sorted(p.name for p in state.iterdir() if p.name != ".lock")
+
+
+async def until(predicate: Callable[[], bool], what: str) -> None:
+    """Wait on the event loop for a state the server reaches by itself, bounded only against a hang."""
+    await asyncio.to_thread(wait_until, predicate, STATE_WAIT_SECONDS, what)
 
 
 def test_json_job_lifecycle_read_files_and_ack(tmp_path: Path) -> None:
@@ -230,12 +235,9 @@ def test_bad_input_leaves_nothing_behind(tmp_path: Path) -> None:
         ).encode()
         writer.write(head + truncated)
         await writer.drain()
-        await asyncio.sleep(0.2)
+        await until(lambda: job_folders(state) != [], "the upload's staging folder made")
         writer.close()
-        for _ in range(200):
-            if job_folders(state) == []:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: job_folders(state) == [], "the staging folder of a client that left removed")
         assert job_folders(state) == []
         assert (await c.get("/v1/health")).json()["queued"] == 0
         await stop(server, c)

@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from modelhost._serving import ClientLimits
-from modelhost.testing.rawhttp import Connection, parse_answers, request
+from modelhost.testing.rawhttp import Answer, Connection, parse_answers, request
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import WorkerServer
 
 from .helpers import paced_host, start_server
@@ -49,6 +50,16 @@ async def refusals(url: str, reason: str) -> float:
 def assert_error(body: bytes, code: str, status: int) -> None:
     error = json.loads(body)
     assert error["code"] == code and error["status"] == status and error["message"], error
+
+
+async def queue_answer(url: str) -> Answer | None:
+    """The door's answer to a GET /v1/queue (not a probe) on a connection of its own (None: closed without one)."""
+    conn = await Connection.open(url)
+    try:
+        await conn.send(request("GET", "/v1/queue"))
+        return await conn.read_answer(timeout=5)
+    finally:
+        await conn.close()
 
 
 async def health(url: str) -> dict[str, object]:
@@ -138,7 +149,8 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
             held = [await Connection.open(server.url) for _ in range(3)]
             for conn in held:
                 await conn.send(b"GET /v1/health HTTP/1.1\r\n")  # headers not finished: each holds its connection
-            await asyncio.sleep(0.1)
+            # No pause needed: the door accepts connections in the order they were made and counts each as it
+            # accepts it, so these three are held before the next is counted.
             extra = await Connection.open(server.url)
             await extra.send(request("GET", "/v1/queue"))
             answer = await extra.read_answer(timeout=5)
@@ -155,9 +167,17 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
             await probe.close()
             for conn in held:
                 await conn.close()
-            await asyncio.sleep(0.1)
+            # The door frees a connection when it sees the close, which comes after ours: wait for that state (a
+            # request that is not a probe admitted again).
+            # One sent before it is refused too, and counted.
+            deadline = asyncio.get_running_loop().time() + STATE_WAIT_SECONDS
+            early = 0
+            while (again := await queue_answer(server.url)) is None or again.status != 200:
+                assert asyncio.get_running_loop().time() < deadline, again
+                early += 1
+                await asyncio.sleep(0.01)
             assert (await health(server.url))["status"] == "ok"
-            assert await refusals(server.url, "connection_limit") == 1
+            assert await refusals(server.url, "connection_limit") == 1 + early
         finally:
             await stop(server)
 

@@ -18,10 +18,17 @@ STATE_WAIT_SECONDS = 240.0
 POLL_SECONDS = 0.01
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = STATE_WAIT_SECONDS, what: str = "condition") -> None:
-    """Return once `predicate()` holds; AssertionError naming `what` after `timeout` seconds."""
+def wait_until(
+    predicate: Callable[[], bool],
+    timeout: float = STATE_WAIT_SECONDS,
+    what: str = "condition",
+    *,
+    poll: float = POLL_SECONDS,
+) -> None:
+    """Return once `predicate()` holds; AssertionError naming `what` after `timeout` seconds. `poll` is the pause
+    between checks: longer where a check costs the server under test work (a /metrics render)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met in {timeout:.0f} s")
-        time.sleep(POLL_SECONDS)
+        time.sleep(poll)
