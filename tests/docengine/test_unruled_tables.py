@@ -4,6 +4,8 @@ of prose, lists with aligned numbers, a table of contents with leaders, numbered
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -309,3 +311,26 @@ def test_a_table_of_contents_with_leaders_stays_the_two_columns_its_leaders_make
     assert [len(r) for r in rows] == [2] * len(entries)
     assert [r[1] for r in rows] == [str(p) for _, p in entries]
     assert rows[0][0].startswith("1 Introduction . .")
+
+
+def test_modelhost_convert_writes_the_statement_as_a_markdown_table(tmp_path: Path) -> None:
+    from reportlab.pdfgen import canvas
+
+    pdf = tmp_path / "statement.pdf"
+    c = canvas.Canvas(str(pdf), pagesize=(595, 842))
+    _statement(c)
+    c.showPage()
+    c.save()
+    done = subprocess.run(
+        [sys.executable, "-m", "modelhost.cli", "convert", str(pdf), "-o", str(tmp_path / "out.md")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in (tmp_path / "out.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("|")
+    ]
+    assert rows[0] == ["", "2023", "2022"]
+    assert ["Cash and cash equivalents", "1,234,567", "1,045,332"] in rows
+    assert ["Intangible assets", "12,345", "—"] in rows
