@@ -145,6 +145,7 @@ def bench_serving(head: raynodes.RayNode, model: str, parallel: int) -> list[tup
     from ray import serve
 
     from modelhost import serve as serving_cli
+    from modelhost.http.mounted import MountedDoor
     from modelhost.ray import serving
     from modelhost.ray.replica import ReplicaConfig
 
@@ -163,7 +164,7 @@ def bench_serving(head: raynodes.RayNode, model: str, parallel: int) -> list[tup
         direct.send_signal(signal.SIGINT)
         direct.wait(timeout=120)
     specs, _ = serving_cli.model_specs(serving_cli.ServeConfig(models=(f"m={model}",), parallel=parallel))
-    config = ReplicaConfig(tuple(specs), access_log=False)
+    config = ReplicaConfig(tuple(specs), door=MountedDoor, access_log=False)
     port = raynodes.free_port(raynodes.HEAD_IP)
     serve.start(http_options={"host": raynodes.HEAD_IP, "port": port, "location": "HeadOnly"})
     base = f"http://{raynodes.HEAD_IP}:{port}"

@@ -12,8 +12,12 @@ same commit.
 
 (a) Layers: the inference contract imports nothing of modelhost outside `modelhost.inference` except the error
     family (`modelhost.errors`, a leaf); a backend imports only the contract, its own package and leaf libraries,
-    never another backend, the host, a door or `modelhost.training`; the host imports no backend and no door; a door
-    (wire, http, worker) imports the host and the contract, never a backend; nothing imports the CLI, which composes.
+    never another backend, the host, a door or `modelhost.training`; the host imports no backend, no door and not
+    the jobs package; the jobs package (`modelhost.jobs`: the job store, board and executor both job doors stand on)
+    imports no door and no backend; a door (wire, http, worker, ray) imports the host, the jobs package and the
+    contract, never a backend and never another door (what two doors share goes below them); nothing imports the
+    CLI, which composes (it alone hands one door's piece to another, as `serve --ray` gives each replica the HTTP
+    door).
 (b) No import cycle: no strongly connected component of more than one module.
 (c) No private name (`_x`) imported from another module, and no private module imported from outside its package.
 
@@ -40,8 +44,10 @@ CONTRACT = "modelhost.inference"
 #: (the error family, the document engine: text layer, layout, emitters, and the lazy package attributes of
 #: modelhost._lazy). A test below holds them to that.
 LEAVES = ("modelhost.errors", "modelhost.docengine", "modelhost._lazy")
-#: The doors: each turns its wire format into host calls.
-DOORS = ("modelhost.wire", "modelhost.http", "modelhost.worker")
+#: The doors: each turns its wire format into host calls (ray: `serve --ray`'s replicas and the Ray Data pools).
+DOORS = ("modelhost.wire", "modelhost.http", "modelhost.worker", "modelhost.ray")
+#: Durable jobs (store, board, executor, operations both job doors run), below the doors and above the host.
+JOBS = "modelhost.jobs"
 #: The composition root: the CLI and the `serve` process it runs (and the training CLI it mounts).
 CLI = ("modelhost.cli", "modelhost.serve", "modelhost.training.cli", "modelhost.__main__")
 HOST = "modelhost.host"
@@ -236,11 +242,21 @@ def layering_break(importer: str, imported: str) -> str | None:
         if not _within(imported, (CONTRACT, backend, *LEAVES)):
             return "a backend imports only the contract, its own package and leaf libraries"
         return None
-    if _within(importer, HOST) and (_within(imported, DOORS) or _backend_of(imported)):
-        return "the host imports no door and no backend"
+    if _within(importer, HOST) and (_within(imported, (*DOORS, JOBS)) or _backend_of(imported)):
+        return "the host imports no door, no backend and not modelhost.jobs (which stands on it)"
+    if _within(importer, JOBS) and (_within(imported, DOORS) or _backend_of(imported)):
+        return "modelhost.jobs stands below the doors: it imports no door and no backend"
     if _within(importer, DOORS) and _backend_of(imported):
         return "a door imports the host and the contract, never a backend"
+    door, other = _door_of(importer), _door_of(imported)
+    if door is not None and other is not None and door != other:
+        return "a door never imports another door: what two doors share goes below them (modelhost.jobs, the host)"
     return None
+
+
+def _door_of(module: str) -> str | None:
+    """The door a module belongs to (`modelhost.http`), or None."""
+    return next((door for door in DOORS if _within(module, door)), None)
 
 
 def layering_violations() -> dict[tuple[str, str], int]:
@@ -305,6 +321,15 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert layering_break("modelhost.backends.ocr.model", "modelhost.host.models")
     assert layering_break("modelhost.inference.types", "modelhost.host")
     assert layering_break("modelhost.host.models", "modelhost.cli")
+    assert layering_break("modelhost.http.docling.tasks", "modelhost.worker.protocol")  # door to door
+    assert layering_break("modelhost.ray.replica", "modelhost.http")
+    assert layering_break("modelhost.worker.server", "modelhost.http.app")
+    assert layering_break("modelhost.jobs.board", "modelhost.worker.protocol")  # jobs/ under the doors
+    assert layering_break("modelhost.jobs.documents", "modelhost.backends.ocr.model")
+    assert layering_break("modelhost.host.models", "modelhost.jobs.store")  # the host under jobs/
+    assert layering_break("modelhost.http.docling.tasks", "modelhost.jobs.board") is None
+    assert layering_break("modelhost.http.app", "modelhost.http.docling") is None  # within one door
+    assert layering_break("modelhost.serve", "modelhost.http.mounted") is None  # the CLI composes doors
     assert layering_break("modelhost.cli", "modelhost.backends.llama_cpp") is None
     assert layering_break("modelhost.backends.ocr.model", "modelhost.inference.types") is None
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}

@@ -642,6 +642,7 @@ def run_on_ray(config: ServeConfig, placement: RayPlacement, *, say: Callable[[s
     from modelhost.ray.cluster import check_installed
 
     check_installed("--ray")  # after the refusals above (a wrong flag is said first), before any model resolves
+    from modelhost.http.mounted import MountedDoor
     from modelhost.ray import serving
     from modelhost.ray.replica import ReplicaConfig
 
@@ -649,6 +650,7 @@ def run_on_ray(config: ServeConfig, placement: RayPlacement, *, say: Callable[[s
     found = checked_adapters(config)
     replica = ReplicaConfig(
         tuple(specs),
+        door=MountedDoor,  # each replica serves the HTTP door's routes (the Ray package imports no door)
         max_queue=config.max_queue,
         lazy=config.lazy,
         keep_alive=config.keep_alive,

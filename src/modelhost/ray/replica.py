@@ -1,6 +1,7 @@
 """One Ray Serve replica: a whole modelhost host (its model set, loaded once, its own continuous batching) behind
 the HTTP door's own app, so every route (OpenAI, Ollama, streaming, /health, /ready, /metrics) is the one
-`modelhost serve --http` answers.
+`modelhost serve --http` answers. The door comes in the replica's config (`ReplicaConfig.door`: the composition
+root gives modelhost.http.mounted.MountedDoor), so this package imports no door.
 
 The replica is RUNNING for Serve only once its models have loaded: its constructor awaits the load, so Serve's
 proxy never routes a request to a replica still loading, and a load that fails fails the replica's start (Serve
@@ -16,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from ray import serve
@@ -26,8 +28,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from modelhost.host import DEFAULT_MAX_QUEUE, adapters
 from modelhost.host.models import Models, ModelSpec
-from modelhost.http import HttpMetrics, build_app
-from modelhost.http.metrics import exposition
 from modelhost.inference.lora_files import AdapterFiles
 from modelhost.ray.metrics import Reporter, merged
 
@@ -48,6 +48,23 @@ REPLICAS_METRICS_PATH = "/replicas/metrics"
 CLOSE_GRACE_SECONDS = 10.0
 
 
+class ReplicaDoor(Protocol):
+    """The door a replica serves its models through (modelhost.http.mounted.MountedDoor is the HTTP door's)."""
+
+    def app(self) -> ASGIApp:
+        """The ASGI app of the door's routes (built once the models have loaded)."""
+        ...
+
+    def metrics(self) -> bytes:
+        """The replica's metrics in Prometheus' text format: the models' series, then the door's."""
+        ...
+
+
+#: Builds a replica's door over its loaded models: `door(models, api_key=..., access_log=...)`. A class or a
+#: function of an importable module: the config travels pickled, and the door with it by reference.
+DoorFactory = Callable[..., ReplicaDoor]
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaConfig:
     """What each replica serves. The specs are resolved where the application is built (a missing model fails
@@ -55,6 +72,8 @@ class ReplicaConfig:
     (one install, or shared storage; docs/cluster.md)."""
 
     specs: tuple[ModelSpec, ...]
+    #: The door each replica serves (the composition root's choice: modelhost.serve gives the HTTP door's).
+    door: DoorFactory
     max_queue: int = DEFAULT_MAX_QUEUE
     lazy: bool = False
     keep_alive: float | None = None
@@ -164,15 +183,12 @@ class ModelhostReplica:
             adapters.register_adapter(self.models, name, files, base, name_field="--adapter", path_field="--adapter")
         await self.models.start()  # raises the load's error: Serve reports the replica as failed to start
         self.replica = replica_id()
-        self.http_metrics = HttpMetrics(self.models)
+        self.door = config.door(self.models, api_key=config.api_key, access_log=config.access_log)
         self.reporter = Reporter(app_name())
         log.info("modelhost replica %s ready: %s", self.replica, ", ".join(self.models.names))
 
     def __serve_build_asgi_app__(self) -> ASGIApp:
-        emit: Any = None if self.config.access_log else (lambda record: None)
-        kwargs: dict[str, Any] = {"access_log": emit} if emit is not None else {}
-        app = build_app(self.models, api_key=self.config.api_key, metrics=self.http_metrics, **kwargs)
-        return _ReplicaApp(app, self.models, self.replica, self.reporter)
+        return _ReplicaApp(self.door.app(), self.models, self.replica, self.reporter)
 
     async def check_health(self) -> None:
         """Serve's periodic health check: fails (and Serve replaces the replica) when a model can never serve
@@ -181,7 +197,7 @@ class ModelhostReplica:
         broken = {name: state for name, state in self.models.states().items() if state in ("failed", "closed")}
         if broken:
             raise RuntimeError(f"modelhost replica {self.replica}: models cannot serve: {broken}")
-        await self.reporter.report(self.replica, exposition(self.models, self.http_metrics).decode())
+        await self.reporter.report(self.replica, self.door.metrics().decode())
 
     async def describe(self) -> dict[str, Any]:
         """This replica's id, process, node and model states (for `serving.replicas()` and the tests)."""
