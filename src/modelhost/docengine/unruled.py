@@ -74,6 +74,9 @@ MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
 #: staggered one-word lines cannot make this grow without bound (a page of text has 40-80 lines).
 MAX_ROWS = 2_000
+#: Gutters weighed for running text on both sides: a page has one or two (three columns), a table's cell gaps may add
+#: a few; a hostile page of staggered words cannot make each of hundreds cost a pass over its lines.
+MAX_GUTTERS = 16
 #: Runs followed at once: two or three columns side by side each hold one; more is a page of scattered words.
 MAX_OPEN = 8
 
@@ -166,21 +169,22 @@ def widened(
 
 
 def _prose_gutters(words: Sequence[Word], body_size: float) -> list[Gutter]:
-    """The page's gutters with running text on both sides (lines of `PROSE_WORDS` words or more, median): two
-    columns of prose. A gutter between a table's label column and its figures is no reason to cut its rows."""
+    """The page's gutters with running text on both sides (rows with `PROSE_WORDS` words or more on each side,
+    median): two columns of prose. A gutter between a table's label column and its figures is no reason to cut its
+    rows. At most `MAX_GUTTERS` are weighed."""
+    found = gutters(words, body_size)[:MAX_GUTTERS]
+    if not found:
+        return []
+    spans = [(sorted((w.x0, w.x1) for w in line), (line[0].y0 + line[0].y1) / 2) for line in lines(words)]
     out = []
-    for gutter in gutters(words, body_size):
-        left: list[int] = []
-        right: list[int] = []
-        for line in lines(words, [gutter]):
-            x0, x1 = min(w.x0 for w in line), max(w.x1 for w in line)
-            y = (line[0].y0 + line[0].y1) / 2
-            if not gutter.y0 <= y <= gutter.y1:
-                continue
-            if x1 <= gutter.x0 + 1:
-                left.append(len(line))
-            elif x0 >= gutter.x1 - 1:
-                right.append(len(line))
+    for gutter in found:
+        beside = [
+            (sum(1 for _, x1 in row if x1 <= gutter.x0 + 1), sum(1 for x0, _ in row if x0 >= gutter.x1 - 1))
+            for row, y in spans
+            if gutter.y0 <= y <= gutter.y1
+        ]
+        left = [n for n, _ in beside if n]
+        right = [n for _, n in beside if n]
         if left and right and min(statistics.median(left), statistics.median(right)) >= PROSE_WORDS:
             out.append(gutter)
     return out
