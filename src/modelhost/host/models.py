@@ -41,7 +41,7 @@ from modelhost.host.events import GenerationRequest
 from modelhost.host.keepalive import MAX_SWEEP_SECONDS, sweep_every, sweep_interval
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
-from modelhost.host.spec import ModelSpec, parse_size, resident_size
+from modelhost.host.spec import ModelSpec, RequestDefaults, parse_size, resident_size
 from modelhost.inference.engine import Engine
 from modelhost.inference.model import TextModel
 
@@ -59,6 +59,7 @@ __all__ = [
     "ModelSpec",
     "ModelState",
     "Models",
+    "RequestDefaults",
     "Servable",
     "ServedModel",
     "as_models",
@@ -244,9 +245,16 @@ class ServedModel:
                 await asyncio.shield(task)
             self._used()
 
+    def prepare(self, request: GenerationRequest) -> GenerationRequest:
+        """`request` with this model's defaults where it says nothing: a created model's SYSTEM, PARAMETERs and
+        TEMPLATE (host/defaults.py), whichever door it came through; other models' requests pass as they are."""
+        defaults = self.spec.defaults
+        return request if defaults is None else defaults.apply(request)
+
     async def precheck(self, request: GenerationRequest) -> None:
         """Host.precheck on the loaded model (nothing when unloaded: `submit` answers that). The model counts as
         busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the caller's submit."""
+        request = self.prepare(request)
         host = self.host
         if host is None:
             return
@@ -274,6 +282,8 @@ class ServedModel:
     def submit(self, request: GenerationRequest) -> RequestStream:
         """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
         answered ModelLoadingError (retry), as while any model loads, or while it makes room for another."""
+        if isinstance(request, GenerationRequest):  # an Admission was prepared at its precheck
+            request = self.prepare(request)
         stream = self._admit().submit(request)
         self._used()
         return stream

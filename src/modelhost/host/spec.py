@@ -1,4 +1,5 @@
-"""What a model set is built from: one ModelSpec per model, and the sizes the memory budget counts."""
+"""What a model set is built from: one ModelSpec per model (with its request defaults), and the sizes the memory
+budget counts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from modelhost.host.defaults import RequestDefaults
 from modelhost.inference.model import TextModel
 
 
@@ -23,6 +25,8 @@ class ModelSpec:
     pinned: bool = False
     #: Other names a request may use for it (the catalogue name given on the command line, e.g. `ocr`).
     aliases: tuple[str, ...] = ()
+    #: What every request for it gets where it says nothing (a created model's SYSTEM, PARAMETERs, TEMPLATE).
+    defaults: RequestDefaults | None = None
 
 
 def resident_size(path: str | os.PathLike[str]) -> int:

@@ -2,30 +2,38 @@
 (modelhost.hub.created), served from then on (loaded at its first request), listed by /api/tags, removed by
 DELETE /api/delete.
 
-A create takes Ollama's JSON fields (`from`, `adapters`, `system`, `template`, `parameters`, what the `ollama`
-client sends) or a Modelfile's text (`modelfile`, what older clients and curl send). `from` is a served or pulled
-model's name, a catalogue name, or a local GGUF file or model folder; `adapters` maps a name to a LoRA adapter's
-local path (Ollama's clients send blob digests of uploaded files; this host has no blob store, so a path on this
-machine is what it takes). SYSTEM and PARAMETER become the defaults of the created model's requests on this door
-(a request's own system message and options win); TEMPLATE is kept and shown but not run (it is Go's template
-language: the model's own chat template renders its prompts). A copy is a create of the same model under a new
-name, with whatever the source was created with.
+A create takes Ollama's JSON fields (`from`, `files`, `adapters`, `system`, `template`, `parameters`, what the
+`ollama` client sends) or a Modelfile's text (`modelfile`, what older clients and curl send). `from` is a served or
+pulled model's name, a catalogue name, or a local GGUF file or model folder. `files` and `adapters` map file names to
+blob digests a client uploaded first (`HEAD`/`POST /api/blobs/sha256:<hex>`, kept beside the created models, each
+verified against its digest), which is how `ollama create` sends a GGUF or an adapter from another machine; an
+`adapters` value may also be a local path. SYSTEM, PARAMETER and TEMPLATE become the created model's request
+defaults on every door (host/defaults.py: a request's own system message and options win; TEMPLATE, Go template
+text, renders its plain chats in place of the checkpoint's template). `/api/show` gives them back. A copy is a
+create of the same model under a new name, with whatever the source was created with.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import logging
-from typing import Any
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO, Any
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from modelhost.errors import ModelHostError, ModelNotFoundError
-from modelhost.host.models import Models
+from modelhost._uploads import BodyRefused, bounded
+from modelhost.errors import InvalidInputError, ModelHostError, ModelNotFoundError
+from modelhost.host.models import Models, RequestDefaults
 from modelhost.http.errors import ApiError
+from modelhost.http.ollama.schema import SAMPLING_OPTIONS
 from modelhost.http.parsing import read_json
 from modelhost.hub import created as store
 from modelhost.inference.lora_files import inspect_adapter
@@ -33,8 +41,33 @@ from modelhost.inference.lora_files import inspect_adapter
 log = logging.getLogger(__name__)
 
 
+#: Free disk space an upload leaves at least: a blob that would fill the disk is refused before it is written (the
+#: store, the hub cache and the job folders share that disk, and a full one fails them all).
+DISK_HEADROOM_BYTES = 1 << 30
+
+
 def _line(obj: dict[str, Any]) -> bytes:
     return msgspec.json.encode(obj) + b"\n"
+
+
+def request_defaults(model: store.CreatedModel) -> RequestDefaults | None:
+    """What `model` adds to each of its requests, on every door: its PARAMETERs as the contract's options (the ones a
+    request takes: a load setting such as num_ctx is the host's), its SYSTEM and TEMPLATE; None when it adds
+    nothing. InvalidInputError for a TEMPLATE this host cannot run."""
+    options: dict[str, Any] = {}
+    for key, value in model.parameters.items():
+        target = SAMPLING_OPTIONS.get(key)
+        if target is None or (key == "num_predict" and value < 0):  # -1, -2: no bound of its own, as a request's
+            continue
+        options[target] = value
+    if not options and model.system is None and model.template is None:
+        return None
+    return RequestDefaults(options=options, system=model.system, template=model.template)
+
+
+def _write(out: IO[bytes], digest: Any, chunk: bytes) -> None:
+    digest.update(chunk)
+    out.write(chunk)
 
 
 class CreatedRoutes:
@@ -66,30 +99,32 @@ class CreatedRoutes:
         if model.adapter is not None:
             inspect_adapter(model.adapter, field="adapter")  # a missing or foreign adapter: refused now
         spec = factory(path, adapter=model.adapter)
-        self.model_set.add(dataclasses.replace(spec, name=model.name, aliases=(), pinned=False))
+        defaults = request_defaults(model)
+        self.model_set.add(dataclasses.replace(spec, name=model.name, aliases=(), pinned=False, defaults=defaults))
         self.made[model.name] = model
 
-    def _made(self, body: Any) -> store.CreatedModel:
-        """The CreatedModel a create request asks for; ApiError (400) for what is not one."""
+    def _made(self, body: Any, staged: dict[str, str]) -> store.CreatedModel:
+        """The CreatedModel a create request asks for (`staged`: the local paths of its uploaded `files` and
+        `adapters`, from `_staged`); ApiError (400) for what is not one."""
         if not isinstance(body, dict):
             raise ApiError(400, "expected a JSON object", code="invalid_value")
         try:
             name = store.check_name(body.get("model") or body.get("name"))
             modelfile = body.get("modelfile")
             fields: dict[str, Any] = store.parse_modelfile(modelfile) if isinstance(modelfile, str) else {}
-            source = body.get("from") or fields.get("from")
+            source = body.get("from") or staged.get("from") or fields.get("from")
             if not isinstance(source, str) or not source:
                 raise ApiError(400, "from is required (the model this one is made from)", param="from",
                                code="invalid_value")  # fmt: skip
             adapters = body.get("adapters")
-            adapter = fields.get("adapter")
-            if adapters is not None:
+            adapter = staged.get("adapter", fields.get("adapter"))
+            if adapters is not None and "adapter" not in staged:
                 if (
                     not isinstance(adapters, dict)
                     or len(adapters) != 1
                     or not all(isinstance(v, str) for v in adapters.values())
                 ):
-                    raise ApiError(400, "adapters: one {name: local path} (one LoRA adapter a model)",
+                    raise ApiError(400, "adapters: one {name: local path}, or {file name: uploaded blob digest}",
                                    param="adapters", code="invalid_value")  # fmt: skip
                 adapter = next(iter(adapters.values()))
             texts = {key: body.get(key, fields.get(key)) for key in ("system", "template")}
@@ -97,15 +132,39 @@ class CreatedRoutes:
                 if value is not None and not isinstance(value, str):
                     raise ApiError(400, f"{key}: expected a string", param=key, code="invalid_value")
             parameters = store.check_parameters(body.get("parameters", fields.get("parameters")))
+            made = store.CreatedModel(name, source, adapter, texts["system"], texts["template"], parameters)
+            request_defaults(made)  # a TEMPLATE this host cannot run is refused now, not at each request
         except ModelHostError as exc:
             raise ApiError(400, str(exc), code=exc.code) from None
-        return store.CreatedModel(name, source, adapter, texts["system"], texts["template"], parameters)
+        return made
+
+    async def _staged(self, body: Any) -> dict[str, str]:
+        """The local paths of a create's uploaded blobs: `from` for its `files`, `adapter` for its `adapters` when
+        they are digests (a single file is its own link, several a folder of them); ApiError (400) for a name or
+        digest that is not one, or a blob never uploaded."""
+        staged: dict[str, str] = {}
+        if not isinstance(body, dict):
+            return staged
+        for key, target in (("files", "from"), ("adapters", "adapter")):
+            given = body.get(key)
+            if not isinstance(given, dict) or not given:
+                continue
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in given.items()):
+                raise ApiError(400, f"{key}: expected {{file name: digest}}", param=key, code="invalid_value")
+            if key == "adapters" and not all(store.DIGEST.fullmatch(v) for v in given.values()):
+                continue  # {name: local path}: _made takes it
+            try:
+                where = await asyncio.to_thread(store.staged_files, given)
+            except InvalidInputError as exc:
+                raise ApiError(400, str(exc), param=key, code=exc.code) from None
+            staged[target] = str(where / next(iter(given))) if len(given) == 1 else str(where)
+        return staged
 
     async def create(self, request: Request) -> Response:
         """POST /api/create: serve and keep a model made from another; `{"status": "success"}` (as NDJSON status
         lines unless `stream` is false)."""
         body = await read_json(request)
-        model = self._made(body)
+        model = self._made(body, await self._staged(body))
         await self._add(model)
         if isinstance(body, dict) and body.get("stream", True) is False:
             return Response(_line({"status": "success"}), media_type="application/json")
@@ -163,25 +222,42 @@ class CreatedRoutes:
         await asyncio.to_thread(store.remove, name)
         return True
 
-    def with_defaults(self, body: Any, *, chat: bool) -> Any:
-        """A chat or generate body with its created model's SYSTEM and PARAMETERs filled in where it says nothing."""
-        if not isinstance(body, dict):
-            return body
-        name = body.get("model") or body.get("name")
-        if not isinstance(name, str):
-            return body  # not a name (a list, an object): the request's own validation answers it with a 400
-        made = self.made.get(name)
-        if made is None:
-            return body
-        out = dict(body)
-        if made.parameters:
-            given = body.get("options")
-            out["options"] = {**made.parameters, **given} if isinstance(given, dict) else dict(made.parameters)
-        if made.system is not None:
-            messages = body.get("messages")
-            if chat and isinstance(messages, list):
-                if not any(isinstance(m, dict) and m.get("role") == "system" for m in messages):
-                    out["messages"] = [{"role": "system", "content": made.system}, *messages]
-            elif not chat and "system" not in body:
-                out["system"] = made.system
-        return out
+    async def blob_exists(self, request: Request) -> Response:
+        """HEAD /api/blobs/sha256:<hex>: 200 when that blob is kept here, 404 when it is not (the client uploads it)."""
+        path = self._blob(request)
+        return Response(status_code=200 if await asyncio.to_thread(path.is_file) else 404)
+
+    async def upload_blob(self, request: Request) -> Response:
+        """POST /api/blobs/sha256:<hex>: keep the body as that blob, 201, once its bytes hash to the digest (400
+        otherwise, nothing kept); 200 without reading when it is already kept. Bounded by MAX_BLOB_BYTES (413) and
+        by the disk's free space less DISK_HEADROOM_BYTES (507)."""
+        path = self._blob(request)
+        if await asyncio.to_thread(path.is_file):
+            return Response(status_code=200)
+        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+        declared = request.headers.get("content-length", "")
+        free = (await asyncio.to_thread(shutil.disk_usage, path.parent)).free - DISK_HEADROOM_BYTES
+        if declared.isdigit() and int(declared) > free:
+            raise ApiError(507, f"the blob ({declared} bytes) does not fit on this host's disk ({max(free, 0)} bytes "
+                           "free beyond its headroom)", code="insufficient_storage")  # fmt: skip
+        fd, partial = tempfile.mkstemp(prefix=".upload.", dir=path.parent)
+        digest = hashlib.sha256()
+        try:
+            with os.fdopen(fd, "wb") as out:
+                async for chunk in bounded(request, min(store.MAX_BLOB_BYTES, max(free, 0))):
+                    await asyncio.to_thread(_write, out, digest, chunk)
+            if f"sha256-{digest.hexdigest()}" != path.name:
+                raise ApiError(400, f"digest mismatch: the body's is sha256:{digest.hexdigest()}", code="invalid_value")
+            await asyncio.to_thread(os.replace, partial, path)
+        except BodyRefused as exc:
+            code = "body_too_large" if exc.status == 413 else "invalid_value"
+            raise ApiError(exc.status, exc.detail, code=code) from None
+        finally:
+            Path(partial).unlink(missing_ok=True)
+        return Response(status_code=201)
+
+    def _blob(self, request: Request) -> Path:
+        try:
+            return store.blob_path(request.path_params["digest"])
+        except InvalidInputError as exc:
+            raise ApiError(400, str(exc), param="digest", code=exc.code) from None

@@ -48,12 +48,14 @@ class OllamaRoutes:
             Route("/api/delete", self.delete, methods=["DELETE"]),
             Route("/api/create", self.create, methods=["POST"]),
             Route("/api/copy", self.copy, methods=["POST"]),
+            Route("/api/blobs/{digest}", self.blob_exists, methods=["HEAD"]),
+            Route("/api/blobs/{digest}", self.upload_blob, methods=["POST"]),
         ]
 
     @answers_errors("ollama")
     async def chat(self, request: Request) -> Response:
         """POST /api/chat."""
-        body = self.created.with_defaults(await read_json(request), chat=True)
+        body = await read_json(request)
         parsed = schema.parse_ollama_chat(body, relay.request_id())
         keep = models.body_keep_alive(body)
         served = self.door.route(request, body)
@@ -63,7 +65,7 @@ class OllamaRoutes:
     @answers_errors("ollama")
     async def generate(self, request: Request) -> Response:
         """POST /api/generate."""
-        body = self.created.with_defaults(await read_json(request), chat=False)
+        body = await read_json(request)
         parsed = schema.parse_ollama_generate(body, relay.request_id())
         keep = models.body_keep_alive(body)
         served = self.door.route(request, body)
@@ -118,13 +120,25 @@ class OllamaRoutes:
         return await self.created.copy(request)
 
     @answers_errors("ollama")
+    async def blob_exists(self, request: Request) -> Response:
+        """HEAD /api/blobs/sha256:<hex>: whether that blob is kept here (200) or not (404)."""
+        return await self.created.blob_exists(request)
+
+    @answers_errors("ollama")
+    async def upload_blob(self, request: Request) -> Response:
+        """POST /api/blobs/sha256:<hex>: keep an uploaded file (a GGUF, an adapter) for a create to name."""
+        return await self.created.upload_blob(request)
+
+    @answers_errors("ollama")
     async def show(self, request: Request) -> Response:
-        """POST /api/show: what a model is and can do (its capabilities: vision, tools, thinking, embedding)."""
+        """POST /api/show: what a model is and can do (its capabilities: vision, tools, thinking, embedding), and
+        what a created one was made with (its modelfile, parameters, template and system)."""
         body = await read_json(request)
         name = (body.get("model") or body.get("name")) if isinstance(body, dict) else None
         if not isinstance(name, str) or not name:
             raise ApiError(400, "model is required", param="model", code="invalid_value")
-        return Response(models.show(self.door.route(request, body | {"model": name})), media_type="application/json")
+        served = self.door.route(request, body | {"model": name})
+        return Response(models.show(served, self.created.made.get(served.name)), media_type="application/json")
 
     @answers_errors("ollama")
     async def ps(self, request: Request) -> Response:

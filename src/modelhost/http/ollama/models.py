@@ -23,6 +23,7 @@ from modelhost.http.errors import ApiError
 from modelhost.http.ollama import facts
 from modelhost.http.ollama.schema import ollama_timestamp
 from modelhost.http.parsing import ParsedRequest, shown
+from modelhost.hub import created
 from modelhost.inference.capabilities import ChatFeatures, EmbeddingModel, as_capability
 
 #: Seconds per unit of a Go duration (Ollama parses `keep_alive` strings with Go's time.ParseDuration).
@@ -98,12 +99,13 @@ def unloaded(model: str) -> bytes:
     )
 
 
-def show(model: ServedModel) -> bytes:
+def show(model: ServedModel, made: created.CreatedModel | None = None) -> bytes:
     """POST /api/show: what a model is and can do, in Ollama's shape. `capabilities` is what clients such as Open
     WebUI read to offer image upload, tools, a thinking toggle or embeddings for a model: "completion" always,
     "vision" when the loaded checkpoint takes images, "tools" when its chat template renders tools, "thinking" when
     it has a thought channel, "embedding" when it pools vectors. An unloaded model is described by name only
-    (showing a model must not load it)."""
+    (showing a model must not load it). A model `made` by /api/create or /api/copy also gives back what it was made
+    with, as Ollama does: its `modelfile`, `parameters`, `template` and `system`, and its source as `parent_model`."""
     info: dict[str, Any] = {}
     capabilities = ["completion"]
     if model.ready:
@@ -129,11 +131,19 @@ def show(model: ServedModel) -> bytes:
         if as_capability(loaded, EmbeddingModel) is not None:
             capabilities.append("embedding")
     details = {"parent_model": "", **facts.details(model)}
+    if made is not None:
+        details["parent_model"] = made.source
+    made_with: dict[str, str] = {"modelfile": "", "parameters": "", "template": ""}
+    if made is not None:
+        made_with = {
+            "modelfile": created.modelfile(made),
+            "parameters": created.parameters_text(made),
+            "template": made.template or "",
+            **({"system": made.system} if made.system is not None else {}),
+        }
     return msgspec.json.encode(
         {
-            "modelfile": "",
-            "parameters": "",
-            "template": "",
+            **made_with,
             "details": details,
             "model_info": info,
             "capabilities": capabilities,

@@ -1,0 +1,73 @@
+"""A created model's request defaults (host/defaults.py) and the Go template subset its TEMPLATE runs in
+(host/gotemplate.py): Ollama's two template shapes rendered as Ollama renders them, a request's own choices winning,
+and what the subset does not run refused when the template is read."""
+
+from __future__ import annotations
+
+import pytest
+
+from modelhost.errors import InvalidInputError
+from modelhost.host import gotemplate
+from modelhost.host.defaults import RequestDefaults, render
+from modelhost.host.events import GenerationRequest
+from modelhost.inference.types import Message
+
+CHAT = [Message("system", "Be brief."), Message("user", "Hi"), Message("assistant", "Hello"), Message("user", "Bye")]
+
+#: The shape of Ollama's newer library templates: a range over .Messages, trim markers, eq on .Role, $.System.
+MESSAGES_TEMPLATE = """{{- if $.System }}<|system|>{{ $.System }}<|end|>
+{{ end }}{{- range $i, $m := .Messages }}{{ if eq $m.Role "user" }}<|user|>{{ .Content }}<|end|>
+{{ else if eq .Role "assistant" }}<|assistant|>{{ .Content }}<|end|>
+{{ end }}{{ end }}<|assistant|>"""
+
+
+def test_a_template_over_messages_renders_the_whole_chat_once() -> None:
+    assert render(gotemplate.parse(MESSAGES_TEMPLATE), CHAT) == (
+        "<|system|>Be brief.<|end|>\n<|user|>Hi<|end|>\n<|assistant|>Hello<|end|>\n<|user|>Bye<|end|>\n<|assistant|>"
+    )
+
+
+def test_an_older_template_renders_each_turn_and_stops_where_the_answer_begins() -> None:
+    older = gotemplate.parse(
+        "{{ if .System }}SYS {{ .System }}\n{{ end }}USER {{ .Prompt }}\nBOT {{ .Response }}</s>\n"
+    )
+    # The system prompt on the first turn only; the last turn cut before its answer (and its </s>).
+    assert render(older, CHAT) == "SYS Be brief.\nUSER Hi\nBOT Hello</s>\nUSER Bye\nBOT "
+
+
+def test_defaults_fill_only_what_a_request_leaves_out_and_apply_once() -> None:
+    defaults = RequestDefaults(options={"temperature": 0.0, "max_tokens": 8}, system="Be brief.")
+    plain = defaults.apply(GenerationRequest(messages=[Message("user", "Hi")], options={"max_tokens": 2}))
+    assert plain.messages[0] == Message("system", "Be brief.") and plain.options == {
+        "temperature": 0.0,
+        "max_tokens": 2,
+    }
+    assert defaults.apply(plain) == plain, "a prepared request is left as it is (the set applies at two doors)"
+    own = defaults.apply(GenerationRequest(messages=[Message("system", "Mine."), Message("user", "Hi")]))
+    assert [m.content for m in own.messages] == ["Mine.", "Hi"]
+    raw = defaults.apply(GenerationRequest(prompt="as is"))
+    assert raw.prompt == "as is" and raw.options["max_tokens"] == 8, "a raw prompt: options only, no system"
+
+    templated = RequestDefaults(system="Be brief.", template="{{ .System }}|{{ .Prompt }}|")
+    prompt = templated.apply(GenerationRequest(messages=[Message("user", "Hi")]))
+    assert prompt.prompt == "Be brief.|Hi|" and not prompt.messages
+    assert templated.apply(prompt) == prompt
+    pictured = GenerationRequest(messages=[Message("user", "What is this?", images=(b"\x89PNG",))])
+    assert templated.apply(pictured).messages, "a chat with an image keeps the checkpoint's template"
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{{ .Prompt | upper }}", "pipes"),
+        ("{{ printf .Prompt }}", "not a function"),
+        ("{{ $x := .Prompt }}", "variables"),
+        ("{{ if .System }}open", "never closed"),
+        ("{{ end }}", "without the if or range"),
+        ("{{ .Prompt", "never closed by }}"),
+        ("{{ range .Messages }}" * 40, "nested more than"),
+    ],
+)
+def test_what_the_subset_does_not_run_is_refused_when_read(template: str, why: str) -> None:
+    with pytest.raises(InvalidInputError, match=why):
+        RequestDefaults(template=template)

@@ -1,0 +1,113 @@
+"""A created model's TEMPLATE, SYSTEM and PARAMETERs on every door, what /api/show gives back of it, and `ollama
+create` from another machine: the GGUF uploaded as a blob by its digest, then named in `files`. The official `ollama`
+client and plain HTTP against a real server on loopback over the tiny Llama GGUF."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from http_support import LoopThread
+from test_ollama_create import names, serving
+
+from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
+
+pytest.importorskip("llama_cpp")
+ollama = pytest.importorskip("ollama")
+
+#: An older Ollama template (one turn from .System and .Prompt), unlike the tiny model's own ChatML, so that a prompt
+#: rendered through it is told apart by its tokens and its greedy answer.
+TEMPLATE = "{{ if .System }}S: {{ .System }}\n{{ end }}Q: {{ .Prompt }}\nA:"
+
+
+def test_template_system_and_parameters_apply_on_every_door_and_show_gives_them_back(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    hi = [{"role": "user", "content": "hi"}]
+    with (
+        serving(loop_thread, tiny_llama_gguf) as server,
+        httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
+    ):
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
+        client.create(model="qa", from_=str(tiny_llama_gguf), template=TEMPLATE, system="Be brief.",
+                      parameters={"num_predict": 4, "temperature": 0, "stop": ["###"]})  # fmt: skip
+
+        def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            """The answer once the model has loaded (a created model loads at its first request: 503 until then)."""
+            answers: list[httpx.Response] = []
+            wait_until(lambda: answers.append(http.post(path, json=body)) or answers[-1].status_code != 503)
+            assert answers[-1].status_code == 200, answers[-1].text
+            return dict(answers[-1].json())
+
+        def raw(prompt: str) -> dict[str, Any]:
+            """The base model completing `prompt` as it is: what the template should have rendered."""
+            return post("/v1/completions", {"model": "tiny", "prompt": prompt, "max_tokens": 4, "temperature": 0})
+
+        expected = raw("S: Be brief.\nQ: hi\nA:")
+        # The OpenAI door: the TEMPLATE rendered the chat (same prompt tokens, same greedy answer as the raw prompt),
+        # SYSTEM went into it, PARAMETER num_predict bounded the answer.
+        chat = post("/v1/chat/completions", {"model": "qa", "messages": hi})
+        assert chat["usage"]["prompt_tokens"] == expected["usage"]["prompt_tokens"], chat
+        assert chat["usage"]["completion_tokens"] == 4
+        assert chat["choices"][0]["message"]["content"] == expected["choices"][0]["text"]
+        # A request's own system message and options win over SYSTEM and PARAMETER.
+        own = [{"role": "system", "content": "Other."}, *hi]
+        mine = post("/v1/chat/completions", {"model": "qa", "messages": own, "max_tokens": 2})
+        assert mine["usage"]["prompt_tokens"] == raw("S: Other.\nQ: hi\nA:")["usage"]["prompt_tokens"]
+        assert mine["usage"]["completion_tokens"] == 2
+        # The Ollama door renders through the same template.
+        answer = client.chat(model="qa", messages=hi)
+        assert answer.message.content == expected["choices"][0]["text"] and answer.eval_count == 4
+        assert answer.prompt_eval_count == expected["usage"]["prompt_tokens"]
+
+        shown = http.post("/api/show", json={"model": "qa"}).json()
+        assert shown["template"] == TEMPLATE and shown["system"] == "Be brief."
+        assert shown["details"]["parent_model"] == str(tiny_llama_gguf)
+        assert shown["modelfile"].splitlines()[1] == f"FROM {tiny_llama_gguf}"
+        assert f'TEMPLATE """{TEMPLATE}"""' in shown["modelfile"] and 'SYSTEM """Be brief."""' in shown["modelfile"]
+        assert [line.split()[0] for line in shown["parameters"].splitlines()] == ["num_predict", "stop", "temperature"]
+        assert '"###"' in shown["parameters"] and client.show("qa").template == TEMPLATE
+        assert http.post("/api/show", json={"model": "tiny"}).json()["template"] == "", "not created: nothing to say"
+
+        # A template this host cannot run is refused at create, not at each request.
+        with pytest.raises(ollama.ResponseError) as refused:
+            client.create(model="piped", from_=str(tiny_llama_gguf), template="{{ .Prompt | upper }}")
+        assert refused.value.status_code == 400 and "pipes" in str(refused.value)
+        assert "piped" not in names(client)
+
+
+def test_a_gguf_uploaded_by_digest_is_kept_verified_and_created_from(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    digest = "sha256:" + hashlib.sha256(tiny_llama_gguf.read_bytes()).hexdigest()
+    with (
+        serving(loop_thread, tiny_llama_gguf) as server,
+        httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
+    ):
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
+        assert http.head(f"/api/blobs/{digest}").status_code == 404
+        assert client.create_blob(tiny_llama_gguf) == digest  # the client's own upload: HEAD, then POST the bytes
+        assert http.head(f"/api/blobs/{digest}").status_code == 200
+        kept = tmp_path / "modelhost-created" / "blobs" / f"sha256-{digest[7:]}"
+        assert kept.read_bytes() == tiny_llama_gguf.read_bytes(), "kept whole beside the created models"
+        client.create(model="uploaded", files={"tiny.gguf": digest}, parameters={"num_predict": 2})
+        assert client.chat(model="uploaded", messages=[{"role": "user", "content": "hi"}]).eval_count == 2
+
+        # Bytes that are not the digest's are refused and not kept; a digest must be one.
+        wrong = "sha256:" + "0" * 64
+        posted = http.post(f"/api/blobs/{wrong}", content=b"not these bytes")
+        assert posted.status_code == 400 and "digest mismatch" in posted.json()["error"]
+        assert http.head(f"/api/blobs/{wrong}").status_code == 404
+        assert not [p for p in kept.parent.iterdir() if p.name.startswith(".upload.")], "no partial file left"
+        assert http.post("/api/blobs/sha256:xyz", content=b"x").status_code == 400
+        # A create naming a blob never uploaded, or a file name that is a path, is refused before anything is kept.
+        for files in ({"x.gguf": wrong}, {"../x.gguf": digest}):
+            with pytest.raises(ollama.ResponseError) as refused:
+                client.create(model="ghost", files=files)
+            assert refused.value.status_code == 400
+        assert "ghost" not in names(client)
