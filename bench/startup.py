@@ -1,20 +1,23 @@
 """Start-up: how long until each command is useful, from a fresh process (issue 38).
 
 pdf-spec's `ipc.Dial` retries a socket for 10 s, so a host started beside it must bind within that on a busy
-machine; a person waits on `--version` and a one-page `convert`. Four measures, each a fresh interpreter per round
+machine; a person waits on `--version` and a one-page `convert`. Six measures, each a fresh interpreter per round
 (medians over `--rounds`):
 
 - `modelhost --version`: wall seconds to exit, and its CPU seconds;
 - `serve --model ocr --socket S`: wall seconds from the process start to the socket accepting a connection (on the
   inferd wire a bound socket is the readiness signal), and the CPU seconds the server had used by then;
 - `serve --socket S` (the default model, SmolLM2's GGUF): the same;
+- `serve --model default --model ocr`, each on a socket of its own: wall seconds to the second model's (ocr's)
+  socket accepting, and to both accepting (models loaded one after the other, ocr's socket waited for the GGUF's
+  whole load; side by side, each binds when its own load ends);
 - `convert one.pdf -o one.md` on a one-page born-digital PDF (the text-layer path, no model): wall and CPU seconds.
 
 `--load N` runs `bench/burn.py` (N spinning processes) beside it, as a shared CI machine is; `--baseline SRC` also
 measures another checkout's `src` folder (PYTHONPATH=SRC, e.g. one unpacked with `git archive`), alternating with
 this one in each round so a neighbour's burst hits both alike.
 
-    .venv/bin/python bench/startup.py [--rounds 5] [--load 0] [--baseline /tmp/before/src]
+    .venv/bin/python bench/startup.py [--rounds 5] [--load 0] [--baseline /tmp/before/src] [--only two]
 """
 
 from __future__ import annotations
@@ -72,23 +75,33 @@ def _cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bound(src: str | None, folder: Path, *args: str) -> tuple[float, float]:
+def _accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+            return True
+        except OSError:
+            return False
+
+
+def bound(src: str | None, folder: Path, *args: str, also: tuple[str, ...] = ()) -> tuple[float, float]:
     """Start `modelhost serve ARGS --socket S` and time it to S accepting a connection: (wall seconds, CPU seconds
-    the server had used by then, which a busy machine's waits do not inflate)."""
+    the server had used by then, which a busy machine's waits do not inflate). `also`: models given sockets of their
+    own (`--model-socket`), each waited for as well."""
     path = folder / f"s{time.monotonic_ns()}.sock"
+    own = {name: folder / f"{name}-{time.monotonic_ns()}.sock" for name in also}
+    extra = [arg for name, where in own.items() for arg in ("--model-socket", f"{name}={where}")]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "modelhost.cli", "serve", *args, "--socket", str(path)],
+        [sys.executable, "-m", "modelhost.cli", "serve", *args, *extra, "--socket", str(path)],
         env=_env(src), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    waiting = [path, *own.values()]
     try:
         while True:
-            with socket.socket(socket.AF_UNIX) as probe:
-                try:
-                    probe.connect(str(path))
-                    return time.perf_counter() - start, _cpu_of(proc.pid)
-                except OSError:
-                    pass
+            waiting = [p for p in waiting if not _accepts(p)]
+            if not waiting:
+                return time.perf_counter() - start, _cpu_of(proc.pid)
             if proc.poll() is not None:
                 raise RuntimeError(f"serve {' '.join(args)} exited: {proc.stderr.read() if proc.stderr else ''}")
             if time.perf_counter() - start > BIND_TIMEOUT:
@@ -108,6 +121,12 @@ def measures(folder: Path) -> dict[str, Callable[[str | None], tuple[float, floa
         "modelhost --version": lambda src: command(src, "--version"),
         "serve --model ocr: socket bound": lambda src: bound(src, folder, "--model", "ocr"),
         "serve (default model): socket bound": lambda src: bound(src, folder),
+        "serve two models (default, ocr): ocr's socket bound": lambda src: bound(
+            src, folder, "--model", "default", "--model", "ocr", "--socket-model", "ocr"
+        ),
+        "serve two models (default, ocr): both sockets bound": lambda src: bound(
+            src, folder, "--model", "default", "--model", "ocr", "--socket-model", "ocr", also=("default",)
+        ),
         "convert one text page": lambda src: command(src, "convert", str(pdf), "-o", str(folder / "one.md")),
     }
 
@@ -117,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="fresh processes per measure and side")
     parser.add_argument("--load", type=int, default=0, help="burner processes beside it (0: none)")
     parser.add_argument("--baseline", help="another checkout's src folder, measured alternately")
+    parser.add_argument("--only", help="only the measures whose name contains this (e.g. `two` or `ocr`)")
     args = parser.parse_args(argv)
     sides: list[tuple[str, str | None]] = [("this", None)]
     if args.baseline:
@@ -131,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="startup-") as tmp:
             for name, measure in measures(Path(tmp)).items():
+                if args.only and args.only not in name:
+                    continue
                 for _ in range(args.rounds):
                     for side, src in sides:
                         results.setdefault((name, side), []).append(measure(src))
