@@ -285,9 +285,27 @@ def _two_charts(c: object) -> None:
     _prose(c, 72, top - 140, 90, 3, start=40)
 
 
+def _assembly_listing(c: object) -> None:
+    # Monospace code aligned in three columns with spaces (instruction, operands, comment).
+    y = _prose(c, 72, 780, 90, 3) - 20
+    listing = [("mov", "eax, 1", "; the call number"), ("mov", "ebx, 0", "; the status"), ("int", "0x80", "; kernel")]
+    for k, line in enumerate(listing):
+        for x, text in zip((90, 140, 260), line, strict=True):
+            _text(c, x, y - 11 * k, text, "Courier", 9)
+    _prose(c, 72, y - 11 * 5, 90, 3, start=40)
+
+
 @pytest.mark.parametrize(
     "draw",
-    [_two_columns, _three_narrow_columns, _numbered_list, _bullets_with_prices, _equations, _two_charts],
+    [
+        _two_columns,
+        _three_narrow_columns,
+        _numbered_list,
+        _bullets_with_prices,
+        _equations,
+        _two_charts,
+        _assembly_listing,
+    ],
     ids=lambda d: d.__name__,
 )
 def test_columns_that_are_no_table_stay_text(tmp_path: Path, draw: Draw) -> None:

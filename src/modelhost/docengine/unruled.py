@@ -69,6 +69,9 @@ NUMERIC_SHARE = 0.6
 #: A run more than this share of whose words are set in math fonts is display mathematics (equations with their
 #: numbers aligned at the right margin), not a table.
 MATH_SHARE = 0.5
+#: A run this share of whose words are monospace is a code listing with its comments aligned, not a table (the share
+#: `tables` uses for a framed listing).
+CODE_SHARE = 0.8
 #: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
 MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
@@ -326,6 +329,8 @@ def _evidence(
     every = [i for cells in grid for cell in cells for i in cell]
     if sum(1 for i in every if words[i].math) > MATH_SHARE * len(every):
         return False  # display equations, their numbers aligned at the right
+    if sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every):
+        return False  # a code listing aligned with spaces (the ruled tables' rule, `tables._table`)
     if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
         return False  # equations in a text font, numbered
     prose = sum(1 for cells in column if cells and (_flows(cells) or _long(cells)))
