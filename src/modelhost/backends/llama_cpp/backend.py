@@ -148,7 +148,7 @@ class LlamaCppBackend:
         from modelhost.backends.llama_cpp.model import LlamaCppModel
 
         context = opts.context_length or DEFAULT_CONTEXT_LENGTH
-        trained = int(llm._model.n_ctx_train())
+        trained = int(llama_cpp.llama_model_n_ctx_train(llm.model))
         if opts.context_length is None and 0 < trained < DEFAULT_CONTEXT_LENGTH:
             # A model trained on fewer positions would only produce noise past them: its own length is the limit.
             context = trained

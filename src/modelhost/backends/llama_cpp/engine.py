@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from modelhost.backends.llama_cpp import lowlevel
 from modelhost.backends.llama_cpp.lora import ContextAdapters
 from modelhost.backends.llama_cpp.prompts import Prompter
 from modelhost.backends.llama_cpp.sampling import TokenChooser, build_sampler
@@ -107,7 +108,6 @@ class LlamaEngine:
         step_prompts: int | None = None,
     ) -> None:
         import llama_cpp
-        from llama_cpp import _internals
 
         if slots < 1 or prefill_chunk < 2:
             raise ValueError("an engine needs at least one slot and a prefill chunk of at least 2 tokens")
@@ -130,7 +130,7 @@ class LlamaEngine:
         n_batch = max(min(BATCH_SIZE, params.n_ctx), slots + prefill_chunk)
         params.n_batch = params.n_ubatch = n_batch
         try:
-            self._ctx: Any = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+            self._ctx: Any = lowlevel.new_context(llm, params)
         except ValueError as exc:
             raise ModelLoadError(f"llama.cpp could not create a context of {slots} x {self.slot_context}") from exc
         per_seq = int(llama_cpp.llama_n_ctx_seq(self._ctx.ctx))

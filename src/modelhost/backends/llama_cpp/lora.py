@@ -74,7 +74,7 @@ class ContextAdapters:
         if self._base_shapes is None:  # read once: the model's tensors never change
             self._base_shapes = model_shapes(self._llm.model_path)
         check_gguf_lora_shapes(files.gguf, self._base_shapes, field="adapter")
-        adapter = self._lib.llama_adapter_lora_init(self._llm._model.model, str(files.gguf).encode())
+        adapter = self._lib.llama_adapter_lora_init(self._llm.model, str(files.gguf).encode())
         if not adapter:
             raise InvalidOptionError("adapter", f"llama.cpp refused the LoRA GGUF {str(files.gguf)!r} for this model "
                                                 "(another architecture or shape?)")  # fmt: skip

@@ -36,11 +36,6 @@ def token_text(llm: Any, token: int) -> str:
     return str(llm._model.token_get_text(token))
 
 
-def trained_context(llm: Any) -> int:
-    """The context length the weights were trained with (the GGUF's `<arch>.context_length`)."""
-    return int(llm._model.n_ctx_train())
-
-
 def is_recurrent(llm: Any) -> bool:
     """True for a recurrent or hybrid model (Mamba, Jamba): its state cannot be cut back to a prefix."""
     return bool(getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False))

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from modelhost.backends.llama_cpp import grammar as constrained
+from modelhost.backends.llama_cpp import lowlevel
 from modelhost.errors import InvalidOptionError
 from modelhost.inference.decoding import ThoughtTracker
 from modelhost.inference.options import GenerateOptions
@@ -53,16 +54,14 @@ def build_sampler(
     history: Sequence[int] = (),
     grammar: tuple[Any, str] | None = None,
 ) -> Any:
-    """A `llama_cpp._internals.LlamaSampler` for resolved `opts`; the caller closes it.
+    """A llama.cpp sampler chain (`lowlevel.new_sampler`) for resolved `opts`; the caller closes it.
 
     `ban` adds token ids that may not be drawn (on top of `suppress_tokens`): the model's stops while `min_tokens`
     is not yet reached. `history` are the tokens already in context (the prompt's tail) that the repeat penalty
     should see, as transformers' repetition_penalty does. `grammar` is (vocab, GBNF text): the chain is then
     wrapped in a GrammarSampler, which checks the drawn token against the grammar (grammar.py says why).
     """
-    from llama_cpp import _internals
-
-    sampler = _internals.LlamaSampler()
+    sampler = lowlevel.new_sampler()
     banned = {int(t): float("-inf") for t in (*opts.suppress_tokens, *ban) if 0 <= t < n_vocab}
     if banned:
         sampler.add_logit_bias(n_vocab, banned)

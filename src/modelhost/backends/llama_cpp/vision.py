@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from modelhost.backends.llama_cpp import chat as chat_template
+from modelhost.backends.llama_cpp import lowlevel
 from modelhost.errors import (
     GenerationError,
     InvalidInputError,
@@ -272,7 +273,7 @@ def _lookup(llm: Any, text: str) -> int | None:
     """The token whose special-rendered piece is `text`, as mtmd's own lookup finds it; None if there is none."""
     import llama_cpp
 
-    vocab = llm._model.vocab
+    vocab = lowlevel.vocab_pointer(llm)
     want = text.encode("utf-8")
     buf = ctypes.create_string_buffer(256)
 

@@ -10,6 +10,7 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
+from modelhost.backends.llama_cpp import lowlevel
 from modelhost.errors import InvalidInputError
 from modelhost.inference.generation import ThoughtMarkers
 from modelhost.inference.prompt_checks import too_many_bytes
@@ -27,7 +28,7 @@ class Vocab:
 
         self._lib = llama_cpp
         self._llm = llm
-        self.handle: Any = llm._model.vocab  # llama-cpp-python's vocabulary pointer, for its C functions
+        self.handle: Any = lowlevel.vocab_pointer(llm)  # for llama.cpp's C functions
         self.size: int = llm.n_vocab()
         # Every end-of-generation token the vocabulary declares (EOS, EOT, <|im_end|>, <|eom_id|> ...): a model
         # stops on whichever its template makes it emit, not only on `tokenizer.ggml.eos_token_id`.
@@ -37,9 +38,9 @@ class Vocab:
         self.bos: int = llm.token_bos()
         self.add_bos: bool = bool(llama_cpp.llama_vocab_get_add_bos(self.handle))
         self.add_eos: bool = bool(llama_cpp.llama_vocab_get_add_eos(self.handle))
-        self.bos_text: str = llm._model.token_get_text(self.bos) if self.bos >= 0 else ""
+        self.bos_text: str = lowlevel.token_text(llm, self.bos) if self.bos >= 0 else ""
         eos = llm.token_eos()
-        self.eos_text: str = llm._model.token_get_text(eos) if eos >= 0 else ""
+        self.eos_text: str = lowlevel.token_text(llm, eos) if eos >= 0 else ""
         # Token pieces are fixed for the life of the vocabulary; caching them turns a ctypes call with a buffer
         # per generated token into a dict lookup.
         self._pieces: dict[int, bytes] = {}
