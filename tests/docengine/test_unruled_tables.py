@@ -158,6 +158,25 @@ def test_a_results_table_under_its_caption_keeps_its_rows_and_its_header(tmp_pat
     assert layout.blocks[table.caption].text == "Table 2: Results on the test set."
 
 
+def test_a_table_of_words_with_a_bold_header_and_its_labels_flush_left_is_a_table(tmp_path: Path) -> None:
+    rows = [
+        ["Term", "Meaning", "Trade"],
+        ["Gutter", "Column gap", "Typesetting"],
+        ["Leading", "Line spacing", "Printing"],
+        ["Kerning", "Letter spacing", "Typography"],
+    ]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        for k, row in enumerate(rows):
+            for x, text in zip((72, 200, 330), row, strict=True):
+                _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
+        _prose(c, 72, y - 13 * 6, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "terms.pdf", draw))
+    assert _rows(table) == rows
+
+
 def test_a_table_in_one_column_of_a_two_column_page_takes_none_of_the_other_column(tmp_path: Path) -> None:
     def draw(c: object) -> None:
         y = _prose(c, 60, 780, 42, 12)
@@ -295,6 +314,23 @@ def _assembly_listing(c: object) -> None:
     _prose(c, 72, y - 11 * 5, 90, 3, start=40)
 
 
+def _authors(c: object) -> None:
+    # A paper's authors centred in three columns: name, department, university, address.
+    _text(c, 200, 780, "A Study of Things", "Helvetica-Bold", 16)
+    people = [
+        ("Alice Smith", "Dept. of Physics", "University of Oslo", "alice@uio.no"),
+        ("Bob Jones", "Computer Science", "ETH Zurich", "bob@ethz.ch"),
+        ("Carol White", "Mathematics", "KTH Stockholm", "carol@kth.se"),
+    ]
+    for n, person in enumerate(people):
+        for k, (line, font) in enumerate(
+            zip(person, ("Helvetica-Bold", "Helvetica", "Helvetica", "Courier"), strict=True)
+        ):
+            c.setFont(font, 10)  # type: ignore[attr-defined]
+            c.drawCentredString(140 + 157 * n, 745 - 13 * k, line)  # type: ignore[attr-defined]
+    _prose(c, 72, 670, 90, 8)
+
+
 @pytest.mark.parametrize(
     "draw",
     [
@@ -305,6 +341,7 @@ def _assembly_listing(c: object) -> None:
         _equations,
         _two_charts,
         _assembly_listing,
+        _authors,
     ],
     ids=lambda d: d.__name__,
 )
