@@ -37,11 +37,12 @@ from modelhost.host.budget import (
     MemoryBudgetError,
     MemoryReleasingError,
 )
+from modelhost.host.defaults import RequestDefaults
 from modelhost.host.events import GenerationRequest
 from modelhost.host.keepalive import MAX_SWEEP_SECONDS, sweep_every, sweep_interval
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
-from modelhost.host.spec import ModelSpec, RequestDefaults, parse_size, resident_size
+from modelhost.host.spec import ModelSpec, parse_size, resident_size
 from modelhost.inference.engine import Engine
 from modelhost.inference.model import TextModel
 
