@@ -176,7 +176,10 @@ class PixelReader:
     def __init__(self, engine: Any, layout: LayoutModel | None, *, det_max_side: int = DET_MAX_SIDE) -> None:
         self._engine = engine
         loaded = rapid.models(engine)
-        self._det, self._rec, self._cls = loaded.det, loaded.rec, loaded.cls
+        # Any: close() drops them (None), and a closed reader is never called again (OcrModel refuses first).
+        self._det: Any = loaded.det
+        self._rec: Any = loaded.rec
+        self._cls: Any = loaded.cls
         self._layout = layout
         self._det_max_side = det_max_side
         #: Lines recognised and recogniser calls made so far: the work `max_tokens` bounds (tests count these,
