@@ -69,10 +69,11 @@ class Modelhost:
         self._runner.run(self._host.start())
 
     def convert(self, pdf: Path) -> str:
-        from modelhost.documents import HostReader, convert
+        from modelhost.documents import ConvertSettings, HostReader, convert
 
         assert self._runner is not None, "start() first"
-        conversion = self._runner.run(convert(pdf, HostReader(self._host), text_layer=self.text_layer))
+        settings = ConvertSettings(text_layer=self.text_layer)
+        conversion = self._runner.run(convert(pdf, HostReader(self._host), settings))
         return str(conversion.render("md"))
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.docengine.source import Source
-from modelhost.documents import HostReader, WireReader, convert
+from modelhost.documents import ConvertSettings, HostReader, WireReader, convert
 from modelhost.host import Host
 from modelhost.inference import registry
 from modelhost.testing.pages import render_page, write_pdf
@@ -52,7 +52,7 @@ def direct(model: Any, images: list[Any]) -> float:
 
 async def pipeline(reader: Any, pdf: Path, dpi: int) -> float:
     start = time.perf_counter()
-    conversion = await convert(pdf, reader, dpi=dpi)
+    conversion = await convert(pdf, reader, ConvertSettings(dpi=dpi))
     assert not conversion.partial_pages, conversion.pages
     return time.perf_counter() - start
 

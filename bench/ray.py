@@ -38,6 +38,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import httpx  # noqa: E402
 
+from modelhost.documents.settings import ConvertSettings  # noqa: E402
 from modelhost.testing import raynodes  # noqa: E402
 
 CONCURRENCY = 8
@@ -47,6 +48,8 @@ MAX_TOKENS = 48
 ONGOING = (1, 2, 4)
 DOCUMENT = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "documents" / "pdf" / "redp5110_sampled.pdf"
 PAGES = "1-4"
+#: Those pages, every one read from its pixels (the text layer left aside), as pdf-spec's pages arrive.
+ONLY_PIXELS = ConvertSettings(pages=PAGES, text_layer=False)
 WORDS = "Amber Birch Cedar Delta Ember Fjord Garnet Harbor Indigo Juniper Kestrel Lumen Meadow Nectar Onyx Pebble"
 
 
@@ -197,9 +200,7 @@ def bench_documents(head: raynodes.RayNode) -> list[tuple[str, float, float]]:
     async def plain() -> None:
         host = Host(lambda: registry.load_model(path, None), name="ocr")
         try:
-            await batch.convert_files(
-                [DOCUMENT], StartingReader(host), output=out / "plain.md", pages=PAGES, text_layer=False
-            )
+            await batch.convert_files([DOCUMENT], StartingReader(host), output=out / "plain.md", settings=ONLY_PIXELS)
         finally:
             await host.aclose()
 
@@ -218,10 +219,8 @@ def bench_documents(head: raynodes.RayNode) -> list[tuple[str, float, float]]:
             return raynodes.process_tree(head.process.pid) + mine()
 
         meter, t0 = CpuMeter(both), time.perf_counter()
-        settings = documents.ReadSettings("ocr", "ocr", text_layer=False)
-        documents.convert_files(
-            head.address, [DOCUMENT], settings, actors=actors, output=out / f"ray{actors}.md", pages=PAGES
-        )
+        settings = documents.ReadSettings("ocr", "ocr", convert=ONLY_PIXELS)
+        documents.convert_files(head.address, [DOCUMENT], settings, actors=actors, output=out / f"ray{actors}.md")
         wall = time.perf_counter() - t0
         rows.append((f"convert --ray, {actors} actor(s)", pages / wall, meter.stop()))
         same = (out / f"ray{actors}.md").read_text() == (out / "plain.md").read_text()

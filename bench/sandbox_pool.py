@@ -15,8 +15,9 @@ import statistics
 import time
 from pathlib import Path
 
-from modelhost.docengine.engine import DocumentEngine, EnginePage
 from modelhost.docengine.sandbox import Sandbox
+from modelhost.documents.engine import DocumentEngine, PageResult
+from modelhost.documents.settings import ConvertSettings
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "documents" / "pdf"
 
@@ -27,8 +28,9 @@ async def pages_per_second(engine: DocumentEngine, files: list[Path], *, text_la
         source = engine.open(path)
         try:
             numbers = list(range(1, source.count + 1))
-            async for page in engine.pages(source, numbers, reader=None, dpi=150, max_tokens=1, text_layer=text_layer):
-                pages += isinstance(page, EnginePage) or not text_layer
+            settings = ConvertSettings(dpi=150, max_tokens=1, text_layer=text_layer)
+            async for page in engine.pages(source, numbers, reader=None, settings=settings):
+                pages += isinstance(page, PageResult) or not text_layer
         finally:
             source.close()
     return pages / (time.perf_counter() - started)

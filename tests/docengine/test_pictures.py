@@ -1,10 +1,11 @@
-"""Text inside a born-digital page's pictures (docengine/pictures.py): what is read, what is kept, where it goes."""
+"""Text inside a born-digital page's pictures (documents/pictures.py): what is read, what is kept, where it goes."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from modelhost.docengine.pictures import (
+from modelhost.docengine.types import Block, Kind, PageContent, PageLayout, Usability
+from modelhost.documents.pictures import (
     MAX_REGIONS,
     answer_blocks,
     carries_text,
@@ -12,7 +13,6 @@ from modelhost.docengine.pictures import (
     regions_to_read,
     with_region_text,
 )
-from modelhost.docengine.types import Block, Kind, PageContent, PageLayout, Usability
 
 
 def test_a_regions_doctags_land_inside_the_region_and_furniture_is_left_out() -> None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from modelhost.backends.ocr.model import OcrModel
 from modelhost.cli import app
-from modelhost.documents import DocumentError, HostReader, convert, parse_pages
+from modelhost.documents import ConvertSettings, DocumentError, HostReader, convert, parse_pages
 from modelhost.errors import InvalidInputError
 from modelhost.host import Host
 from modelhost.testing import hostile_pdfs
@@ -35,7 +35,8 @@ def test_pipeline_through_the_host(ocr_model: OcrModel, pages: list[Page], pdf_p
         host = Host.from_model(_Unclosable(ocr_model), name="ocr")
         await host.start()
         try:
-            return await convert(pdf_path, HostReader(host), dpi=150, on_page=lambda d, t, _: done.append((d, t)))
+            settings = ConvertSettings(dpi=150)
+            return await convert(pdf_path, HostReader(host), settings, on_page=lambda d, t, _: done.append((d, t)))
         finally:
             await host.aclose()
 
@@ -122,7 +123,7 @@ def test_a_mixed_pdf_reads_its_text_page_from_the_layer_and_its_scan_with_the_mo
         host = Host.from_model(_Unclosable(ocr_model), name="ocr")
         await host.start()
         try:
-            return await convert(tmp_path / "mixed.pdf", HostReader(host), dpi=150)
+            return await convert(tmp_path / "mixed.pdf", HostReader(host), ConvertSettings(dpi=150))
         finally:
             await host.aclose()
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from modelhost.backends.ocr.model import OcrModel
-from modelhost.documents import HostReader, convert
+from modelhost.documents import ConvertSettings, HostReader, convert
 from modelhost.host import Host
 from modelhost.testing.hostile_pdfs import _FONT, _pdf, _stream, _text_page
 from modelhost.testing.pages import cer
@@ -62,7 +62,7 @@ def _convert(ocr_model: OcrModel, path: Path, **options: Any) -> tuple[Any, int]
         await host.start()
         try:
             reader = _Counting(host)
-            return await convert(path, reader, **options), reader.reads
+            return await convert(path, reader, ConvertSettings(**options)), reader.reads
         finally:
             await host.aclose()
 
@@ -82,7 +82,7 @@ def test_a_screenshot_of_prose_is_read_into_the_page(ocr_model: OcrModel, tmp_pa
 
 
 def test_the_pictures_read_on_a_page_are_bounded(ocr_model: OcrModel, tmp_path: Path) -> None:
-    from modelhost.docengine.pictures import MAX_REGIONS
+    from modelhost.documents.pictures import MAX_REGIONS
 
     many = _screenshot_pdf(tmp_path / "many.pdf", pictures=MAX_REGIONS + 2)
     conversion, reads = _convert(ocr_model, many, pictures=True)

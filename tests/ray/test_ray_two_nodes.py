@@ -17,6 +17,7 @@ import pytest
 
 from modelhost.documents import batch
 from modelhost.documents.readers import StartingReader
+from modelhost.documents.settings import ConvertSettings
 from modelhost.host import Host
 from modelhost.inference import catalogue, registry
 from modelhost.testing import raynodes
@@ -24,6 +25,8 @@ from modelhost.testing.waiting import wait_until
 
 DOCUMENT = Path(__file__).resolve().parents[1] / "corpus" / "documents" / "pdf" / "redp5110_sampled.pdf"
 PAGES = "1-4"
+#: Those pages, every one read from its pixels (the text layer left aside), as pdf-spec's pages arrive.
+ONLY_PIXELS = ConvertSettings(pages=PAGES, text_layer=False)
 
 
 def plain(output: Path) -> list[Any]:
@@ -34,9 +37,7 @@ def plain(output: Path) -> list[Any]:
         host = Host(lambda: registry.load_model(path, None), name="ocr")
         try:
             reader = StartingReader(host)
-            return await batch.convert_files(
-                [DOCUMENT], reader, output=output, fmt="json", pages=PAGES, text_layer=False
-            )
+            return await batch.convert_files([DOCUMENT], reader, output=output, fmt="json", settings=ONLY_PIXELS)
         finally:
             await host.aclose()
 
@@ -70,7 +71,7 @@ def test_work_lands_on_both_nodes_and_survives_the_second_nodes_loss(
                 lost.set()
                 second.kill()  # every process of the node, at once: a machine that dies
 
-        settings = documents.ReadSettings("ocr", "ocr", text_layer=False)
+        settings = documents.ReadSettings("ocr", "ocr", convert=ONLY_PIXELS)
         outcomes = documents.convert_files(
             ray_head.address,
             [DOCUMENT],
@@ -78,7 +79,6 @@ def test_work_lands_on_both_nodes_and_survives_the_second_nodes_loss(
             actors=2,
             output=tmp_path / "ray.json",
             fmt="json",
-            pages=PAGES,
             on_piece=on_piece,
         )
     finally:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from modelhost.docengine.engine import pixel_size
+from modelhost.documents.engine import pixel_size
 
 #: Output formats `convert` writes, by name.
 FORMATS: Final = ("md", "json", "doctags", "html")

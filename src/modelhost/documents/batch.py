@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelhost.docengine.engine import PICTURES
 from modelhost.documents.assemble import FORMATS
-from modelhost.documents.pipeline import DEFAULT_DPI, Conversion, PageResult, convert
-from modelhost.documents.readers import DEFAULT_PAGE_TOKENS, PageReader
+from modelhost.documents.engine import PageResult
+from modelhost.documents.pipeline import Conversion, convert
+from modelhost.documents.readers import PageReader
+from modelhost.documents.settings import DEFAULTS, ConvertSettings
 from modelhost.errors import ModelHostError
 
 _SUFFIXES = {"md": ".md", "json": ".json", "doctags": ".doctags", "html": ".html"}
@@ -93,16 +94,13 @@ async def convert_files(
     *,
     output: Path | None = None,
     fmt: str = "md",
-    dpi: int = DEFAULT_DPI,
-    pages: str | None = None,
-    max_tokens: int = DEFAULT_PAGE_TOKENS,
-    text_layer: bool = True,
-    pictures: bool = PICTURES,
+    settings: ConvertSettings = DEFAULTS,
     write: Callable[[str], None] | None = None,
     on_start: Callable[[Path, int], None] | None = None,
     on_page: Callable[[Path, int, int, PageResult], None] | None = None,
 ) -> list[Outcome]:
-    """Convert each file in turn, writing its result (`write` takes what goes to standard output)."""
+    """Convert each file in turn as `settings` say, writing its result (`write` takes what goes to standard
+    output)."""
     places = targets(files, output, fmt)
     if output is not None and len(files) > 1:
         output.mkdir(parents=True, exist_ok=True)
@@ -113,11 +111,7 @@ async def convert_files(
             conversion = await convert(
                 path,
                 reader,
-                dpi=dpi,
-                pages=pages,
-                max_tokens=max_tokens,
-                text_layer=text_layer,
-                pictures=pictures,
+                settings,
                 on_start=(lambda total, p=path: on_start(p, total)) if on_start else None,  # type: ignore[misc]
                 on_page=(lambda d, t, r, p=path: on_page(p, d, t, r)) if on_page else None,  # type: ignore[misc]
             )

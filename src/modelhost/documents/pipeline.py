@@ -20,35 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.docengine.emit import doctags_page, to_docling
-from modelhost.docengine.engine import PICTURES, TEXT_LAYER, DocumentEngine, Unread
 from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.sandbox import page_ranges
 from modelhost.docengine.source import DocumentError, check_dpi, parse_pages
-from modelhost.docengine.types import PageLayout
 from modelhost.documents import assemble
-from modelhost.documents.readers import DEFAULT_PAGE_TOKENS, PageReader
-
-#: The DPI pages are rasterized at unless asked: what OCR reads well, and what pdf-spec's CLI sends.
-DEFAULT_DPI = 150
-
-
-@dataclass(frozen=True, slots=True)
-class PageResult:
-    """One page: its number in the document, its DocTags, how the model's answer ended, the seconds it took, its
-    size (pixels read, or points of a text-layer page) and what read it (the model's name or "text layer")."""
-
-    number: int
-    doctags: str
-    finish_reason: str
-    error: str = ""
-    seconds: float = 0.0
-    size: tuple[int, int] = (0, 0)
-    via: str = ""
-
-    @property
-    def partial(self) -> bool:
-        """True when the page stopped at its token bound or failed; its text so far is kept."""
-        return self.finish_reason != "stop"
+from modelhost.documents.engine import TEXT_LAYER, DocumentEngine, PageResult, Unread
+from modelhost.documents.readers import PageReader
+from modelhost.documents.settings import DEFAULTS, ConvertSettings
 
 
 @dataclass(slots=True)
@@ -82,34 +60,30 @@ Progress = Callable[[int, int, PageResult], None]
 async def convert(
     path: Path | str,
     reader: PageReader | None,
+    settings: ConvertSettings = DEFAULTS,
     *,
-    dpi: int = DEFAULT_DPI,
-    pages: str | None = None,
-    max_tokens: int = DEFAULT_PAGE_TOKENS,
     on_start: Callable[[int], None] | None = None,
     on_page: Progress | None = None,
     name: str | None = None,
     engine: DocumentEngine | None = None,
-    text_layer: bool = True,
-    pictures: bool = PICTURES,
 ) -> Conversion:
-    """Convert one document on `engine` (this process's, by default). Raises DocumentError (naming the file) for
-    one that cannot be read at all.
+    """Convert one document on `engine` (this process's, by default) as `settings` say. Raises DocumentError (naming
+    the file) for one that cannot be read at all.
 
-    A PDF page with a usable text layer is read from it (`text_layer=False`: every page goes to `reader`); the
-    others are read from their pixels by `reader`; `pictures=True` has it read the text a text-layer page holds only
-    in its pictures too (a scanned paragraph, a screenshot of prose: engine.PICTURES says why it is off
-    unless asked). `name` is how messages name the
-    file (an upload's own name); `on_start(total)` is called once the page count is known; `on_page` after each
-    page. A page that cannot be read is left out and named in `Conversion.unread`; a document none of whose pages
-    can be read is a DocumentError.
+    A PDF page with a usable text layer is read from it (`settings.text_layer=False`: every page goes to `reader`);
+    the others are read from their pixels by `reader` (with `settings.pixels` off, or no reader, they are unread);
+    `settings.pictures` has it read the text a text-layer page holds only in its pictures too (a scanned paragraph,
+    a screenshot of prose: settings.PICTURES says why it is off unless asked). `name` is how messages name the file
+    (an upload's own name); `on_start(total)` is called once the page count is known; `on_page` after each page. A
+    page that cannot be read is left out and named in `Conversion.unread`; a document none of whose pages can be
+    read is a DocumentError.
 
     Memory is bounded by a few pages: each model-read page's image is dropped as soon as its DocTags are turned
     into that page's part of the document (the parts are joined at the end), so a 1,000-page document costs what a
     few pages cost, not a thousand page images held until assembly. Text-layer pages keep their layout (plain
     data, kilobytes) until the end, where the document-level furniture pass needs them all.
     """
-    check_dpi(dpi)
+    check_dpi(settings.dpi)
     path = Path(path)
     name = name or path.name
     engine = engine or default_engine()
@@ -117,27 +91,19 @@ async def convert(
     source = await asyncio.to_thread(engine.open, path, name=name)
     results: list[PageResult] = []
     parts: dict[int, Any] = {}
-    layouts: dict[int, PageLayout] = {}
     unread: dict[int, str] = {}
     try:
-        numbers = parse_pages(pages, source.count)
+        numbers = parse_pages(settings.pages, source.count)
         if on_start is not None:
             on_start(len(numbers))
         done = 0
-        stream = engine.pages(
-            source, numbers, reader=reader, dpi=dpi, max_tokens=max_tokens, text_layer=text_layer, pictures=pictures
-        )
-        async for page in stream:
+        async for page in engine.pages(source, numbers, reader=reader, settings=settings):
             if isinstance(page, Unread):
                 unread[page.number] = page.reason
                 continue
-            result = PageResult(
-                page.number, page.doctags, page.finish_reason, page.error, page.seconds, page.size, page.via
-            )
-            if page.layout is not None:
-                layouts[page.number] = page.layout
-            else:
+            if page.layout is None:
                 parts[page.number] = await asyncio.to_thread(assemble.build, path.stem, [page.doctags], [page.image])
+            result = dataclasses.replace(page, image=None)
             del page  # its image, if any, goes with it
             results.append(result)
             done += 1
@@ -145,7 +111,7 @@ async def convert(
                 on_page(done, len(numbers), result)
     finally:
         await asyncio.to_thread(source.close)
-    return await conclude(name, path.stem, results, parts, layouts, unread, started)
+    return await conclude(name, path.stem, results, parts, unread, started)
 
 
 async def conclude(
@@ -153,25 +119,23 @@ async def conclude(
     stem: str,
     results: list[PageResult],
     parts: dict[int, Any],
-    layouts: dict[int, PageLayout],
     unread: dict[int, str],
     started: float,
 ) -> Conversion:
     """The Conversion of a document whose pages are all done: each model-read page's part (`assemble.build` of its
-    DocTags and pixels) and each text-layer page's layout, by page number, joined in the order of `results`.
-    DocumentError when no page could be read. `started` is the perf_counter() at which the conversion began.
-    modelhost.ray concludes the pages its engines read elsewhere here too, so both make one document alike."""
+    DocTags and pixels) and each text-layer page's layout (its result's), by page number, joined in the order of
+    `results`. DocumentError when no page could be read. `started` is the perf_counter() at which the conversion
+    began. modelhost.ray concludes the pages its engines read elsewhere here too, so both make one document alike."""
     if not results:
         first = min(unread)
         raise DocumentError(f"{name}: no page could be read (page {first} {unread[first]})")
-    document, results = await asyncio.to_thread(_assemble, stem, results, parts, layouts)
+    document, results = await asyncio.to_thread(_assemble, stem, results, parts)
     return Conversion(name, document, results, time.perf_counter() - started, unread)
 
 
-def _assemble(
-    stem: str, results: list[PageResult], parts: dict[int, Any], layouts: dict[int, PageLayout]
-) -> tuple[Any, list[PageResult]]:
+def _assemble(stem: str, results: list[PageResult], parts: dict[int, Any]) -> tuple[Any, list[PageResult]]:
     """The text-layer pages' furniture marked across the document, each page its part, the parts joined."""
+    layouts = {r.number: r.layout for r in results if r.layout is not None}
     if layouts:
         marked = dict(zip(layouts, mark_furniture(list(layouts.values())), strict=True))
         for number, layout in marked.items():

@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from modelhost.documents.settings import DEFAULT_PAGE_TOKENS
 from modelhost.errors import ModelHostError, UnsupportedAttachmentError
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host
 from modelhost.host.models import Servable
@@ -18,8 +19,6 @@ from modelhost.inference.types import Message
 
 #: What pdf-spec's CLI asks a model for each page.
 PROMPT = "Convert this page to docling."
-#: Tokens a page may take: a dense page of DocTags from a VLM is ~3-6k tokens; the ocr model counts elements.
-DEFAULT_PAGE_TOKENS = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +35,13 @@ class PageAnswer:
 
 
 class PageReader(Protocol):
-    """Reads one page image; cancelling the awaiting task stops the model's work on it."""
+    """Whatever reads a page image (an HxWx3 uint8 array, or a PIL image for an image file's frame) into DocTags:
+    the page loop (engine.py) reads a page, or a picture cut from one, through it. Cancelling the awaiting task stops
+    the model's work on it. `name` is what a page read by it names as its reader."""
 
     name: str
 
-    async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer: ...
+    async def read(self, image: Any, *, max_tokens: int) -> PageAnswer: ...
 
 
 class HostReader:

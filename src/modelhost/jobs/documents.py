@@ -19,21 +19,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from modelhost.docengine.engine import PICTURES
 from modelhost.docengine.sandbox import page_ranges
 from modelhost.docengine.source import check_dpi, check_pages
-from modelhost.documents import DEFAULT_DPI, Conversion, HostReader, PageResult, convert
-from modelhost.documents.readers import DEFAULT_PAGE_TOKENS
+from modelhost.documents import Conversion, ConvertSettings, HostReader, PageResult, convert
+from modelhost.documents.settings import DEFAULT_DPI, DEFAULT_PAGE_TOKENS, PICTURES
 from modelhost.errors import InvalidInputError, ModelHostError
 from modelhost.host.models import ModelSpec, Servable, ServedModel
 from modelhost.jobs import schema
 from modelhost.jobs.cluster import served_spec, wants_cluster
-from modelhost.jobs.operation import HOST_RETRY_SECONDS, JobContext, Operation
-from modelhost.jobs.schema import failed, input_path, invalid
+from modelhost.jobs.operation import HOST_RETRY_SECONDS, JobContext, Operation, failure_of
+from modelhost.jobs.schema import input_path, invalid
 
 OPERATION = "document.convert"
 
@@ -45,7 +43,7 @@ def _int(value: dict[str, Any], key: str, default: int) -> int:
     return got
 
 
-def check_document_convert(value: Any) -> tuple[Path, str, Settings]:
+def check_document_convert(value: Any) -> tuple[Path, str, ConvertSettings]:
     """The job's input checked: (document path, its upload's name, its settings); the seed's invalid-input Failure
     else."""
     if not isinstance(value, dict):
@@ -72,18 +70,6 @@ def upload_name(document: dict[str, Any], path: Path) -> str:
     return text or f"the uploaded document{path.suffix}"
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """How a document is converted (see the module docstring for each)."""
-
-    dpi: int = DEFAULT_DPI
-    pages: str | None = None
-    max_tokens: int = DEFAULT_PAGE_TOKENS
-    text_layer: bool = True
-    pixels: bool = True
-    pictures: bool = PICTURES
-
-
 def _bool(value: dict[str, Any], key: str, default: bool = True) -> bool:
     got = value.get(key, default)
     if not isinstance(got, bool):
@@ -91,7 +77,9 @@ def _bool(value: dict[str, Any], key: str, default: bool = True) -> bool:
     return got
 
 
-def _settings(value: dict[str, Any]) -> Settings:
+def _settings(value: dict[str, Any]) -> ConvertSettings:
+    """The job's input translated into the pipeline's settings, each field checked here (the module doc says what
+    each means)."""
     pages = value.get("pages")
     if pages is not None:
         if not isinstance(pages, str):
@@ -106,9 +94,12 @@ def _settings(value: dict[str, Any]) -> Settings:
     except InvalidInputError as exc:
         raise invalid(f"{OPERATION}: {exc}") from exc
     max_tokens = _int(value, "max_tokens", DEFAULT_PAGE_TOKENS)
-    return Settings(
-        dpi, pages, max_tokens, _bool(value, "text_layer"), _bool(value, "pixels"), _bool(value, "pictures", PICTURES)
+    text_layer, pixels, pictures = (
+        _bool(value, "text_layer"),
+        _bool(value, "pixels"),
+        _bool(value, "pictures", PICTURES),
     )
+    return ConvertSettings(dpi, pages, max_tokens, text_layer, pixels, pictures)
 
 
 class ClusterDocuments(Protocol):
@@ -118,7 +109,7 @@ class ClusterDocuments(Protocol):
     frees its actors before it ends."""
 
     async def convert_document(
-        self, path: Path, spec: ModelSpec, name: str, settings: Settings, on_start: Started, on_page: PageDone
+        self, path: Path, spec: ModelSpec, name: str, settings: ConvertSettings, on_start: Started, on_page: PageDone
     ) -> Conversion: ...
 
 
@@ -168,18 +159,8 @@ async def document_convert(ctx: JobContext, cluster: ClusterDocuments | None = N
     if cluster is not None and on_cluster:
         work = cluster.convert_document(path, served_spec(ctx.host, OPERATION), name, settings, on_start, on_page)
     else:
-        work = convert(
-            path,
-            HostReader(ctx.host) if settings.pixels else None,
-            dpi=settings.dpi,
-            pages=settings.pages,
-            max_tokens=settings.max_tokens,
-            text_layer=settings.text_layer,
-            pictures=settings.pictures,
-            on_start=on_start,
-            on_page=on_page,
-            name=name,
-        )
+        reader = HostReader(ctx.host) if settings.pixels else None
+        work = convert(path, reader, settings, on_start=on_start, on_page=on_page, name=name)
     task = asyncio.ensure_future(work)
 
     def stop() -> None:
@@ -192,10 +173,8 @@ async def document_convert(ctx: JobContext, cluster: ClusterDocuments | None = N
         if ctx.cancelled:
             raise ctx.stopped() from None
         raise
-    except InvalidInputError as exc:
-        raise invalid(str(exc)) from exc
     except ModelHostError as exc:
-        raise failed(schema.WORKER_FAILED, f"{exc.code}: {exc}") from exc
+        raise failure_of(exc) from exc  # the worker class its kind declares (modelhost.errors)
     # The document is named after the upload, as `modelhost convert` names it after its file (the stored `1.pdf`
     # would name every document "1").
     conversion.document.name = Path(name).stem or conversion.document.name

@@ -82,7 +82,6 @@ def convert_files(
     actors: int = 2,
     output: Path | None = None,
     fmt: str = "md",
-    pages: str | None = None,
     num_cpus: float = 1.0,
     write: Callable[[str], None] | None = None,
     on_start: Callable[[Path, int], None] | None = None,
@@ -90,8 +89,9 @@ def convert_files(
     on_piece: Callable[[Path, str, int], None] | None = None,
 ) -> list[Outcome]:
     """Convert `files` over `actors` actors (each reserving `num_cpus`) of the cluster at `address`, writing each
-    result as `documents.batch.convert_files` does; one Outcome per file, in order. Blocking. `on_piece(path,
-    node, pages)` is told where each piece was read (the node's address) and how many of its pages were read."""
+    result as `documents.batch.convert_files` does (the pages `settings.convert.pages` names); one Outcome per file,
+    in order. Blocking. `on_piece(path, node, pages)` is told where each piece was read (the node's address) and how
+    many of its pages were read."""
     places = targets(files, output, fmt)
     if output is not None and len(files) > 1:
         output.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,7 @@ def convert_files(
     documents: list[_Document] = []
     for doc, (path, place) in enumerate(zip(files, places, strict=True)):
         try:
-            numbers = _numbers(path, pages, path.name)
+            numbers = _numbers(path, settings.convert.pages, path.name)
         except ModelHostError as exc:
             outcomes[doc].error = str(exc)
             continue
@@ -140,7 +140,6 @@ def convert_document(
     settings: ReadSettings,
     *,
     name: str,
-    pages: str | None = None,
     pool: Pool | None = None,
     on_start: Callable[[int], None] | None = None,
     on_page: Callable[[int, int, PageResult], None] | None = None,
@@ -150,7 +149,7 @@ def convert_document(
     job). Blocking. `name` is how messages name it; `on_start(total)` and `on_page(done, total, result)` as
     `documents.convert` calls them, each page as its piece arrives. DocumentError for a document none of whose pages
     can be read; StopRequested once `stop` is set (its actors killed)."""
-    numbers = _numbers(path, pages, name)
+    numbers = _numbers(path, settings.convert.pages, name)
     if on_start is not None:
         on_start(len(numbers))
     connect(address)
@@ -171,9 +170,7 @@ def convert_document(
 def _conclude(document: _Document, got: PieceResult, started: float) -> Conversion:
     """The document joined from its pieces, by the same `conclude` a plain conversion ends with."""
     got.results.sort(key=lambda r: r.number)
-    return asyncio.run(
-        conclude(document.name, document.path.stem, got.results, got.parts, got.layouts, got.unread, started)
-    )
+    return asyncio.run(conclude(document.name, document.path.stem, got.results, got.parts, got.unread, started))
 
 
 def _read(
@@ -209,7 +206,6 @@ def _read(
         got = gathered[doc]
         got.results.extend(result.results)
         got.parts.update(result.parts)
-        got.layouts.update(result.layouts)
         got.unread.update(result.unread)
         done = len(got.results) - len(result.results)
         for page in result.results:

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from modelhost.documents import Conversion
+from modelhost.documents.settings import ConvertSettings
 from modelhost.errors import ModelHostError
 from modelhost.host.models import ModelSpec
 from modelhost.inference.types import EmbeddingResult
-from modelhost.jobs.documents import PageDone, Settings, Started
+from modelhost.jobs.documents import PageDone, Started
 from modelhost.ray import documents, embeddings
 from modelhost.ray.cluster import ClusterError, connect
 from modelhost.ray.pages import ReadSettings
@@ -47,26 +48,22 @@ class ClusterJobs:
         connect(address)
 
     async def convert_document(
-        self, path: Path, spec: ModelSpec, name: str, settings: Settings, on_start: Started, on_page: PageDone
+        self,
+        path: Path,
+        spec: ModelSpec,
+        name: str,
+        settings: ConvertSettings,
+        on_start: Started,
+        on_page: PageDone,
     ) -> Conversion:
         """The document as `documents.convert` makes it, its pages read on the pool (ClusterDocuments)."""
-        s = settings
-        read = ReadSettings(
-            spec.path or spec.name,
-            spec.name,
-            dpi=s.dpi,
-            max_tokens=s.max_tokens,
-            text_layer=s.text_layer,
-            pictures=s.pictures,
-            pixels=s.pixels,
-            loader=spec.loader,
-        )
+        read = ReadSettings(spec.path or spec.name, spec.name, convert=settings, loader=spec.loader)
         loop = asyncio.get_running_loop()
         hooks = {"on_start": _on_loop(loop, on_start), "on_page": _on_loop(loop, on_page)}
 
         def run(stop: Stop) -> Conversion:
             convert = documents.convert_document
-            return convert(self.address, path, read, name=name, pages=s.pages, pool=self.pool, stop=stop, **hooks)
+            return convert(self.address, path, read, name=name, pool=self.pool, stop=stop, **hooks)
 
         stop = Stop()
         done = _thread(loop, lambda: self._translated(run, stop), "modelhost-ray-convert")

@@ -2,14 +2,15 @@
 pieces of documents it is given (a path and page numbers; it reads and renders the pages itself).
 
 A piece comes back as the parts of a document `pipeline.conclude` joins: each model-read page's part (built here,
-where its pixels are, so no page image ever travels) and each text-layer page's layout (plain data, kilobytes: the
-document-level furniture pass needs every page's). A page that fails (its model errs, or it cannot be loaded) is
-tried once more here, then reported by number and reason; the rest of the piece is kept.
+where its pixels are, so no page image ever travels) and each page's result, a text-layer page's with its layout
+(plain data, kilobytes: the document-level furniture pass needs every page's). A page that fails (its model errs,
+or it cannot be loaded) is tried once more here, then reported by number and reason; the rest of the piece is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import pickle
@@ -20,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from modelhost.docengine.engine import PICTURES, DocumentEngine, EnginePage, Unread
-from modelhost.documents import PageResult, assemble
+from modelhost.documents import assemble
+from modelhost.documents.engine import DocumentEngine, PageResult, Unread
 from modelhost.documents.readers import StartingReader
+from modelhost.documents.settings import DEFAULTS, ConvertSettings
 from modelhost.host import Host
 from modelhost.inference import TextModel, catalogue, registry
 from modelhost.ray.actor import HostActor
@@ -53,12 +55,11 @@ class Piece:
 
 @dataclass(slots=True)
 class PieceResult:
-    """What a piece's pages gave: each page's result (in page order), the model-read pages' parts, the text-layer
-    pages' layouts, and the pages not read with why (each `pipeline.conclude` takes)."""
+    """What a piece's pages gave: each page's result (in page order; a text-layer page's with its layout), the
+    model-read pages' parts, and the pages not read with why (each `pipeline.conclude` takes)."""
 
     results: list[PageResult] = field(default_factory=list)
     parts: dict[int, Any] = field(default_factory=dict)
-    layouts: dict[int, Any] = field(default_factory=dict)
     unread: dict[int, str] = field(default_factory=dict)
     #: The address of the node whose actor read the piece (the CLI says how many pages each node read).
     node: str = ""
@@ -67,19 +68,15 @@ class PieceResult:
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """How every actor reads pages: the model (a catalogue name or path, resolved on the actor's node), the name
-    its pages are credited to, and the conversion's options. `pixels=False` reads only the pages with a usable text
-    layer and names the others unread (a worker job's `pixels: false`). `loader`, when given, loads the model instead
-    of `model` and `backend`: a worker's served model, with the load options it was served with (it travels pickled;
-    its files must be at the same path on every node)."""
+    its pages are credited to, and the conversion's settings (`convert.pixels=False` reads only the pages with a
+    usable text layer and names the others unread: a worker job's `pixels: false`). `loader`, when given, loads the
+    model instead of `model` and `backend`: a worker's served model, with the load options it was served with (it
+    travels pickled; its files must be at the same path on every node)."""
 
     model: str
     label: str
     backend: str | None = None
-    dpi: int = 150
-    max_tokens: int = 8192
-    text_layer: bool = True
-    pictures: bool = PICTURES
-    pixels: bool = True
+    convert: ConvertSettings = DEFAULTS
     loader: Callable[[], TextModel] | None = None
 
 
@@ -96,7 +93,7 @@ class PageConverter(HostActor):
             loader = functools.partial(registry.load_model, path, settings.backend)
         # Loaded at the first page that needs pixels read: a piece all from the text layer never loads the model.
         self.host = Host(loader, name=settings.label)
-        self.reader = StartingReader(self.host) if settings.pixels else None
+        self.reader = StartingReader(self.host) if settings.convert.pixels else None
         import ray
 
         self.node = str(ray.util.get_node_ip_address())
@@ -128,42 +125,28 @@ class PageConverter(HostActor):
 
     async def _pages(self, path: Path, numbers: list[int], style_pages: list[int], out: PieceResult) -> list[int]:
         """Convert `numbers` into `out`; return the numbers that failed (an error answer, or unread)."""
-        s = self.settings
         source = await asyncio.to_thread(self.engine.open, path)
         failed: list[int] = []
         try:
             stream = self.engine.pages(
-                source,
-                numbers,
-                reader=self.reader,
-                dpi=s.dpi,
-                max_tokens=s.max_tokens,
-                text_layer=s.text_layer,
-                pictures=s.pictures,
-                style_pages=style_pages,
+                source, numbers, reader=self.reader, settings=self.settings.convert, style_pages=style_pages
             )
             async for page in stream:
                 if isinstance(page, Unread):
                     out.unread[page.number] = page.reason
                     failed.append(page.number)
                     continue
-                out.results.append(_result(page))
                 if page.finish_reason == "error":
                     failed.append(page.number)
-                if page.layout is not None:
-                    out.layouts[page.number] = page.layout
-                else:
+                if page.layout is None:
                     out.parts[page.number] = await asyncio.to_thread(
                         assemble.build, path.stem, [page.doctags], [page.image]
                     )
+                out.results.append(dataclasses.replace(page, image=None))
                 del page  # its pixels, if any, go with it
         finally:
             await asyncio.to_thread(source.close)
         return failed
-
-
-def _result(page: EnginePage) -> PageResult:
-    return PageResult(page.number, page.doctags, page.finish_reason, page.error, page.seconds, page.size, page.via)
 
 
 def _merge(out: PieceResult, again: PieceResult) -> None:
@@ -173,7 +156,5 @@ def _merge(out: PieceResult, again: PieceResult) -> None:
     for number in retried:
         out.unread.pop(number, None)
         out.parts.pop(number, None)
-        out.layouts.pop(number, None)
     out.unread.update(again.unread)
     out.parts.update(again.parts)
-    out.layouts.update(again.layouts)

@@ -1,23 +1,30 @@
-"""The engine's orchestration: a document's pages, each from its text layer when that layer is usable, else read
-from its pixels by a model, yielded one page at a time as soon as each is known.
+"""The page loop: a document's pages, each from its text layer when that layer is usable, else read from its pixels
+by a model, yielded one page at a time as soon as each is known.
 
     engine = DocumentEngine()                      # once per process: its sandbox's children are reused
     source = engine.open(path, name="report.pdf")  # blocking; DocumentError naming the file
-    async for page in engine.pages(source, [1, 2, 3], reader=reader, dpi=150):
-        ...                                         # an EnginePage, or Unread(number, reason)
+    async for page in engine.pages(source, [1, 2, 3], reader=reader, settings=ConvertSettings()):
+        ...                                         # a PageResult, or Unread(number, reason)
+
+A page goes through stages kept in one list, as docling's PaginatedPipeline sends a page through its list of page
+models: PREPARE (read_text_layer, lay_out, cut_pictures, render) runs on a worker thread ahead of the reader; then
+the reader reads what they left (the pictures' text into the layout, or the page's pixels into DocTags), and the
+pipeline (pipeline.py) builds the page's part of the document. Each PREPARE stage takes the page's `_Work` and does
+its part or nothing (a stage that does not apply to the page leaves it as it is), so a stage is added, removed or
+measured by editing the list.
 
 - Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
   whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer), or whose
   words all vanish in its layout, is rendered and read by `reader` (the `ocr` model, a DocTags VLM, or a socket).
-  `text_layer=False` sends every page to it.
-- With `pictures=True`, a usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a
+  `settings.text_layer=False` sends every page to it.
+- With `settings.pictures`, a usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a
   pasted screenshot: its `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is
   read by `reader` like a page; text that reads like text joins the layout after its picture.
 - Pages are prepared ahead in parallel on the sandbox's children (text layer, analysis, or rendering: one job per
   child), and yielded in order; a model reads one page at a time (the host serialises a model's work anyway).
 - Memory is bounded by a few pages: the window of pages prepared ahead (`window`, children + 1), of which only
   PIXEL_PAGES_AHEAD may hold pixels beside the page being read; a page's pixels live from its render until its
-  reader is done with it and the caller drops `EnginePage.image`; nothing keeps them after, and the heap's freed
+  reader is done with it and the caller drops `PageResult.image`; nothing keeps them after, and the heap's freed
   pages are handed back to the system after each such page and after the document (memory.py). A PDF page's
   pixels are one array sharing the bytes its sandbox child rendered, never copied into a PIL image on the way.
 - A page that cannot be loaded, or that exhausts its sandbox, is yielded as `Unread` and the others go on; after
@@ -30,15 +37,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from modelhost.docengine.analyse import Style, analyse, document_style, upright
 from modelhost.docengine.emit import doctags_page
 from modelhost.docengine.memory import release_freed_memory
-from modelhost.docengine.pictures import (
+from modelhost.docengine.sandbox import PageError, Sandbox, shared_sandbox
+from modelhost.docengine.source import Source
+from modelhost.docengine.types import BBox, PageContent, PageLayout
+from modelhost.documents.pictures import (
     answer_blocks,
     carries_text,
     crop,
@@ -46,9 +56,8 @@ from modelhost.docengine.pictures import (
     regions_to_read,
     with_region_text,
 )
-from modelhost.docengine.sandbox import PageError, Sandbox, shared_sandbox
-from modelhost.docengine.source import Source
-from modelhost.docengine.types import BBox, PageContent, PageLayout
+from modelhost.documents.readers import PageReader
+from modelhost.documents.settings import ConvertSettings
 
 #: Pages in a row that may fail to load before the rest of the document is given up on unread: a PDF that declares
 #: 10,000 pages and holds one costs 50 quick refusals, not 9,999 (nor a billion, for a declared count of 10**9).
@@ -68,55 +77,36 @@ PIXEL_PAGES_AHEAD = 1
 #: document's. A document's heading styles appear in its first pages; reading more would hold back the first page
 #: of a long document (each text layer costs ~10-40 ms in the sandbox) for little.
 STYLE_PAGES = 24
-#: Whether `pages()` reads a text-layer page's pictures unless told: off. Each picture read costs the reader a
-#: page's work, and on the
-#: corpus (bench/documents_quality.py --rounds 3, born-digital, load 15) reading them took modelhost from 64x
-#: pymupdf4llm's pages/s to 1.84x (issue 19's target is 2x) and CER from 0.10 to 0.115 (docling's ground truth
-#: leaves a picture's text out), for no word of the ground truth more. A caller whose documents carry scanned
-#: inserts turns it on.
-PICTURES = False
-#: How an EnginePage read from its text layer names its reader.
+#: How a page read from its text layer names its reader.
 TEXT_LAYER = "text layer"
 
 
-class Answer(Protocol):
-    """A reader's answer for one page: DocTags text, why it ended ("stop", "length", "error"), the error if any."""
-
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def finish_reason(self) -> str: ...
-
-    @property
-    def error(self) -> str: ...
-
-
-class PageReader(Protocol):
-    """Reads one page image into DocTags; cancelling the awaiting task stops the model's work on it."""
-
-    name: str
-
-    async def read(self, image: Any, *, max_tokens: int) -> Answer: ...
-
-
 @dataclass(frozen=True, slots=True)
-class EnginePage:
-    """One page done: its DocTags, its layout when read from the text layer, and how it was read.
+class PageResult:
+    """One page done: its number in the document, its DocTags, how the reader's answer ended, the error if any, the
+    seconds it took, its size, what read it (the reader's name, or TEXT_LAYER), its layout when read from the text
+    layer, and the pixels a reader read.
 
-    `image` is the pixels a reader read (an HxWx3 uint8 array, or a PIL image for an image file's frame; docling's
-    pictures are cropped out of them), None for a text-layer page: the caller drops it once the page is assembled,
-    so no page image outlives its page. `size` is the image's pixels, or the page's points for a text-layer page."""
+    `size` is the image's pixels, or the page's points for a text-layer page. `image` (an HxWx3 uint8 array, or a
+    PIL image for an image file's frame; docling's pictures are cropped out of it) is None for a text-layer page,
+    and the pipeline drops it as soon as the page's part of the document is built, so no page image outlives its
+    page. `layout` (plain data, kilobytes) is kept to the end, where the document-level furniture pass needs every
+    page's."""
 
     number: int
     doctags: str
-    via: str
-    layout: PageLayout | None = None
     finish_reason: str = "stop"
     error: str = ""
     seconds: float = 0.0
     size: tuple[int, int] = (0, 0)
+    via: str = ""
+    layout: PageLayout | None = None
     image: Any = None
+
+    @property
+    def partial(self) -> bool:
+        """True when the page stopped at its token bound or failed; its text so far is kept."""
+        return self.finish_reason != "stop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,17 +119,86 @@ class Unread:
 
 
 @dataclass(slots=True)
-class _Prepared:
+class _Work:
+    """A page between the PREPARE stages, on its worker thread: what it is, how to read it, and what each stage left."""
+
+    source: Source
     number: int
+    position: int  # in the pages asked for: the order renders are admitted in
+    dpi: int
+    use_layer: bool
+    renders: _Gate
+    style: Style | None
+    early: PageContent | PageError | None  # its text layer when the style pass already read it
+    pictures: bool
+    content: PageContent | None = None
     layout: PageLayout | None = None
     image: Any = None
-    seconds: float = 0.0
     #: A text-layer page's picture regions to read: each box (points) and its pixels.
     crops: list[tuple[BBox, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def read_text_layer(work: _Work) -> None:
+    """A PDF page's text layer, from the sandbox (or the style pass, which read it already). PageError when the page
+    cannot be loaded."""
+    if not work.use_layer:
+        return
+    if isinstance(work.early, PageError):
+        raise work.early
+    work.content = work.early or work.source.text_layer(work.number)
+
+
+def lay_out(work: _Work) -> None:
+    """A usable text layer laid out (`analyse`, with the page's style within the document's). A layer whose words
+    all vanish in the layout (every one dropped as a stamp in some direction nobody reads) is no page to yield
+    empty: it is left without a layout, so its pixels are read instead, or it is Unread, never silently blank."""
+    content = work.content
+    if content is None or not content.usable:
+        return
+    layout = analyse(content, page_style(content, work.style))
+    if layout.blocks or not content.words:
+        work.layout = layout
+
+
+def cut_pictures(work: _Work) -> None:
+    """With `pictures`, a text-layer page's picture regions worth reading (pictures.py), cut from one rendering of
+    the page, which is then dropped. Picture regions are boxes on the displayed page: a page read turned upright has
+    its layout's boxes in another frame, so its pictures are not read into it. A page that will not render keeps its
+    text layer, unpictured."""
+    content = work.content
+    if work.layout is None or content is None or not work.pictures or upright(content) is not content:
+        return
+    boxes = regions_to_read(content)
+    if not boxes:
+        return
+    work.renders.admit(work.position)
+    try:
+        image = work.source.render(work.number, work.dpi).image
+    except PageError:
+        return
+    cut = [(box, crop(image, box, content.width, content.height)) for box in boxes]
+    work.crops = [(box, pixels) for box, pixels in cut if looks_like_text(pixels)]
+    del image
+
+
+def render(work: _Work) -> None:
+    """A page with no layout rendered for its reader, once `renders` admits its position in the document."""
+    if work.layout is not None:
+        return
+    work.renders.admit(work.position)
+    work.image = work.source.render(work.number, work.dpi).image
+
+
+#: The stages that make a page ready for its reader, in order, on a worker thread ahead of the page being read; the
+#: reader then reads what they left, one page at a time (`pages()`: the pictures' text into a text-layer page's
+#: layout, or a rendered page's pixels into its DocTags), and the pipeline builds each page's part of the document
+#: and joins them (pipeline.py).
+PREPARE: tuple[Callable[[_Work], None], ...] = (read_text_layer, lay_out, cut_pictures, render)
 
 
 class DocumentEngine:
-    """The sandbox its PDFs are read in, and the policy that turns a document's pages into EnginePages."""
+    """The sandbox its PDFs are read in, and the loop that turns a document's pages into PageResults."""
 
     def __init__(self, sandbox: Sandbox | None = None) -> None:
         self.sandbox = sandbox or shared_sandbox()
@@ -159,28 +218,28 @@ class DocumentEngine:
         numbers: Sequence[int],
         *,
         reader: PageReader | None,
-        dpi: int,
-        max_tokens: int,
-        text_layer: bool = True,
+        settings: ConvertSettings,
         style_pages: Sequence[int] | None = None,
-        pictures: bool = PICTURES,
-    ) -> AsyncIterator[EnginePage | Unread]:
+    ) -> AsyncIterator[PageResult | Unread]:
         """Each of `numbers` (1-based) in order, as soon as it is known. A page that needs its pixels read and has no
-        `reader` is Unread. `pictures=True` has `reader` read the text a text-layer page holds only in its pictures
-        (off by default: PICTURES says why).
+        `reader` (or `settings.pixels` is off) is Unread. `settings.pictures` has `reader` read the text a
+        text-layer page holds only in its pictures (off by default: settings.PICTURES says why). `settings.pages`
+        is the caller's business: `numbers` are the pages read.
 
         `style_pages`: the pages whose text layers set the document's style (the first STYLE_PAGES of them are
         read); by default `numbers`. A caller that converts one document in pieces (modelhost.ray spreads them over
         several engines) gives every piece the whole document's numbers, so each piece is laid out with the style
         the whole document gets, and the pieces join into the document one engine would have made."""
-        use_layer = text_layer and source.is_pdf
+        reader = reader if settings.pixels else None
+        max_tokens = settings.max_tokens
+        use_layer = settings.text_layer and source.is_pdf
         style: Style | None = None
         early: dict[int, PageContent | PageError] = {}
         if use_layer:
             chosen = list(numbers if style_pages is None else style_pages)[:STYLE_PAGES]
             style, early = await asyncio.to_thread(_document_style, source, chosen, self.sandbox.workers)
-        read_pictures = pictures and reader is not None
-        ahead: dict[int, asyncio.Future[_Prepared]] = {}
+        read_pictures = settings.pictures and reader is not None
+        ahead: dict[int, asyncio.Future[_Work]] = {}
         cursor = 0
         # Admits renders in page order, up to PIXEL_PAGES_AHEAD past the page being read.
         renders = _Gate(PIXEL_PAGES_AHEAD)
@@ -189,11 +248,18 @@ class DocumentEngine:
             nonlocal cursor
             while cursor < min(upto, len(numbers)):
                 number = numbers[cursor]
-                read = early.pop(number, None)
-                job = asyncio.to_thread(
-                    _prepare, source, number, cursor, dpi, use_layer, renders, style, read, read_pictures
+                work = _Work(
+                    source,
+                    number,
+                    cursor,
+                    settings.dpi,
+                    use_layer,
+                    renders,
+                    style,
+                    early.pop(number, None),
+                    read_pictures,
                 )
-                ahead[cursor] = asyncio.ensure_future(job)
+                ahead[cursor] = asyncio.ensure_future(asyncio.to_thread(_prepare, work))
                 cursor += 1
 
         unloadable = killed = 0
@@ -222,7 +288,9 @@ class DocumentEngine:
                         renders.advance()
                     size = (round(layout.width), round(layout.height))
                     seconds = prepared.seconds + time.perf_counter() - t0
-                    yield EnginePage(number, doctags_page(layout), TEXT_LAYER, layout, seconds=seconds, size=size)
+                    yield PageResult(
+                        number, doctags_page(layout), seconds=seconds, size=size, via=TEXT_LAYER, layout=layout
+                    )
                     continue
                 image, prepared.image = prepared.image, None
                 if reader is None:
@@ -236,16 +304,15 @@ class DocumentEngine:
                 finally:
                     renders.advance()  # the reader is done with these pixels: the next page may render
                 seconds = prepared.seconds + time.perf_counter() - t0
-                yield EnginePage(
+                yield PageResult(
                     number,
                     answer.text,
-                    reader.name,
-                    None,
                     answer.finish_reason,
                     answer.error,
                     seconds,
                     pixel_size(image),
-                    image,
+                    reader.name,
+                    image=image,
                 )
                 del image
                 # The consumer is done with the page (it asked for the next one): what reading it freed goes back to
@@ -314,48 +381,15 @@ class _Gate:
             self._cond.notify_all()
 
 
-def _prepare(
-    source: Source,
-    number: int,
-    position: int,
-    dpi: int,
-    use_layer: bool,
-    renders: _Gate,
-    style: Style | None = None,
-    read: PageContent | PageError | None = None,
-    pictures: bool = False,
-) -> _Prepared:
-    """A page made ready to yield (blocking, on a worker thread): its analysed text layer when usable, else its
-    pixels (rendered once `renders` admits its position in the document). PageError when it cannot be read.
-    `read` is its text layer (or the PageError it gave) when the style pass already read it. With `pictures`, a
-    text-layer page's picture regions worth reading are cut from its rendering (which is then dropped)."""
+def _prepare(work: _Work) -> _Work:
+    """A page made ready to yield (blocking, on a worker thread): the PREPARE stages in order, timed. PageError when
+    it cannot be read."""
     t0 = time.perf_counter()
-    if use_layer:
-        if isinstance(read, PageError):
-            raise read
-        content = read or source.text_layer(number)
-        layout = analyse(content, page_style(content, style)) if content.usable else None
-        # A layer whose words all vanish in the layout (every one dropped as a stamp in some direction nobody
-        # reads) is no page to yield empty: its pixels are read instead, or it is Unread, never silently blank.
-        if layout is not None and (layout.blocks or not content.words):
-            # Picture regions are boxes on the displayed page: a page read turned upright has its layout's boxes
-            # in another frame, so its pictures are not read into it.
-            boxes = regions_to_read(content) if pictures and upright(content) is content else []
-            crops: list[tuple[BBox, Any]] = []
-            if boxes:
-                renders.admit(position)
-                try:
-                    image = source.render(number, dpi).image
-                except PageError:
-                    image = None  # its text layer is read: a page that will not render keeps that, unpictured
-                if image is not None:
-                    cut = [(box, crop(image, box, content.width, content.height)) for box in boxes]
-                    crops = [(box, pixels) for box, pixels in cut if looks_like_text(pixels)]
-                del image
-            return _Prepared(number, layout=layout, seconds=time.perf_counter() - t0, crops=crops)
-    renders.admit(position)
-    image = source.render(number, dpi).image
-    return _Prepared(number, image=image, seconds=time.perf_counter() - t0)
+    for stage in PREPARE:
+        stage(work)
+    work.seconds = time.perf_counter() - t0
+    work.early = work.content = None  # the layout holds what the page needs now
+    return work
 
 
 def page_style(content: PageContent, document: Style | None) -> Style:
