@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from modelhost.errors import HostClosedError, ModelLoadingError, QueueFullError
+from modelhost.errors import ModelHostError, QueueFullError, kind_of, kind_of_code
 from modelhost.host.models import Servable, ServedModel
 from modelhost.jobs import schema
 from modelhost.jobs.board import JobBoard
@@ -35,8 +35,27 @@ T = TypeVar("T")
 #: While the host's queue is full (other doors share it), a job waits this long before asking again: short enough
 #: to take a free slot promptly, long enough not to spin.
 HOST_RETRY_SECONDS = 0.05
-#: Input error codes of the host (modelhost.errors) that are the job's own fault, hence WORKER_INVALID_INPUT (400).
-INPUT_CODES = frozenset({"invalid_option", "invalid_input", "attachment_unsupported", "embeddings_unsupported"})
+
+
+def host_failure(code: str, message: str) -> Failure:
+    """The job's failure for a modelhost error known by its code (a host's Failed event, an actor's error): the
+    worker class its kind declares (modelhost.errors, the table every door reads)."""
+    return _failure(kind_of_code(code).worker_class, code, message)
+
+
+def failure_of(exc: ModelHostError, message: str | None = None) -> Failure:
+    """The job's failure for a modelhost exception: the worker class its kind declares (its class's, or for a code
+    given at construction, that code's), saying `message` (the exception's own by default)."""
+    return _failure(kind_of(exc).worker_class, exc.code, str(exc) if message is None else message)
+
+
+def _failure(worker_class: str, code: str, message: str) -> Failure:
+    """The job's own input is WORKER_INVALID_INPUT (400) with the message; the rest is the worker's (500), the
+    message after the code. A "retry later" (WORKER_BUSY) that comes once the work has begun cannot be retried:
+    WORKER_FAILED."""
+    if worker_class == schema.WORKER_INVALID_INPUT:
+        return invalid(message)
+    return failed(schema.WORKER_FAILED if worker_class == schema.WORKER_BUSY else worker_class, f"{code}: {message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,16 +173,9 @@ async def _submit_retrying(
             if precheck is not None:
                 await precheck()
             return submit()
-        except QueueFullError:
-            ctx.progress(schema.STAGE_INITIALIZING)
+        except ModelHostError as exc:
+            if kind_of(exc).worker_class != schema.WORKER_BUSY:
+                raise failure_of(exc) from exc
+            # Retry later (a full queue other doors share, a model loading or waiting for memory): the job asks again.
+            ctx.progress(schema.STAGE_INITIALIZING if isinstance(exc, QueueFullError) else schema.STAGE_LOADING_MODEL)
             await asyncio.sleep(HOST_RETRY_SECONDS)
-        except ModelLoadingError:
-            ctx.progress(schema.STAGE_LOADING_MODEL)
-            await asyncio.sleep(HOST_RETRY_SECONDS)
-        except HostClosedError as exc:
-            raise failed(schema.WORKER_FAILED, str(exc)) from exc
-        except Exception as exc:
-            code = getattr(exc, "code", "")
-            if code in INPUT_CODES:
-                raise invalid(str(exc)) from exc
-            raise

@@ -28,14 +28,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from modelhost.errors import InvalidInputError, InvalidOptionError, ModelHostError
+from modelhost.errors import ModelHostError, kind_of
 from modelhost.host.models import ModelSpec, Servable
 from modelhost.inference.capabilities import EmbeddingModel, as_capability
 from modelhost.inference.types import EmbeddingResult
 from modelhost.jobs.cluster import served_spec, wants_cluster
-from modelhost.jobs.operation import JobContext, Operation, submit_to_host
+from modelhost.jobs.operation import JobContext, Operation, failure_of, submit_to_host
 from modelhost.worker import protocol
-from modelhost.worker.protocol import Failure, failed, input_path, invalid
+from modelhost.worker.protocol import Failure, input_path, invalid
 
 OPERATION = "text.embed"
 
@@ -253,12 +253,9 @@ async def _embed(ctx: JobContext, chunk: list[str], offset: int, *, normalize: b
 
 
 def _refusal(exc: ModelHostError) -> bool:
-    """Whether the model refused a call for the job's own input (a text too long, a bad option), by its kind or,
-    for an error that came back from a cluster's actor, by its code."""
-    return isinstance(exc, (InvalidInputError, InvalidOptionError)) or exc.code in (
-        InvalidInputError.code,
-        InvalidOptionError.code,
-    )
+    """Whether the model refused a call for the job's own input (a text too long, a bad option): the worker class
+    its kind declares (modelhost.errors), its code's for an error that came back from a cluster's actor."""
+    return kind_of(exc).worker_class == protocol.WORKER_INVALID_INPUT
 
 
 def _refused(exc: ModelHostError, offset: int) -> Failure:
@@ -266,7 +263,7 @@ def _refused(exc: ModelHostError, offset: int) -> Failure:
     its place in the whole job) or the worker's."""
     if _refusal(exc):
         return invalid(_shifted(str(exc), offset))
-    return failed(protocol.WORKER_FAILED, f"{exc.code}: {exc}")
+    return failure_of(exc)
 
 
 def _shifted(message: str, offset: int) -> str:

@@ -16,7 +16,7 @@ from modelhost.host.models import Servable
 from modelhost.inference.capabilities import OptionChecker, as_capability
 from modelhost.inference.options import DEFAULT_MAX_TOKENS, GenerateOptions
 from modelhost.inference.types import Message
-from modelhost.jobs.operation import INPUT_CODES, JobContext, Operation, submit_to_host
+from modelhost.jobs.operation import JobContext, Operation, host_failure, submit_to_host
 from modelhost.worker import protocol
 from modelhost.worker.pictures import uploaded_images
 from modelhost.worker.protocol import failed, invalid
@@ -160,9 +160,7 @@ async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
             elif isinstance(event, Done):
                 done = event
             elif isinstance(event, Failed):
-                if event.code in INPUT_CODES:
-                    raise invalid(event.message)
-                raise failed(protocol.WORKER_FAILED, f"{event.code}: {event.message}")
+                raise host_failure(event.code, event.message)  # its kind's worker class (modelhost.errors)
     if done is None or done.finish_reason == "cancelled":
         raise ctx.stopped() if ctx.cancelled else failed(protocol.WORKER_INTERRUPTED, "the host stopped the job")
     text = "".join(pieces)

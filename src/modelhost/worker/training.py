@@ -19,10 +19,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from modelhost.errors import InvalidInputError, InvalidOptionError, ModelNotFoundError, NotTrainableError
+from modelhost.errors import InvalidInputError, InvalidOptionError, ModelHostError, ModelNotFoundError
 from modelhost.host.models import Servable
 from modelhost.inference import catalogue
-from modelhost.jobs.operation import JobContext, Operation, RunJob
+from modelhost.jobs.operation import JobContext, Operation, RunJob, failure_of
 from modelhost.worker import protocol
 from modelhost.worker.protocol import failed, invalid
 
@@ -184,8 +184,8 @@ def _train(
         raise invalid(f"lora.train: {message}") from exc
     try:
         loaded = registry.load_trainable(model, backend)
-    except NotTrainableError as exc:
-        raise failed(protocol.WORKER_FAILED, f"lora.train: {exc}") from exc
+    except ModelHostError as exc:  # a model that cannot be trained is the job's 400 (modelhost.errors' table)
+        raise failure_of(exc, f"lora.train: {exc}") from exc
     try:
         loop.call_soon_threadsafe(progress, STAGE_TRAINING, 0, 0, 0.0)
         try:
