@@ -113,6 +113,27 @@ def test_a_financial_statement_without_rules_is_one_table_with_its_labels_header
     assert not any("Inventories" in b.text or "1,234,567" in b.text for b in layout.blocks if b.kind is Kind.TEXT)
 
 
+def test_groups_of_rows_set_apart_by_blank_lines_stay_one_table(tmp_path: Path) -> None:
+    groups = [STATEMENT[:5], STATEMENT[5:8], STATEMENT[8:]]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 40
+        _right(c, 430, y, "2023", "Helvetica-Bold")
+        _right(c, 520, y, "2022", "Helvetica-Bold")
+        for group in groups:
+            for label, now, before in group:
+                y -= 14
+                _text(c, 72, y, label)
+                if now:
+                    _right(c, 430, y, now)
+                    _right(c, 520, y, before)
+            y -= 14  # a blank line after each group
+        _prose(c, 72, y - 30, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "groups.pdf", draw))
+    assert _rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
+
+
 def test_a_header_cell_over_two_columns_of_figures_spans_them(tmp_path: Path) -> None:
     def draw(c: object) -> None:
         y = _prose(c, 72, 780, 90, 3)

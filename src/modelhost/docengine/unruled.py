@@ -52,6 +52,10 @@ COLUMN_GAP_EM = 0.8
 #: follow at their line pitch, with at most a blank line between groups of rows; a paragraph or a heading after a
 #: table usually stands further off, and in any case must also keep the table's columns empty to join it.
 ROW_GAP = 1.3
+#: Groups of a table's rows are set apart by a blank line (a statement's sections): a row at most this many line
+#: heights below the run joins it when the table resumes there with a full row (`_resumes`); a paragraph after a
+#: table is no row of two segments keeping its columns.
+GROUP_GAP = 2.5
 #: Rows (of two filled cells or more) a table needs: two lines side by side are a label and its value, a caption and
 #: its number; three make columns (the same count `leaders.MIN_ROWS` asks of a table of contents).
 MIN_ROWS = 3
@@ -249,7 +253,8 @@ def _runs(rows: list[_Row]) -> list[_Run]:
         for run in list(open_):
             if row.x0 >= run.x1 or run.x0 >= row.x1:
                 continue  # beside the run (the other column): neither joins nor ends it
-            near = row.y0 - run.last.y1 <= ROW_GAP * max(row.height, run.last.height)
+            gap = (row.y0 - run.last.y1) / max(row.height, run.last.height, 1.0)
+            near = gap <= ROW_GAP or (gap <= GROUP_GAP and len(run.rows) >= MIN_ROWS - 1 and _resumes(run, n, rows))
             kept = _keeps(run.separators, row) if near and not joined else None
             if kept is not None and len(run.rows) <= MAX_HEADER_ROWS and len(row.gaps) > len(kept):
                 open_.remove(run)  # a header over the columns of figures only: the run starts here (`_above`)
@@ -267,6 +272,22 @@ def _runs(rows: list[_Row]) -> list[_Run]:
             if len(open_) > MAX_OPEN:
                 done.append(open_.pop(0))
     return done + open_
+
+
+def _resumes(run: _Run, n: int, rows: list[_Row]) -> bool:
+    """Whether the table goes on at row `n` after a blank line: that row, or the next one across the run (a group's
+    label standing alone, then its first row), has two segments or more and keeps the run's separators."""
+    nxt = next((k for k in range(n + 1, min(n + 1 + MAX_OPEN, len(rows))) if _across(rows[k], run)), -1)
+    for k in (n, nxt):
+        if k < 0 or rows[k].segments < 2 or _keeps(run.separators, rows[k]) is None:
+            continue
+        if k == n or rows[nxt].y0 - rows[n].y1 <= ROW_GAP * max(rows[n].height, rows[nxt].height):
+            return True
+    return False
+
+
+def _across(row: _Row, run: _Run) -> bool:
+    return row.x0 < run.x1 and run.x0 < row.x1
 
 
 def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | None:
