@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def test_the_engine_refuses_what_is_not_a_lora_gguf_and_never_reuses_a_prefix_ac
 def logprobs(engine: Any, request: EngineRequest) -> list[tuple[int, float]]:
     """Each token of a greedy answer with its log-probability."""
     asked = EngineRequest(
-        messages=request.messages, options={**request.options, "logprobs": 1}, adapter=request.adapter
+        messages=request.messages, options=replace(request.options, logprobs=1), adapter=request.adapter
     )
     (run,) = drive(engine, [asked])
     return [(t.id, t.logprob.logprob if t.logprob is not None else 0.0) for t in run.tokens]

@@ -67,7 +67,7 @@ def test_batched_greedy_output_equals_sequential_as_rows_join_and_leave(model: T
         EngineRequest(prompt=p, options={"max_tokens": n, "temperature": 0})
         for p, n in zip(PROMPTS, (12, 5, 9, 14, 7, 10), strict=True)
     ]
-    expected = [[t.id for t in model.generate(r.prompt or "", **r.options)] for r in requests]
+    expected = [[t.id for t in model.generate(r.prompt or "", **r.options.as_kwargs())] for r in requests]
     runs = drive(model.engine(), requests, joins={i: i * 2 for i in range(len(requests))})  # a new row every other step
     assert [r.ids for r in runs] == expected
 
@@ -84,7 +84,9 @@ def test_per_row_options_and_chat(model: TransformersModel) -> None:
         [
             t.id
             for t in (
-                model.chat(r.messages, **r.options) if r.messages else model.generate(r.prompt or "", **r.options)
+                model.chat(r.messages, **r.options.as_kwargs())
+                if r.messages
+                else model.generate(r.prompt or "", **r.options.as_kwargs())
             )
         ]
         for r in requests

@@ -17,7 +17,6 @@ import pytest
 
 from modelhost.host import Delta, Done, Failed, GenerationRequest, Host, Started
 from modelhost.inference.engine import Admitted, EngineOutput, EngineRequest, StepResult
-from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import GenerateMetrics, Message, Token
 from modelhost.testing.standins import ScriptedModel
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
@@ -39,7 +38,7 @@ class PacedEngine:
         return self.slots - len(self.busy)
 
     def admit(self, request: EngineRequest) -> Admitted:
-        options = GenerateOptions.parse(request.options)
+        options = request.options
         if request.prompt == "refuse":
             from modelhost.errors import InvalidInputError
 
@@ -336,8 +335,8 @@ def test_precheck_tokenizes_off_the_model_thread_and_the_answer_is_the_same(tiny
         host = Host.from_model(model, name="tiny")
         await host.start()
         request = GenerationRequest(messages=chat, options=opts)
-        await host.precheck(request)
-        prechecked, _ = await text_of(host.submit(request))
+        admission = await host.precheck(request)
+        prechecked, _ = await text_of(host.submit(admission))
         plain, _ = await text_of(host.submit(GenerationRequest(messages=chat, options=opts)))  # no precheck
         assert prechecked == plain == expected
         await host.aclose()

@@ -125,7 +125,9 @@ def test_completions_take_prompts_and_openais_default_length() -> None:
     assert parsed.generation.prompt == "Once" and parsed.prompts == ()
     assert parsed.generation.options["max_tokens"] == openai_schema.COMPLETIONS_DEFAULT_MAX_TOKENS
     several = openai_schema.parse_completion({"prompt": ["a", "b"], "n": 2, "seed": 7})
-    assert [(g.prompt, g.options["seed"]) for g in several.choices()] == [("a", 7), ("a", 8), ("b", 7), ("b", 8)]
+    # One generation per prompt, each checked once and submitted n times (the host's Admission seeds the choices).
+    assert [(g.prompt, g.options["seed"]) for g in several.generations()] == [("a", 7), ("b", 7)]
+    assert several.n == 2
     with pytest.raises(errors.ApiError) as info:
         openai_schema.parse_completion({"prompt": []})
     assert info.value.param == "prompt"

@@ -1,11 +1,12 @@
 """The host: one loaded model, one scheduler, and the request/event shapes every door uses."""
 
-from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
+from modelhost.host.events import Admission, Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
+    "Admission",
     "Delta",
     "Done",
     "EmbeddingTicket",

@@ -16,7 +16,6 @@ requests for it at once, lets the ones in flight finish for a grace, cancels wha
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.errors import EmbeddingUnsupportedError, InvalidOptionError, ModelHostError, ModelNotFoundError
-from modelhost.host.events import GenerationRequest
+from modelhost.host.events import Admission, GenerationRequest
 from modelhost.host.models import Models, ModelSpec, ServedModel
 from modelhost.host.scheduler import EmbeddingTicket, Host, RequestStream
 from modelhost.inference.lora_files import AdapterFiles, inspect_adapter
@@ -46,11 +45,6 @@ UNLOAD_GRACE_SECONDS = 10.0
 #: How often a removal looks whether the adapter's requests have ended (their count is read under the host's lock).
 _DRAIN_POLL_SECONDS = 0.05
 
-#: Requests an adapter keeps between a door's `precheck` and `submit` of the same request (so both see one tagged
-#: request, and the host's prepared tokens are found): one per request in flight between the two calls; the oldest
-#: is dropped beyond it, so a door that prechecks and never submits leaves nothing that grows.
-_TAGGED = 256
-
 
 class ServedAdapter(ServedModel):
     """An adapter as the doors see it: a served model whose host is its parent's, whose requests carry its name."""
@@ -59,9 +53,6 @@ class ServedAdapter(ServedModel):
         super().__init__(ModelSpec(name, parent.spec.loader, path=str(files.path)), parent.models)
         self.files = files
         self._parent = parent
-        self._tagged: collections.OrderedDict[int, tuple[GenerationRequest, GenerationRequest]] = (
-            collections.OrderedDict()
-        )
 
     @property
     def parent(self) -> ServedModel:
@@ -87,24 +78,18 @@ class ServedAdapter(ServedModel):
     async def wait_loaded(self) -> None:
         await self._parent.wait_loaded()
 
-    def _tag(self, request: GenerationRequest) -> GenerationRequest:
-        """The request with this adapter's name, the same object for the same request (see _TAGGED)."""
-        entry = self._tagged.get(id(request))
-        if entry is not None and entry[0] is request:
-            return entry[1]
-        tagged = replace(request, adapter=self.name)
-        self._tagged[id(request)] = (request, tagged)
-        while len(self._tagged) > _TAGGED:
-            self._tagged.popitem(last=False)
-        return tagged
+    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
+        """The parent's precheck of the request with this adapter's name: the Admission carries the name down."""
+        return await self._parent.precheck(replace(request, adapter=self.name), n)
 
-    async def precheck(self, request: GenerationRequest) -> None:
-        await self._parent.precheck(self._tag(request))
-
-    def submit(self, request: GenerationRequest) -> RequestStream:
-        tagged = self._tag(request)
-        self._tagged.pop(id(request), None)
-        return self._parent.submit(tagged)
+    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream:
+        """Choice `choice` of the request on the parent's host, with this adapter (an Admission from `precheck`
+        carries it already; a plain request is named here)."""
+        if isinstance(request, GenerationRequest):
+            request = replace(request, adapter=self.name)
+        elif request.adapter != self.name:
+            raise ValueError(f"an admission for {request.adapter or 'the base model'!r}, not the adapter {self.name!r}")
+        return self._parent.submit(request, choice)
 
     def submit_embedding(self, texts: Any, **opts: Any) -> EmbeddingTicket:
         raise EmbeddingUnsupportedError(

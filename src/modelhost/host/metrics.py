@@ -11,7 +11,8 @@ cancelled) and `request_failure` those that ended in an error, by code; `request
 one observation per request the model worked on; `kv_cache_usage_perc` is a fraction (0 to 1, as vLLM's).
 `prefix_cache_queries` and `prefix_cache_hits` count prompt tokens looked up in the slots' kept prefixes and those
 reused (their ratio is the prefix cache's hit rate); `iteration_tokens_total` is the tokens of each engine step;
-`request_params_max_tokens`, `time_per_output_token_seconds` and `request_inference_time_seconds` (prefill plus
+`request_params_max_tokens`, `request_params_n` (the choices a request asked for, once per request however many
+choices it has), `time_per_output_token_seconds` and `request_inference_time_seconds` (prefill plus
 decode) are per request; `lora_requests_info` names the adapters running and waiting, `cache_config_info` the
 cache's shape (batch slots), both as vLLM's info gauges (labels carry the facts; the value is when they were set).
 """
@@ -35,6 +36,9 @@ _ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0
 # bucket; a finer grid would only multiply series per model.
 _TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000)
 
+
+# Choices per request (OpenAI's `n`): vLLM's own buckets for request_params_n; the doors allow at most 16.
+_N_BUCKETS = (1, 2, 5, 10, 20)
 
 # Batch sizes: from one sequence to a full prefill chunk on top of many decoding slots.
 _BATCH_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512)
@@ -203,6 +207,13 @@ class HostMetrics:
             "The max_tokens each request the model worked on asked for.",
             labels,
             buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.request_params_n = Histogram(
+            "modelhost_request_params_n",
+            "The choices (n) each request asked for: one observation per request, not per choice.",
+            labels,
+            buckets=_N_BUCKETS,
             registry=r,
         )
         self.time_per_output_token = Histogram(

@@ -38,7 +38,7 @@ from modelhost.host.budget import (
     MemoryReleasingError,
 )
 from modelhost.host.defaults import RequestDefaults
-from modelhost.host.events import GenerationRequest
+from modelhost.host.events import Admission, GenerationRequest
 from modelhost.host.keepalive import MAX_SWEEP_SECONDS, sweep_every, sweep_interval
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
@@ -93,9 +93,9 @@ class Servable(Protocol):
     @property
     def slots(self) -> int: ...
 
-    async def precheck(self, request: GenerationRequest) -> None: ...
+    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission: ...
 
-    def submit(self, request: GenerationRequest) -> RequestStream: ...
+    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream: ...
 
     def submit_embedding(
         self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False
@@ -252,15 +252,15 @@ class ServedModel:
         defaults = self.spec.defaults
         return request if defaults is None else defaults.apply(request)
 
-    async def precheck(self, request: GenerationRequest) -> None:
-        """Host.precheck on the loaded model (nothing when unloaded: `submit` answers that). The model counts as
-        busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the caller's submit."""
+    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
+        """Host.precheck on the loaded model (the request unchecked when unloaded: `submit` answers that). The model
+        counts as busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the submit."""
         request = self.prepare(request)
         host = self.host
         if host is None:
-            return
+            return Admission(request, n=n)
         with self.in_use():
-            await host.precheck(request)
+            return await host.precheck(request, n)
 
     def _admit(self) -> Host:
         """The host to queue a request on; ModelLoadingError (retry) when unloaded (its load starts) or making room
@@ -280,12 +280,13 @@ class ServedModel:
             )
         return host
 
-    def submit(self, request: GenerationRequest) -> RequestStream:
-        """Queue a request on the loaded model (Host.submit); an unloaded model starts loading and the request is
-        answered ModelLoadingError (retry), as while any model loads, or while it makes room for another."""
+    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream:
+        """Queue a request (choice `choice` of its Admission) on the loaded model (Host.submit); an unloaded model
+        starts loading and the request is answered ModelLoadingError (retry), as while any model loads, or while it
+        makes room for another."""
         if isinstance(request, GenerationRequest):  # an Admission was prepared at its precheck
             request = self.prepare(request)
-        stream = self._admit().submit(request)
+        stream = self._admit().submit(request, choice)
         self._used()
         return stream
 

@@ -52,7 +52,7 @@ from modelhost.errors import (
     QueueFullError,
     UnsupportedAttachmentError,
 )
-from modelhost.host.events import Delta, Done, Event, Failed, GenerationRequest, Started
+from modelhost.host.events import Admission, Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
 from modelhost.inference import accepts_images
 from modelhost.inference.adapters import engine_of
@@ -85,11 +85,6 @@ log = logging.getLogger(__name__)
 #: is already a minute of backlog, past which a caller is better told "busy" than kept waiting.
 DEFAULT_MAX_QUEUE = 64
 
-#: Prepared requests kept between a door's `precheck` and its `submit`: one per request a door has in flight
-#: between the two calls. A door that prechecks and never submits (its client left) leaves one behind; the bound
-#: drops the oldest, so they cannot pile up.
-MAX_PREPARED = 256
-
 HostState = Literal["new", "loading", "ready", "failed", "closing", "closed"]
 
 #: Work for the model thread between two steps (an adapter loaded or freed), and where its result goes.
@@ -103,13 +98,11 @@ class RequestStream:
     cancels the request wherever it is.
     """
 
-    def __init__(
-        self, host: Host, request: GenerationRequest, options: dict[str, Any], prepared: EngineRequest | None = None
-    ) -> None:
+    def __init__(self, host: Host, request: GenerationRequest, engine_request: EngineRequest) -> None:
         self.request = request
-        self.options = options
-        #: The engine request `precheck` prepared (tokenized) off the model thread, if it did.
-        self.prepared = prepared
+        #: What the engine admits: the checked options (and the prompt's tokens, when `precheck` prepared them off
+        #: the model thread), shared with the other choices of the request but for the seed.
+        self.engine_request = engine_request
         self.cancel_event = threading.Event()
         self.submitted_at = time.perf_counter()
         self._host = host
@@ -241,8 +234,6 @@ class Host:
         self._embeddings: collections.deque[EmbeddingTicket] = collections.deque()
         self._embedding: EmbeddingTicket | None = None  # the one the model thread computes now
         self._engine: Engine | None = None  # set on the model thread at load
-        # Requests `precheck` prepared off the model thread, by id, until `submit` takes them (bounded).
-        self._prepared: dict[int, tuple[GenerationRequest, EngineRequest]] = {}
         self.slots = 1  # requests decoded at once; set at load from the model's engine
         self._on_load = on_load
         # Work the model thread does between two steps (adapters loaded and freed), oldest first.
@@ -324,60 +315,60 @@ class Host:
         self.state = "closed"
 
     # -- admission -------------------------------------------------------------------------------------------------
-    def submit(self, request: GenerationRequest) -> RequestStream:
-        """Queue a request and return its event stream. Must be called on the event loop that will consume it.
+    def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream:
+        """Queue choice `choice` of a request and return its event stream. Must be called on the event loop that will
+        consume it.
 
-        Raises at once (nothing queued) for: a host that is not ready, invalid options, an image for a text-only
-        model, a full queue.
+        Given the Admission `precheck` made, nothing is checked again (but that the host still serves and still holds
+        the request's adapter); given a GenerationRequest, it is checked here first (one choice: n=1). Raises at
+        once (nothing queued) for: a host that is not ready, invalid options, an image for a text-only model, a full
+        queue. The first choice of each request is counted in `request_params_n`.
         """
         self._check_serving()
-        stream = RequestStream(self, request, self._admitted(request), self._take_prepared(request))
+        admission = request if isinstance(request, Admission) else Admission(request)
+        if admission.engine_request is None or admission.engine is not self._engine:
+            admission = self._admission(admission.request, admission.n, prepare=False)
+        adapter = admission.adapter
+        if adapter is not None and adapter not in self.adapters:  # removed since precheck: refused as it was then
+            self.metrics.reject(self.name, ModelNotFoundError.code)
+            raise ModelNotFoundError(f"model {self.name!r} holds no adapter {adapter!r}")
+        stream = RequestStream(self, admission.request, admission.choice(choice))
         with self._cond:
             self._check_room()
             self._waiting.append(stream)
             self._gauge_waiting()
             self._idle.clear()
             self._cond.notify()
+        if choice == 0:
+            self.metrics.request_params_n.labels(self.name).observe(admission.n)
         return stream
 
-    async def precheck(self, request: GenerationRequest) -> None:
-        """Run the checks `submit` runs on a worker thread, raising what it would raise. A door awaits this first so
-        the event loop never compiles a grammar: the model's check (a JSON Schema turned into llama.cpp's grammar
-        or llguidance's, up to tens of milliseconds for a large schema) caches what it compiled, and `submit`'s own
-        check then finds it there. A host that is not ready is left to `submit` to refuse.
+    async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
+        """Check a request once, on a worker thread, and return its Admission for `submit` (each of its `n` choices
+        shares it); raises what `submit` would raise. A door awaits this first so the event loop never compiles a
+        grammar (a JSON Schema turned into llama.cpp's grammar or llguidance's, up to tens of milliseconds for a
+        large schema) nor renders and tokenizes a prompt: when the model's engine is a PreparingEngine, the
+        options are resolved and the prompt tokenized here, so the model thread only admits it. A host that is not
+        ready returns the request unchecked, for `submit` to refuse."""
+        if n < 1:
+            raise ValueError("a request has at least one choice")
+        if self.state != "ready":
+            return Admission(request, n=n)
+        return await asyncio.to_thread(self._admission, request, n, prepare=True)
 
-        When the model's engine is a PreparingEngine, the request is also rendered and tokenized here, so the model
-        thread only admits it: `submit` of the same request object picks the prepared one up."""
-        if self.state == "ready":
-            await asyncio.to_thread(self._precheck, request)
-
-    def _precheck(self, request: GenerationRequest) -> None:
-        options = self._admitted(request)
+    def _admission(self, request: GenerationRequest, n: int, *, prepare: bool) -> Admission:
+        """Parse and check the request (the one parse of its options), and have the engine prepare it when it can
+        and `prepare` says to (off the event loop); a refusal is counted in the metrics and raised."""
         engine = self._engine
-        if not isinstance(engine, PreparingEngine):
-            return
         try:
-            prepared = engine.prepare(_engine_request(request, options))
+            options = self._validate(request, check_model=not (prepare and isinstance(engine, PreparingEngine)))
+            engine_request = _engine_request(request, options)
+            if prepare and isinstance(engine, PreparingEngine):
+                engine_request = engine.prepare(engine_request)  # the model's checks, the template, the tokens
         except ModelHostError as exc:
             self.metrics.reject(self.name, exc.code)
             raise
-        with self._cond:
-            self._prepared[id(request)] = (request, prepared)
-            while len(self._prepared) > MAX_PREPARED:  # a door that prechecked and never submitted
-                del self._prepared[next(iter(self._prepared))]
-
-    def _take_prepared(self, request: GenerationRequest) -> EngineRequest | None:
-        with self._cond:
-            entry = self._prepared.pop(id(request), None)
-        return entry[1] if entry is not None and entry[0] is request else None
-
-    def _admitted(self, request: GenerationRequest) -> dict[str, Any]:
-        """The request's checked options; a refusal is counted in the metrics and raised."""
-        try:
-            return self._validate(request)
-        except ModelHostError as exc:
-            self.metrics.reject(self.name, exc.code)
-            raise
+        return Admission(request, engine_request, n, engine)
 
     def submit_embedding(
         self, texts: Sequence[str], *, normalize: bool = True, truncate: bool = False, dimensions: int | None = None
@@ -454,13 +445,16 @@ class Host:
             async for event in stream:
                 yield event
 
-    def _validate(self, request: GenerationRequest) -> dict[str, Any]:
-        options = dict(request.options)
-        GenerateOptions.parse(options)  # raises InvalidOptionError naming the option, before anything is queued
-        checker = as_capability(self._model, OptionChecker) if self._model is not None else None
+    def _validate(self, request: GenerationRequest, *, check_model: bool) -> GenerateOptions:
+        """The request's options parsed (InvalidOptionError naming the option), and the request checked against what
+        the host knows (and, with `check_model`, what only the model knows it cannot honour: a JSON Schema ...)."""
+        options = GenerateOptions.parse(request.options)
+        checker = as_capability(self._model, OptionChecker) if check_model and self._model is not None else None
         if checker is not None:
-            checker.check_options(**options)  # what only the model knows it cannot honour (a JSON Schema ...)
-        if "cancel" in options:
+            # The model's own check takes keywords, so it parses them again: only for a request its engine cannot
+            # prepare ahead (a PreparingEngine checks the parsed options in `prepare`, the one parse).
+            checker.check_options(**request.options)
+        if "cancel" in request.options:
             raise InvalidInputError("the host owns cancellation; cancel a request by closing its stream")
         if request.adapter is not None and request.adapter not in self.adapters:
             raise ModelNotFoundError(f"model {self.name!r} holds no adapter {request.adapter!r}")
@@ -840,11 +834,9 @@ class Host:
             return Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled"))
         request = stream.request
         # The host's cancel token goes in too: an engine whose step is long (a whole OCR page) can stop inside it.
-        options = {**stream.options, "cancel": stream.cancel_event}
+        prepared = stream.engine_request
         try:
-            if stream.prepared is not None:
-                return engine.admit(replace(stream.prepared, options=options))
-            return engine.admit(_engine_request(request, options))
+            return engine.admit(replace(prepared, options=replace(prepared.options, cancel=stream.cancel_event)))
         except ModelHostError as exc:
             return Failed(exc.code, str(exc), option=getattr(exc, "option", None))
         except Exception as exc:
@@ -869,7 +861,7 @@ class Host:
         stream._emit(event)
 
 
-def _engine_request(request: GenerationRequest, options: dict[str, Any]) -> EngineRequest:
+def _engine_request(request: GenerationRequest, options: GenerateOptions) -> EngineRequest:
     if request.messages:
         return EngineRequest(messages=tuple(request.messages), options=options, adapter=request.adapter)
     return EngineRequest(prompt=request.prompt or "", options=options, adapter=request.adapter)

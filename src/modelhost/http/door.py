@@ -19,7 +19,7 @@ from starlette.requests import Request
 
 from modelhost import _access
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError, QueueFullError
-from modelhost.host import RequestStream
+from modelhost.host import Admission, RequestStream
 from modelhost.host.models import MemoryBudgetError, Models, ServedModel
 from modelhost.http import embeddings
 from modelhost.http.errors import ApiError, client_gone, from_host_error, from_host_exception
@@ -72,26 +72,28 @@ class Door:
         _access.note(request.scope, model=served.name)
         return served
 
-    def submit(self, served: ServedModel, parsed: ParsedRequest) -> Choices:
-        """Submit every choice of the request, or none: when the queue cannot take them all, those already queued
-        are cancelled and the whole request is refused (a client asking for n choices gets n or an error)."""
+    def submit(self, served: ServedModel, parsed: ParsedRequest, admissions: list[Admission]) -> Choices:
+        """Submit every choice of the request (`n` of each prompt's Admission, in OpenAI's choice order: prompt by
+        prompt), or none: when the queue cannot take them all, those already queued are cancelled and the whole
+        request is refused (a client asking for n choices gets n or an error)."""
         streams: list[RequestStream] = []
         try:
-            for generation in parsed.choices():
-                with self.admission(served, lambda exc: from_host_exception(exc, parsed.wire_names)):
-                    streams.append(served.submit(generation))
+            for admitted in admissions:
+                for choice in range(admitted.n):
+                    with self.admission(served, lambda exc: from_host_exception(exc, parsed.wire_names)):
+                        streams.append(served.submit(admitted, choice))
         except BaseException:
             for stream in streams:
                 stream.cancel()
             raise
         return Choices(streams, parsed.wire_names)
 
-    async def precheck(self, served: ServedModel, parsed: ParsedRequest) -> None:
-        """The request's checks on a worker thread (Host.precheck: a JSON Schema's grammar is compiled there, not
-        on the event loop), refused as `submit` would refuse them. The choices differ only in their seed, so one
-        check stands for all."""
+    async def precheck(self, served: ServedModel, parsed: ParsedRequest) -> list[Admission]:
+        """The request parsed and checked once per prompt, on a worker thread (Host.precheck: a JSON Schema's grammar
+        is compiled there and the prompt tokenized, not on the event loop), refused as `submit` would refuse it. The
+        choices differ only in their seed, so one Admission stands for all `n` of a prompt."""
         with self.admission(served, lambda exc: from_host_exception(exc, parsed.wire_names)):
-            await served.precheck(parsed.generation)
+            return [await served.precheck(generation, parsed.n) for generation in parsed.generations()]
 
     @contextlib.contextmanager
     def admission(self, served: ServedModel, answer: Callable[[ModelHostError], ApiError]) -> Iterator[None]:

@@ -50,22 +50,11 @@ class ParsedRequest:
     # contract option name -> the parameter name the client used, so errors name what the client sent.
     wire_names: Mapping[str, str] = field(default_factory=dict)
 
-    def choices(self) -> list[GenerationRequest]:
-        """One generation per prompt and choice, in OpenAI's choice order (prompt by prompt, `n` each). With a
-        `seed`, choice i of a prompt samples with seed + i: the choices differ from each other (n copies of one
-        sample would be useless) and the whole answer is still reproducible."""
-        bases = [replace(self.generation, prompt=p) for p in self.prompts] if self.prompts else [self.generation]
-        if self.n == 1:
-            return bases
-        seed = self.generation.options.get("seed")
-        out = []
-        for base in bases:
-            for i in range(self.n):
-                options = dict(base.options)
-                if seed is not None:
-                    options["seed"] = (seed + i) % (1 << 64)  # the option's own range (inference.options)
-                out.append(replace(base, options=options))
-        return out
+    def generations(self) -> list[GenerationRequest]:
+        """One generation per prompt, in OpenAI's choice order; each is checked once and submitted `n` times (the
+        host's Admission: with a `seed`, choice i of a prompt samples with seed + i, so the choices differ from each
+        other and the whole answer is still reproducible)."""
+        return [replace(self.generation, prompt=p) for p in self.prompts] if self.prompts else [self.generation]
 
 
 def shown(text: str) -> str:

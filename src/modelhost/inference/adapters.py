@@ -54,7 +54,7 @@ class StreamEngine:
             raise RuntimeError("no free slot: admit only while free_slots() > 0")
         if request.prompt_ids is not None:
             raise InvalidInputError("this model takes a prompt as text or chat messages, not token ids")
-        opts = dict(request.options)
+        opts = request.options.as_kwargs()
         tokens: Iterator[Token] | None = None
         if request.classify:
             pass  # classify runs whole in its step: nothing to open
@@ -90,7 +90,7 @@ class StreamEngine:
     def _classify(self, live: _Live) -> EngineOutput:
         self._live = None
         try:
-            (result,) = self._model.classify([live.request.prompt or ""], **dict(live.request.options))
+            (result,) = self._model.classify([live.request.prompt or ""], **live.request.options.as_kwargs())
         except Exception as exc:
             return EngineOutput(live.handle, (), "error", self._model.metrics(), exc)
         return EngineOutput(live.handle, (result.token,), "length", self._model.metrics(), logits=result.logits)

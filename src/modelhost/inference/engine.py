@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import FinishReason, GenerateMetrics, Message, Token
 
 #: A request's identity inside one engine: unique for the engine's life, never reused (see the module doc).
@@ -45,8 +46,10 @@ Handle = int
 @dataclass(frozen=True, slots=True)
 class EngineRequest:
     """One request for an engine: exactly one of `prompt` (raw text, no chat template), `prompt_ids` (tokens of
-    the engine's own vocabulary) or `messages` (chat turns, images attached to them); and its generation options
-    (the contract's options as a caller passes them: the engine parses, checks and resolves them at `admit`).
+    the engine's own vocabulary) or `messages` (chat turns, images attached to them); and its generation options,
+    parsed (GenerateOptions: a mapping given here is parsed once, on construction, for a caller that writes its
+    options by hand). The engine checks what only it knows and resolves them against its checkpoint's defaults at
+    `admit`; a PreparingEngine's `prepare` returns them resolved, so nothing downstream parses them again.
 
     `classify` asks for one forward pass instead of a generation: the token chosen at the prompt's last position
     comes back as it is (even when it is a stop token) with `EngineOutput.logits` when the `logits` option asks
@@ -59,7 +62,7 @@ class EngineRequest:
     prompt: str | None = None
     prompt_ids: tuple[int, ...] | None = None
     messages: tuple[Message, ...] = ()
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: GenerateOptions = field(default_factory=GenerateOptions)
     classify: bool = False
     adapter: str | None = None
 
@@ -71,6 +74,8 @@ class EngineRequest:
             object.__setattr__(self, "messages", tuple(self.messages))
         if self.prompt_ids is not None and not isinstance(self.prompt_ids, tuple):
             object.__setattr__(self, "prompt_ids", tuple(self.prompt_ids))
+        if not isinstance(self.options, GenerateOptions):
+            object.__setattr__(self, "options", GenerateOptions.parse(self.options))
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +166,9 @@ class PreparingEngine(Protocol):
     """
 
     def prepare(self, request: EngineRequest) -> EngineRequest:
-        """The request with its prompt as `prompt_ids` (the same tokens `admit` would make), or the request itself
-        when it cannot be prepared ahead (an image prompt, a classify request). Raises what `admit` would raise
-        for a bad request. Safe beside a running `step()`: it touches no slot and no cache."""
+        """The request with its prompt as `prompt_ids` (the same tokens `admit` would make) and its options checked
+        and resolved, or the request with only its options so (an image prompt, a classify request). Raises what
+        `admit` would raise for a bad request. Safe beside a running `step()`: it touches no slot and no cache."""
         ...
 
 

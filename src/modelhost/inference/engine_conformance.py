@@ -23,6 +23,7 @@ from typing import Any
 
 from modelhost.errors import InvalidOptionError
 from modelhost.inference.engine import Engine, EngineOutput, EngineRequest, Handle
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import FinishReason, Token
 
 #: Steps any check waits for a request to end before calling the engine stuck: far above what its small bounds
@@ -107,7 +108,7 @@ def drive(
 
 
 def _with(request: EngineRequest, **opts: Any) -> EngineRequest:
-    return replace(request, options={**request.options, **opts})
+    return replace(request, options=GenerateOptions.parse({**request.options.as_kwargs(), **opts}))
 
 
 def check_admit_step_release(kit: EngineKit) -> None:

@@ -95,6 +95,17 @@ class GenerateOptions:
             values[name] = _VALIDATORS[name](name, value)
         return cls(**values)
 
+    @classmethod
+    def of(cls, opts: GenerateOptions | Mapping[str, Any]) -> GenerateOptions:
+        """`opts` as they are when already parsed (a host hands its engine parsed options: issue 37 item 1), else
+        parsed now (a caller's keyword options)."""
+        return opts if isinstance(opts, GenerateOptions) else cls.parse(opts)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The options that are set, as keyword options that `parse` turns back into these same options (for a
+        TextModel's `generate(**opts)`, which takes keywords)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
     def resolved(self, defaults: Mapping[str, Any] | None = None) -> GenerateOptions:
         """Fill unset sampling fields from the checkpoint's defaults, then from `FALLBACK`."""
         changes: dict[str, Any] = {}

@@ -28,6 +28,7 @@ from typing import Any
 
 from modelhost.errors import InvalidInputError
 from modelhost.inference.engine import Engine, EngineRequest, Handle
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import BatchResult, ClassifyResult, FinishReason, GenerateMetrics, Message, Token
 
 
@@ -130,18 +131,19 @@ class OverEngine:
 
     def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
         """Stream tokens for a raw prompt. Options and the prompt are checked now; compute starts on iteration."""
-        return self._open(EngineRequest(prompt=prompt, options=opts))
+        return self._open(EngineRequest(prompt=prompt, options=GenerateOptions.parse(opts)))
 
     def chat(self, messages: Sequence[Message], **opts: Any) -> Iterator[Token]:
         """Stream the assistant's reply to `messages` (the engine applies the model's chat template)."""
         if not messages:  # an empty chat would read as a raw empty prompt: refused as what it is
             raise InvalidInputError("chat needs at least one message")
-        return self._open(EngineRequest(messages=tuple(messages), options=opts))
+        return self._open(EngineRequest(messages=tuple(messages), options=GenerateOptions.parse(opts)))
 
     def classify(self, prompts: Sequence[str], **opts: Any) -> list[ClassifyResult]:
         """One forward pass per prompt, one token chosen at its last position (argmax when greedy)."""
         self._release_live()
-        requests = [EngineRequest(prompt=p, options=opts, classify=True) for p in prompts]
+        options = GenerateOptions.parse(opts)  # once for every prompt
+        requests = [EngineRequest(prompt=p, options=options, classify=True) for p in prompts]
         results: dict[int, ClassifyResult] = {}
         total: GenerateMetrics | None = None
 
@@ -162,7 +164,8 @@ class OverEngine:
         own result and the others go on. A set `cancel` ends the rest ("cancelled")."""
         self._release_live()
         cancel = opts.get("cancel")
-        requests = [EngineRequest(prompt=p, options=opts) for p in prompts]
+        options = GenerateOptions.parse(opts)  # once for every prompt
+        requests = [EngineRequest(prompt=p, options=options) for p in prompts]
         results: dict[int, BatchResult] = {}
         tokens: dict[int, list[Token]] = collections.defaultdict(list)
         total: GenerateMetrics | None = None

@@ -93,8 +93,9 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
     codec.validate_request(request, supported_kinds=supported)
     generation = to_generation_request(request)
     try:
-        await host.precheck(generation)  # a JSON Schema's grammar compiled off the event loop (Host.precheck)
-        stream: RequestStream = host.submit(generation)
+        # Checked once, off the event loop (a JSON Schema's grammar compiled, the prompt tokenized: Host.precheck).
+        admission = await host.precheck(generation)
+        stream: RequestStream = host.submit(admission)
     except ModelHostError as exc:
         raise _wire_error(exc, rid) from None
     backend = backend_name(host)

@@ -201,14 +201,15 @@ class LlamaEngine:
         return Admitted(handle, total, keep)
 
     def prepare(self, request: EngineRequest) -> EngineRequest:
-        """The request with its prompt rendered and tokenized (PreparingEngine): llama.cpp's tokenizer reads only the
-        vocabulary, so this is safe on another thread while the engine steps. Image prompts (mtmd tokenizes them
-        with their bitmaps) and classify requests come back as they are."""
-        if request.prompt_ids is not None or request.classify or has_images(request.messages):
-            return request
+        """The request with its options checked and resolved and its prompt rendered and tokenized (PreparingEngine):
+        llama.cpp's tokenizer reads only the vocabulary, so this is safe on another thread while the engine steps.
+        Image prompts (mtmd tokenizes them with their bitmaps) and classify requests keep their prompt."""
         prompter = self.prompter
-        prompt = prompter.prompt(request, prompter.options(request.options))
-        return replace(request, prompt=None, messages=(), prompt_ids=tuple(prompt))
+        options = prompter.options(request.options)
+        if request.prompt_ids is not None or request.classify or has_images(request.messages):
+            return replace(request, options=options)
+        prompt = prompter.prompt(request, options)
+        return replace(request, prompt=None, messages=(), prompt_ids=tuple(prompt), options=options)
 
     def step(self) -> StepResult:
         """A token for each decoding slot (one llama_decode), then prompts' chunks up to the budget (or images)."""

@@ -45,9 +45,10 @@ class Prompter:
         self.model_type = model_type
         self.projector = projector
 
-    def options(self, raw: Mapping[str, Any]) -> GenerateOptions:
-        """The request's options parsed, checked against llama.cpp's limits and its grammar engine, resolved."""
-        parsed = GenerateOptions.parse(raw)
+    def options(self, raw: GenerateOptions | Mapping[str, Any]) -> GenerateOptions:
+        """The request's options parsed (unless they come parsed), checked against llama.cpp's limits and its grammar
+        engine (which caches what it compiled), resolved."""
+        parsed = GenerateOptions.of(raw)
         check_supported(parsed)
         constrained.check(parsed, self.vocab.handle)  # a schema llama.cpp cannot follow is refused before compute
         return parsed.resolved(self.defaults)

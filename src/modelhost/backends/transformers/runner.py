@@ -66,12 +66,12 @@ class Runner:
         if self.closed:
             raise ModelClosedError("this model was closed")
 
-    def options(self, opts: Mapping[str, Any]) -> GenerateOptions:
+    def options(self, opts: GenerateOptions | Mapping[str, Any]) -> GenerateOptions:
         """A request's options, validated once, here, before any compute: the contract's checks, then what this
         backend refuses (a json_schema llguidance cannot enforce, names the option; grammar.py), then the
         checkpoint's own defaults (generation_config.json) where the request is silent."""
         self.check_open()
-        parsed = GenerateOptions.parse(dict(opts))
+        parsed = GenerateOptions.of(opts)
         grammar.check(parsed)
         return parsed.resolved(self.checkpoint.generation_defaults)
 

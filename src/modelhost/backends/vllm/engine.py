@@ -17,7 +17,7 @@ queue per request between vLLM and the host's, for the same batching.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -80,16 +80,16 @@ class VllmEngine:
     def options(self, opts: Any) -> GenerateOptions:
         """The request's options, checked and resolved against the checkpoint's defaults; refuses what it cannot
         honour (InvalidOptionError naming the option)."""
-        parsed = GenerateOptions.parse(opts).resolved(self._loaded.defaults)
+        parsed = GenerateOptions.of(opts).resolved(self._loaded.defaults)
         parsed.refuse("vllm", REFUSED, "vLLM enforces a thinking budget only through a reasoning parser")
         return parsed
 
     def prepare(self, request: EngineRequest) -> EngineRequest:
         """The request with its prompt tokenized (PreparingEngine): safe on any thread beside `step()`."""
-        if request.prompt_ids is not None or request.classify or has_images(request.messages):
-            return request
         opts = self.options(request.options)
-        return EngineRequest(prompt_ids=self._prompts.ids(request, opts), options=request.options)
+        if request.prompt_ids is not None or request.classify or has_images(request.messages):
+            return replace(request, options=opts)
+        return replace(request, prompt=None, messages=(), prompt_ids=self._prompts.ids(request, opts), options=opts)
 
     def admit(self, request: EngineRequest) -> Admitted:
         """Check the request (options, then prompt) and add it to vLLM; see Engine.admit."""

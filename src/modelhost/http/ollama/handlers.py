@@ -176,11 +176,13 @@ class OllamaRoutes:
     async def _answer(
         self, request: Request, served: ServedModel, parsed: ParsedRequest, writer: OllamaStream
     ) -> Response:
-        await self.door.precheck(served, parsed)  # the request's own checks, before any wait for the model
+        admissions = await self.door.precheck(served, parsed)  # the request's own checks, when the model is loaded
         with served.in_use():  # from before the load's wait until the submit: see _loaded
             writer.load_seconds = await self._loaded(request, served)
             models.check_think(served, parsed)  # needs the loaded model: only it knows whether it can think
-            choices = self.door.submit(served, parsed)
+            if any(a.engine_request is None for a in admissions):  # it was not loaded: checked now it is
+                admissions = await self.door.precheck(served, parsed)
+            choices = self.door.submit(served, parsed, admissions)
         if parsed.stream:
             return StreamedAnswer(self.door.metrics, request.url.path, choices, [writer], "application/x-ndjson")
         (answer,), seconds = await relay.collect(

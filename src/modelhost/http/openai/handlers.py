@@ -135,8 +135,8 @@ class OpenAIRoutes:
         shaped = responses.parse_responses(body, relay.request_id())
         served = self.door.route(request, body)
         parsed = shaped.parsed
-        await self.door.precheck(served, parsed)
-        choices = self.door.submit(served, parsed)
+        admissions = await self.door.precheck(served, parsed)
+        choices = self.door.submit(served, parsed, admissions)
         if parsed.stream:
             writer = ResponsesStream(served.name, shaped)
             return StreamedAnswer(self.door.metrics, request.url.path, choices, [writer], "text/event-stream")
@@ -181,8 +181,8 @@ class OpenAIRoutes:
     ) -> Response:
         """Submit every choice; answer as SSE from `streamed(model, parsed, choice)` writers (one per
         choice, sharing one id), or as one `whole(model, answers)` body."""
-        await self.door.precheck(served, parsed)
-        choices = self.door.submit(served, parsed)
+        admissions = await self.door.precheck(served, parsed)
+        choices = self.door.submit(served, parsed, admissions)
         if parsed.stream:
             writers = [streamed(served.name, parsed, i) for i in range(len(choices.streams))]
             for writer in writers[1:]:

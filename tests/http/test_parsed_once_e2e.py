@@ -1,0 +1,136 @@
+"""A request is parsed and checked once, whatever its `n` (issue 37 item 1), through the real HTTP door on loopback
+over the tiny GGUF model (llama.cpp).
+
+The door hands the host's Admission (options parsed, prompt rendered and tokenized by the engine's `prepare`) to
+`submit` for every choice, so an n=2 chat parses its options once and renders its chat template once, where each
+choice used to be a request of its own (6 parses at n=1, 9 and 3 renders at n=2). The counters patch the two
+functions every such step goes through: `GenerateOptions.parse` and llama.cpp's chat template `render`. The
+`request_params_n` histogram counts the request once, with its n.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from modelhost.http import HttpServer
+from modelhost.inference.options import GenerateOptions
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
+pytest.importorskip("llama_cpp")
+
+from modelhost.backends.llama_cpp import chat as llama_chat
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_gguf_door: HttpServer) -> HttpServer:
+    """The module's door over the tiny GGUF (tests/http/conftest.py)."""
+    return tiny_gguf_door
+
+
+class Counts:
+    """How often the options were parsed and the chat template rendered since `reset()`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.parses = 0
+        self.renders = 0
+
+    def reset(self) -> None:
+        with self._lock:
+            self.parses = self.renders = 0
+
+    def parsed(self) -> None:
+        with self._lock:
+            self.parses += 1
+
+    def rendered(self) -> None:
+        with self._lock:
+            self.renders += 1
+
+
+@pytest.fixture
+def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counts]:
+    seen = Counts()
+    parse, render = GenerateOptions.parse.__func__, llama_chat.render  # type: ignore[attr-defined]
+
+    def counting_parse(cls: type[GenerateOptions], *args: Any, **kwargs: Any) -> GenerateOptions:
+        seen.parsed()
+        return parse(cls, *args, **kwargs)  # type: ignore[no-any-return]
+
+    def counting_render(*args: Any, **kwargs: Any) -> str:
+        seen.rendered()
+        return render(*args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(GenerateOptions, "parse", classmethod(counting_parse))
+    monkeypatch.setattr(llama_chat, "render", counting_render)
+    yield seen
+
+
+def post(url: str, path: str, body: dict[str, Any]) -> httpx.Response:
+    response = httpx.post(f"{url}{path}", json={"model": "tiny", **body}, timeout=STATE_WAIT_SECONDS)
+    assert response.status_code == 200, response.text
+    return response
+
+
+CHAT: dict[str, Any] = {"messages": [{"role": "user", "content": "tell me a story"}], "max_tokens": 4, "seed": 3}
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_chat_parses_its_options_and_renders_its_template_once_for_any_n(
+    tiny: HttpServer, counts: Counts, n: int
+) -> None:
+    counts.reset()
+    answer = post(tiny.url, "/v1/chat/completions", {**CHAT, "n": n}).json()
+    assert len(answer["choices"]) == n
+    assert (counts.parses, counts.renders) == (1, 1)
+
+
+def test_the_choices_of_one_admission_are_still_the_seeded_samples_of_their_own_requests(tiny: HttpServer) -> None:
+    sampled = {**CHAT, "temperature": 1.0, "max_tokens": 8}
+    both = post(tiny.url, "/v1/chat/completions", {**sampled, "n": 2}).json()["choices"]
+    alone = [post(tiny.url, "/v1/chat/completions", {**sampled, "seed": 3 + i}).json()["choices"][0] for i in (0, 1)]
+    assert [c["message"]["content"] for c in both] == [c["message"]["content"] for c in alone]
+
+
+def test_completions_of_several_prompts_parse_once_per_prompt(tiny: HttpServer, counts: Counts) -> None:
+    counts.reset()
+    answer = post(tiny.url, "/v1/completions", {"prompt": ["a b", "c d"], "n": 2, "max_tokens": 3}).json()
+    assert len(answer["choices"]) == 4
+    assert (counts.parses, counts.renders) == (2, 0)  # a raw prompt has no chat template
+
+
+def test_ollama_chat_parses_once(tiny: HttpServer, counts: Counts) -> None:
+    counts.reset()
+    body = {"messages": CHAT["messages"], "stream": False, "options": {"num_predict": 3}}
+    post(tiny.url, "/api/chat", body)
+    assert (counts.parses, counts.renders) == (1, 1)
+
+
+def n_histogram(url: str) -> dict[str, float]:
+    text = httpx.get(f"{url}/metrics", timeout=STATE_WAIT_SECONDS).text
+    return {
+        f"{s.name}{s.labels.get('le', '')}": s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith("modelhost_request_params_n") and s.labels.get("model_name") == "tiny"
+    }
+
+
+def test_request_params_n_counts_each_request_once_with_its_n(tiny: HttpServer) -> None:
+    before = n_histogram(tiny.url)
+    post(tiny.url, "/v1/chat/completions", {**CHAT, "n": 3})
+    post(tiny.url, "/v1/chat/completions", CHAT)
+    after = n_histogram(tiny.url)
+
+    def grew(name: str) -> float:
+        return after.get(name, 0) - before.get(name, 0)
+
+    assert grew("modelhost_request_params_n_count") == 2  # two requests, four choices
+    assert grew("modelhost_request_params_n_sum") == 3 + 1
+    assert grew("modelhost_request_params_n_bucket1.0") == 1 and grew("modelhost_request_params_n_bucket5.0") == 2
