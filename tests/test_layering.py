@@ -21,6 +21,9 @@ same commit.
 (b) No import cycle: no strongly connected component of more than one module.
 (c) No private name (`_x`) imported from another module, and no private module imported from outside its package.
 
+(d) Another library reached past its public API (a private module, `x._y`) is reached from one adapter module,
+    which says why and which release its names were read from (pyproject.toml bounds the library to it): ADAPTERS.
+
 And one rule of the same kind (what a clone of the repository holds): no file cites a path outside it.
 """
 
@@ -53,6 +56,12 @@ CLI = ("modelhost.cli", "modelhost.serve", "modelhost.training.cli", "modelhost.
 HOST = "modelhost.host"
 BACKENDS = "modelhost.backends"
 TRAINING = "modelhost.training"
+
+#: A library whose private modules modelhost imports -> the one module allowed to import them. (rapidocr's private
+#: names are attributes, reached in backends/ocr/rapid.py; llama_cpp's go behind backends/llama_cpp/lowlevel.py.)
+ADAPTERS = {
+    "ray": "modelhost.ray.raydata",  # Ray Data's execution callback: stopping a run from another thread
+}
 
 # --------------------------------------------------------------------------------------------------------------------
 # RATCHETS. One entry per line; delete an entry in the commit that fixes it (the test says so when one has gone).
@@ -289,6 +298,28 @@ def private_imports() -> dict[tuple[str, str, str], int]:
     return found
 
 
+def library_of_private(module: str) -> str | None:
+    """The library of `module` when `module` is one of its private modules (`ray.data._internal.x` -> `ray`)."""
+    if module.startswith((ROOT + ".", "__")) or module == ROOT:
+        return None
+    return module.split(".")[0] if any(_private(part) for part in module.split(".")[1:]) else None
+
+
+def library_private_imports() -> list[tuple[str, str, int]]:
+    """(importer, private module of a library in ADAPTERS, line) for every such import in the package."""
+    found = []
+    for importer, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [(importer, n, node.lineno) for n in names if library_of_private(n) in ADAPTERS]
+    return found
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The tests
 # --------------------------------------------------------------------------------------------------------------------
@@ -358,6 +389,16 @@ def test_no_private_name_crosses_a_module_except_the_listed_ones() -> None:
     found = {key: f"line {line}" for key, line in private_imports().items()}
     problems = _ratchet("private import", found, PRIVATE_IMPORTS)
     assert not problems, "\n".join(problems)
+
+
+def test_a_library_reached_past_its_api_is_reached_from_its_adapter_alone() -> None:
+    assert library_of_private("ray.data._internal.execution") == "ray"  # the detector, on cases of its own
+    assert library_of_private("ray.data") is None and library_of_private("modelhost._serving") is None
+    found = library_private_imports()
+    elsewhere = [(i, m, line) for i, m, line in found if ADAPTERS[library_of_private(m) or ""] != i]
+    assert not elsewhere, f"reach a library's private module through its adapter (ADAPTERS): {elsewhere}"
+    # An adapter that no longer reaches past its library's API is no longer one: delete its entry (and its bound).
+    assert {library_of_private(m) for _, m, _ in found} == set(ADAPTERS), found
 
 
 def test_no_file_cites_a_path_outside_the_repository() -> None:

@@ -11,7 +11,8 @@ returns. Ray Data has no public call that stops an execution from another thread
 thread iterating it, which is blocked waiting for the next row); the one hook it gives is an execution callback
 (`DataContext.custom_execution_callback_classes`, the same classes its RAY_DATA_EXECUTION_CALLBACKS variable takes),
 which hands over the execution's executor before it starts and is called at each of its scheduling steps: `Stop`
-keeps the executor and shuts it down, forced (at the first step, for a stop that came while it was starting).
+keeps the executor and shuts it down, forced (at the first step, for a stop that came while it was starting). Those
+are Ray Data's internals, reached only through `raydata` (which says why, and which ray release they were read from).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ray.data._internal.execution.execution_callback import ExecutionCallback
+from modelhost.ray.raydata import ExecutionCallback, add_execution_callback, shut_down
 
 #: The iterating thread's Stop, for the execution callback (which Ray Data builds itself, with no arguments, on the
 #: thread that starts the execution: the one iterating the rows).
@@ -67,7 +68,7 @@ class Stop:
             self._event.set()
             executor = self._executor
         if executor is not None:
-            executor.shutdown(force=True)  # a no-op on an execution not started yet: _StopCallback sees to that one
+            shut_down(executor)  # a no-op on an execution not started yet: _StopCallback sees to that one
 
     def attach(self, executor: Any) -> None:
         """Keep the executor of the run's execution (given by Ray Data's callback as it starts)."""
@@ -94,9 +95,7 @@ class _StopCallback(ExecutionCallback):  # type: ignore[misc]  # Ray Data's own 
         if self.stop is not None and self.stop.is_set and not self.applied:
             self.applied = True
             # This is the execution's scheduling thread, which shutdown() joins: the shutdown goes on one of its own.
-            threading.Thread(
-                target=executor.shutdown, kwargs={"force": True}, name="modelhost-ray-stop", daemon=True
-            ).start()
+            threading.Thread(target=shut_down, args=(executor,), name="modelhost-ray-stop", daemon=True).start()
 
 
 def stream(
@@ -122,8 +121,7 @@ def stream(
         # would draw through either.
         context.enable_progress_bars = False
         context.max_errored_blocks = errored_rows
-        if _StopCallback not in context.custom_execution_callback_classes:
-            context.custom_execution_callback_classes.append(_StopCallback)
+        add_execution_callback(context, _StopCallback)
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # its "starting execution" lines, likewise
         dataset = ray.data.from_items(rows, override_num_blocks=len(rows))
         with warnings.catch_warnings():

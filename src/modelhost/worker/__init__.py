@@ -1,9 +1,10 @@
 """The job worker door: giz's inference worker protocol v1 over HTTP, durable, on the host's scheduler.
 
 `WorkerServer(host, state_dir=..., capacity=...)` is the whole door; `protocol` holds every wire constant and
-serialiser; `operation` what an operation is (one `Operation` record: name, input check, runner, exclusive);
-`registry` the list of them (text.chat, text.generate, text.embed, lora.train, document.convert), each from its own
-module; `executor` runs jobs through them; `store` the durable job folders.
+serialiser; `app` and `submission` giz's routes and uploads; `registry` the operations it serves (text.chat,
+text.generate, text.embed, lora.train, document.convert), each from its own module. It stands on modelhost.jobs,
+as the docling door does: what an operation is (`jobs.operation`), the executor that runs jobs through them, the
+board (capacity, idempotency, cancel, ack) and the durable job folders (`jobs.store`).
 """
 
 from modelhost.jobs.operation import JobContext, Operation, RunJob, Work
