@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from modelhost.errors import InvalidOptionError
-from modelhost.host import Delta, Done, Failed, GenerationRequest, Started
+from modelhost.host import Admission, Delta, Done, Failed, GenerationRequest, Started
 from modelhost.host.models import Servable
 from modelhost.inference.capabilities import OptionChecker, as_capability
 from modelhost.inference.options import DEFAULT_MAX_TOKENS, GenerateOptions
@@ -43,9 +43,24 @@ TEXT_OPTIONS = frozenset(
 )
 
 
-def _options(value: dict[str, Any], host: Servable | None = None) -> dict[str, Any]:
-    """The generation options of a text job's input, checked (a value out of range is the job's fault: 400), and,
-    when `host`'s model is loaded, checked by the model too (a JSON Schema its grammar engine cannot enforce)."""
+def _options(value: dict[str, Any], host: Servable) -> dict[str, Any]:
+    """The generation options of a text job's input, checked at submission (a value out of range is the job's
+    fault: 400), and, when `host`'s model is loaded, checked by the model too (a JSON Schema its grammar engine
+    cannot enforce)."""
+    options = _job_options(value)
+    try:
+        GenerateOptions.parse(options)
+        checker = as_capability(getattr(host, "model", None), OptionChecker) if host.ready else None
+        if checker is not None:
+            checker.check_options(**options)
+    except InvalidOptionError as exc:
+        raise invalid(str(exc)) from exc
+    return options
+
+
+def _job_options(value: dict[str, Any]) -> dict[str, Any]:
+    """The generation options of a text job's input, as the host takes them. Not parsed here when the job runs: the
+    host's precheck parses them, once, and its refusal is the job's fault (invalid), as at submission."""
     options = {k: v for k, v in value.items() if k in TEXT_OPTIONS}
     seed = options.get("seed")
     # The seed's `seed()`: a negative seed means "any": the engine then draws one.
@@ -53,13 +68,6 @@ def _options(value: dict[str, Any], host: Servable | None = None) -> dict[str, A
         del options["seed"]
     # The worker always pins max_tokens so `total` in the progress is the real bound, not a guess.
     options.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    try:
-        GenerateOptions.parse(options)
-        checker = as_capability(getattr(host, "model", None), OptionChecker) if host and host.ready else None
-        if checker is not None:
-            checker.check_options(**options)
-    except InvalidOptionError as exc:
-        raise invalid(str(exc)) from exc
     return options
 
 
@@ -119,7 +127,7 @@ async def text_chat(ctx: JobContext) -> list[str]:
     `images` is one uploaded picture or a list (decoded at PICTURE_SIDE). Outputs output.txt and result.json."""
     value = ctx.work.input
     items = _chat_items(value)
-    options = _options(value)
+    options = _job_options(value)
     ctx.progress(protocol.STAGE_INITIALIZING)
     _refuse_images(items, ctx.host)
     # Decoding pictures is CPU work: off the event loop.
@@ -131,14 +139,22 @@ async def text_generate(ctx: JobContext) -> list[str]:
     """`text.generate`: input `{"prompt": str, max_tokens?, temperature?, seed?, ...}` (no chat template).
     Outputs output.txt and result.json."""
     value = ctx.work.input
-    request = GenerationRequest(prompt=_prompt(value), options=_options(value), request_id=ctx.work.id)
+    request = GenerationRequest(prompt=_prompt(value), options=_job_options(value), request_id=ctx.work.id)
     return await _generate(ctx, request)
 
 
 async def _generate(ctx: JobContext, request: GenerationRequest) -> list[str]:
-    total = int(request.options["max_tokens"])
+    bound = request.options["max_tokens"]
+    # Checked at submission, and by the host's precheck below (a bad value is refused there: the job's fault).
+    total = bound if isinstance(bound, int) and not isinstance(bound, bool) else 0
     ctx.progress(protocol.STAGE_INITIALIZING, 0, total)
-    stream = await submit_to_host(ctx, lambda: ctx.host.submit(request), lambda: ctx.host.precheck(request))
+    admitted: list[Admission] = []  # the request checked once (Host.precheck); a retry submits the same admission
+
+    async def precheck() -> None:
+        if not admitted or admitted[0].engine_request is None:  # an unchecked one: the model was not loaded yet
+            admitted[:] = [await ctx.host.precheck(request)]
+
+    stream = await submit_to_host(ctx, lambda: ctx.host.submit(admitted[0] if admitted else request), precheck)
     ctx.on_cancel(stream.cancel)
     pieces: list[str] = []
     queued = 0.0
