@@ -8,7 +8,8 @@ only, so rows of the base and of several adapters share one forward (measured in
 
 The adapters' layers are injected into the checkpoint's own module in place. peft's layers then add the *active*
 adapter to any plain call of the module (the embeddings, attention inspection): so no layer keeps an active
-adapter (`_active_adapter = []`), and an adapter applies only to the rows that name it, through `forward`.
+adapter (each layer's public `set_adapter([])`), and an adapter applies only to the rows that name it, through
+`forward`.
 """
 
 from __future__ import annotations
@@ -94,7 +95,9 @@ class ServedLoRA:
             self._peft.set_adapter(sorted(self.names)[0])
         for layer in self._ckpt.model.modules():
             if isinstance(layer, BaseTunerLayer):
-                layer._active_adapter = []
+                # None active (peft's public call, not its private `_active_adapter`); it also leaves every adapter's
+                # weights without gradients, which serving never takes.
+                layer.set_adapter([])
 
 
 def adaptable_layers(module: Any) -> dict[str, tuple[int, int]]:
