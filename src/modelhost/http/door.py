@@ -22,7 +22,7 @@ from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError,
 from modelhost.host import Admission, RequestStream
 from modelhost.host.models import MemoryBudgetError, Models, ServedModel
 from modelhost.http import embeddings
-from modelhost.http.errors import ApiError, client_gone, from_host_error, from_host_exception
+from modelhost.http.errors import ApiError, client_gone, from_exception, from_host_error, from_host_exception
 from modelhost.http.metrics import HttpMetrics
 from modelhost.http.parsing import ParsedRequest
 from modelhost.http.relay import Choices, disconnect
@@ -68,7 +68,7 @@ class Door:
         try:
             served = self.model_set.route(name if isinstance(name, str) else None)
         except ModelNotFoundError as exc:
-            raise ApiError(404, str(exc), type="not_found_error", param="model", code="model_not_found") from None
+            raise from_exception(exc, param="model") from None
         _access.note(request.scope, model=served.name)
         return served
 
@@ -124,15 +124,17 @@ class Door:
         """A model that cannot take the request now: 503 "loading, retry" (with Retry-After), or not serving."""
         state = served.state
         if state in ("new", "loading", "unloaded"):
-            return ApiError(503, message or f"model {served.name!r} is loading; retry shortly", type="server_error",
-                            code="model_loading", headers={"retry-after": "1"})  # fmt: skip
+            loading = from_host_error("model_loading", message or f"model {served.name!r} is loading; retry shortly")
+            loading.headers["retry-after"] = "1"
+            return loading
         return from_host_error("host_closed", f"model {served.name!r} is not serving (state {state})")
 
     @staticmethod
     def memory_wait(exc: MemoryBudgetError) -> ApiError:
         """A model waiting for memory, or making room for one: 503 with the set's estimate of the wait."""
-        return ApiError(503, str(exc), type="server_error", code="model_loading",
-                        headers={"retry-after": str(exc.retry_after)})  # fmt: skip
+        waiting = from_exception(exc)
+        waiting.headers["retry-after"] = str(exc.retry_after)
+        return waiting
 
     def _retry_after(self, served: ServedModel) -> int:
         """Seconds until a queue slot is likely free: one mean request time so far (the queue drains one request
