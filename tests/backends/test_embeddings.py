@@ -124,7 +124,7 @@ def test_a_long_input_embedded_in_chunks_equals_one_pooled_decode(tiny_llama_ggu
 
     from modelhost.backends.llama_cpp.embedding import CHUNK
 
-    long = " ".join(f"word{i % 37} and" for i in range(200))  # about 950 tokens: 4 chunks of 256
+    long = " ".join(f"word{i % 37} and" for i in range(200))  # about 950 tokens: many chunks
     texts = [*TEXTS, long]
     with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as model:
         job = model.embedding_job(texts, normalize=False)
@@ -145,17 +145,19 @@ def test_a_long_input_embedded_in_chunks_equals_one_pooled_decode(tiny_llama_ggu
         verbose=False,
     )
     try:
-        assert alone.prompt_tokens == len(whole.tokenize(long.encode())) > 3 * CHUNK
+        assert alone.prompt_tokens == len(whole.tokenize(long.encode())) > 8 * CHUNK
         expected = np.asarray([whole.embed(text) for text in texts], dtype=np.float32)
     finally:
         whole.close()
-    # fp32 kernels round differently for a micro-batch of 256 and of 1,024 tokens: components of magnitude ~1
-    # differ by ~2e-5 (measured), so 1e-4 is float rounding, and a wrong pooling (a chunk's mean taken for the
-    # whole, a token dropped at a chunk's edge) is off by 1e-2 or more.
-    np.testing.assert_allclose(alone.vectors[0], expected[-1], rtol=0, atol=1e-4)
-    # Packed with the other inputs, the short ones round as any batch does (the module doc's 1e-4 of a unit vector).
-    unit = result.vectors / np.linalg.norm(result.vectors, axis=1, keepdims=True)
-    np.testing.assert_allclose(unit, expected / np.linalg.norm(expected, axis=1, keepdims=True), rtol=0, atol=1e-4)
+
+    # The kernels round differently for micro-batches of CHUNK and of 1,024 tokens: measured, the relative L2
+    # difference is 2.5e-4 alone and at most 1.6e-4 packed with the other inputs. A mean whose count is off by one
+    # token is off by 1.1e-3, and a chunk's mean taken for the whole or tokens lost at chunk edges by far more.
+    def relative(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.max(np.linalg.norm(a - b, axis=-1) / np.linalg.norm(b, axis=-1)))
+
+    assert relative(alone.vectors[0], expected[-1]) < 6e-4, relative(alone.vectors[0], expected[-1])
+    assert relative(result.vectors, expected) < 6e-4, relative(result.vectors, expected)
 
 
 def test_closed_model_refuses(tiny_llama_gguf: Path) -> None:

@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from modelhost.backends.llama_cpp import lowlevel
-from modelhost.backends.llama_cpp.engine import PREFILL_CHUNK
 from modelhost.errors import GenerationError, ModelLoadError
 from modelhost.inference.capabilities import check_embedding_inputs, cut_to_bytes, too_long
 from modelhost.inference.types import EmbeddingResult
@@ -60,11 +59,14 @@ if TYPE_CHECKING:
 #: sequence bookkeeping (and the inputs an error in one decode takes down with it).
 MAX_SEQUENCES = 32
 
-#: Tokens one step decodes (a causal model): a chat beside an embedding waits behind at most this many tokens a
-#: step, the same stall a running stream takes from another prompt's prefill chunk (engine.PREFILL_CHUNK: ~0.15 s
-#: of SmolLM2-135M on 2 cores), and a 4,096-token input is 16 steps. Larger chunks gain little: SmolLM2, 1,024
-#: tokens, 1 thread: chunks of 128 and 512 took the time of one whole decode, within the noise of a loaded machine.
-CHUNK = PREFILL_CHUNK
+#: Tokens one step decodes (a causal model). The host runs one step in each gap between two generation steps, so
+#: every token of a chat beside an embedding waits behind one chunk: a 4-token chat behind 5 chunks. 64 tokens of
+#: SmolLM2-135M are ~0.04 s on 2 idle cores (the engine's 256 take ~0.15 s), so that chat keeps about 20 tokens/s
+#: beside a 4,096-token embedding (64 steps; one decode and one chunk a token), where chunks of 256 would leave it
+#: about 6. Smaller chunks cost a decode's fixed overhead
+#: each: on SmolLM2, 1,024 tokens, 2 threads, chunks of 64, 128 and 256 ran at the same speed within the noise of
+#: a loaded machine (34, 30 and 39 tokens/s at load 13-17).
+CHUNK = 64
 
 #: Input bytes one step tokenizes (at least one input a step, however long): ~0.05 s of SmolLM2's tokenizer (663 KB
 #: took 0.68 s on this machine class), so 2,048 inputs of a few KB each are read over many gaps, not in one.
