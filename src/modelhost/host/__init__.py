@@ -2,7 +2,8 @@
 
 from modelhost.host.events import Admission, Delta, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.metrics import HostMetrics
-from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
+from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, Host
+from modelhost.host.streams import EmbeddingTicket, RequestStream
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",

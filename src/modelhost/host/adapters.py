@@ -26,7 +26,8 @@ from typing import Any
 from modelhost.errors import EmbeddingUnsupportedError, InvalidOptionError, ModelHostError, ModelNotFoundError
 from modelhost.host.events import Admission, GenerationRequest
 from modelhost.host.models import Models, ModelSpec, ServedModel
-from modelhost.host.scheduler import EmbeddingTicket, Host, RequestStream
+from modelhost.host.scheduler import Host
+from modelhost.host.streams import EmbeddingTicket, RequestStream
 from modelhost.inference.lora_files import AdapterFiles, inspect_adapter
 
 log = logging.getLogger(__name__)

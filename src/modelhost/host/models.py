@@ -41,8 +41,9 @@ from modelhost.host.defaults import RequestDefaults
 from modelhost.host.events import Admission, GenerationRequest
 from modelhost.host.keepalive import MAX_SWEEP_SECONDS, sweep_every, sweep_interval
 from modelhost.host.metrics import HostMetrics
-from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, EmbeddingTicket, Host, RequestStream
+from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, Host
 from modelhost.host.spec import ModelSpec, parse_size, resident_size
+from modelhost.host.streams import EmbeddingTicket, RequestStream
 from modelhost.inference.engine import Engine
 from modelhost.inference.model import TextModel
 

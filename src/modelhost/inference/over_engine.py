@@ -13,7 +13,7 @@ and gets the whole TextModel contract from here, the same for every backend:
 - `classify` runs each prompt as an engine classify request (one forward pass, the token at its last position).
 - `metrics()` is the last finished operation's; `err()` the last generate/chat's error, None after a clean end.
 
-The host does not use this module: it drives the same engine directly (host/scheduler.py), so a model serves
+The host does not use this module: it drives the same engine directly (host/loop.py), so a model serves
 the Python API and the host with one engine and one set of caches.
 """
 

@@ -10,7 +10,7 @@ once; `release` aborts too. Handles are never reused; vLLM's request ids are mad
 an aborted request cannot be mistaken for a newer one.
 
 Why LLMEngine and not AsyncLLM: the host already runs one thread per model that admits, steps and releases
-(host/scheduler.py), which is LLMEngine's own loop; AsyncLLM would add a second loop (its output task) and a
+(host/loop.py), which is LLMEngine's own loop; AsyncLLM would add a second loop (its output task) and a
 queue per request between vLLM and the host's, for the same batching.
 """
 
