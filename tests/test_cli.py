@@ -442,6 +442,7 @@ def test_the_first_ctrl_c_says_how_long_it_waits_and_a_stream_is_cancelled_after
     import httpx
 
     from modelhost.inference.types import Message
+    from modelhost.testing.waiting import STATE_WAIT_SECONDS
     from modelhost.wire.client import Client
 
     sock = tmp_path / "m.sock"
@@ -458,15 +459,15 @@ def test_the_first_ctrl_c_says_how_long_it_waits_and_a_stream_is_cancelled_after
             assert "5 s to finish" in stopping and "Ctrl-C again cancels them now" in stopping, stopping
             # While the stream drains, the HTTP door still answers, but takes no new work and says why: a request
             # let in now would only be cancelled at the grace's end. The probes tell a balancer the same.
-            late = httpx.post(f"{url}/v1/completions", json={"prompt": "hi", "max_tokens": 3}, timeout=120)
+            late = httpx.post(
+                f"{url}/v1/completions", json={"prompt": "hi", "max_tokens": 3}, timeout=STATE_WAIT_SECONDS
+            )
             assert late.status_code == 503 and "stopping" in late.json()["error"]["message"], late.text
-            ready = httpx.get(f"{url}/ready", timeout=120)
+            ready = httpx.get(f"{url}/ready", timeout=STATE_WAIT_SECONDS)
             assert (ready.status_code, ready.json()["status"]) == (503, "stopping"), ready.text
             rest = "".join(stream)
             # 4000 tokens take SmolLM2 about a minute: the stream ended because the grace did, not the story.
             assert client.last_done is not None and client.last_done.stop_reason == "cancelled", rest
-        from modelhost.testing.waiting import STATE_WAIT_SECONDS
-
         assert serving.proc.wait(timeout=STATE_WAIT_SECONDS) == 0
         assert not sock.exists()
     finally:
@@ -481,6 +482,7 @@ def test_log_format_json_writes_one_json_object_per_request_and_a_bad_format_is_
     import httpx
 
     from modelhost.serve import model_name
+    from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
     assert "--log-format takes text, json or none" in one_line_failure(modelhost("serve", "--log-format", "xml"))
     serving = Serving("--model", str(tiny_llama_gguf), "--no-socket", "--http", ":0", "--log-format", "json")
@@ -488,7 +490,8 @@ def test_log_format_json_writes_one_json_object_per_request_and_a_bad_format_is_
         serving.wait_for("ready: serving")
         url = next(m.group(1) for line in serving.lines if (m := re.search(r"http on (http://\S+)", line)))
         name = model_name(str(tiny_llama_gguf))
-        answer = httpx.post(f"{url}/v1/completions", json={"model": name, "prompt": "hi", "max_tokens": 3}, timeout=120)
+        body = {"model": name, "prompt": "hi", "max_tokens": 3}
+        answer = httpx.post(f"{url}/v1/completions", json=body, timeout=STATE_WAIT_SECONDS)
         assert answer.status_code == 200, answer.text
         serving.wait_for('"path":"/v1/completions"')
         record = json.loads(next(line for line in serving.lines if '"path":"/v1/completions"' in line))

@@ -146,7 +146,7 @@ def test_the_readme_flow_serve_and_chat_on_the_default_address(tiny_llama_gguf: 
             [sys.executable, "-m", "modelhost.cli", "chat", "Hello", "-n", "4", "--socket"],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=STATE_WAIT_SECONDS,
             env={**os.environ, **env},
         )
         assert chat.returncode == 0, chat.stderr
@@ -177,14 +177,19 @@ def test_a_stop_signal_while_the_model_loads_opens_no_door(tmp_path: Path, monke
     lines: list[str] = []
     sock = tmp_path / "m.sock"
 
+    async def said(start: str) -> None:
+        while not any(line.startswith(start) for line in lines):
+            await asyncio.sleep(0.01)
+
     async def main() -> None:
         config = serving.ServeConfig(model="x", socket=str(sock), grace_seconds=1.0)
         task = asyncio.create_task(serving.serve(config, say=lines.append))
-        assert await asyncio.get_running_loop().run_in_executor(None, loading.wait, 10)
+        assert await asyncio.get_running_loop().run_in_executor(None, loading.wait, STATE_WAIT_SECONDS)
         os.kill(os.getpid(), signal.SIGTERM)
-        await asyncio.sleep(0.1)
+        # The load ends only once serve has taken the signal (it says so), not after a pause that guesses it did.
+        await asyncio.wait_for(said("modelhost: stopping"), STATE_WAIT_SECONDS)
         release.set()
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, STATE_WAIT_SECONDS)
 
     asyncio.run(main())
     assert not any("ready" in line for line in lines), lines
