@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "documents_quality.py"
 
 
@@ -43,6 +45,6 @@ def test_an_unknown_file_filter_is_refused() -> None:
         [sys.executable, str(SCRIPT), "--files", "no-such-file", "--tools", "pdftotext"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=STATE_WAIT_SECONDS,
     )
     assert done.returncode == 2 and "no corpus entry matches" in done.stderr

@@ -47,7 +47,7 @@ def test_document_convert_job(
                 assert r.status_code == 202, r.text
                 job_id = r.json()["id"]
                 steps = set()
-                deadline = time.monotonic() + 120
+                deadline = time.monotonic() + STATE_WAIT_SECONDS
                 while time.monotonic() < deadline:
                     record = (await c.get(f"/v1/jobs/{job_id}")).json()
                     if record["status"] == "processing" and record["stage"] == "generating":
@@ -102,7 +102,7 @@ def test_serve_model_ocr_on_the_socket(
     try:
         assert proc.stderr is not None
         lines = []
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
             assert line, f"serve exited: {lines}"
@@ -125,7 +125,7 @@ def test_serve_model_ocr_on_the_socket(
             [sys.executable, "-m", "modelhost.cli", "convert", str(docs["png"]), "-o", str(out), "--socket", sock],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=STATE_WAIT_SECONDS,
             env={**os.environ, "COLUMNS": "100"},
         )
         assert result.returncode == 0, result.stderr

@@ -24,6 +24,7 @@ import pytest
 
 from modelhost.testing import hostile_pdfs
 from modelhost.testing.proc import rss_bytes
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 #: Generous bounds for a busy 2-core machine: these are waits for a state, never a measure of speed.
 WAIT_SECONDS = 600
@@ -80,7 +81,7 @@ class Worker:
         assert ready.wait(WAIT_SECONDS), self.lines
         assert self.proc.poll() is None, self.lines
         urls = [line.split(" on ", 1)[1].split()[0] for line in self.lines if "worker on http" in line]
-        self.client = httpx.Client(base_url=urls[0], timeout=60)
+        self.client = httpx.Client(base_url=urls[0], timeout=STATE_WAIT_SECONDS)
         # the name the model is served under (the job's `model`): "ready: serving NAME (NAME on unix:...)"
         ready_line = next(line for line in self.lines if "ready: serving" in line)
         self.model = ready_line.split("ready: serving ", 1)[1].split(" (", 1)[0]
@@ -128,7 +129,7 @@ class Worker:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(60)
+                self.proc.wait(STATE_WAIT_SECONDS)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

@@ -251,7 +251,7 @@ def test_requests_from_the_socket_and_http_doors_share_the_slots(tiny_llama_gguf
     step = engine.step
 
     def gated_step() -> Any:
-        everyone_in.wait(60)
+        everyone_in.wait(STATE_WAIT_SECONDS)
         return step()
 
     engine.step = gated_step  # type: ignore[method-assign]
