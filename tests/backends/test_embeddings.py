@@ -160,6 +160,64 @@ def test_a_long_input_embedded_in_chunks_equals_one_pooled_decode(tiny_llama_ggu
     assert relative(result.vectors, expected) < 6e-4, relative(result.vectors, expected)
 
 
+def gguf_with(source: Path, target: Path, **values: int | bool) -> Path:
+    """A copy of the tiny GGUF with `llama.<key>` metadata set (what an embedding model's converter writes)."""
+    import gguf
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+    kinds = {bool: gguf.GGUFValueType.BOOL, int: gguf.GGUFValueType.UINT32}
+    reader = gguf.GGUFReader(source, "r")
+    writer = gguf.GGUFWriter(target, arch="llama", endianess=reader.endianess)
+    new = {f"llama.{key}": MetadataDetails(kinds[type(value)], value) for key, value in values.items()}
+    copy_with_new_metadata(reader, writer, new, [])
+    return target
+
+
+@pytest.mark.parametrize(
+    ("metadata", "pooling", "chunked", "bound"),
+    [
+        # Last-token pooling (Qwen3-Embedding's kind): the row of each input's last token, after all its chunks.
+        # Measured 1-2e-4 for short inputs and 5e-3 for ~950 tokens (one token's state, no mean to smooth the
+        # rounding); the first token's row instead is off by more than 1.
+        ({"pooling_type": 3}, 3, True, 2e-2),
+        # A non-causal model (a BERT-like encoder) cannot be cut: whole inputs, pooled by llama.cpp, one group a step.
+        ({"attention.causal": False}, 1, False, 6e-4),
+    ],
+    ids=["last-token", "non-causal"],
+)
+def test_other_poolings_match_llama_cpps_own(
+    tiny_llama_gguf: Path, tmp_path: Path, metadata: dict[str, int | bool], pooling: int, chunked: bool, bound: float
+) -> None:
+    import llama_cpp
+
+    path = gguf_with(tiny_llama_gguf, tmp_path / "variant.gguf", **metadata)
+    long = " ".join(f"word{i % 37} and" for i in range(200))
+    texts = ["The quick brown fox", "1 2 3", long]
+    with LlamaCppBackend().load_model(str(path), threads=1, context_length=LONG_CONTEXT) as model:
+        job = model.embedding_job(texts, normalize=False)
+        steps = 0
+        while (result := job.step()) is None:
+            steps += 1
+    whole = llama_cpp.Llama(
+        model_path=str(path),
+        embedding=True,
+        pooling_type=pooling,
+        n_ctx=LONG_CONTEXT,
+        n_batch=LONG_CONTEXT,
+        n_ubatch=LONG_CONTEXT,
+        n_threads=1,
+        verbose=False,
+    )
+    try:
+        expected = np.asarray([whole.embed(text) for text in texts], dtype=np.float32)
+    finally:
+        whole.close()
+    # Chunked: a step per CHUNK tokens; whole: one step tokenizes, one decodes the group (then the result).
+    assert (steps > 8) if chunked else (steps == 2)
+    difference = np.linalg.norm(result.vectors - expected, axis=1) / np.linalg.norm(expected, axis=1)
+    assert np.all(difference < bound), difference
+
+
 def test_closed_model_refuses(tiny_llama_gguf: Path) -> None:
     model = LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1)
     model.embed(["warm the embedding context"])

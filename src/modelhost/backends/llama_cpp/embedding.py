@@ -224,13 +224,21 @@ class LlamaEmbedder:
         """One llama_decode of `entries` (sequence, position, token, whether its row is wanted): the wanted rows
         (a causal context's per-token hidden states) in order, as a view valid until the next decode."""
         ctx = self._run(entries)
-        rows = sum(1 for entry in entries if entry[3])
-        if not rows:
-            return np.empty((0, self.size), dtype=np.float32)
-        data = self._lib.llama_get_embeddings(ctx)
-        if not data:
-            raise GenerationError("llama.cpp returned no embeddings")
-        return np.ctypeslib.as_array(data, shape=(rows, self.size))
+        wanted = [n for n, entry in enumerate(entries) if entry[3]]
+        if len(wanted) == len(entries):  # every row, in the batch's order
+            data = self._lib.llama_get_embeddings(ctx)
+            if not data:
+                raise GenerationError("llama.cpp returned no embeddings")
+            return np.ctypeslib.as_array(data, shape=(len(entries), self.size))
+        # A few rows: each by its batch index (llama.cpp may output every token of an embedding context whatever
+        # the batch's flags, so the rows' order in its buffer is not the wanted ones').
+        rows = np.empty((len(wanted), self.size), dtype=np.float32)
+        for k, n in enumerate(wanted):
+            row = self._lib.llama_get_embeddings_ith(ctx, n)
+            if not row:
+                raise GenerationError("llama.cpp returned no embedding for a token")
+            rows[k] = np.ctypeslib.as_array(row, shape=(self.size,))
+        return rows
 
     def decode_pooled(self, group: list[list[int]], out: np.ndarray) -> None:
         """One llama_decode of a group of whole inputs, pooled by llama.cpp (a non-causal model's context)."""
