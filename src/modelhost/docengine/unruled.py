@@ -24,8 +24,7 @@ How:
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
    (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
    words, and a positive sign: a numeric column; or, for a table of words, a header row set in another font or three
-   columns or more, with a stub (the first column flush on its outer side: centred names in columns are a paper's
-   authors).
+   columns or more, not every column centred (centred names in columns are a paper's authors).
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
    it with their spans (a header cell "Year ended" centred over two columns of figures).
 
@@ -72,8 +71,8 @@ PITCH_AGREE = 0.5
 #: for none): a column of figures beside labels is the commonest unruled table (a financial statement, a results
 #: table); a few text cells ("n/a", a footnote mark) do not make it text.
 NUMERIC_SHARE = 0.6
-#: A column's cells stand flush when their outer edges agree within this many ems: glyph side bearings differ by a
-#: tenth of an em or so between letters; centred names of different lengths differ by ems.
+#: A column's cells are centred when their centres agree within this many ems (glyph side bearings differ by a tenth
+#: of an em or so between letters) and closer than their edges do (cells of different lengths differ there by ems).
 FLUSH_EM = 0.3
 #: A run more than this share of whose words are set in math fonts is display mathematics (equations with their
 #: numbers aligned at the right margin), not a table.
@@ -372,25 +371,28 @@ def _evidence(
         len(cells) >= MIN_ROWS - 1 and sum(1 for t in cells if _NUMBER.match(t)) >= NUMERIC_SHARE * len(cells)
         for cells in column[1:]
     )
-    # Without figures, a table of text has a stub: row labels flush on the side its lines start from. Names,
-    # affiliations and addresses centred in columns (a paper's authors) are no table.
-    return numeric or ((_font_header(grid, words) or cols >= 3) and _stub(plain, words))
+    # Names, departments and addresses centred in columns (a paper's authors) are no table of words: a table's
+    # columns stand flush on one side, its stub at least, save perhaps short centred values.
+    return numeric or ((_font_header(grid, words) or cols >= 3) and not _centred(plain, words))
 
 
-def _stub(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
-    """Whether the first column's cells (or the last's, in a right-to-left table) stand flush on their outer side:
-    their outer edges agree within `FLUSH_EM` of the type size, and closer than their centres do."""
-    for side, col in ((0, 0), (2, -1)):
+def _centred(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
+    """Whether every column of two cells or more is centred: its cells' centres agree within `FLUSH_EM` of the type
+    size, closer than their left edges and their right edges do."""
+    seen = False
+    for col in range(len(plain[0])):
         cells = [[words[i] for i in cells[col]] for cells in plain if cells[col]]
-        if len(cells) < MIN_ROWS - 1:
+        if len(cells) < 2:
             continue
-        edges = [min(w.x0 for w in c) if side == 0 else max(w.x1 for w in c) for c in cells]
-        centres = [(min(w.x0 for w in c) + max(w.x1 for w in c)) / 2 for c in cells]
+        lefts = [min(w.x0 for w in c) for c in cells]
+        rights = [max(w.x1 for w in c) for c in cells]
+        centres = [(a + b) / 2 for a, b in zip(lefts, rights, strict=True)]
         size = statistics.median(w.size or w.height for c in cells for w in c)
-        spread = max(edges) - min(edges)
-        if spread <= FLUSH_EM * size and spread < max(centres) - min(centres):
-            return True
-    return False
+        spread = max(centres) - min(centres)
+        if spread > FLUSH_EM * size or spread >= min(max(lefts) - min(lefts), max(rights) - min(rights)):
+            return False
+        seen = True
+    return seen
 
 
 def _long(cells: list[str]) -> bool:
