@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from modelhost._serving import PROBE_HEADROOM, ClientLimits
-from modelhost.testing.rawhttp import Answer, Connection, parse_answers, request
+from modelhost.testing.rawhttp import Connection, parse_answers, refused_until_answered, request
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 #: Short enough for a test, long enough that a loaded 2-core machine answers a well-behaved request within it.
@@ -30,16 +30,6 @@ def refusals(url: str, reason: str) -> float:
             if s.name == "modelhost_http_client_refusals_total" and s.labels["reason"] == reason:
                 return s.value
     raise AssertionError("no modelhost_http_client_refusals_total in /metrics")
-
-
-async def health(url: str) -> Answer | None:
-    """The door's answer to a GET /health on a connection of its own (None: closed without one)."""
-    conn = await Connection.open(url)
-    try:
-        await conn.send(request("GET", "/health"))
-        return await conn.read_answer(timeout=5)
-    finally:
-        await conn.close()
 
 
 def assert_openai_error(body: bytes, code: str) -> None:
@@ -145,13 +135,7 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
             await conn.close()
         # The door frees a connection when it sees the close, which comes after ours: wait for that state. A
         # probe sent before it is refused too, and counted.
-        deadline = asyncio.get_running_loop().time() + STATE_WAIT_SECONDS
-        early = 0
-        while (answer := await health(url)) is None or answer.status != 200:
-            assert asyncio.get_running_loop().time() < deadline, answer
-            early += 1
-            await asyncio.sleep(0.01)
-        return early
+        return await refused_until_answered(url, "/health", STATE_WAIT_SECONDS)
 
     with serving(loop_thread, scripted_host(), limits=limits) as server:
         early = asyncio.run(main(server.url))

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from modelhost._serving import ClientLimits
-from modelhost.testing.rawhttp import Answer, Connection, parse_answers, request
+from modelhost.testing.rawhttp import Connection, parse_answers, refused_until_answered, request
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.worker import WorkerServer
 
@@ -50,16 +50,6 @@ async def refusals(url: str, reason: str) -> float:
 def assert_error(body: bytes, code: str, status: int) -> None:
     error = json.loads(body)
     assert error["code"] == code and error["status"] == status and error["message"], error
-
-
-async def queue_answer(url: str) -> Answer | None:
-    """The door's answer to a GET /v1/queue (not a probe) on a connection of its own (None: closed without one)."""
-    conn = await Connection.open(url)
-    try:
-        await conn.send(request("GET", "/v1/queue"))
-        return await conn.read_answer(timeout=5)
-    finally:
-        await conn.close()
 
 
 async def health(url: str) -> dict[str, object]:
@@ -170,12 +160,7 @@ def test_connections_over_the_bound_get_a_json_503_and_a_freed_one_admits_again(
             # The door frees a connection when it sees the close, which comes after ours: wait for that state (a
             # request that is not a probe admitted again).
             # One sent before it is refused too, and counted.
-            deadline = asyncio.get_running_loop().time() + STATE_WAIT_SECONDS
-            early = 0
-            while (again := await queue_answer(server.url)) is None or again.status != 200:
-                assert asyncio.get_running_loop().time() < deadline, again
-                early += 1
-                await asyncio.sleep(0.01)
+            early = await refused_until_answered(server.url, "/v1/queue", STATE_WAIT_SECONDS)
             assert (await health(server.url))["status"] == "ok"
             assert await refusals(server.url, "connection_limit") == 1 + early
         finally:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from modelhost.testing.waiting import POLL_SECONDS
+
 
 @dataclass
 class Answer:
@@ -136,3 +138,23 @@ def parse_answers(raw: bytes) -> list[Answer]:
         answers.append(answer)
         raw = raw[end + 4 + length :]
     return answers
+
+
+async def refused_until_answered(url: str, path: str, timeout: float) -> int:
+    """GET `path`, each time on a connection of its own, until the server answers 200 (a state it reaches by
+    itself, such as a connection it has freed); the number of tries that got another answer or none (refusals it
+    counted). AssertionError after `timeout` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    refused = 0
+    while True:
+        conn = await Connection.open(url)
+        try:
+            await conn.send(request("GET", path))
+            answer = await conn.read_answer(timeout=timeout)
+        finally:
+            await conn.close()
+        if answer is not None and answer.status == 200:
+            return refused
+        assert asyncio.get_running_loop().time() < deadline, f"GET {path} not answered 200 in {timeout:.0f} s: {answer}"
+        refused += 1
+        await asyncio.sleep(POLL_SECONDS)
