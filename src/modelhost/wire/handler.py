@@ -17,8 +17,11 @@ from modelhost.host import Done as HostDone
 from modelhost.host.models import Servable
 from modelhost.inference.options import MAX_TOKENS_LIMIT
 from modelhost.inference.types import Message as ChatMessage
-from modelhost.wire import codec
-from modelhost.wire.codec import AttachmentKind, ErrorCode, ResponseEvent, StopReason, WireError
+from modelhost.wire.codec.constants import AttachmentKind, ErrorCode, StopReason
+from modelhost.wire.codec.errors import WireError
+from modelhost.wire.codec.messages import Done, Error, FrameDelta, ImageBlock, Request, ResponseEvent, TextBlock
+from modelhost.wire.codec.pages import attachment_array
+from modelhost.wire.codec.validate import validate_request
 
 __all__ = ["TEXT_BLOCK_SEPARATOR", "backend_name", "events", "respond", "to_generation_request"]
 
@@ -41,7 +44,7 @@ def backend_name(host: Servable) -> str:
     return f"modelhost/{host.name}"
 
 
-def to_generation_request(request: codec.Request) -> GenerationRequest:
+def to_generation_request(request: Request) -> GenerationRequest:
     """The host request for a validated wire request: messages with their images, and the sampling options.
 
     Images become ``HxWx3`` uint8 arrays viewing the received blob (no copy), in block order within each message.
@@ -53,13 +56,13 @@ def to_generation_request(request: codec.Request) -> GenerationRequest:
         texts: list[str] = []
         images: list[Any] = []
         for block in message.content:
-            if isinstance(block, codec.TextBlock):
+            if isinstance(block, TextBlock):
                 texts.append(block.text)
-            elif isinstance(block, codec.ImageBlock):
+            elif isinstance(block, ImageBlock):
                 attachment = request.attachment(block.attachment_id)
                 if attachment is None:  # validate_request refuses this first; kept for a caller that did not
                     raise InvalidInputError(f"image block references unknown attachment {block.attachment_id!r}")
-                images.append(codec.attachment_array(attachment))
+                images.append(attachment_array(attachment))
         messages.append(ChatMessage(str(message.role), TEXT_BLOCK_SEPARATOR.join(texts), images=tuple(images)))
     options: dict[str, Any] = {}
     if request.max_tokens:
@@ -80,7 +83,7 @@ def _wire_error(exc: ModelHostError, request_id: str) -> WireError:
     return WireError(code, str(exc), fatal=fatal, request_id=request_id)
 
 
-async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
+async def respond(host: Servable, request: Request) -> AsyncGenerator[ResponseEvent, None]:
     """Answer one complete request (attachment bytes attached): yield text deltas, then exactly one ``Done``.
 
     Every refusal or failure raises :class:`WireError` instead of yielding, carrying the code, the request id and
@@ -90,7 +93,7 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
     """
     rid = request.id
     supported = (AttachmentKind.IMAGE,) if host.accepts_images else ()
-    codec.validate_request(request, supported_kinds=supported)
+    validate_request(request, supported_kinds=supported)
     generation = to_generation_request(request)
     try:
         # Checked once, off the event loop (a JSON Schema's grammar compiled, the prompt tokenized: Host.precheck).
@@ -105,9 +108,9 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
         async for event in stream:
             if isinstance(event, Delta):
                 if event.text:  # pdf-spec never emits an empty delta; its client would skip one anyway
-                    yield codec.FrameDelta(rid, event.text)
+                    yield FrameDelta(rid, event.text)
             elif isinstance(event, HostDone):
-                yield codec.Done(
+                yield Done(
                     rid,
                     input_tokens=event.prompt_tokens,
                     output_tokens=event.completion_tokens,
@@ -120,7 +123,7 @@ async def respond(host: Servable, request: codec.Request) -> AsyncGenerator[Resp
                 raise WireError(code, event.message, fatal=False, request_id=rid)
 
 
-async def events(host: Servable, request: codec.Request) -> AsyncGenerator[ResponseEvent, None]:
+async def events(host: Servable, request: Request) -> AsyncGenerator[ResponseEvent, None]:
     """:func:`respond`, with a refusal or failure yielded as the terminal ``Error`` event instead of raised."""
     try:
         async with contextlib.aclosing(respond(host, request)) as answers:
@@ -128,4 +131,4 @@ async def events(host: Servable, request: codec.Request) -> AsyncGenerator[Respo
                 yield event
     except WireError as exc:
         # Plain strings, as a decoded frame carries them, so in-process and socket answers compare equal.
-        yield codec.Error(exc.request_id or request.id, str(exc.code), exc.message)
+        yield Error(exc.request_id or request.id, str(exc.code), exc.message)
