@@ -166,6 +166,8 @@ def widened(
     """Ruled tables, each open one (no vertical rules) replaced by the table without rules that reads the same
     words and more: rules drawn under the columns of figures only (a statement's lines above its totals) bound no
     rows and hold no labels, and read alone they put a column of figures in one cell and its labels after it."""
+    if not any(t.open for t in ruled):
+        return ruled  # nothing to widen: no second reading of the page
     shut = frozenset().union(*(t.words for t in ruled if not t.open))
     rest = [i for i in range(len(words)) if i not in shut]
     out = [t for t in ruled if not t.open]
