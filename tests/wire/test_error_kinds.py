@@ -25,11 +25,9 @@ def test_a_page_the_model_cannot_read_is_the_requests_fault_and_the_connection_s
     try:
         with connect(served.path) as sock:
             send_request(sock, text_request("read this", "r1"))
-            events = read_response(sock)
-            assert events[-1] == codec.Error("r1", str(ErrorCode.INVALID_REQUEST), "page 3: the image cannot be decoded")
+            unreadable = "page 3: the image cannot be decoded"
+            assert read_response(sock)[-1] == codec.Error("r1", str(ErrorCode.INVALID_REQUEST), unreadable)
             send_request(sock, text_request("again", "r2"))
-            assert read_response(sock)[-1] == codec.Error(
-                "r2", str(ErrorCode.INVALID_REQUEST), "page 3: the image cannot be decoded"
-            )
+            assert read_response(sock)[-1] == codec.Error("r2", str(ErrorCode.INVALID_REQUEST), unreadable)
     finally:
         served.close()
