@@ -1,5 +1,5 @@
-"""A request is parsed and checked once, whatever its `n` (issue 37 item 1), through the real HTTP door on loopback
-over the tiny GGUF model (llama.cpp).
+"""A request is parsed and checked once, whatever its `n` (issue 37 item 1), through the real doors over the tiny GGUF
+model (llama.cpp): the HTTP door on loopback (OpenAI and Ollama) and the inferd socket, both over one host.
 
 The door hands the host's Admission (options parsed, prompt rendered and tokenized by the engine's `prepare`) to
 `submit` for every choice, so an n=2 chat parses its options once and renders its chat template once, where each
@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from http_support import LoopThread, serving
 from prometheus_client.parser import text_string_to_metric_families
 
+import modelhost.inference
+from modelhost.host import Host
 from modelhost.http import HttpServer
 from modelhost.inference.options import GenerateOptions
+from modelhost.inference.types import Message
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
+from modelhost.wire.client import Client
+from modelhost.wire.server import WireServer
 
 pytest.importorskip("llama_cpp")
 
@@ -28,9 +35,23 @@ from modelhost.backends.llama_cpp import chat as llama_chat
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_gguf_door: HttpServer) -> HttpServer:
-    """The module's door over the tiny GGUF (tests/http/conftest.py)."""
-    return tiny_gguf_door
+def socket_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("inferd") / "inferd.sock"
+
+
+@pytest.fixture(scope="module")
+def tiny(loop_thread: LoopThread, tiny_llama_gguf: Path, socket_path: Path) -> Iterator[HttpServer]:
+    """The HTTP door over the tiny GGUF (llama.cpp, one thread), and the inferd socket at `socket_path` on its host."""
+    host = Host(
+        lambda: modelhost.inference.load_model(str(tiny_llama_gguf), backend="llama_cpp", threads=1), name="tiny"
+    )
+    with serving(loop_thread, host) as server:
+        wire = WireServer(host, str(socket_path))
+        loop_thread.run(wire.start())
+        try:
+            yield server
+        finally:
+            loop_thread.run(wire.aclose(1.0))
 
 
 class Counts:
@@ -109,6 +130,13 @@ def test_ollama_chat_parses_once(tiny: HttpServer, counts: Counts) -> None:
     counts.reset()
     body = {"messages": CHAT["messages"], "stream": False, "options": {"num_predict": 3}}
     post(tiny.url, "/api/chat", body)
+    assert (counts.parses, counts.renders) == (1, 1)
+
+
+def test_an_inferd_chat_parses_once(tiny: HttpServer, socket_path: Path, counts: Counts) -> None:
+    counts.reset()
+    with Client(str(socket_path), timeout=STATE_WAIT_SECONDS) as client:
+        "".join(client.chat([Message("user", "tell me a story")], max_tokens=3))
     assert (counts.parses, counts.renders) == (1, 1)
 
 
