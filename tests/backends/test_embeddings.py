@@ -33,6 +33,8 @@ TEXTS = ["The quick brown fox", "jumps over the lazy dog.", "1 2 3", "What is th
 TINY_CONTEXT = 64
 #: A context long enough for an input of several embedding chunks (CHUNK tokens each).
 LONG_CONTEXT = 1024
+#: About 950 tokens of the tiny vocabulary: many chunks, within LONG_CONTEXT.
+LONG_TEXT = " ".join(f"word{i % 37} and" for i in range(200))
 
 
 @pytest.fixture(scope="module", params=["llama_cpp", "transformers"])
@@ -117,47 +119,60 @@ def test_embedding_between_generations_leaves_them_unchanged(tiny: Any) -> None:
     assert greedy(tiny) == expected  # and the prefix the next request reuses is still good
 
 
-def test_a_long_input_embedded_in_chunks_equals_one_pooled_decode(tiny_llama_gguf: Path) -> None:
-    """A causal model embeds in steps of CHUNK tokens, pooled here; the vectors are llama.cpp's own mean pooling of
-    the whole input in one decode (llama-cpp-python's `Llama.embed`, the unchunked embedding), to float rounding."""
+def stepped(model: Any, texts: list[str]) -> tuple[EmbeddingResult, int]:
+    """The unnormalised vectors of `texts` through the model's EmbeddingJob, and the steps it took before its last."""
+    job = model.embedding_job(texts, normalize=False)
+    steps = 0
+    while (result := job.step()) is None:
+        steps += 1
+    return result, steps
+
+
+def one_decode(path: Path, texts: list[str], pooling: int) -> tuple[np.ndarray, list[int]]:
+    """llama-cpp-python's own embedding of each text (`Llama.embed`): every token in one micro-batch, pooled by
+    llama.cpp in one decode, the unchunked reference; and each text's token count."""
     import llama_cpp
 
-    from modelhost.backends.llama_cpp.embedding import CHUNK
-
-    long = " ".join(f"word{i % 37} and" for i in range(200))  # about 950 tokens: many chunks
-    texts = [*TEXTS, long]
-    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as model:
-        job = model.embedding_job(texts, normalize=False)
-        steps = 0
-        while (result := job.step()) is None:
-            steps += 1
-        assert steps >= result.prompt_tokens // CHUNK, "the embedding ran in fewer steps than its chunks"
-        assert np.array_equal(result.vectors, model.embed(texts, normalize=False).vectors)  # one call: same steps
-        alone = model.embed([long], normalize=False)
     whole = llama_cpp.Llama(
-        model_path=str(tiny_llama_gguf),
+        model_path=str(path),
         embedding=True,
-        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+        pooling_type=pooling,
         n_ctx=LONG_CONTEXT,
         n_batch=LONG_CONTEXT,
-        n_ubatch=LONG_CONTEXT,  # every token in one micro-batch: llama.cpp pools the input in one decode
+        n_ubatch=LONG_CONTEXT,
         n_threads=1,
         verbose=False,
     )
     try:
-        assert alone.prompt_tokens == len(whole.tokenize(long.encode())) > 8 * CHUNK
-        expected = np.asarray([whole.embed(text) for text in texts], dtype=np.float32)
+        vectors = np.asarray([whole.embed(text) for text in texts], dtype=np.float32)
+        return vectors, [len(whole.tokenize(text.encode())) for text in texts]
     finally:
         whole.close()
 
+
+def relative(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The L2 distance of each row of `a` from `b`'s, relative to `b`'s length."""
+    return np.asarray(np.linalg.norm(a - b, axis=-1) / np.linalg.norm(b, axis=-1))
+
+
+def test_a_long_input_embedded_in_chunks_equals_one_pooled_decode(tiny_llama_gguf: Path) -> None:
+    """A causal model embeds in steps of CHUNK tokens, pooled here; the vectors are llama.cpp's own mean pooling of
+    the whole input in one decode (llama-cpp-python's `Llama.embed`, the unchunked embedding), to float rounding."""
+    from modelhost.backends.llama_cpp.embedding import CHUNK
+
+    texts = [*TEXTS, LONG_TEXT]
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as model:
+        result, steps = stepped(model, texts)
+        assert steps >= result.prompt_tokens // CHUNK, "the embedding ran in fewer steps than its chunks"
+        assert np.array_equal(result.vectors, model.embed(texts, normalize=False).vectors)  # one call: same steps
+        alone = model.embed([LONG_TEXT], normalize=False)
+    expected, counts = one_decode(tiny_llama_gguf, texts, pooling=1)  # mean
+    assert alone.prompt_tokens == counts[-1] > 8 * CHUNK
     # The kernels round differently for micro-batches of CHUNK and of 1,024 tokens: measured, the relative L2
     # difference is 2.5e-4 alone and at most 1.6e-4 packed with the other inputs. A mean whose count is off by one
     # token is off by 1.1e-3, and a chunk's mean taken for the whole or tokens lost at chunk edges by far more.
-    def relative(a: np.ndarray, b: np.ndarray) -> float:
-        return float(np.max(np.linalg.norm(a - b, axis=-1) / np.linalg.norm(b, axis=-1)))
-
     assert relative(alone.vectors[0], expected[-1]) < 6e-4, relative(alone.vectors[0], expected[-1])
-    assert relative(result.vectors, expected) < 6e-4, relative(result.vectors, expected)
+    assert np.all(relative(result.vectors, expected) < 6e-4), relative(result.vectors, expected)
 
 
 def gguf_with(source: Path, target: Path, **values: int | bool) -> Path:
@@ -188,34 +203,14 @@ def gguf_with(source: Path, target: Path, **values: int | bool) -> Path:
 def test_other_poolings_match_llama_cpps_own(
     tiny_llama_gguf: Path, tmp_path: Path, metadata: dict[str, int | bool], pooling: int, chunked: bool, bound: float
 ) -> None:
-    import llama_cpp
-
     path = gguf_with(tiny_llama_gguf, tmp_path / "variant.gguf", **metadata)
-    long = " ".join(f"word{i % 37} and" for i in range(200))
-    texts = ["The quick brown fox", "1 2 3", long]
+    texts = ["The quick brown fox", "1 2 3", LONG_TEXT]
     with LlamaCppBackend().load_model(str(path), threads=1, context_length=LONG_CONTEXT) as model:
-        job = model.embedding_job(texts, normalize=False)
-        steps = 0
-        while (result := job.step()) is None:
-            steps += 1
-    whole = llama_cpp.Llama(
-        model_path=str(path),
-        embedding=True,
-        pooling_type=pooling,
-        n_ctx=LONG_CONTEXT,
-        n_batch=LONG_CONTEXT,
-        n_ubatch=LONG_CONTEXT,
-        n_threads=1,
-        verbose=False,
-    )
-    try:
-        expected = np.asarray([whole.embed(text) for text in texts], dtype=np.float32)
-    finally:
-        whole.close()
+        result, steps = stepped(model, texts)
+    expected, _ = one_decode(path, texts, pooling)
     # Chunked: a step per CHUNK tokens; whole: one step tokenizes, one decodes the group (then the result).
     assert (steps > 8) if chunked else (steps == 2)
-    difference = np.linalg.norm(result.vectors - expected, axis=1) / np.linalg.norm(expected, axis=1)
-    assert np.all(difference < bound), difference
+    assert np.all(relative(result.vectors, expected) < bound), relative(result.vectors, expected)
 
 
 def test_closed_model_refuses(tiny_llama_gguf: Path) -> None:
