@@ -172,16 +172,18 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     if contents:
         gone = frozenset().union(*(toc.words for toc in contents))
         free = [w for i, w in enumerate(free) if i not in gone]
-    # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence).
-    unruled = find_unruled(free, style.body_size, content.rulings)
+    # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
+    # and a column break at one is a column break in the reading order.
+    page_gutters = gutters(free, style.body_size)
+    # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
+    # gutters are found again without a table's words: its column gaps are no gutters of the page.
+    unruled = find_unruled(free, style.body_size, content.rulings, page_gutters)
     for found in unruled:
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
     if unruled:
         gone = frozenset().union(*(found.words for found in unruled))
         free = [w for i, w in enumerate(free) if i not in gone]
-    # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
-    # and a column break at one is a column break in the reading order.
-    page_gutters = gutters(free, style.body_size)
+        page_gutters = gutters(free, style.body_size)
     runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]

@@ -131,17 +131,23 @@ class _Run:
     before: int = -1  # the row index just above the run's first row that overlaps it across (-1: none)
 
 
-def find_unruled(words: Sequence[Word], body_size: float, rules: Sequence[Segment] = ()) -> list[FoundTable]:
+def find_unruled(
+    words: Sequence[Word], body_size: float, rules: Sequence[Segment] = (), page_gutters: Sequence[Gutter] | None = None
+) -> list[FoundTable]:
     """The tables without rules among `words` (a page's words no ruled table, picture or table of contents took),
     each with the indices of the words it takes. `rules` are the page's: a run of words that a closed group of rules
     (horizontal and vertical rules meeting: a chart's axes) cuts into is a figure's labels (two panels' ticks side by
-    side), not a table; a frame around the whole run is only a box around it."""
+    side), not a table; a frame around the whole run is only a box around it. `page_gutters` are `lines.gutters` of
+    these words, when the caller has them already."""
     if not words or sum(1 for w in words if w.font) < 0.5 * len(words):
         return []  # read from pixels (no fonts): left to the layout model
     frames = rule_frames(rules)
-    gaps_at = _prose_gutters(words, body_size)
+    plain = lines(words)
+    found_gutters = gutters(words, body_size) if page_gutters is None else page_gutters
+    gaps_at = _prose_gutters(found_gutters, plain)
     index = {id(w): i for i, w in enumerate(words)}
-    rows = [_row([index[id(w)] for w in line], words) for line in lines(words, gaps_at)][:MAX_ROWS]
+    rows = [_row([index[id(w)] for w in line], words) for line in (lines(words, gaps_at) if gaps_at else plain)]
+    rows = rows[:MAX_ROWS]
     found: list[FoundTable] = []
     taken: set[int] = set()
     for run in _runs(rows):
@@ -181,16 +187,15 @@ def widened(
     return out + [t for t in ruled if t.open and not t.words & gone] + wide
 
 
-def _prose_gutters(words: Sequence[Word], body_size: float) -> list[Gutter]:
-    """The page's gutters with running text on both sides (rows with `PROSE_WORDS` words or more on each side,
-    median): two columns of prose. A gutter between a table's label column and its figures is no reason to cut its
-    rows. At most `MAX_GUTTERS` are weighed."""
-    found = gutters(words, body_size)[:MAX_GUTTERS]
+def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gutter]:
+    """The gutters with running text on both sides (rows of `plain`, the page's lines, with `PROSE_WORDS` words or
+    more on each side, median): two columns of prose. A gutter between a table's label column and its figures is no
+    reason to cut its rows. At most `MAX_GUTTERS` are weighed."""
     if not found:
         return []
-    spans = [(sorted((w.x0, w.x1) for w in line), (line[0].y0 + line[0].y1) / 2) for line in lines(words)]
+    spans = [(sorted((w.x0, w.x1) for w in line), (line[0].y0 + line[0].y1) / 2) for line in plain]
     out = []
-    for gutter in found:
+    for gutter in found[:MAX_GUTTERS]:
         beside = [
             (sum(1 for _, x1 in row if x1 <= gutter.x0 + 1), sum(1 for x0, _ in row if x0 >= gutter.x1 - 1))
             for row, y in spans
