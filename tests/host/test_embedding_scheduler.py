@@ -162,59 +162,104 @@ def test_refused_before_queueing_or_by_the_model(gguf: Any) -> None:
     asyncio.run(main())
 
 
+#: About 950 tokens of the tiny vocabulary: many embedding steps (CHUNK tokens each), within LONG_CONTEXT.
+LONG_TEXT = " ".join(f"word{i % 37} and" for i in range(200))
+LONG_CONTEXT = 1024
+
+
+class HeldSteps:
+    """Holds a real model's embedding jobs between their steps: each step first takes one release of `gate`, and a
+    step without one does nothing (the job yields its turn, and the host's loop moves on to its other work).
+    `ran` has one entry per step that ran: whether it was the last."""
+
+    def __init__(self, model: Any) -> None:
+        self.gate = threading.Semaphore(0)
+        self.ran: list[bool] = []
+        self.closed = 0
+        make = model.embedding_job
+        model.embedding_job = lambda texts, **opts: _Held(self, make(texts, **opts))
+
+    async def until_ran(self, n: int) -> None:
+        async def wait() -> None:
+            while len(self.ran) < n:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(wait(), PATIENCE)
+
+
+class _Held:
+    def __init__(self, held: HeldSteps, job: Any) -> None:
+        self.held = held
+        self.job = job
+
+    def step(self) -> EmbeddingResult | None:
+        if not self.held.gate.acquire(timeout=0.01):
+            return None
+        result = self.job.step()
+        self.held.ran.append(result is not None)
+        return result  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.held.closed += 1
+        self.job.close()
+
+
 def test_a_chat_beside_a_long_embedding_is_answered_between_its_steps(tiny_llama_gguf: Path) -> None:
     """A real llama.cpp model embeds a long input in steps (ChunkedEmbedding); a 4-token chat submitted after the
     embedding started gets all its tokens while the embedding is still mid-way, not after it (issue 35: a 4-token
-    chat waited 275 s behind one 4,096-token decode). The test holds the embedding between its steps: each step
-    first takes one release of `gate`, and a step without one does nothing (the job yields its turn)."""
+    chat waited 275 s behind one 4,096-token decode)."""
     from modelhost.backends.llama_cpp.embedding import CHUNK
 
-    gate = threading.Semaphore(0)
-    steps: list[bool] = []  # one entry per step that ran: whether it was the last
-
-    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=1024) as model:
-        real_job = model.embedding_job
-
-        class HeldJob:
-            def __init__(self, job: Any) -> None:
-                self.job = job
-
-            def step(self) -> EmbeddingResult | None:
-                if not gate.acquire(timeout=0.01):
-                    return None  # held: the host's loop moves on to its other work and comes back
-                result = self.job.step()
-                steps.append(result is not None)
-                return result  # type: ignore[no-any-return]
-
-            def close(self) -> None:
-                self.job.close()
-
-        model.embedding_job = lambda texts, **opts: HeldJob(real_job(texts, **opts))  # type: ignore[method-assign]
-        long = " ".join(f"word{i % 37} and" for i in range(200))  # about 950 tokens: several steps
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as model:
+        held = HeldSteps(model)
 
         async def main() -> EmbeddingResult:
             host = Host.from_model(model, name="tiny")
             await host.start()
-            ticket = host.submit_embedding([long])
-            gate.release()
-            gate.release()  # two steps: the input tokenized, its first chunk decoded
-
-            async def two_steps() -> None:
-                while len(steps) < 2:
-                    await asyncio.sleep(0.01)
-
-            await asyncio.wait_for(two_steps(), PATIENCE)
+            ticket = host.submit_embedding([LONG_TEXT])
+            held.gate.release()
+            held.gate.release()  # two steps: the input tokenized, its first chunk decoded
+            await held.until_ran(2)
             request = GenerationRequest(prompt="hello", options={"max_tokens": 4, "temperature": 0})
             events = [e async for e in host.generate(request)]
             assert isinstance(events[-1], Done) and events[-1].completion_tokens == 4
-            assert steps == [False, False] and host.running == 1, "the chat waited for the embedding to finish"
+            assert held.ran == [False, False] and host.running == 1, "the chat waited for the embedding to finish"
             for _ in range(64):
-                gate.release()
+                held.gate.release()
             result = await asyncio.wait_for(ticket.result(), PATIENCE)
-            assert len(steps) >= 1 + result.prompt_tokens // CHUNK and steps[-1]
+            assert len(held.ran) >= 1 + result.prompt_tokens // CHUNK and held.ran[-1]
             await host.aclose()
             return result
 
         result = asyncio.run(main())
-    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=1024) as again:
-        assert np.array_equal(result.vectors, again.embed([long]).vectors)  # the chat changed nothing in it
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as again:
+        assert np.array_equal(result.vectors, again.embed([LONG_TEXT]).vectors)  # the chat changed nothing in it
+
+
+def test_a_cancelled_embedding_stops_between_two_steps(tiny_llama_gguf: Path) -> None:
+    """Cancelling a ticket whose embedding is mid-way ends it before its next step: its result is "cancelled", its
+    job is closed, and the next embedding on the same model is the one a fresh model gives."""
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as model:
+        held = HeldSteps(model)
+
+        async def main() -> EmbeddingResult:
+            host = Host.from_model(model, name="tiny")
+            await host.start()
+            ticket = host.submit_embedding([LONG_TEXT])
+            held.gate.release()
+            held.gate.release()
+            await held.until_ran(2)
+            ticket.cancel()
+            with pytest.raises(ModelHostError) as caught:
+                await asyncio.wait_for(ticket.result(), PATIENCE)
+            assert caught.value.code == "cancelled"
+            assert held.ran == [False, False] and held.closed == 1, "the cancelled embedding kept stepping"
+            for _ in range(64):
+                held.gate.release()
+            after = await asyncio.wait_for(host.embed(["one text", "another text"]), PATIENCE)
+            await host.aclose()
+            return after
+
+        after = asyncio.run(main())
+    with LlamaCppBackend().load_model(str(tiny_llama_gguf), threads=1, context_length=LONG_CONTEXT) as fresh:
+        assert np.array_equal(after.vectors, fresh.embed(["one text", "another text"]).vectors)
