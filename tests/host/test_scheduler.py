@@ -171,7 +171,9 @@ def test_submit_while_loading_says_loading_and_the_metrics_never_show_a_request_
     async def main() -> None:
         host = Host(slow_loader, name="slow")
         starting = asyncio.ensure_future(host.start())
-        await asyncio.sleep(0.05)
+        async with asyncio.timeout(STATE_WAIT_SECONDS):  # until the load has begun (it then waits for `release`)
+            while host.state != "loading":
+                await asyncio.sleep(0.01)
         with pytest.raises(ModelLoadingError) as info:
             host.submit(GenerationRequest(prompt="p"))
         assert info.value.code == "model_loading" and host.state == "loading"
