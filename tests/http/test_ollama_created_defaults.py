@@ -39,7 +39,12 @@ def test_template_system_and_parameters_apply_on_every_door_and_show_gives_them_
         def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
             """The answer once the model has loaded (a created model loads at its first request: 503 until then)."""
             answers: list[httpx.Response] = []
-            wait_until(lambda: answers.append(http.post(path, json=body)) or answers[-1].status_code != 503)
+
+            def answered() -> bool:
+                answers.append(http.post(path, json=body))
+                return answers[-1].status_code != 503
+
+            wait_until(answered)
             assert answers[-1].status_code == 200, answers[-1].text
             return dict(answers[-1].json())
 
