@@ -4,7 +4,8 @@ Ollama's shape: several models side by side, each loaded at start or at its firs
 `keep_alive` idle seconds, and kept within a memory budget (`max_memory`), which host/budget.py keeps: to make room
 for a model, the least recently used *idle* models are unloaded, a model that cannot fit for busy ones claims the
 room (fair eviction), and a model that can never fit is refused when the set is built. What a set is built from
-(ModelSpec, the sizes) is host/spec.py; the keep-alive sweep's timing is host/keepalive.py.
+(ModelSpec, the sizes) is host/spec.py; the keep-alive sweep's timing is host/keepalive.py; the set's own metrics
+(resident bytes, loads, unloads) are host/set_metrics.py.
 
 A Host is one-shot (loaded once, closed once), so unloading closes it and the next load builds a fresh one: the
 ServedModel is the stable face the doors hold, and its metrics (one HostMetrics for the whole set, labelled by model)
@@ -22,11 +23,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, Literal, Protocol
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from modelhost.errors import HostClosedError, ModelHostError, ModelLoadingError, ModelNotFoundError
 from modelhost.host.budget import (
@@ -42,6 +40,7 @@ from modelhost.host.events import Admission, GenerationRequest
 from modelhost.host.keepalive import MAX_SWEEP_SECONDS, sweep_every, sweep_interval
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.scheduler import DEFAULT_MAX_QUEUE, Host
+from modelhost.host.set_metrics import ModelSetCollector
 from modelhost.host.spec import ModelSpec, parse_size, resident_size
 from modelhost.host.streams import EmbeddingTicket, RequestStream
 from modelhost.inference.engine import Engine
@@ -352,7 +351,7 @@ class Models:
         #: The memory budget (host/budget.py): what fits, what to unload for it, who waits for room.
         self.budget = Budget(max_memory, self.metrics)
         if metrics is None:  # a registry of our own: the set's figures go with the hosts' (never twice in one)
-            self.metrics.registry.register(_ModelSetCollector(self))
+            self.metrics.registry.register(ModelSetCollector(self))
         self._models: dict[str, ServedModel] = {}
         self._aliases: dict[str, str] = {}
         #: The LoRA adapters served by name, each over a model of the set (host/adapters.py manages them). Not in
@@ -662,37 +661,6 @@ class Models:
             return
         hosts = [m.host for m in self if m.host is not None]
         await asyncio.gather(*(h.aclose(grace=grace) for h in hosts), return_exceptions=True)
-
-
-class _ModelSetCollector(Collector):
-    """What the set adds to the hosts' metrics: each model's resident bytes, loads and unloads, and the budget."""
-
-    def __init__(self, models: Models) -> None:
-        self._models = models
-
-    def collect(self) -> Iterable[GaugeMetricFamily | CounterMetricFamily]:
-        labels = ["model_name"]
-        resident = GaugeMetricFamily(
-            "modelhost_model_resident_bytes",
-            "A loaded model's estimated size (weights and KV cache), 0 when unloaded.",
-            labels=labels,
-        )
-        loads = CounterMetricFamily("modelhost_model_loads", "Loads of the model that succeeded.", labels=labels)
-        unloads = CounterMetricFamily(
-            "modelhost_model_unloads", "Unloads of the model: idle past keep-alive, or for room.", labels=labels
-        )
-        for model in self._models:
-            held = model.host is not None and model.host.state not in ("failed", "closed")
-            resident.add_metric([model.name], float(model.size if held else 0))
-            loads.add_metric([model.name], float(model.loads))
-            unloads.add_metric([model.name], float(model.unloads))
-        yield resident
-        yield loads
-        yield unloads
-        if self._models.max_memory is not None:
-            yield GaugeMetricFamily(
-                "modelhost_memory_budget_bytes", "The bound on loaded models' total size.", self._models.max_memory
-            )
 
 
 def as_models(target: Host | Models, *, name: str | None = None) -> Models:
