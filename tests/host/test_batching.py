@@ -51,7 +51,7 @@ class PacedEngine:
 
     def step(self) -> StepResult:
         if self.gate is not None:
-            assert self.gate.acquire(timeout=10)
+            assert self.gate.acquire(timeout=STATE_WAIT_SECONDS)  # a bound on a hang, not on a slow test
         self.steps += 1
         outputs = {}
         for handle, state in list(self.busy.items()):
