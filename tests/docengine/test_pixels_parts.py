@@ -187,3 +187,16 @@ def test_a_title_region_of_code_or_a_line_of_capitals_naming_code_is_no_heading(
     code = _labelled("text", (72, 100, 400, 112), "ALTER TABLE BANK_SCHEMA.CUSTOMERS", bold=False)
     assert [b.kind for b in code] == [Kind.TEXT]
     assert [b.kind for b in _labelled("text", (72, 100, 400, 112), "ABSTRACT", bold=False)] == [Kind.SECTION_HEADER]
+
+
+def test_a_rapidocr_without_the_loaders_the_pixel_path_uses_is_a_load_error_naming_its_version() -> None:
+    # backends/ocr/rapid.py is the one place that reaches RapidOCR's private loaders: a release that renames them
+    # must fail the model's load with a message saying what to install, not an AttributeError inside a page.
+    from modelhost.backends.ocr import rapid
+    from modelhost.errors import ModelLoadError
+
+    class Renamed:  # a RapidOCR whose loaders went private under other names
+        pass
+
+    with pytest.raises(ModelLoadError, match=r"rapidocr \S+ has no _load_det_model .*rapidocr>=3\.10,<4"):
+        rapid.models(Renamed())
