@@ -13,7 +13,7 @@ Why a context of its own rather than `llama_set_embeddings` on the generation co
 In steps (an EmbeddingJob): the host runs one step between two steps of the generation engine, so a chat beside a
 long embedding waits behind one step, not the whole call (a 4,096-token input was one `llama_decode`: 276 s at load
 25, and a 4-token chat beside it waited 275 s). The first steps tokenize the inputs (at least one, at most
-TOKENIZE_BYTES of them a step), so every input is checked before any decode; the rest decode CHUNK tokens each.
+TOKENIZE_CHARS of them a step), so every input is checked before any decode; the rest decode CHUNK tokens each.
 
 Pooling: the GGUF's own `<arch>.pooling_type` when it declares mean, CLS or last-token pooling (embedding models
 do), else mean pooling over the input's tokens (a generative model declares none), of the final hidden state after
@@ -68,9 +68,10 @@ MAX_SEQUENCES = 32
 #: a loaded machine (34, 30 and 39 tokens/s at load 13-17).
 CHUNK = 64
 
-#: Input bytes one step tokenizes (at least one input a step, however long): ~0.05 s of SmolLM2's tokenizer (663 KB
-#: took 0.68 s on this machine class), so 2,048 inputs of a few KB each are read over many gaps, not in one.
-TOKENIZE_BYTES = 64 * 1024
+#: Characters of input one step tokenizes (at least one input a step, however long): ~0.05 s of SmolLM2's tokenizer
+#: for English (663 KB took 0.68 s on this machine class), so 2,048 inputs of a few KB each are read over many gaps,
+#: not in one. An input cut for `truncate` counts its whole length, though only a prefix is tokenized.
+TOKENIZE_CHARS = 64 * 1024
 
 #: Bytes a token stands for, first guess, when cutting an over-long input (`truncate`): SmolLM2's vocabulary spells
 #: English at 4-5 bytes a token, so a prefix of 8 bytes a token usually holds the context's tokens and is all that
@@ -327,7 +328,7 @@ class EmbeddingRun:
 
     def _tokenize(self) -> None:
         done = 0
-        while len(self._encoded) < len(self._items) and (done == 0 or done < TOKENIZE_BYTES):
+        while len(self._encoded) < len(self._items) and done < TOKENIZE_CHARS:
             i = len(self._encoded)
             text = self._items[i]
             tokens, cut = self._embedder.tokens(i, text, truncate=self._truncate)
