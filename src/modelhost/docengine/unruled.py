@@ -34,6 +34,7 @@ marks its tables.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import statistics
@@ -88,6 +89,12 @@ MAX_ROWS = 2_000
 #: Gutters weighed for running text on both sides: a page has one or two (three columns), a table's cell gaps may add
 #: a few; a hostile page of staggered words cannot make each of hundreds cost a pass over its lines.
 MAX_GUTTERS = 16
+#: Columns a table has at most: a statistical yearbook's widest tables have 20-30. A row cut into more segments is no
+#: table row (scattered words); it ends the runs it overlaps, and each check of a row against a run stays bounded.
+MAX_COLUMNS = 40
+#: Rows looked back over for the row just above a run (its header): the other columns' lines interleave with a
+#: column's own in top-to-bottom order, a few per line; a page of thousands of rows must not make each look cost all.
+LOOK_BACK = 32
 #: Runs followed at once: two or three columns side by side each hold one; more is a page of scattered words.
 MAX_OPEN = 8
 
@@ -235,13 +242,18 @@ def _free(row: _Row) -> list[tuple[float, float]]:
 def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float, float]] | None:
     """The run's separators narrowed to what `row` also leaves empty, or None when the row closes one of them (a
     separator narrower than a column gap is closed)."""
-    size = max(row.height, 1.0)
+    least = COLUMN_GAP_EM * max(row.height, 1.0) * 0.8
+    free = _free(row)
+    starts = [f0 for f0, _ in free]
     out = []
     for a, b in separators:
         best: tuple[float, float] | None = None
-        for f0, f1 in _free(row):
+        # The free ranges are sorted and apart: only those from the one holding `a` up to `b` can overlap.
+        for f0, f1 in free[max(bisect.bisect_right(starts, a) - 1, 0) :]:
+            if f0 >= b:
+                break
             lo, hi = max(a, f0), min(b, f1)
-            if hi - lo >= COLUMN_GAP_EM * size * 0.8 and (best is None or hi - lo > best[1] - best[0]):
+            if hi - lo >= least and (best is None or hi - lo > best[1] - best[0]):
                 best = (lo, hi)
         if best is None:
             return None
@@ -259,6 +271,10 @@ def _runs(rows: list[_Row]) -> list[_Run]:
         for run in list(open_):
             if row.x0 >= run.x1 or run.x0 >= row.x1:
                 continue  # beside the run (the other column): neither joins nor ends it
+            if row.segments > MAX_COLUMNS:
+                open_.remove(run)
+                done.append(run)
+                continue
             gap = (row.y0 - run.last.y1) / max(row.height, run.last.height, 1.0)
             near = gap <= ROW_GAP or (gap <= GROUP_GAP and len(run.rows) >= MIN_ROWS - 1 and _resumes(run, n, rows))
             kept = _keeps(run.separators, row) if near and not joined else None
@@ -272,8 +288,8 @@ def _runs(rows: list[_Row]) -> list[_Run]:
             else:
                 open_.remove(run)
                 done.append(run)
-        if not joined and row.segments >= 2:
-            before = next((k for k in range(n - 1, -1, -1) if rows[k].x0 < row.x1 and row.x0 < rows[k].x1), -1)
+        if not joined and 2 <= row.segments <= MAX_COLUMNS:
+            before = next((k for k in _back(n) if rows[k].x0 < row.x1 and row.x0 < rows[k].x1), -1)
             open_.append(_Run([n], list(row.gaps), row.x0, row.x1, row, before))
             if len(open_) > MAX_OPEN:
                 done.append(open_.pop(0))
@@ -292,6 +308,11 @@ def _resumes(run: _Run, n: int, rows: list[_Row]) -> bool:
     return False
 
 
+def _back(n: int) -> range:
+    """The rows looked at above row `n`, nearest first: at most `LOOK_BACK`."""
+    return range(n - 1, max(n - 1 - LOOK_BACK, -1), -1)
+
+
 def _across(row: _Row, run: _Run) -> bool:
     return row.x0 < run.x1 and run.x0 < row.x1
 
@@ -307,12 +328,13 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | N
     cols = len(separators) + 1
     above, spanning = _above(run, body[0], rows, words)
     grid_rows = above + body
+    middles = [(a + b) / 2 for a, b in separators]
     cells_words: list[list[list[int]]] = []
     for r in grid_rows:
         by_col: list[list[int]] = [[] for _ in range(cols)]
         for i in rows[r].words:
             centre = (words[i].x0 + words[i].x1) / 2
-            by_col[sum(1 for a, b in separators if centre > (a + b) / 2)].append(i)
+            by_col[bisect.bisect_left(middles, centre)].append(i)
         cells_words.append(by_col)
     groups = [[r] for r in grid_rows]
     _joined(cells_words, groups, words, len(spanning))
@@ -492,7 +514,7 @@ def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tu
         else:
             break
         below = row
-        k = next((j for j in range(k - 1, -1, -1) if rows[j].x0 < run.x1 and run.x0 < rows[j].x1), -1)
+        k = next((j for j in _back(k) if _across(rows[j], run)), -1)
     return out, spanning
 
 
