@@ -27,7 +27,7 @@ from modelhost.errors import (
     ModelHostError,
     QueueFullError,
 )
-from modelhost.host import Done, GenerationRequest, Host
+from modelhost.host import Done, EmbeddingTicket, GenerationRequest, Host
 from modelhost.inference.types import EmbeddingResult
 from modelhost.testing.standins import ScriptedModel
 
@@ -179,12 +179,21 @@ class HeldSteps:
         make = model.embedding_job
         model.embedding_job = lambda texts, **opts: _Held(self, make(texts, **opts))
 
-    async def until_ran(self, n: int) -> None:
+    async def two_steps_in(self, model: Any) -> tuple[Host, EmbeddingTicket]:
+        """A host over `model` whose embedding of LONG_TEXT has run two steps (the input tokenized, its first chunk
+        decoded) and is held there."""
+        host = Host.from_model(model, name="tiny")
+        await host.start()
+        ticket = host.submit_embedding([LONG_TEXT])
+        self.gate.release()
+        self.gate.release()
+
         async def wait() -> None:
-            while len(self.ran) < n:
+            while len(self.ran) < 2:
                 await asyncio.sleep(0.01)
 
         await asyncio.wait_for(wait(), PATIENCE)
+        return host, ticket
 
 
 class _Held:
@@ -214,12 +223,7 @@ def test_a_chat_beside_a_long_embedding_is_answered_between_its_steps(tiny_llama
         held = HeldSteps(model)
 
         async def main() -> EmbeddingResult:
-            host = Host.from_model(model, name="tiny")
-            await host.start()
-            ticket = host.submit_embedding([LONG_TEXT])
-            held.gate.release()
-            held.gate.release()  # two steps: the input tokenized, its first chunk decoded
-            await held.until_ran(2)
+            host, ticket = await held.two_steps_in(model)
             request = GenerationRequest(prompt="hello", options={"max_tokens": 4, "temperature": 0})
             events = [e async for e in host.generate(request)]
             assert isinstance(events[-1], Done) and events[-1].completion_tokens == 4
@@ -243,12 +247,7 @@ def test_a_cancelled_embedding_stops_between_two_steps(tiny_llama_gguf: Path) ->
         held = HeldSteps(model)
 
         async def main() -> EmbeddingResult:
-            host = Host.from_model(model, name="tiny")
-            await host.start()
-            ticket = host.submit_embedding([LONG_TEXT])
-            held.gate.release()
-            held.gate.release()
-            await held.until_ran(2)
+            host, ticket = await held.two_steps_in(model)
             ticket.cancel()
             with pytest.raises(ModelHostError) as caught:
                 await asyncio.wait_for(ticket.result(), PATIENCE)
