@@ -61,7 +61,7 @@ def too_many_bytes(what: str, size: int, limit: int, *, truncatable: bool = Fals
         "shorten it or load the model with a larger context_length"
     )  # fmt: skip
     return InvalidInputError(
-        f"{what}: {size} bytes of text, more than the model's context can hold (at most {limit} bytes for its "
+        f"{what}: {size} bytes of text, more than the model's context holds (at most {limit} bytes for its "
         f"tokens); {remedy}"
     )
 
