@@ -71,3 +71,44 @@ def test_defaults_fill_only_what_a_request_leaves_out_and_apply_once() -> None:
 def test_what_the_subset_does_not_run_is_refused_when_read(template: str, why: str) -> None:
     with pytest.raises(InvalidInputError, match=why):
         RequestDefaults(template=template)
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{{ if ne .Role }}x{{ end }}", "takes 2"),
+        ("{{ not }}", "cannot read"),
+        ("{{ len .A .B }}", "takes 1"),
+        ('{{ if eq .Role "\\x" }}x{{ end }}', "cannot read"),
+    ],
+)
+def test_a_function_called_wrongly_is_refused_when_read_not_at_each_request(template: str, why: str) -> None:
+    with pytest.raises(InvalidInputError, match=why):
+        RequestDefaults(template=template)
+
+
+def test_a_string_literal_reads_as_go_reads_it() -> None:
+    template = gotemplate.parse('{{ if eq .Prompt "é" }}accent{{ else }}plain{{ end }} {{ "tab\\there" }}')
+    assert template.render({"Prompt": "é"}) == "accent tab\there"
+
+
+def test_a_hostile_template_is_stopped_not_run_for_ever() -> None:
+    # 20 ranges over the whole chat, one inside the other: 4**20 passes (a trillion) if run. It stops at once with
+    # a refusal of the request (400), not by holding the event loop that renders it.
+    nested = RequestDefaults(template="{{ range $.Messages }}" * 20 + "x" + "{{ end }}" * 20)
+    with pytest.raises(InvalidInputError, match="more than"):
+        nested.apply(GenerationRequest(messages=CHAT))
+    # One range, but each pass copies the whole system prompt: the prompt it builds is bounded too.
+    copies = RequestDefaults(template="{{ range .Messages }}{{ $.System }}{{ end }}")
+    long_chat = [Message("system", "s" * 1_000_000)] + [Message("user", "u")] * 100
+    with pytest.raises(InvalidInputError, match="more than"):
+        copies.apply(GenerationRequest(messages=long_chat))
+    # What a template over messages runs once each stays well inside both bounds.
+    assert RequestDefaults(template=MESSAGES_TEMPLATE).apply(GenerationRequest(messages=CHAT * 1000)).prompt
+
+
+@pytest.mark.parametrize("template", ["{{ range $i, $m := .Messages }}{{ range $i }}{{ end }}{{ end }}",
+                                      "{{ range $i, $m := .Messages }}{{ len $i }}{{ end }}"])  # fmt: skip
+def test_a_template_that_goes_wrong_on_a_chat_refuses_it_as_bad_input(template: str) -> None:
+    with pytest.raises(InvalidInputError, match="template"):
+        RequestDefaults(template=template).apply(GenerationRequest(messages=CHAT))

@@ -5,11 +5,13 @@ An Ollama Modelfile's TEMPLATE is Go template text over `.System`, `.Prompt`, `.
 `{{ $.Field }}`, `{{ if X }}`, `{{ else if X }}`, `{{ else }}`, `{{ range .Messages }}` (optionally `range $i, $m :=`),
 `{{ end }}`, the functions `eq`, `ne`, `and`, `or`, `not` and `len`, string literals, `{{/* comments */}}` and the
 `{{-`/`-}}` trim markers. Anything else is refused when the template is parsed (at create), naming what it met, so a
-template is never half run.
+template is never half run. A run is bounded (MAX_STEPS_PER_ITEM, MAX_RENDER_CHARS): a hostile template (ranges
+within ranges over the chat) is refused at the request it would render rather than run for ever.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from collections.abc import Mapping
@@ -20,6 +22,13 @@ from modelhost.errors import InvalidInputError
 
 #: A TEMPLATE is a few lines; a bound on its nesting keeps a hostile one from recursing the parser away.
 MAX_DEPTH = 32
+#: Nodes a render visits at most, per element of the lists it is given (the chat's messages) plus one: a template
+#: runs each of its nodes once per message, so a linear one never nears this; ranges nested over the messages (one
+#: per depth level: messages**depth passes) stop here instead of holding the thread that renders them.
+MAX_STEPS_PER_ITEM = 1024
+#: Characters a render writes at most: twice the HTTP door's largest body (32 MiB), since a template puts markup
+#: around the chat's text rather than copies of it; a range that copies the system prompt per message stops here.
+MAX_RENDER_CHARS = 64 * 1024 * 1024
 
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.S)
 _RANGE = re.compile(r"^range\s+(?:(\$\w+)\s*,\s*(\$\w+)\s*:=\s*)?(.+)$", re.S)
@@ -49,9 +58,12 @@ class Template:
         return ".Messages" in self.source
 
     def render(self, data: Mapping[str, Any]) -> str:
-        out: list[str] = []
-        _run(self.nodes, data, {"$": data}, out)
-        return "".join(out)
+        """The template run over `data`; InvalidInputError when the run goes past MAX_STEPS_PER_ITEM for each of
+        `data`'s list elements (plus one) or writes more than MAX_RENDER_CHARS."""
+        items = sum(len(v) for v in data.values() if isinstance(v, list | tuple))
+        run = _Run(steps_left=MAX_STEPS_PER_ITEM * (items + 1))
+        run.nodes(self.nodes, data, {"$": data})
+        return "".join(run.out)
 
 
 def parse(source: str) -> Template:
@@ -130,7 +142,10 @@ def _if(pieces: list[tuple[str, str]], i: int, expr: list[str], depth: int) -> t
     return node, i
 
 
-_FUNCTIONS = frozenset({"eq", "ne", "and", "or", "not", "len"})
+#: Each function's arguments, at least and at most (Go's: eq compares its first with each other one).
+_ARITY: dict[str, tuple[int, int]] = {"eq": (2, 1 << 30), "ne": (2, 2), "and": (1, 1 << 30), "or": (1, 1 << 30),
+                                      "not": (1, 1), "len": (1, 1)}  # fmt: skip
+_FUNCTIONS = frozenset(_ARITY)
 
 
 def _expr(text: str) -> list[str]:
@@ -148,14 +163,29 @@ def _expr(text: str) -> list[str]:
     if len(words) > 1 and words[0] not in _FUNCTIONS:
         raise InvalidInputError(f"template: {words[0]!r} is not a function modelhost runs ({', '.join(_FUNCTIONS)})")
     for word in words[1:] if len(words) > 1 else words:
-        if not (word.startswith((".", "$")) or word.startswith('"')):
+        if not (word.startswith((".", "$")) or (word.startswith('"') and _literal(word) is not None)):
             raise InvalidInputError(f"template: cannot read {word!r} in {{{{ {text} }}}}")
+    if len(words) > 1:
+        least, most = _ARITY[words[0]]
+        if not least <= len(words) - 1 <= most:
+            raise InvalidInputError(f"template: {words[0]} takes {least}{'' if least == most else ' or more'} "
+                                    f"arguments, not {len(words) - 1}, in {{{{ {text} }}}}")  # fmt: skip
     return words
+
+
+def _literal(word: str) -> str | None:
+    """A double-quoted string literal's value (Go's escapes are Python's for what templates use: \\n, \\t, \\",
+    \\uXXXX); None when `word` is not one."""
+    try:
+        value = ast.literal_eval(word)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _value(word: str, dot: Any, scope: Mapping[str, Any]) -> Any:
     if word.startswith('"'):
-        return word[1:-1].encode().decode("unicode_escape")
+        return _literal(word)
     if word.startswith("$"):
         name, _, path = word.partition(".")
         base = scope.get(name)
@@ -185,6 +215,8 @@ def _eval(words: list[str], dot: Any, scope: Mapping[str, Any]) -> Any:
         case "not":
             return not _truth(args[0])
         case _:  # len
+            if args[0] is not None and not isinstance(args[0], str | list | tuple | Mapping):
+                raise InvalidInputError(f"template: len of {type(args[0]).__name__} in {{{{ {' '.join(words)} }}}}")
             return len(args[0]) if args[0] is not None else 0
 
 
@@ -192,19 +224,40 @@ def _truth(value: Any) -> bool:
     return bool(value)  # Go's: false, 0, "", nil and empty collections are false, as in Python
 
 
-def _run(nodes: list[_Node], dot: Any, scope: dict[str, Any], out: list[str]) -> None:
-    for node in nodes:
-        if node.kind == "text":
-            out.append(node.text)
-        elif node.kind == "value":
-            value = _eval(node.expr, dot, scope)
-            out.append("" if value is None else str(value))
-        elif node.kind == "if":
-            _run(node.body if _truth(_eval(node.expr, dot, scope)) else node.orelse, dot, scope, out)
-        else:
-            items = _eval(node.expr, dot, scope) or []
-            for index, item in enumerate(items):
-                inner = dict(scope)
-                if node.names is not None:
-                    inner[node.names[0]], inner[node.names[1]] = index, item
-                _run(node.body, item, inner, out)
+@dataclass
+class _Run:
+    """One render: what it has written and the steps it may still take (Template.render's bounds)."""
+
+    steps_left: int
+    out: list[str] = field(default_factory=list)
+    chars: int = 0
+
+    def write(self, text: str) -> None:
+        self.chars += len(text)
+        if self.chars > MAX_RENDER_CHARS:
+            raise InvalidInputError(f"template: renders more than {MAX_RENDER_CHARS} characters for this chat")
+        self.out.append(text)
+
+    def nodes(self, nodes: list[_Node], dot: Any, scope: dict[str, Any]) -> None:
+        for node in nodes:
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                raise InvalidInputError(f"template: runs more than {MAX_STEPS_PER_ITEM} steps per message of this "
+                                        "chat (ranges within ranges over it?)")  # fmt: skip
+            if node.kind == "text":
+                self.write(node.text)
+            elif node.kind == "value":
+                value = _eval(node.expr, dot, scope)
+                self.write("" if value is None else str(value))
+            elif node.kind == "if":
+                self.nodes(node.body if _truth(_eval(node.expr, dot, scope)) else node.orelse, dot, scope)
+            else:
+                items = _eval(node.expr, dot, scope) or []
+                if not isinstance(items, list | tuple):  # Go ranges over lists (and maps, which a chat has none of)
+                    raise InvalidInputError(f"template: cannot range over {' '.join(node.expr)}, a "
+                                            f"{type(items).__name__}")  # fmt: skip
+                for index, item in enumerate(items):
+                    inner = dict(scope)
+                    if node.names is not None:
+                        inner[node.names[0]], inner[node.names[1]] = index, item
+                    self.nodes(node.body, item, inner)
