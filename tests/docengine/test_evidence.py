@@ -191,3 +191,92 @@ def test_a_counted_line_set_a_little_larger_alone_is_a_heading_and_a_counted_bod
     assert [(b.marker, b.text) for b in items] == [
         (f"({n})", "a counted line of the body, set as the body is") for n in (1, 2)
     ]
+
+
+def _lines(c: object, x: float, y: float, texts: list[tuple[str, str]], leading: float = 14) -> float:
+    """Draws (font, text) lines at 10 pt from `y` down; returns the y under the last."""
+    for font, text in texts:
+        c.setFont(font, 10)  # type: ignore[attr-defined]
+        c.drawString(x, y, text)  # type: ignore[attr-defined]
+        y -= leading
+    return y
+
+
+def test_an_italic_label_line_standing_alone_heads_the_text_under_it_and_an_italic_line_with_nothing_after_is_text(
+    tmp_path: Path,
+) -> None:
+    # The AMT handbook sets its sub-headings so: body size, italics, a line of their own, the section's text under
+    # them at the body's leading ("Boots Self-Locking Nut").
+    def page(c: object) -> None:
+        y = _lines(c, 72, 780, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+        y = _lines(c, 72, y - 8, [("Helvetica-Oblique", "Boots Self-Locking Nut")])
+        y = _lines(c, 72, y, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+        # an italic phrase run in at a paragraph's start goes on in upright type on its line: no heading
+        c.setFont("Helvetica-Oblique", 10)  # type: ignore[attr-defined]
+        c.drawString(72, y - 8, "In short,")  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawString(116, y - 8, "the reserves were sufficient and the rules apply from the next year on")  # type: ignore[attr-defined]
+        y = _lines(c, 72, y - 22, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(2)])
+        # an italic line that ends its sentence is an italic sentence, and one with nothing under it a by-line
+        y = _lines(c, 72, y - 8, [("Helvetica-Oblique", "The rules were approved.")])
+        y = _lines(c, 72, y, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(2)])
+        _lines(c, 72, y - 8, [("Helvetica-Oblique", "Drawn by the Survey Office")])
+
+    (layout,) = _layouts(_pdf(tmp_path / "italic.pdf", page))
+    kinds = {b.text: b.kind for b in layout.blocks}
+    assert kinds["Boots Self-Locking Nut"] is Kind.SECTION_HEADER
+    assert [b.text for b in layout.blocks if b.kind is Kind.SECTION_HEADER] == ["Boots Self-Locking Nut"]
+    assert any(b.text.startswith("In short, the reserves") for b in layout.blocks)
+    assert kinds["Drawn by the Survey Office"] is Kind.TEXT
+
+
+def test_bold_lines_that_head_nothing_are_no_headings_and_a_bold_numbered_title_standing_alone_is_one(
+    tmp_path: Path,
+) -> None:
+    photo = _image(tmp_path / "photo.png", (400, 300), 120)
+
+    def page(c: object) -> None:
+        # a numbered section title in body size, bold, on a line of its own over its text: a heading
+        y = _lines(c, 72, 790, [("Helvetica-Bold", "2.3 Reserves of the fund")])
+        y = _lines(c, 72, y, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+        # a bold run-in label at a paragraph's start, the paragraph going on after it
+        c.setFont("Helvetica-Bold", 10)  # type: ignore[attr-defined]
+        c.drawString(72, y - 8, "Note.")  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawString(104, y - 8, "Members who filed last year need not file again, whatever the office")  # type: ignore[attr-defined]
+        y = _lines(c, 72, y - 22, [("Helvetica", "says in its letters, and late forms are refused by the office.")])
+        # an ordered list whose second item is set in bold
+        y = _lines(
+            c, 72, y - 8, [("Helvetica", "1. Apples"), ("Helvetica-Bold", "2. Pears"), ("Helvetica", "3. Plums")]
+        )
+        # a figure with a bold label over the picture, and its caption
+        c.drawImage(photo, 72, y - 200, width=240, height=180)  # type: ignore[attr-defined]
+        c.setFont("Helvetica-Bold", 10)  # type: ignore[attr-defined]
+        c.drawString(100, y - 60, "Sensor array")  # type: ignore[attr-defined]
+        _lines(c, 72, y - 216, [("Helvetica", "Figure 1: The sensors on the roof of the office.")])
+
+    (layout,) = _layouts(_pdf(tmp_path / "bold.pdf", page))
+    headers = [b.text for b in layout.blocks if b.kind is Kind.SECTION_HEADER]
+    assert headers == ["2.3 Reserves of the fund"]
+    items = [(b.marker, b.text) for b in layout.blocks if b.kind is Kind.LIST_ITEM]
+    assert items == [("1.", "Apples"), ("2.", "Pears"), ("3.", "Plums")]
+    assert any(b.text.startswith("Note. Members who filed") for b in layout.blocks)
+
+
+def test_a_short_line_of_a_caseless_script_is_no_line_of_capitals(tmp_path: Path) -> None:
+    # Korean (as Arabic or Hebrew) equals its upper case: a diagram's label of three words at body size, in no
+    # bolder face, is no "ABSTRACT" set apart in capitals (right_to_left_02's diagram labels were headings so).
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+    pdfmetrics.registerFont(UnicodeCIDFont("HYSMyeongJo-Medium"))
+    body = "모든 국민은 법 앞에 평등하다 누구든지 성별 종교 또는 사회적 신분에 의하여 차별을 받지 아니한다"
+
+    def page(c: object) -> None:
+        y = _lines(c, 72, 780, [("HYSMyeongJo-Medium", f"{body} {k}") for k in range(3)])
+        y = _lines(c, 72, y - 10, [("HYSMyeongJo-Medium", "국가 안보 기관")])
+        _lines(c, 72, y - 10, [("HYSMyeongJo-Medium", f"{body} {k}") for k in range(3)])
+
+    (layout,) = _layouts(_pdf(tmp_path / "caseless.pdf", page))
+    assert "국가 안보 기관" in [b.text for b in layout.blocks]
+    assert [b.text for b in layout.blocks if b.kind in (Kind.SECTION_HEADER, Kind.TITLE)] == []

@@ -17,7 +17,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from modelhost.docengine.backdrops import is_backdrop
-from modelhost.docengine.classify import CAPTION, HEADING_RATIO, NUMBERED, Style, classify, margin_line
+from modelhost.docengine.classify import (
+    CAPTION,
+    HEADING_RATIO,
+    NUMBERED,
+    Style,
+    classify,
+    counts_on,
+    italic_label,
+    margin_line,
+)
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
@@ -300,9 +309,21 @@ def _continues_block(piece: Piece, body: list[Piece]) -> bool:
 
 def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: list[BBox]) -> list[Block]:
     out = []
-    for paragraph in paragraphs(chunk):
+    grouped = paragraphs(chunk)
+    for paragraph in grouped:
         framed = any(_contains(frame, paragraph[0].bbox) for frame in frames)
         out.append(classify(paragraph, style, content.number, content.height, framed=framed))
+    # A bold item of a numbered list counts on from its neighbours: no section of its own.
+    for i, paragraph in enumerate(grouped):
+        out[i] = counts_on(paragraph, out[i], out[max(0, i - 1) : i] + out[i + 1 : i + 2])
+    # A label line in italics at body size heads only what follows it in the column: text, not another label, a
+    # caption or nothing (a figure's italic label, a by-line).
+    for i, (paragraph, block) in enumerate(zip(grouped, out, strict=True)):
+        label = block.kind is Kind.SECTION_HEADER and italic_label(paragraph, block.text)
+        if label and max(p.size for p in paragraph) < HEADING_RATIO * style.body_size:
+            heads = i + 1 < len(out) and out[i + 1].kind is Kind.TEXT
+            if not heads:
+                out[i] = replace(block, kind=Kind.TEXT, level=0)
     # Unnumbered headings of one level one after another are emphasis (a cover's selling points, a sidebar), not
     # sections: a section heading is followed by what it heads.
     plain = [b.kind is Kind.SECTION_HEADER and not NUMBERED.match(b.text) for b in out]

@@ -7,7 +7,8 @@ The tests in order, and why each comes where it does:
 - list item: a bullet or a number marker;
 - heading: a short paragraph (at most `HEADING_WORDS` words, `HEADING_LINES` lines) set larger than the body
   (`HEADING_RATIO`), or bold at body size with a section number or few words, or a counted line standing alone set a
-  little larger (`COUNTED_RATIO`: "(1) ..." in a Korean report); never a sentence, never mostly digits
+  little larger (`COUNTED_RATIO`: "(1) ..." in a Korean report), or a short label line in italics followed by text
+  (`italic_label`); never a sentence, never mostly digits
   (chart ticks, table fragments), never small type. Its level: the depth of its section number when it has one
   ("1.1.1" is 3), else its size's rank among the document's heading sizes;
 - title: the document's largest size, on the first page;
@@ -34,6 +35,9 @@ COUNTED_RATIO = 1.05
 #: Headings are short: longer paragraphs are text however they are set.
 HEADING_WORDS = 20
 HEADING_LINES = 3
+#: An italic label line heading what follows it has at most this many words: as many as a line of capitals set apart
+#: (below); a longer italic line standing alone is a quotation's or an emphasis's last line.
+LABEL_WORDS = 8
 #: Share of characters in monospace fonts that makes a paragraph code.
 CODE_SHARE = 0.8
 #: Share of characters in math fonts that makes a paragraph a formula.
@@ -153,6 +157,44 @@ def never_heading(text: str) -> bool:
     return bool(_ADDRESS.search(text)) or text.endswith((",", ";", ":")) or _EQUATION.search(text) is not None
 
 
+def counts_on(pieces: Sequence[Piece], block: Block, neighbours: Sequence[Block]) -> Block:
+    """A heading numbered as an ordered list item ("2. Pears" in bold) whose number follows or precedes a
+    neighbouring item's of the same form ("1. Apples", "3. Plums") is an item of that list set in bold, not a
+    section: the list item it is; any other block comes back as it is."""
+    mark = marker(pieces[0])
+    if block.kind is not Kind.SECTION_HEADER or mark is None or not mark[1]:
+        return block
+    sign = mark[0]
+    number = _item_number(sign)
+    for other in neighbours:
+        theirs = _item_number(other.marker) if other.kind is Kind.LIST_ITEM and other.ordered else None
+        same_form = other.marker.strip("0123456789") == sign.strip("0123456789")
+        if number is not None and theirs is not None and same_form and abs(theirs - number) == 1:
+            rest = block.text[len(sign) :].strip() if block.text.startswith(sign) else block.text
+            return Block(Kind.LIST_ITEM, block.bbox, rest, marker=sign, ordered=True)
+    return block
+
+
+def _item_number(sign: str) -> int | None:
+    digits = sign.strip("().")
+    return int(digits) if digits.isdigit() else None
+
+
+def italic_label(pieces: Sequence[Piece], text: str) -> bool:
+    """A label line: one line, all in italics, capitalised, a few words (`LABEL_WORDS`) on no sentence end. The
+    paragraph splitter ends a paragraph after such a line standing alone; it heads what follows it ("Boots
+    Self-Locking Nut" over its section in the AMT handbook), where an italic line with nothing after it is a
+    figure's label or a by-line, which `analyse` leaves as text."""
+    words = [w for p in pieces for w in p.words]
+    return (
+        len(pieces) == 1
+        and all(w.italic and not w.bold for w in words)
+        and len(words) <= LABEL_WORDS
+        and text[:1].isupper()
+        and not text.endswith((".", "!", "?"))
+    )
+
+
 def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style) -> int:
     """The heading level of a paragraph (1 = top), or 0 when it is no heading."""
     body = style.body_size
@@ -169,14 +211,19 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
     italic = all(w.italic for p in pieces for w in p.words[1:]) and len(pieces[0].words) > 1
     numbered = NUMBERED.match(text)
     # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
-    capitals = text.upper() == text and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
+    # Only a cased script has capitals: Arabic, Hebrew, Korean or Chinese text equals its upper case without being
+    # set in capitals (right_to_left_02's diagram labels, Tajawal at body size, were taken for headings so).
+    cased = sum(c.isupper() for c in text) >= letters / 2
+    capitals = text.upper() == text and cased and letters >= 4 and len(pieces) == 1 and n_words <= 8 and not big
     capitals = capitals and not _IDENTIFIER.search(text)
     # Counted and alone: one line, a number first, set a little larger than the body ("(1) 상위법에 반하는...").
     counted = (numbered or _COUNTED.match(text)) and len(pieces) == 1 and size >= COUNTED_RATIO * body
     if not big:
         # At body size a heading must be set apart: bold; numbered and in capitals or italics ("3.1. Emission line
-        # fluxes" in AASTeX); or one to three words in capitals on a line of their own ("ABSTRACT").
+        # fluxes" in AASTeX); one to three words in capitals on a line of their own ("ABSTRACT"); or a label line
+        # in italics (`italic_label`: the analysis keeps it only when text follows it).
         marked = bold or (numbered and (capitals or italic)) or (capitals and n_words <= 3) or counted
+        marked = marked or italic_label(pieces, text)
         if not marked or size < SMALL_RATIO * body:
             return 0
         if not numbered and n_words > 12:

@@ -3,6 +3,9 @@
 A new paragraph starts, and why each rule:
 - at a style change (size, all-bold, monospace): a bold heading line directly above its body is its own block,
   which is how "5.1 Hyper Parameter Optimization" stays out of the paragraph under it;
+- after a label line: a paragraph's first line all in italics, standing alone (ending well before the right edge,
+  `SHORT_LINE`) on no sentence end, over a line in upright type: "Boots Self-Locking Nut" over its section's first
+  line in the AMT handbook, where italics alone set the heading apart from the body;
 - at a vertical gap wider than `PARAGRAPH_GAP` font sizes (Word-style spacing between paragraphs);
 - at an indented first line (`INDENT` font sizes right of the chunk's left edge, the line above flush): LaTeX and
   pdf-spec's paragraphs.pdf separate paragraphs by indentation alone, with the same leading (not after a bold line:
@@ -82,7 +85,11 @@ def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
         elif code:
             # Code keeps its indentation and short lines: only a blank line (or more) ends a listing's block.
             new = piece.y0 - prev.y1 > CODE_GAP * size
-        elif piece.y0 - prev.y1 > PARAGRAPH_GAP * size or marker(piece) is not None:
+        elif (
+            piece.y0 - prev.y1 > PARAGRAPH_GAP * size
+            or marker(piece) is not None
+            or (len(out[-1]) == 1 and _label_line(prev, piece, right, size))
+        ):
             new = True
         elif item_text_x is not None:
             new = abs(piece.x0 - item_text_x) > INDENT * size and piece.x0 < item_text_x
@@ -104,6 +111,13 @@ def _heading_wrap(prev: Piece, piece: Piece) -> bool:
     bold = all(w.bold for w in prev.words) and all(w.bold for w in piece.words)
     close = piece.y0 - prev.y1 < PARAGRAPH_GAP * piece.size and abs(piece.x0 - prev.x0) < 1.0
     return bold and close and max(prev.size, piece.size) <= WRAP_RATIO * min(prev.size, piece.size)
+
+
+def _label_line(prev: Piece, piece: Piece, right: float, size: float) -> bool:
+    # A line in italics throughout, standing alone before upright text: a run-in emphasis wraps on (its line is full,
+    # or it goes on in upright type on the same line), a sentence in italics ends on its full stop.
+    italic = all(w.italic for w in prev.words) and not all(w.italic for w in piece.words)
+    return italic and right - prev.x1 > SHORT_LINE * size and not _SENTENCE_END.search(prev.text)
 
 
 def _item_text_x(piece: Piece) -> float | None:
