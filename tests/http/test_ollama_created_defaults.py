@@ -5,6 +5,7 @@ client and plain HTTP against a real server on loopback over the tiny Llama GGUF
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from http_support import LoopThread
 from test_ollama_create import names, serving
 
+from modelhost.http.ollama import create as create_module
 from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 pytest.importorskip("llama_cpp")
@@ -116,3 +118,25 @@ def test_a_gguf_uploaded_by_digest_is_kept_verified_and_created_from(
                 client.create(model="ghost", files=files)
             assert refused.value.status_code == 400
         assert "ghost" not in names(client)
+
+
+def test_a_blob_the_disk_cannot_hold_is_refused_507_declared_or_chunked(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    # A headroom as large as the disk: no byte fits beyond it, whatever else is written meanwhile.
+    monkeypatch.setattr(create_module, "DISK_HEADROOM_BYTES", shutil.disk_usage(tmp_path).total)
+    body = b"a blob the disk has no room for" * 1000
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    with (
+        serving(loop_thread, tiny_llama_gguf) as server,
+        httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
+    ):
+        declared = http.post(f"/api/blobs/{digest}", content=body)
+        # The ollama client streams a file without a Content-Length (Go's chunked encoding): the same answer.
+        chunked = http.post(f"/api/blobs/{digest}", content=iter([body[:1000], body[1000:]]))
+        for answer in (declared, chunked):
+            assert answer.status_code == 507, answer.text
+            assert "does not fit" in answer.json()["error"]
+        blobs = tmp_path / "modelhost-created" / "blobs"
+        assert list(blobs.iterdir()) == [], "nothing kept, no partial file left"

@@ -236,20 +236,24 @@ class CreatedRoutes:
             return Response(status_code=200)
         await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
         declared = request.headers.get("content-length", "")
-        free = (await asyncio.to_thread(shutil.disk_usage, path.parent)).free - DISK_HEADROOM_BYTES
+        free = max((await asyncio.to_thread(shutil.disk_usage, path.parent)).free - DISK_HEADROOM_BYTES, 0)
+        sized = f"the blob ({declared} bytes)" if declared else "the streamed blob"
+        no_room = ApiError(507, f"{sized} does not fit on this host's disk ({free} bytes free beyond its headroom)",
+                           code="insufficient_storage")  # fmt: skip
         if declared.isdigit() and int(declared) > free:
-            raise ApiError(507, f"the blob ({declared} bytes) does not fit on this host's disk ({max(free, 0)} bytes "
-                           "free beyond its headroom)", code="insufficient_storage")  # fmt: skip
+            raise no_room
         fd, partial = tempfile.mkstemp(prefix=".upload.", dir=path.parent)
         digest = hashlib.sha256()
         try:
             with os.fdopen(fd, "wb") as out:
-                async for chunk in bounded(request, min(store.MAX_BLOB_BYTES, max(free, 0))):
+                async for chunk in bounded(request, min(store.MAX_BLOB_BYTES, free)):
                     await asyncio.to_thread(_write, out, digest, chunk)
             if f"sha256-{digest.hexdigest()}" != path.name:
                 raise ApiError(400, f"digest mismatch: the body's is sha256:{digest.hexdigest()}", code="invalid_value")
             await asyncio.to_thread(os.replace, partial, path)
         except BodyRefused as exc:
+            if exc.status == 413 and free < store.MAX_BLOB_BYTES:  # a streamed body (no length) past the disk's room
+                raise no_room from None
             code = "body_too_large" if exc.status == 413 else "invalid_value"
             raise ApiError(exc.status, exc.detail, code=code) from None
         finally:
