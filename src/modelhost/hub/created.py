@@ -10,6 +10,7 @@ quote a value of several lines); the Ollama door turns a create request (its JSO
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -251,9 +252,10 @@ def staged_files(files: dict[str, str]) -> Path:
     where = folder() / "files" / key
     where.mkdir(parents=True, exist_ok=True)
     for name, blob in links.items():
-        link = where / name
-        if not link.is_symlink():
-            link.symlink_to(blob)
+        # Two creates from the same files at once (a client's retry, two names for one upload) make the same link:
+        # the other's is this one's, the same blob under the same name.
+        with contextlib.suppress(FileExistsError):
+            (where / name).symlink_to(blob)
     return where
 
 
