@@ -3,15 +3,18 @@ abort_request).
 
 vLLM already is a step engine with continuous batching, so this engine is mostly bookkeeping: a request admitted
 here is tokenized (prompts.py), given SamplingParams (params.py) and added to vLLM under a request id of its own;
-each `step()` is one `LLMEngine.step()` (vLLM schedules every running request and a chunk of waiting prompts, runs
-one forward, samples); each new id vLLM reports goes through the request's own `SequenceDecoder`, the contract's
-one decoder (stops, UTF-8, max_tokens, metrics). A request the decoder ends (a stop string) is aborted in vLLM at
-once; `release` aborts too. Handles are never reused; vLLM's request ids are made from them, so a late output of
-an aborted request cannot be mistaken for a newer one.
+each `step()` is one `LLMEngine.step()`: the outputs of one step of vLLM's engine core, which runs in its own
+process (loading.py) and schedules every running request and a chunk of waiting prompts, runs one forward and
+samples, step after step, while this thread takes the outputs; each new id vLLM reports goes through the request's
+own `SequenceDecoder`, the contract's one decoder (stops, UTF-8, max_tokens, metrics). A request the decoder ends
+(a stop string) is aborted in vLLM at once; `release` aborts too: the abort reaches the core before its next step,
+which frees the request's KV blocks (the core may have run the step it was in: vLLM's own server stops strings the
+same way). Handles are never reused; vLLM's request ids are made from them, so a late output of an aborted request
+cannot be mistaken for a newer one.
 
 Why LLMEngine and not AsyncLLM: the host already runs one thread per model that admits, steps and releases
 (host/loop.py), which is LLMEngine's own loop; AsyncLLM would add a second loop (its output task) and a
-queue per request between vLLM and the host's, for the same batching.
+queue per request between vLLM and the host's, for the same batching. Both sit over the same multiprocess core.
 """
 
 from __future__ import annotations

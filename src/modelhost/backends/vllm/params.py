@@ -3,8 +3,8 @@
 vLLM draws the ids (its sampler, its seeds, its grammar); the contract's decoder (inference/decoding.py) decides what
 a caller sees of them: stop strings, UTF-8, `max_tokens`, metrics. So vLLM is asked for token ids only
 (`detokenize=False`, each step's new ids: `RequestOutputKind.DELTA`) and is not told the stop strings: the decoder
-finds them in the ids and the engine aborts the request in the same step (the in-process core has run no further
-step, so nothing is computed past the stop).
+finds them in the ids and the engine aborts the request as it reads them (the core, in its own process, takes the
+abort before its next step: at most the step already running is computed past the stop).
 
 What maps how:
 - temperature, top_k, top_p, min_p, seed: as they are (vLLM seeds each request's own generator, so a seeded
