@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
 
 import pytest
 
 from modelhost.errors import InvalidOptionError
 from modelhost.host import Admission, Done, GenerationRequest, Host
 from modelhost.inference.options import GenerateOptions
+from modelhost.testing.counting import Calls
 from modelhost.testing.standins import ScriptedModel
 
 
@@ -27,25 +27,12 @@ async def started_host() -> Host:
     return host
 
 
-def counting_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """A list of the threads that called GenerateOptions.parse from now on, one entry a call."""
-    seen: list[str] = []
-    parse = GenerateOptions.parse.__func__  # type: ignore[attr-defined]
-
-    def counting(cls: type[GenerateOptions], *args: Any, **kwargs: Any) -> GenerateOptions:
-        seen.append(threading.current_thread().name)
-        return parse(cls, *args, **kwargs)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(GenerateOptions, "parse", classmethod(counting))
-    return seen
-
-
 def test_an_admission_holds_the_parsed_options_and_its_choices_differ_only_in_their_seed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def main() -> None:
         host = await started_host()
-        parses = counting_parses(monkeypatch)
+        parses = Calls(monkeypatch, GenerateOptions, "parse")
         admission = await host.precheck(GenerationRequest(prompt="p", options={"max_tokens": 2, "seed": 7}), n=3)
         assert admission.n == 3 and admission.adapter is None
         assert isinstance(admission.options, GenerateOptions) and admission.options.max_tokens == 2
@@ -58,8 +45,8 @@ def test_an_admission_holds_the_parsed_options_and_its_choices_differ_only_in_th
         # Precheck parsed on its worker thread for all three choices: the host's one parse, and the stand-in's own
         # check_options (a model whose engine prepares nothing ahead checks its keywords itself); submit, on this
         # thread, parsed nothing. (The stand-in's generate() parses its keywords on the model thread: its contract.)
-        assert len([t for t in parses if t.startswith("asyncio")]) == 2
-        assert threading.current_thread().name not in parses
+        assert len([t for t in parses.threads if t.startswith("asyncio")]) == 2
+        assert threading.current_thread().name not in parses.threads
         await host.aclose()
 
     asyncio.run(main())

@@ -10,7 +10,6 @@ functions every such step goes through: `GenerateOptions.parse` and llama.cpp's 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from modelhost.host import Host
 from modelhost.http import HttpServer
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Message
+from modelhost.testing.counting import Calls
 from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire.client import Client
 from modelhost.wire.server import WireServer
@@ -57,40 +57,26 @@ def tiny(loop_thread: LoopThread, tiny_llama_gguf: Path, socket_path: Path) -> I
 class Counts:
     """How often the options were parsed and the chat template rendered since `reset()`."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.parses = 0
-        self.renders = 0
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._parses = Calls(monkeypatch, GenerateOptions, "parse")
+        self._renders = Calls(monkeypatch, llama_chat, "render")
+
+    @property
+    def parses(self) -> int:
+        return self._parses.count
+
+    @property
+    def renders(self) -> int:
+        return self._renders.count
 
     def reset(self) -> None:
-        with self._lock:
-            self.parses = self.renders = 0
-
-    def parsed(self) -> None:
-        with self._lock:
-            self.parses += 1
-
-    def rendered(self) -> None:
-        with self._lock:
-            self.renders += 1
+        self._parses.reset()
+        self._renders.reset()
 
 
 @pytest.fixture
-def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counts]:
-    seen = Counts()
-    parse, render = GenerateOptions.parse.__func__, llama_chat.render  # type: ignore[attr-defined]
-
-    def counting_parse(cls: type[GenerateOptions], *args: Any, **kwargs: Any) -> GenerateOptions:
-        seen.parsed()
-        return parse(cls, *args, **kwargs)  # type: ignore[no-any-return]
-
-    def counting_render(*args: Any, **kwargs: Any) -> str:
-        seen.rendered()
-        return render(*args, **kwargs)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(GenerateOptions, "parse", classmethod(counting_parse))
-    monkeypatch.setattr(llama_chat, "render", counting_render)
-    yield seen
+def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
+    return Counts(monkeypatch)
 
 
 def post(url: str, path: str, body: dict[str, Any]) -> httpx.Response:
