@@ -66,6 +66,7 @@ def test_defaults_fill_only_what_a_request_leaves_out_and_apply_once() -> None:
         ("{{ end }}", "without the if or range"),
         ("{{ .Prompt", "never closed by }}"),
         ("{{ range .Messages }}" * 40, "nested more than"),
+        ("{{ .Prompt }}." * 600, "more than 1024 text runs"),
     ],
 )
 def test_what_the_subset_does_not_run_is_refused_when_read(template: str, why: str) -> None:

@@ -5,8 +5,9 @@ An Ollama Modelfile's TEMPLATE is Go template text over `.System`, `.Prompt`, `.
 `{{ $.Field }}`, `{{ if X }}`, `{{ else if X }}`, `{{ else }}`, `{{ range .Messages }}` (optionally `range $i, $m :=`),
 `{{ end }}`, the functions `eq`, `ne`, `and`, `or`, `not` and `len`, string literals, `{{/* comments */}}` and the
 `{{-`/`-}}` trim markers. Anything else is refused when the template is parsed (at create), naming what it met, so a
-template is never half run. A run is bounded (MAX_STEPS_PER_ITEM, MAX_RENDER_CHARS): a hostile template (ranges
-within ranges over the chat) is refused at the request it would render rather than run for ever.
+template is never half run. A template is bounded (MAX_DEPTH, MAX_NODES) and so is a run (MAX_STEPS_PER_ITEM,
+MAX_RENDER_CHARS): a hostile template (ranges within ranges over the chat) is refused at the request it would render
+rather than run for ever.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from modelhost.errors import InvalidInputError
 
 #: A TEMPLATE is a few lines; a bound on its nesting keeps a hostile one from recursing the parser away.
 MAX_DEPTH = 32
+#: Nodes (text runs and actions) a TEMPLATE has at most, refused at create past it: Ollama's library templates, tools
+#: and all, have a few hundred at most.
+MAX_NODES = 1024
 #: Nodes a render visits at most, per element of the lists it is given (the chat's messages) plus one: a template
-#: runs each of its nodes once per message, so a linear one never nears this; ranges nested over the messages (one
-#: per depth level: messages**depth passes) stop here instead of holding the thread that renders them.
-MAX_STEPS_PER_ITEM = 1024
+#: visits each of its at most MAX_NODES nodes once per message, so a linear one always fits; ranges nested over the
+#: messages (messages**depth passes) stop here instead of holding the thread that renders them.
+MAX_STEPS_PER_ITEM = MAX_NODES
 #: Characters a render writes at most: twice the HTTP door's largest body (32 MiB), since a template puts markup
 #: around the chat's text rather than copies of it; a range that copies the system prompt per message stops here.
 MAX_RENDER_CHARS = 64 * 1024 * 1024
@@ -92,7 +96,13 @@ def parse(source: str) -> Template:
     nodes, stop, _ = _block(pieces, 0, 0)
     if stop is not None:
         raise InvalidInputError(f"template: {{{{ {stop} }}}} without the if or range it closes")
+    if _count(nodes) > MAX_NODES:
+        raise InvalidInputError(f"template: more than {MAX_NODES} text runs and actions")
     return Template(source, nodes)
+
+
+def _count(nodes: list[_Node]) -> int:
+    return sum(1 + _count(node.body) + _count(node.orelse) for node in nodes)
 
 
 def _block(pieces: list[tuple[str, str]], i: int, depth: int) -> tuple[list[_Node], str | None, int]:
