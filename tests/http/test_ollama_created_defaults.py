@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from http_support import LoopThread
 from test_ollama_create import names, serving
 
 from modelhost.http.ollama import create as create_module
+from modelhost.testing import rawhttp
 from modelhost.testing.waiting import STATE_WAIT_SECONDS, wait_until
 
 pytest.importorskip("llama_cpp")
@@ -140,3 +142,25 @@ def test_a_blob_the_disk_cannot_hold_is_refused_507_declared_or_chunked(
             assert "does not fit" in answer.json()["error"]
         blobs = tmp_path / "modelhost-created" / "blobs"
         assert list(blobs.iterdir()) == [], "nothing kept, no partial file left"
+
+
+def test_an_upload_cut_short_leaves_nothing_and_the_blob_can_be_sent_again(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    body = b"half of a GGUF" * 10_000
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    blobs = tmp_path / "modelhost-created" / "blobs"
+    with (
+        serving(loop_thread, tiny_llama_gguf) as server,
+        httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
+    ):
+        # The client declares the whole body, sends half of it, and hangs up.
+        with socket.create_connection(rawhttp.address(server.url), timeout=STATE_WAIT_SECONDS) as raw:
+            head = rawhttp.request("POST", f"/api/blobs/{digest}", headers={"content-length": str(len(body))})
+            raw.sendall(head + body[: len(body) // 2])
+            wait_until(lambda: blobs.is_dir() and any(blobs.iterdir()), what="the upload's partial file")
+        wait_until(lambda: not any(blobs.iterdir()), what="the partial file removed once the client hung up")
+        assert http.head(f"/api/blobs/{digest}").status_code == 404, "half a blob is never kept"
+        assert http.post(f"/api/blobs/{digest}", content=body).status_code == 201
+        assert (blobs / f"sha256-{digest[7:]}").read_bytes() == body
