@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from modelhost.backends.ocr.model import OcrModel
 from modelhost.cli import app
-from modelhost.documents import ConvertSettings, DocumentError, HostReader, convert, parse_pages
+from modelhost.documents import ConvertSettings, DocumentError, HostReader, convert, parse_pages, summary
 from modelhost.errors import InvalidInputError
 from modelhost.host import Host
 from modelhost.testing import hostile_pdfs
@@ -147,3 +147,47 @@ def test_a_born_digital_pdf_never_loads_the_model(monkeypatch: Any, tmp_path: Pa
     assert result.exit_code == 0, result.output
     assert "5 pages" in result.output and "5 from the text layer" in result.output
     assert "Evolution" in out.read_text()
+
+
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+#: Lines of scripts the bundled recogniser has no letters for, as a page prints them (Hebrew: no shaping needed).
+HEBREW = ["הוועדה התכנסה בראשון לחודש ובחנה", "את חשבונות השנה וחבריה הסכימו", "שהעתודות מספיקות והכללים החדשים"]
+RUSSIAN = ["Комитет собрался первого числа месяца", "и рассмотрел отчёты за год. Его члены", "согласились, что резервы"]
+
+
+def _script_page(lines: list[str], like: Page) -> Page:
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", like.image.size, "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(DEJAVU), 24)  # 11.5 pt at 150 DPI: body text
+    for k, line in enumerate(lines):
+        draw.text((80, 80 + 60 * k), line, font=font, fill="black")
+    return Page(image, lines[0], tuple(lines[1:]), ())
+
+
+@pytest.mark.skipif(not DEJAVU.exists(), reason="needs Debian's fonts-dejavu-core")
+def test_a_page_in_a_script_the_recogniser_cannot_read_is_a_warning_naming_the_page(
+    ocr_model: OcrModel, pages: list[Page], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # RapidOCR's bundled recogniser reads Latin script: a Hebrew page came out as Latin glyph soup, a Russian one as
+    # nothing, both with exit 0 and no word to the user (issue 34 item 5).
+    scans = [pages[0], _script_page(HEBREW, pages[0]), _script_page(RUSSIAN, pages[0])]
+    pdf = write_pdf(scans, tmp_path / "scripts.pdf")
+
+    async def run() -> Any:
+        host = Host.from_model(_Unclosable(ocr_model), name="ocr")
+        await host.start()
+        try:
+            return await convert(pdf, HostReader(host), ConvertSettings(dpi=150))
+        finally:
+            await host.aclose()
+
+    with caplog.at_level("WARNING", logger="modelhost.documents.pipeline"):
+        conversion = asyncio.run(run())
+    assert sorted(conversion.warnings) == [2, 3]
+    assert "could not be read" in conversion.warnings[2] and "Latin script" in conversion.warnings[2]
+    assert "warnings on pages 2-3 (page 2: " in summary(conversion)
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("scripts.pdf: page 2: " in m for m in logged) and any("scripts.pdf: page 3: " in m for m in logged)
+    assert not any("page 1:" in m for m in logged)

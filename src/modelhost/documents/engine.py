@@ -91,7 +91,8 @@ class PageResult:
     PIL image for an image file's frame; docling's pictures are cropped out of it) is None for a text-layer page,
     and the pipeline drops it as soon as the page's part of the document is built, so no page image outlives its
     page. `layout` (plain data, kilobytes) is kept to the end, where the document-level furniture pass needs every
-    page's."""
+    page's. `warning` is what the reader found doubtful about the page ("" when nothing): the `ocr` model's warning
+    that most of the page's lines are in a script it cannot read."""
 
     number: int
     doctags: str
@@ -102,6 +103,7 @@ class PageResult:
     via: str = ""
     layout: PageLayout | None = None
     image: Any = None
+    warning: str = ""
 
     @property
     def partial(self) -> bool:
@@ -134,6 +136,7 @@ class _Work:
     content: PageContent | None = None
     layout: PageLayout | None = None
     image: Any = None
+    warning: str = ""
     #: A text-layer page's picture regions to read: each box (points) and its pixels.
     crops: list[tuple[BBox, Any]] = field(default_factory=list)
     seconds: float = 0.0
@@ -313,6 +316,7 @@ class DocumentEngine:
                     pixel_size(image),
                     reader.name,
                     image=image,
+                    warning=answer.warning,
                 )
                 del image
                 # The consumer is done with the page (it asked for the next one): what reading it freed goes back to

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from modelhost.documents import assemble
 from modelhost.documents.engine import TEXT_LAYER, DocumentEngine, PageResult, Unread
 from modelhost.documents.readers import PageReader
 from modelhost.documents.settings import DEFAULTS, ConvertSettings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -43,6 +46,11 @@ class Conversion:
     @property
     def partial_pages(self) -> list[int]:
         return [p.number for p in self.pages if p.partial]
+
+    @property
+    def warnings(self) -> dict[int, str]:
+        """Page number to what its reader found doubtful (a page in a script the `ocr` model cannot read)."""
+        return {p.number: p.warning for p in self.pages if p.warning}
 
     @property
     def pages_per_second(self) -> float:
@@ -105,6 +113,8 @@ async def convert(
                 parts[page.number] = await asyncio.to_thread(assemble.build, path.stem, [page.doctags], [page.image])
             result = dataclasses.replace(page, image=None)
             del page  # its image, if any, goes with it
+            if result.warning:
+                log.warning("%s: page %d: %s", name, result.number, result.warning)
             results.append(result)
             done += 1
             if on_page is not None:
@@ -159,7 +169,7 @@ def default_engine() -> DocumentEngine:
 
 
 def summary(conversion: Conversion) -> str:
-    """One line: pages, time, rate, which pages are partial, and which could not be read."""
+    """One line: pages, time, rate, which pages are partial, which carry a warning, and which could not be read."""
     line = (
         f"{conversion.name}: {len(conversion.pages)} pages in {conversion.seconds:.1f} s "
         f"({conversion.pages_per_second:.2f} pages/s"
@@ -170,6 +180,10 @@ def summary(conversion: Conversion) -> str:
     if partial:
         reasons = {p.number: p.error or p.finish_reason for p in conversion.pages if p.partial}
         line += "; partial pages: " + ", ".join(f"{n} ({reasons[n]})" for n in partial)
+    warnings = conversion.warnings
+    if warnings:
+        first = min(warnings)
+        line += f"; warnings on pages {page_ranges(warnings)} (page {first}: {warnings[first]})"
     if conversion.unread:
         first = min(conversion.unread)
         line += f"; pages not read: {page_ranges(conversion.unread)} (page {first} {conversion.unread[first]})"

@@ -23,11 +23,13 @@ PROMPT = "Convert this page to docling."
 
 @dataclass(frozen=True, slots=True)
 class PageAnswer:
-    """A model's answer for one page: its text, why it ended ("stop", "length", "error"), and the error if any."""
+    """A model's answer for one page: its text, why it ended ("stop", "length", "error"), the error if any, and
+    what the model found doubtful about it (the `ocr` model: a page in a script its recogniser does not read)."""
 
     text: str
     finish_reason: str
     error: str = ""
+    warning: str = ""
 
     @property
     def partial(self) -> bool:
@@ -62,7 +64,7 @@ class HostReader:
                 if isinstance(event, Delta):
                     parts.append(event.text)
                 elif isinstance(event, Done):
-                    return PageAnswer("".join(parts), event.finish_reason)
+                    return PageAnswer("".join(parts), event.finish_reason, warning=event.metrics.warning)
                 elif isinstance(event, Failed):
                     return PageAnswer("".join(parts), "error", f"{event.code}: {event.message}")
         return PageAnswer("".join(parts), "cancelled")

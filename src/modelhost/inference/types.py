@@ -123,6 +123,9 @@ class GenerateMetrics:
     finish_reason: FinishReason | None = None
     #: Of `prompt_tokens`, how many were reused from the KV cache (a shared prefix) rather than evaluated.
     cached_prompt_tokens: int = 0
+    #: What the model found doubtful about its answer, for the user ("" when nothing): the `ocr` model says so when
+    #: most of a page's lines are in a script its recogniser cannot read.
+    warning: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -41,6 +42,17 @@ EOS_ID = 0
 #: A page image carries no DPI; it is taken as a letter/A4 page (its long side 11 inches), so sizes in points are
 #: about right whatever the scan's resolution. DocTags locations are relative, so they never depend on it.
 PAGE_LONG_SIDE_INCHES = 11.0
+#: A page whose recogniser could not read more than this share of its lines (pixels.DOUBT_SCORE) is in a script the
+#: recogniser does not read: half, so one doubtful logo or stamp on a Latin page never warns, and a page of Arabic
+#: or Hebrew (every line doubtful, measured) always does.
+UNREADABLE_SHARE = 0.5
+#: ...counted only over this many lines or more: a page of one or two lines (a title slide) is too little evidence.
+MIN_SCRIPT_LINES = 3
+#: What the model says of such a page (the pipeline names the page).
+UNREADABLE_SCRIPT = (
+    "{unread} of its {lines} text lines could not be read: the ocr model's recogniser reads Latin script, and "
+    "text in another script (Arabic, Hebrew, Cyrillic, Greek, Korean, ...) is missing or wrong"
+)
 #: A prompt asking for Markdown (docling's "Convert this page to markdown.", any "... as Markdown").
 _MARKDOWN = re.compile(r"\bmark\s*down\b", re.IGNORECASE)
 
@@ -154,6 +166,8 @@ class OcrModel:
         clock = MetricsClock()
         outcome = LoopOutcome()
         self._err = None
+        reader = self._live()
+        lines, unread = reader.recognised_lines, reader.unreadable_lines
         pieces: list[str] = []
         source = self._pieces(image, opts, clock, markdown)
 
@@ -178,7 +192,9 @@ class OcrModel:
             raise error from exc
         finally:
             source.close()
-            self._metrics = clock.finish(outcome.finish_reason)
+            metrics = clock.finish(outcome.finish_reason)
+            warning = script_warning(reader.recognised_lines - lines, reader.unreadable_lines - unread)
+            self._metrics = replace(metrics, warning=warning) if warning else metrics
 
     def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
         """Refused: the ocr model has nothing to say about text alone."""
@@ -225,6 +241,13 @@ class OcrModel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def script_warning(lines: int, unread: int) -> str:
+    """The warning for a page whose recogniser read `lines` lines and could not read `unread` of them, or ""."""
+    if lines < MIN_SCRIPT_LINES or unread <= UNREADABLE_SHARE * lines:
+        return ""
+    return UNREADABLE_SCRIPT.format(unread=unread, lines=lines)
 
 
 def _wrapper(block: Block | None) -> str:
