@@ -102,6 +102,16 @@ def _settings(value: dict[str, Any]) -> ConvertSettings:
     return ConvertSettings(dpi, pages, max_tokens, text_layer, pixels, pictures)
 
 
+def job_input(settings: ConvertSettings) -> dict[str, Any]:
+    """The fields of a job's input that `_settings` reads back as `settings` (a door that submits document.convert
+    jobs of its own, the docling door, writes its settings so): how pages are read, and which, when not every one.
+    DPI and tokens per page are left at their defaults, which a door that takes no such option never changes."""
+    job: dict[str, Any] = {"text_layer": settings.text_layer, "pixels": settings.pixels, "pictures": settings.pictures}
+    if settings.pages is not None:
+        job["pages"] = settings.pages
+    return job
+
+
 class ClusterDocuments(Protocol):
     """What a `"ray": true` document job needs of a cluster (jobs.cluster): the document converted as `convert`
     converts it, its pages read by the cluster's actors, each loading `spec`'s model once; `on_start(total)` and

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from modelhost.documents.settings import DEFAULTS, ConvertSettings
 from modelhost.http.docling.schemas import (
     ALL_PAGES,
     ConvertOptions,
@@ -72,10 +73,8 @@ class Plan:
 
     formats: tuple[str, ...] = ("md",)
     image_mode: str = ImageRefMode.PLACEHOLDER.value
-    pages: str | None = None
-    pixels: bool = True
-    text_layer: bool = True
-    pictures: bool = False
+    #: The pipeline's half: which pages, and how each is read (the job's own input fields, not `settings()`).
+    convert: ConvertSettings = DEFAULTS
     from_formats: tuple[str, ...] = tuple(f.value for f in InputFormat)
     abort_on_error: bool = False
     page_break: str = ""
@@ -156,10 +155,12 @@ def plan(options: ConvertOptions, extra_fields: dict[str, Any] | None = None) ->
     return Plan(
         formats=formats,
         image_mode=options.image_export_mode.value,
-        pages=page_spec(options.page_range),
-        pixels=options.do_ocr,
-        text_layer=not options.force_ocr,
-        pictures=picture_text(options),
+        convert=ConvertSettings(
+            pages=page_spec(options.page_range),
+            text_layer=not options.force_ocr,
+            pixels=options.do_ocr,
+            pictures=picture_text(options),
+        ),
         from_formats=tuple(f.value for f in options.from_formats),
         abort_on_error=options.abort_on_error,
         page_break=options.md_page_break_placeholder,

@@ -43,6 +43,7 @@ from modelhost.http.docling.schemas import (
 from modelhost.http.docling.tasks import DocumentTasks
 from modelhost.http.docling.upload import DEFAULT_MAX_UPLOAD_BYTES, read_json, upload_into
 from modelhost.jobs import schema
+from modelhost.jobs.documents import job_input
 from modelhost.jobs.schema import ApiError, Record
 
 log = logging.getLogger(__name__)
@@ -408,9 +409,7 @@ def _plan(options: ConvertOptions, extra: dict[str, Any]) -> Plan:
 def _job(chosen: Plan, filename: str, fmt: str | None, chunking: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `document.convert` input beside the document: the engine's settings and the answer's (`docling`; for a
     chunk task, its chunker options too)."""
-    job: dict[str, Any] = {"text_layer": chosen.text_layer, "pixels": chosen.pixels, "pictures": chosen.pictures}
-    if chosen.pages is not None:
-        job["pages"] = chosen.pages
+    job = job_input(chosen.convert)
     job["docling"] = {**chosen.settings(), "filename": shown_name(filename), "format": fmt}
     if chunking is not None:
         included = bool(chunking.pop("include_converted_doc", False))
