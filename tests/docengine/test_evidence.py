@@ -280,3 +280,24 @@ def test_a_short_line_of_a_caseless_script_is_no_line_of_capitals(tmp_path: Path
     (layout,) = _layouts(_pdf(tmp_path / "caseless.pdf", page))
     assert "국가 안보 기관" in [b.text for b in layout.blocks]
     assert [b.text for b in layout.blocks if b.kind in (Kind.SECTION_HEADER, Kind.TITLE)] == []
+
+
+def test_a_ruled_tables_bold_header_row_is_its_header_not_a_heading(tmp_path: Path) -> None:
+    rows = [("Region", "Sales", "Staff"), ("North", "1,204", "12"), ("South", "986", "9"), ("East", "1,530", "15")]
+
+    def page(c: object) -> None:
+        y = _lines(c, 72, 790, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+        top = y - 10
+        for r, row in enumerate(rows):
+            for k, cell in enumerate(row):
+                c.setFont("Helvetica-Bold" if r == 0 else "Helvetica", 10)  # type: ignore[attr-defined]
+                c.drawString(78 + 120 * k, top - 14 - 20 * r, cell)  # type: ignore[attr-defined]
+        for r in range(len(rows) + 1):
+            c.line(72, top - 20 * r, 432, top - 20 * r)  # type: ignore[attr-defined]
+        for k in range(4):
+            c.line(72 + 120 * k, top, 72 + 120 * k, top - 20 * len(rows))  # type: ignore[attr-defined]
+        _lines(c, 72, top - 20 * len(rows) - 24, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+
+    (layout,) = _layouts(_pdf(tmp_path / "table.pdf", page))
+    assert [b.kind for b in layout.blocks].count(Kind.TABLE) == 1
+    assert [b.text for b in layout.blocks if b.kind in (Kind.SECTION_HEADER, Kind.TITLE)] == []
