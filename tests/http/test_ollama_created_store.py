@@ -1,5 +1,6 @@
-"""The created models' store (modelhost.hub.created) under creates that run at once: the Ollama door stages a
-create's uploaded `files` on a worker thread each, so two creates from the same upload meet in the same folder."""
+"""The created models' store (modelhost.hub.created): creates that run at once (the Ollama door stages a create's
+uploaded `files` on a worker thread each, so two creates from the same upload meet in the same folder), and the
+bound on how many are kept."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from http_support import LoopThread
 
 from modelhost.hub import created as store
 
@@ -45,3 +47,27 @@ def test_creates_staging_the_same_upload_at_once_all_get_its_folder(
             thread.join()
         assert not failed, f"round {round_}: {failed[0]!r}"
         assert {(where / f"model-{round_}.gguf").read_bytes() for where in got[-THREADS:]} == {blob}
+
+
+def test_a_create_past_the_kept_bound_is_refused_not_served_until_a_restart(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ollama = pytest.importorskip("ollama")
+    pytest.importorskip("llama_cpp")
+    from test_ollama_create import names, serving
+
+    from modelhost.testing.waiting import STATE_WAIT_SECONDS
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(store, "MAX_CREATED", 2)  # what a start reads back at most (load_all)
+    with serving(loop_thread, tiny_llama_gguf) as server:
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
+        for name in ("first", "second"):
+            client.create(model=name, from_="tiny", system=name)
+        with pytest.raises(ollama.ResponseError, match="2 created models are kept already") as refused:
+            client.create(model="third", from_="tiny")
+        assert refused.value.status_code == 400 and "third" not in names(client)
+        client.create(model="first", from_="tiny", system="again")  # made again: no new room needed
+    with serving(loop_thread, tiny_llama_gguf) as server:  # a restart serves what was served before it
+        kept = names(ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS))
+        assert {"first", "second"} <= kept and "third" not in kept

@@ -165,6 +165,16 @@ def _file(name: str) -> Path:
     return folder() / (hashlib.sha256(name.encode()).hexdigest()[:32] + ".json")
 
 
+def check_room(name: str) -> None:
+    """InvalidInputError when `name` would be a new created model beyond MAX_CREATED (`load_all` reads no more at a
+    start, so one more would be served now and gone after a restart); making one again is always room."""
+    where = folder()
+    if not where.is_dir() or _file(name).exists():
+        return
+    if sum(1 for _ in where.glob("*.json")) >= MAX_CREATED:
+        raise InvalidInputError(f"model: {MAX_CREATED} created models are kept already; delete one first")
+
+
 def save(model: CreatedModel) -> None:
     """Keep `model` (replacing one of its name), written whole or not at all."""
     where = folder()

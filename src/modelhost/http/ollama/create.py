@@ -198,6 +198,7 @@ class CreatedRoutes:
                                param="model", code="model_exists")  # fmt: skip
             self._forget(model.name)  # created again: the new one replaces it, as Ollama's create does
         try:
+            await asyncio.to_thread(store.check_room, model.name)  # before it is served: all or nothing
             await asyncio.to_thread(self._serve, model)  # resolving and estimating a model reads its files
             await asyncio.to_thread(store.save, model)
         except ModelNotFoundError as exc:
