@@ -104,6 +104,11 @@ def test_a_hostile_template_is_stopped_not_run_for_ever() -> None:
     long_chat = [Message("system", "s" * 1_000_000)] + [Message("user", "u")] * 100
     with pytest.raises(InvalidInputError, match="more than"):
         copies.apply(GenerationRequest(messages=long_chat))
+    # An older template renders each turn alone: the whole chat's prompt is bounded, not only each turn's.
+    echoes = RequestDefaults(template="{{ .Prompt }}" * 1000)
+    turns = [Message("user" if i % 2 == 0 else "assistant", "t" * 1000) for i in range(200)]
+    with pytest.raises(InvalidInputError, match="more than"):
+        echoes.apply(GenerationRequest(messages=turns))
     # What a template over messages runs once each stays well inside both bounds.
     assert RequestDefaults(template=MESSAGES_TEMPLATE).apply(GenerationRequest(messages=CHAT * 1000)).prompt
 

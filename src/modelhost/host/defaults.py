@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from modelhost.errors import InvalidInputError
 from modelhost.host import gotemplate
 from modelhost.host.events import GenerationRequest
 from modelhost.inference.types import Message
@@ -63,17 +64,25 @@ def render(template: gotemplate.Template, messages: list[Message]) -> str:
         last_user = next((m.content for m in reversed(turns) if m.role == "user"), "")
         return template.render({"System": system, "Messages": listed, "Prompt": last_user, "Response": ""})
     out: list[str] = []
+    written = 0
+
+    def turn(prompt: str, response: str) -> str:
+        nonlocal written
+        text = template.render({"System": "" if out else system, "Prompt": prompt, "Response": response})
+        written += len(text)
+        if written > gotemplate.MAX_RENDER_CHARS:  # each turn is bounded alone; the chat is, too
+            raise InvalidInputError(f"template: renders more than {gotemplate.MAX_RENDER_CHARS} characters for this "
+                                    "chat")  # fmt: skip
+        return text
+
     pending: str | None = None
     for message in turns:
         if message.role == "user":
             if pending is not None:
-                out.append(template.render({"System": "" if out else system, "Prompt": pending, "Response": ""}))
+                out.append(turn(pending, ""))
             pending = message.content
         elif pending is not None:  # the answer to the pending turn
-            out.append(
-                template.render({"System": "" if out else system, "Prompt": pending, "Response": message.content})
-            )
+            out.append(turn(pending, message.content))
             pending = None
-    last = template.render({"System": "" if out else system, "Prompt": pending or "", "Response": _ANSWER})
-    out.append(last.split(_ANSWER, 1)[0])
+    out.append(turn(pending or "", _ANSWER).split(_ANSWER, 1)[0])
     return "".join(out)
