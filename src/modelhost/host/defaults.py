@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from modelhost.errors import InvalidInputError
 from modelhost.host import gotemplate
 from modelhost.host.events import GenerationRequest
 from modelhost.inference.types import Message
@@ -71,8 +70,7 @@ def render(template: gotemplate.Template, messages: list[Message]) -> str:
         text = template.render({"System": "" if out else system, "Prompt": prompt, "Response": response})
         written += len(text)
         if written > gotemplate.MAX_RENDER_CHARS:  # each turn is bounded alone; the chat is, too
-            raise InvalidInputError(f"template: renders more than {gotemplate.MAX_RENDER_CHARS} characters for this "
-                                    "chat")  # fmt: skip
+            raise gotemplate.too_long()
         return text
 
     pending: str | None = None

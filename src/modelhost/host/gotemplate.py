@@ -234,6 +234,11 @@ def _truth(value: Any) -> bool:
     return bool(value)  # Go's: false, 0, "", nil and empty collections are false, as in Python
 
 
+def too_long() -> InvalidInputError:
+    """The refusal of a chat whose rendering passes MAX_RENDER_CHARS (one render's, or a chat's renders together)."""
+    return InvalidInputError(f"template: renders more than {MAX_RENDER_CHARS} characters for this chat")
+
+
 @dataclass
 class _Run:
     """One render: what it has written and the steps it may still take (Template.render's bounds)."""
@@ -245,7 +250,7 @@ class _Run:
     def write(self, text: str) -> None:
         self.chars += len(text)
         if self.chars > MAX_RENDER_CHARS:
-            raise InvalidInputError(f"template: renders more than {MAX_RENDER_CHARS} characters for this chat")
+            raise too_long()
         self.out.append(text)
 
     def nodes(self, nodes: list[_Node], dot: Any, scope: dict[str, Any]) -> None:
