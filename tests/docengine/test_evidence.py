@@ -301,3 +301,18 @@ def test_a_ruled_tables_bold_header_row_is_its_header_not_a_heading(tmp_path: Pa
     (layout,) = _layouts(_pdf(tmp_path / "table.pdf", page))
     assert [b.kind for b in layout.blocks].count(Kind.TABLE) == 1
     assert [b.text for b in layout.blocks if b.kind in (Kind.SECTION_HEADER, Kind.TITLE)] == []
+
+
+def test_a_line_of_mostly_digits_set_large_is_no_heading_and_a_numbered_title_is(tmp_path: Path) -> None:
+    # A report's issue number set large in its masthead (normal_4pages' "제1695호") names no section.
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 14)  # type: ignore[attr-defined]
+        c.drawString(400, 700, "No. 1695")  # type: ignore[attr-defined]
+        y = _lines(c, 72, 680, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+        c.setFont("Helvetica", 14)  # type: ignore[attr-defined]
+        c.drawString(72, y - 10, "3 Results for 2024")  # type: ignore[attr-defined]
+        _lines(c, 72, y - 30, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(3)])
+
+    (layout,) = _layouts(_pdf(tmp_path / "masthead.pdf", page))
+    assert [b.text for b in layout.blocks if b.kind in (Kind.SECTION_HEADER, Kind.TITLE)] == ["3 Results for 2024"]
+    assert "No. 1695" in [b.text for b in layout.blocks]

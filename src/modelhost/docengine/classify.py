@@ -205,6 +205,8 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
     big = size >= HEADING_RATIO * body
     if letters < 2 and not (text.strip(".").isdigit() and size >= 1.5 * body):
         return 0  # tick labels, page numbers, table fragments; a chapter's big number is the exception
+    if letters >= 2 and sum(c.isdigit() for c in text) > letters and not NUMBERED.match(text):
+        return 0  # mostly digits: an issue number ("제1695호", "No. 1695"), a date, a figure, not a section's name
     if never_heading(text) or (text.endswith(".") and n_words > 6 and not big):
         return 0  # a sentence, not a heading
     bold = all(w.bold for p in pieces for w in p.words)
