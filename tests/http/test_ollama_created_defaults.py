@@ -144,6 +144,30 @@ def test_a_blob_the_disk_cannot_hold_is_refused_507_declared_or_chunked(
         assert list(blobs.iterdir()) == [], "nothing kept, no partial file left"
 
 
+def test_a_disk_that_fills_up_mid_upload_is_507_and_keeps_nothing(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(small_disk / "hub"))  # the blobs land on the 4 MB tmpfs
+    # A negative headroom: the free-space check sees 1 GiB more than the disk has, as when another writer takes the
+    # room between the check and the write; the write itself then meets the full disk (ENOSPC).
+    monkeypatch.setattr(create_module, "DISK_HEADROOM_BYTES", -(1 << 30))
+    body = b"more than the whole disk" * 250_000  # 6 MB on a 4 MB disk
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    blobs = small_disk / "modelhost-created" / "blobs"
+    with (
+        serving(loop_thread, tiny_llama_gguf) as server,
+        httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
+    ):
+        answer = http.post(f"/api/blobs/{digest}", content=body)
+        assert answer.status_code == 507, answer.text
+        assert "could not be stored" in answer.json()["error"]
+        assert list(blobs.iterdir()) == [], "nothing kept, no partial file left"
+        assert http.head(f"/api/blobs/{digest}").status_code == 404
+        # The disk is usable again once the failed upload is gone: a blob that fits is kept.
+        small = b"a blob that fits"
+        assert http.post(f"/api/blobs/sha256:{hashlib.sha256(small).hexdigest()}", content=small).status_code == 201
+
+
 def test_an_upload_cut_short_leaves_nothing_and_the_blob_can_be_sent_again(
     loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -231,7 +231,8 @@ class CreatedRoutes:
     async def upload_blob(self, request: Request) -> Response:
         """POST /api/blobs/sha256:<hex>: keep the body as that blob, 201, once its bytes hash to the digest (400
         otherwise, nothing kept); 200 without reading when it is already kept. Bounded by MAX_BLOB_BYTES (413) and
-        by the disk's free space less DISK_HEADROOM_BYTES (507)."""
+        by the disk's free space less DISK_HEADROOM_BYTES (507); a disk that fills up or fails while it is written
+        is 507 too, and nothing is kept."""
         path = self._blob(request)
         if await asyncio.to_thread(path.is_file):
             return Response(status_code=200)
@@ -257,6 +258,11 @@ class CreatedRoutes:
                 raise no_room from None
             code = "body_too_large" if exc.status == 413 else "invalid_value"
             raise ApiError(exc.status, exc.detail, code=code) from None
+        except OSError as exc:
+            # The disk filled up meanwhile (another writer took the room checked above) or failed: the store's
+            # fault, not the request's, answered as the other doors answer it (modelhost._uploads).
+            raise ApiError(507, f"the blob could not be stored: {exc.strerror or exc}",
+                           code="insufficient_storage") from None  # fmt: skip
         finally:
             Path(partial).unlink(missing_ok=True)
         return Response(status_code=201)
