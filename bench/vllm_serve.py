@@ -6,12 +6,16 @@ Runs in `make test-vllm`'s venv (vLLM is not in .venv):
 
 The model is the embedded SmolLM2-135M-Instruct, dequantised to an fp32 safetensors folder (cached; vLLM loads
 folders, not this GGUF). Each server runs alone, in its own process (one vLLM engine at a time: each holds its KV
-cache), with the same settings: fp32, eager, 8 sequences at once, VLLM_CPU_KVCACHE_SPACE GiB of KV cache. For each
-client count, every client sends one greedy streamed chat with a distinct prompt and exactly `--tokens` tokens
-(`min_tokens` = `max_tokens`, which both servers take), and we report aggregate tokens/s (all tokens over the wall
-time from the first send to the last byte) and mean TTFT, then modelhost's figure over vLLM's. The servers run one
-after the other, not interleaved, so a neighbour's load can fall on one side only: `--rounds 2` or more alternates
-which goes first and reports medians.
+cache), with the same settings: vLLM's server gets the engine arguments modelhost's vllm backend gives this load
+(`loading.engine_arguments`: on a CPU fp32 and eager, on a GPU vLLM's own dtype and CUDA graphs), 8 sequences at
+once, and on a CPU VLLM_CPU_KVCACHE_SPACE GiB of KV cache (on a GPU both take vLLM's default share of its memory).
+So the same command runs on a GPU machine in a venv with `vllm` (`VLLM_PACKAGE=vllm make test-vllm`). Both run
+vLLM's engine core in a process of its own (modelhost's since issue 36 item 4). For each client count, every client
+sends one greedy streamed chat with a distinct prompt and exactly `--tokens` tokens (`min_tokens` = `max_tokens`,
+which both servers take), and we report aggregate tokens/s (all tokens over the wall time from the first send to the
+last byte) and mean TTFT, then modelhost's figure over vLLM's. The servers run one after the other, not interleaved,
+so a neighbour's load can fall on one side only: `--rounds 2` or more alternates which goes first and reports
+medians.
 """
 
 from __future__ import annotations
@@ -46,15 +50,28 @@ def smollm2_folder() -> Path:
     return dequantised_gguf_folder(Path(catalogue.resolve("default")))
 
 
-def command(side: str, folder: Path, port: int) -> list[str]:
+def vllm_flags(folder: Path) -> list[str]:
+    """vLLM server flags for the engine arguments modelhost's vllm backend gives this load on this machine, so both
+    sides run the same dtype, eager mode and sequences, on a CPU or a GPU (imports vLLM: seconds, once)."""
+    from vllm.platforms import current_platform
+
+    from modelhost.backends.vllm.loading import engine_arguments
+    from modelhost.inference.options import LoadOptions
+
+    on_cpu = bool(current_platform.is_cpu())
+    args = engine_arguments(str(folder), LoadOptions.parse(parallel=SEQUENCES), on_cpu=on_cpu)
+    flags = ["--dtype", str(args["dtype"]), "--max-num-seqs", str(args["max_num_seqs"])]
+    return [*flags, "--enforce-eager"] if args["enforce_eager"] else flags
+
+
+def command(side: str, folder: Path, port: int, flags: list[str]) -> list[str]:
     """The server of one side, on loopback `port`, serving `folder` as the model named "default"."""
     if side == "modelhost":
         return [sys.executable, "-m", "modelhost.cli", "serve", "--model", f"default={folder}", "--backend", "vllm",
                 "--parallel", str(SEQUENCES), "--no-socket", "--http", f"127.0.0.1:{port}"]  # fmt: skip
     # vLLM's `vllm` console script fails in vllm-cpu 0.32 (PackageNotFoundError); the module runs.
     return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
-            "--served-model-name", "default", "--dtype", "float32", "--enforce-eager",
-            "--max-num-seqs", str(SEQUENCES), "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+            "--served-model-name", "default", *flags, "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
 
 
 async def run_clients(url: str, clients: int, tokens: int, offset: int) -> tuple[float, float]:
@@ -67,12 +84,14 @@ async def run_clients(url: str, clients: int, tokens: int, offset: int) -> tuple
     return clients * tokens / wall, statistics.fmean(r.ttft for r in runs)
 
 
-def measure(side: str, folder: Path, counts: list[int], tokens: int, log: Path) -> dict[int, tuple[float, float]]:
+def measure(
+    side: str, folder: Path, flags: list[str], counts: list[int], tokens: int, log: Path
+) -> dict[int, tuple[float, float]]:
     """Start one side's server, time each client count, stop it."""
     port = free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
     with log.open("w") as out:
-        proc = subprocess.Popen(command(side, folder, port), stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(command(side, folder, port, flags), stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_ready(side, url, "/v1/models", chat_body("Hi", 4), timeout=READY_SECONDS)
@@ -91,13 +110,15 @@ def main() -> int:
     if any(not 1 <= c <= SEQUENCES for c in counts):
         parser.error(f"client counts are 1 to {SEQUENCES}")
     folder = smollm2_folder()
+    flags = vllm_flags(folder)
     figures: dict[str, dict[int, list[tuple[float, float]]]] = {s: {n: [] for n in counts} for s in SIDES}
     for r in range(args.rounds):
         for side in SIDES if r % 2 == 0 else SIDES[::-1]:
-            for n, result in measure(side, folder, counts, args.tokens, Path(f"/tmp/bench-vllm-{side}.log")).items():
+            log = Path(f"/tmp/bench-vllm-{side}.log")
+            for n, result in measure(side, folder, flags, counts, args.tokens, log).items():
                 figures[side][n].append(result)
                 print(f"round {r + 1} {side:9} {n} clients: {result[0]:6.1f} tok/s, TTFT {result[1]:.2f} s", flush=True)
-    print(f"\nSmolLM2-135M fp32, {args.tokens} tokens a stream, median of {args.rounds} round(s):")
+    print(f"\nSmolLM2-135M ({' '.join(flags)}), {args.tokens} tokens a stream, median of {args.rounds} round(s):")
     for n in counts:
         ours = statistics.median(t for t, _ in figures["modelhost"][n])
         theirs = statistics.median(t for t, _ in figures["vllm"][n])

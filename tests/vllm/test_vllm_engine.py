@@ -1,10 +1,12 @@
-"""The vllm backend on vLLM's CPU build (`make test-vllm`): both conformance kits, and the options that reach vLLM.
+"""The vllm backend on vLLM's CPU build (`make test-vllm`): both conformance kits, the options that reach vLLM, and
+vLLM's engine core in a process of its own, where a release frees the request's cache.
 
 One vLLM engine for the whole module (a load costs tens of seconds and its KV cache stays allocated until close).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -98,3 +100,21 @@ def test_an_answer_that_reaches_the_end_of_the_context_ends_length(model: TextMo
     metrics = model.metrics()
     assert metrics.finish_reason == "length"
     assert metrics.prompt_tokens + len(tokens) <= context, "no token past the context"
+
+
+def test_the_engine_core_runs_apart_and_a_release_frees_the_request_there(model: Any) -> None:
+    # The core (vLLM's scheduler and its busy loop) is a child process of this one, not a thread beside the host's.
+    assert multiprocessing.active_children(), "vLLM's engine core runs in a process of its own"
+    llm = model.loaded.llm
+    engine = model.engine()
+    room = model.info().context_length - 16  # a stream that runs for hundreds of steps unless it is aborted
+    request = EngineRequest(prompt=PROMPT, options={"max_tokens": room, "min_tokens": room, "temperature": 0})
+    handle = engine.admit(request).handle
+    while not engine.step().outputs.get(handle):  # until its prompt is in the core's cache and it decodes
+        pass
+    # vLLM's reset_prefix_cache runs in the core and succeeds only when no request holds cache blocks: it is sent
+    # after the abort, on the same ordered channel, so it reads the core's state once the abort was taken.
+    assert not llm.reset_prefix_cache(), "the decoding request holds blocks in the core"
+    assert engine.release(handle) is not None and engine.free_slots() == engine.slots
+    assert llm.reset_prefix_cache(), "the release reached the core: the request's blocks are free there"
+    assert _ids(model, max_tokens=4, temperature=0), "the model serves on after a release"

@@ -1,8 +1,7 @@
 """Tensor parallelism through the vllm backend on vLLM's CPU build: `tensor_parallel=2` over vLLM's multiprocessing
 executor (two worker processes, one core each) gives the greedy tokens one worker gives (`make test-vllm`).
 
-This is also the path a GPU machine takes (vLLM's EngineCore in a child process, `step()` waiting on it), which the
-one-worker CPU load, whose core and worker run in this process, does not exercise.
+Its EngineCore runs in a child process as every load's does (loading.py), here over two workers of its own.
 """
 
 from __future__ import annotations
