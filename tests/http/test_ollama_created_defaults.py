@@ -5,6 +5,7 @@ client and plain HTTP against a real server on loopback over the tiny Llama GGUF
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import socket
 from pathlib import Path
@@ -142,6 +143,41 @@ def test_a_blob_the_disk_cannot_hold_is_refused_507_declared_or_chunked(
             assert "does not fit" in answer.json()["error"]
         blobs = tmp_path / "modelhost-created" / "blobs"
         assert list(blobs.iterdir()) == [], "nothing kept, no partial file left"
+
+
+def test_a_blob_is_on_the_disk_before_its_digest_names_it_and_the_name_is_synced_after(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    body = b"a blob that must survive a power loss" * 1000
+    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    blobs = tmp_path / "modelhost-created" / "blobs"
+    kept = blobs / f"sha256-{digest[7:]}"
+    # The real fsync and rename, each noted in order with the path it acts on (a power loss cannot be had in a test;
+    # the order of what reaches the disk is what makes a kept name safe).
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        events.append(("rename", str(dst)))
+        real_replace(src, dst)
+
+    with (
+        serving(loop_thread, tiny_llama_gguf) as server,
+        httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
+        pytest.MonkeyPatch.context() as spy,
+    ):
+        spy.setattr(os, "fsync", fsync)
+        spy.setattr(os, "replace", replace)
+        assert http.post(f"/api/blobs/{digest}", content=body).status_code == 201
+    ours = [(kind, where) for kind, where in events if where.startswith(str(blobs))]
+    assert len(ours) == 3 and ours[0][0] == "fsync" and Path(ours[0][1]).name.startswith(".upload."), ours
+    assert ours[1:] == [("rename", str(kept)), ("fsync", str(blobs))], "named only once on the disk, then synced"
+    assert kept.read_bytes() == body
 
 
 def test_a_disk_that_fills_up_mid_upload_is_507_and_keeps_nothing(

@@ -373,7 +373,7 @@ class JobStore:
             return
         for path in op.files:
             if fsync:
-                _fsync_path(path)
+                fsync_path(path)
                 dirty_dirs.add(path.parent)
         if op.kind == "create" and op.staging is None:
             final.mkdir()
@@ -408,7 +408,7 @@ class JobStore:
                 raise StorageError(err, f"syncfs of {self.root}: {os.strerror(err)}")
             return
         for path in dirs:
-            _fsync_path(path)
+            fsync_path(path)
 
 
 def _settle(settled: list[tuple[asyncio.Future[None], BaseException | None]]) -> None:
@@ -442,7 +442,8 @@ def _write_or_remove(path: Path, data: bytes, fsync: bool) -> None:
         raise
 
 
-def _fsync_path(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """fsync() the file or folder at `path` (a folder: so a rename or a new name in it survives a power loss)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -37,6 +37,7 @@ from modelhost.http.ollama.schema import SAMPLING_OPTIONS
 from modelhost.http.parsing import read_json
 from modelhost.hub import created as store
 from modelhost.inference.lora_files import inspect_adapter
+from modelhost.jobs.store import fsync_path
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,18 @@ def request_defaults(model: store.CreatedModel) -> RequestDefaults | None:
 def _write(out: IO[bytes], digest: Any, chunk: bytes) -> None:
     digest.update(chunk)
     out.write(chunk)
+
+
+def _durable(out: IO[bytes]) -> None:
+    """The blob's bytes on the disk before it is named: a power loss never leaves a short file under its digest."""
+    out.flush()
+    os.fsync(out.fileno())
+
+
+def _put_in_place(partial: Path, path: Path) -> None:
+    """Name the written blob by its digest, and keep that name across a power loss (the folder's fsync)."""
+    os.replace(partial, path)
+    fsync_path(path.parent)
 
 
 class CreatedRoutes:
@@ -232,7 +245,7 @@ class CreatedRoutes:
         """POST /api/blobs/sha256:<hex>: keep the body as that blob, 201, once its bytes hash to the digest (400
         otherwise, nothing kept); 200 without reading when it is already kept. Bounded by MAX_BLOB_BYTES (413) and
         by the disk's free space less DISK_HEADROOM_BYTES (507); a disk that fills up or fails while it is written
-        is 507 too, and nothing is kept."""
+        is 507 too, and nothing is kept. A blob kept is fsynced, and its folder once it is named, before the 201."""
         path = self._blob(request)
         if await asyncio.to_thread(path.is_file):
             return Response(status_code=200)
@@ -250,9 +263,11 @@ class CreatedRoutes:
             with os.fdopen(fd, "wb") as out:
                 async for chunk in bounded(request, min(store.MAX_BLOB_BYTES, free)):
                     await asyncio.to_thread(_write, out, digest, chunk)
-            if f"sha256-{digest.hexdigest()}" != path.name:
-                raise ApiError(400, f"digest mismatch: the body's is sha256:{digest.hexdigest()}", code="invalid_value")
-            await asyncio.to_thread(os.replace, partial, path)
+                if f"sha256-{digest.hexdigest()}" != path.name:
+                    raise ApiError(400, f"digest mismatch: the body's is sha256:{digest.hexdigest()}",
+                                   code="invalid_value")  # fmt: skip
+                await asyncio.to_thread(_durable, out)
+            await asyncio.to_thread(_put_in_place, Path(partial), path)
         except BodyRefused as exc:
             if exc.status == 413 and free < store.MAX_BLOB_BYTES:  # a streamed body (no length) past the disk's room
                 raise no_room from None
