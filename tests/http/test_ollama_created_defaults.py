@@ -123,6 +123,46 @@ def test_a_gguf_uploaded_by_digest_is_kept_verified_and_created_from(
         assert "ghost" not in names(client)
 
 
+def test_deleting_created_models_frees_the_uploads_no_kept_model_uses_and_nothing_outside(
+    loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    store = tmp_path / "modelhost-created"
+    digest = "sha256:" + hashlib.sha256(tiny_llama_gguf.read_bytes()).hexdigest()
+    blob = store / "blobs" / f"sha256-{digest[7:]}"
+    spare = b"uploaded, never created from"
+    spare_digest = "sha256:" + hashlib.sha256(spare).hexdigest()
+    outside = tmp_path / "outside" / ("sha256-" + "0" * 64)  # a file a planted link points to, out of the store
+    outside.parent.mkdir()
+    outside.write_bytes(b"not the store's")
+    with serving(loop_thread, tiny_llama_gguf) as server:
+        client = ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS)
+        client.create_blob(tiny_llama_gguf)
+        assert httpx.post(f"{server.url}/api/blobs/{spare_digest}", content=spare).status_code == 201
+        for name in ("first", "second"):
+            client.create(model=name, files={"tiny.gguf": digest})
+        (staged,) = (store / "files").iterdir()
+        (staged / "planted").symlink_to(outside)
+        client.copy("second", "copied")
+
+        client.delete("first")  # the others still use the upload: it stays
+        assert blob.is_file() and staged.is_dir()
+        client.delete("second")  # the copy is made from the same files
+        assert blob.is_file() and staged.is_dir()
+        client.delete("copied")  # the last user gone: its folder of links and its blob go, nothing else
+        assert not staged.exists() and not blob.exists()
+        assert outside.read_bytes() == b"not the store's", "a link is removed as a link, never followed"
+        assert (store / "blobs" / f"sha256-{spare_digest[7:]}").read_bytes() == spare, "an unused upload stays"
+
+        # Created again over another source, a name gives back what only its first making used.
+        client.create_blob(tiny_llama_gguf)
+        client.create(model="remade", files={"tiny.gguf": digest})
+        assert blob.is_file()
+        client.create(model="remade", from_=str(tiny_llama_gguf))
+        assert not blob.exists() and list((store / "files").iterdir()) == []
+        assert client.chat(model="remade", messages=[{"role": "user", "content": "hi"}], options={"num_predict": 1})
+
+
 def test_a_blob_the_disk_cannot_hold_is_refused_507_declared_or_chunked(
     loop_thread: LoopThread, tiny_llama_gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

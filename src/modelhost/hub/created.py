@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,11 +212,14 @@ def load_all() -> list[CreatedModel]:
 
 
 def remove(name: str) -> bool:
-    """Forget the created model `name`; False when there is none."""
+    """Forget the created model `name`, and the uploaded files only it used (`release`); False when there is none."""
+    gone = next((model for model in load_all() if model.name == name), None)
     try:
         _file(name).unlink()
     except FileNotFoundError:
         return False
+    if gone is not None:
+        release(gone)
     return True
 
 
@@ -267,6 +271,68 @@ def staged_files(files: dict[str, str]) -> Path:
         with contextlib.suppress(FileExistsError):
             (where / name).symlink_to(blob)
     return where
+
+
+#: The name of a create's folder of links in `files/` (staged_files): 32 hex digits of its files' digest.
+_FILES_KEY = re.compile(r"^[0-9a-f]{32}$")
+#: The name of a kept blob in `blobs/` (blob_path).
+_BLOB_NAME = re.compile(r"^sha256-[0-9a-f]{64}$")
+
+
+def _staged_folder(path: str | None) -> Path | None:
+    """The `files/<key>` folder `path` (a created model's source or adapter) lies in, or None: read from the path's
+    text alone, never by following a link."""
+    if path is None:
+        return None
+    files = Path(os.path.abspath(folder() / "files"))
+    given = Path(os.path.abspath(path))
+    for candidate in (given, given.parent):
+        if candidate.parent == files and _FILES_KEY.fullmatch(candidate.name):
+            return candidate
+    return None
+
+
+def _linked_blobs(staged: Path) -> set[Path]:
+    """The kept blobs the links of one `files/<key>` folder point to (a link to anything else is not one)."""
+    blobs = Path(os.path.abspath(folder() / "blobs"))
+    found: set[Path] = set()
+    if staged.is_symlink() or not staged.is_dir():
+        return found
+    for entry in staged.iterdir():
+        if entry.is_symlink():
+            target = Path(os.path.abspath(staged / os.readlink(entry)))
+            if target.parent == blobs and _BLOB_NAME.fullmatch(target.name):
+                found.add(target)
+    return found
+
+
+def release(gone: CreatedModel) -> None:
+    """Remove the uploaded files the created model `gone` used and no kept created model uses: its `files/<key>`
+    folder of links, and the blobs those links name that no other folder of links names.
+
+    A blob uploaded but named by no create stays (the `ollama` client uploads a blob, then creates from it: it is
+    kept until a model made from it is deleted). Nothing outside the store is removed: the paths are read as text
+    (a link is removed as a link, never followed), a blob goes only from the store's own `blobs/`, and a model still
+    made from `gone` by name (a copy's source, a create FROM it) keeps its files."""
+    kept = load_all()
+    if any(gone.name in (model.source, model.adapter) for model in kept):
+        return
+    used = {_staged_folder(path) for model in kept for path in (model.source, model.adapter)}
+    for path in (gone.source, gone.adapter):
+        staged = _staged_folder(path)
+        if staged is None or staged in used or not os.path.lexists(staged):
+            continue
+        blobs = _linked_blobs(staged)
+        if staged.is_symlink():
+            staged.unlink()
+        else:
+            shutil.rmtree(staged, ignore_errors=True)  # links in it are removed as links
+        # A folder of links made meanwhile (a create in flight, named by no kept model yet) keeps its blobs too.
+        for other in (folder() / "files").iterdir():
+            blobs -= _linked_blobs(other)
+        for blob in blobs:
+            with contextlib.suppress(FileNotFoundError):
+                blob.unlink()
 
 
 # -- what /api/show says of a created model ------------------------------------------------------------------------

@@ -205,8 +205,9 @@ class CreatedRoutes:
         return Response(status_code=200)
 
     async def _add(self, model: store.CreatedModel) -> None:
+        replaced = self.made.get(model.name)
         if model.name in self.model_set.names or model.name in self.model_set.adapters:
-            if model.name not in self.made:
+            if replaced is None:
                 raise ApiError(400, f"model {model.name!r} is already served and was not created here",
                                param="model", code="model_exists")  # fmt: skip
             self._forget(model.name)  # created again: the new one replaces it, as Ollama's create does
@@ -214,6 +215,8 @@ class CreatedRoutes:
             await asyncio.to_thread(store.check_room, model.name)  # before it is served: all or nothing
             await asyncio.to_thread(self._serve, model)  # resolving and estimating a model reads its files
             await asyncio.to_thread(store.save, model)
+            if replaced is not None:
+                await asyncio.to_thread(store.release, replaced)  # the uploads only the replaced one used
         except ModelNotFoundError as exc:
             raise ApiError(404, str(exc), param="from", code=exc.code) from None
         except ModelHostError as exc:
@@ -229,7 +232,8 @@ class CreatedRoutes:
         self.made.pop(name, None)
 
     async def delete(self, name: str) -> bool:
-        """DELETE /api/delete of a created model: stop serving it and forget it; False when `name` is not one."""
+        """DELETE /api/delete of a created model: stop serving it and forget it, with the uploaded blobs no other
+        created model uses (hub/created.release); False when `name` is not one."""
         if name not in self.made:
             return False
         self._forget(name)
