@@ -4,12 +4,18 @@ and what the subset does not run refused when the template is read."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from typing import ClassVar
+
 import pytest
 
 from modelhost.errors import InvalidInputError
 from modelhost.host import gotemplate
 from modelhost.host.defaults import RequestDefaults, render
 from modelhost.host.events import GenerationRequest
+from modelhost.host.models import Models
+from modelhost.host.spec import ModelSpec
 from modelhost.inference.types import Message
 
 CHAT = [Message("system", "Be brief."), Message("user", "Hi"), Message("assistant", "Hello"), Message("user", "Bye")]
@@ -118,3 +124,30 @@ def test_a_hostile_template_is_stopped_not_run_for_ever() -> None:
 def test_a_template_that_goes_wrong_on_a_chat_refuses_it_as_bad_input(template: str) -> None:
     with pytest.raises(InvalidInputError, match="template"):
         RequestDefaults(template=template).apply(GenerationRequest(messages=CHAT))
+
+
+class _NotingDefaults(RequestDefaults):
+    """The real defaults, noting the thread each request is rendered on."""
+
+    rendered_on: ClassVar[list[int]] = []  # a class's list: the frozen dataclass takes no field of a subclass
+
+    def apply(self, request: GenerationRequest) -> GenerationRequest:
+        self.rendered_on.append(threading.get_ident())
+        return super().apply(request)
+
+
+def test_a_created_models_template_renders_on_a_worker_thread_not_the_event_loop() -> None:
+    defaults = _NotingDefaults(template=MESSAGES_TEMPLATE)
+
+    def never_loaded() -> None:
+        raise AssertionError("precheck of an unloaded model loads nothing")
+
+    models = Models([ModelSpec("made", never_loaded, defaults=defaults)])  # type: ignore[arg-type]
+
+    async def precheck() -> tuple[str | None, int]:
+        admitted = await models.get("made").precheck(GenerationRequest(messages=CHAT))
+        return admitted.request.prompt, threading.get_ident()
+
+    prompt, loop_thread = asyncio.run(precheck())
+    assert prompt is not None and prompt.endswith("<|user|>Bye<|end|>\n<|assistant|>"), "the TEMPLATE rendered it"
+    assert defaults.rendered_on and loop_thread not in defaults.rendered_on, "a chat's render never blocks the loop"

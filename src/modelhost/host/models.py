@@ -253,9 +253,15 @@ class ServedModel:
         return request if defaults is None else defaults.apply(request)
 
     async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
-        """Host.precheck on the loaded model (the request unchecked when unloaded: `submit` answers that). The model
-        counts as busy meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the submit."""
-        request = self.prepare(request)
+        """Host.precheck on the loaded model (the request unchecked when unloaded: `submit` answers that), after its
+        defaults (`prepare`). Both run on a worker thread, not the event loop: a created model's TEMPLATE renders the
+        whole chat (up to host/gotemplate's bounds) and the host's check tokenizes it. The model counts as busy
+        meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the submit."""
+        defaults = self.spec.defaults
+        if defaults is not None and defaults.template is not None:
+            request = await asyncio.to_thread(self.prepare, request)
+        else:
+            request = self.prepare(request)  # a system prompt or options only: nothing to render
         host = self.host
         if host is None:
             return Admission(request, n=n)

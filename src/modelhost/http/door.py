@@ -89,9 +89,10 @@ class Door:
         return Choices(streams, parsed.wire_names)
 
     async def precheck(self, served: ServedModel, parsed: ParsedRequest) -> list[Admission]:
-        """The request parsed and checked once per prompt, on a worker thread (Host.precheck: a JSON Schema's grammar
-        is compiled there and the prompt tokenized, not on the event loop), refused as `submit` would refuse it. The
-        choices differ only in their seed, so one Admission stands for all `n` of a prompt."""
+        """The request parsed and checked once per prompt, on a worker thread (ServedModel.precheck: a created model's
+        TEMPLATE is rendered there; Host.precheck: a JSON Schema's grammar is compiled there and the prompt tokenized,
+        not on the event loop), refused as `submit` would refuse it. The choices differ only in their seed, so one
+        Admission stands for all `n` of a prompt."""
         with self.admission(served, lambda exc: from_host_exception(exc, parsed.wire_names)):
             return [await served.precheck(generation, parsed.n) for generation in parsed.generations()]
 
