@@ -19,6 +19,7 @@ from modelhost.errors import InvalidInputError, InvalidOptionError  # noqa: E402
 from modelhost.inference import conformance, engine_conformance, registry  # noqa: E402
 from modelhost.inference.engine import EngineRequest  # noqa: E402
 from modelhost.inference.model import TextModel  # noqa: E402
+from modelhost.inference.options import GenerateOptions  # noqa: E402
 
 PROMPT = "The quick brown fox"
 
@@ -43,7 +44,8 @@ def test_the_engine_keeps_the_engine_contract(
     model: Any, check: Callable[[engine_conformance.EngineKit], None]
 ) -> None:
     requests = [
-        EngineRequest(prompt=p, options={"max_tokens": 6, "temperature": 0}) for p in ("Hello", PROMPT, "1 2 3")
+        EngineRequest(prompt=p, options=GenerateOptions.parse(max_tokens=6, temperature=0))
+        for p in ("Hello", PROMPT, "1 2 3")
     ]
     engine = model.engine()
     # The one-slot reference is the same vLLM engine with one slot: a batch of one, over the same weights.
@@ -108,7 +110,9 @@ def test_the_engine_core_runs_apart_and_a_release_frees_the_request_there(model:
     llm = model.loaded.llm
     engine = model.engine()
     room = model.info().context_length - 16  # a stream that runs for hundreds of steps unless it is aborted
-    request = EngineRequest(prompt=PROMPT, options={"max_tokens": room, "min_tokens": room, "temperature": 0})
+    request = EngineRequest(
+        prompt=PROMPT, options=GenerateOptions.parse(max_tokens=room, min_tokens=room, temperature=0)
+    )
     handle = engine.admit(request).handle
     while not engine.step().outputs.get(handle):  # until its prompt is in the core's cache and it decodes
         pass
