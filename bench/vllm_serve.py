@@ -124,8 +124,11 @@ def main() -> int:
         theirs = statistics.median(t for t, _ in figures["vllm"][n])
         ttft_ours = statistics.median(f for _, f in figures["modelhost"][n])
         ttft_theirs = statistics.median(f for _, f in figures["vllm"][n])
+        # Each round's own ratio too: its two servers ran minutes apart, the rounds may be an hour's load apart.
+        rounds = sorted(o / t for (o, _), (t, _) in zip(figures["modelhost"][n], figures["vllm"][n], strict=True))
         print(f"{n} clients: modelhost {ours:.1f} tok/s (TTFT {ttft_ours:.2f} s), vLLM's server {theirs:.1f} tok/s "
-              f"(TTFT {ttft_theirs:.2f} s): {ours / theirs:.2f}x")  # fmt: skip
+              f"(TTFT {ttft_theirs:.2f} s): {ours / theirs:.2f}x; per round "
+              f"{', '.join(f'{x:.2f}x' for x in rounds)}")  # fmt: skip
     return 0
 
 
