@@ -61,6 +61,7 @@ TRAINING = "modelhost.training"
 #: names are attributes, reached in backends/ocr/rapid.py; llama_cpp's go behind backends/llama_cpp/lowlevel.py.)
 ADAPTERS = {
     "ray": "modelhost.ray.raydata",  # Ray Data's execution callback: stopping a run from another thread
+    "llama_cpp": "modelhost.backends.llama_cpp.lowlevel",  # contexts, samplers and the log below `Llama`
 }
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ package's public C bindings (`llama_cpp.llama_*`).
 
 Why: the backend drives llama.cpp below `llama_cpp.Llama` (its own contexts, batches and samplers), which needs a
 few members llama-cpp-python does not promise (`Llama._model`, `Llama._ctx`, `Llama._is_recurrent`,
-`llama_cpp._internals`). They can change in any release; `pyproject.toml` bounds the package below 0.4 (tested on
-0.3.x), and a newer release is checked by changing this one file.
+`llama_cpp._internals`, the log callback in `llama_cpp._logger`). They can change in any release; `pyproject.toml`
+bounds the package below 0.4 (tested on 0.3.x), and a newer release is checked by changing this one file.
 """
 
 from __future__ import annotations
@@ -46,3 +46,11 @@ def new_sampler() -> Any:
     from llama_cpp import _internals
 
     return _internals.LlamaSampler()
+
+
+def log_callback() -> Any:
+    """llama-cpp-python's C log callback (`llama_cpp._logger.llama_log_callback`), which writes llama.cpp's log lines
+    to its Python logger; mtmd's own log is pointed at it too, so images log as the model does."""
+    from llama_cpp._logger import llama_log_callback
+
+    return llama_log_callback

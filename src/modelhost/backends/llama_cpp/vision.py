@@ -253,8 +253,7 @@ class Chunks:
 
 def _quiet(mtmd: Any) -> None:
     """Route mtmd's log (several lines per image on stderr otherwise) through llama-cpp-python's logger, as llama's."""
-    from llama_cpp._logger import llama_log_callback
-
+    llama_log_callback = lowlevel.log_callback()
     mtmd.mtmd_log_set(llama_log_callback, ctypes.c_void_p(0))
     mtmd.mtmd_helper_log_set(llama_log_callback, ctypes.c_void_p(0))
 
