@@ -205,3 +205,18 @@ def test_a_model_that_cannot_fit_beside_a_busy_one_gets_its_room_when_the_busy_o
         assert running.result(STATE_WAIT_SECONDS).status_code == 200, "the request alpha held is answered"
         wait_until(lambda: models.get("beta").ready)  # loaded for its claim: no request of beta's needed
         assert models.states() == {"alpha": "unloaded", "beta": "ready"}
+
+
+def test_a_pinned_model_listed_after_others_loads_first_and_the_budget_leaves_the_others_for_later(
+    loop_thread: LoopThread,
+) -> None:
+    """Loads at start run side by side, and a loading model cannot be unloaded to make room: so the pinned models
+    load first, and the others take what room is left (alpha would otherwise start loading, then leave the pinned
+    beta no room and fail the start)."""
+    models = Models(
+        [spec("alpha", "a1", size=60 * MB), spec("beta", "b1", size=60 * MB, pinned=True)],
+        max_memory=parse_size("100M"),
+    )
+    with door(loop_thread, models) as url:
+        assert models.states() == {"alpha": "unloaded", "beta": "ready"}
+        assert chat(url, "beta").status_code == 200

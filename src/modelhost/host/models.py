@@ -477,7 +477,8 @@ class Models:
     # -- lifecycle -----------------------------------------------------------------------------------------------
     async def start(self, on_ready: Callable[[ServedModel], Awaitable[None]] | None = None) -> None:
         """Load the models that load at start (all, or only pinned ones when lazy) side by side, as many as the
-        budget holds in their order; raise the first load error. Then start the keep-alive sweep.
+        budget holds, the pinned ones first and then in their order; raise the first load error. Then start the
+        keep-alive sweep.
 
         The loads run at once, each on its own model thread: a load is mostly reading and mapping files and
         building sessions, and a two-model serve loading one after the other kept the second model's door shut for
@@ -488,7 +489,9 @@ class Models:
         socket is the wire's readiness signal, and a client such as pdf-spec retries its dial for 10 s only, so a
         socket must not wait for any other model)."""
         starting: list[ServedModel] = []
-        for model in self:
+        # Pinned models first: the loads overlap and a loading model cannot be unloaded, so a pinned model listed
+        # after others that fill the budget would find no room and fail the start; the others then take what is left.
+        for model in sorted(self, key=lambda m: not m.pinned):
             if model.pinned or not self.lazy:
                 # A start loads what fits, in order, unloading nothing (a pinned model excepted): the ones left out
                 # load at their first request, making room then.
