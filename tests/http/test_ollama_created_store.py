@@ -71,3 +71,28 @@ def test_a_create_past_the_kept_bound_is_refused_not_served_until_a_restart(
     with serving(loop_thread, tiny_llama_gguf) as server:  # a restart serves what was served before it
         kept = names(ollama.Client(host=server.url, timeout=STATE_WAIT_SECONDS))
         assert {"first", "second"} <= kept and "third" not in kept
+
+
+def test_a_kept_model_is_on_the_disk_before_its_name_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A created model's file is synced before the rename that names it (a power loss must leave the old file or
+    none, never a short one that load_all then skips with the model lost); the real fsync and rename, in order."""
+    import os
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: object, dst: object) -> None:
+        events.append(("rename", str(src)))
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as spy:
+        spy.setattr(os, "fsync", fsync)
+        spy.setattr(os, "replace", replace)
+        store.save(store.CreatedModel("kept", "tiny", system="be brief"))
+    assert [kind for kind, _ in events] == ["fsync", "rename"] and events[0][1] == events[1][1], events
+    assert [(m.source, m.system) for m in store.load_all()] == [("tiny", "be brief")]

@@ -185,6 +185,10 @@ def save(model: CreatedModel) -> None:
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+            out.flush()
+            os.fsync(
+                out.fileno()
+            )  # on the disk before its name says so: a power loss leaves the old file, not a short one
         os.replace(partial, _file(model.name))
     except BaseException:
         Path(partial).unlink(missing_ok=True)
