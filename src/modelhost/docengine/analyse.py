@@ -176,22 +176,17 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     free = [w for i, w in enumerate(words) if i not in taken and w.rotation == 0]
     index = {id(w): i for i, w in enumerate(free)}
     contents = find_contents([[index[id(w)] for w in line] for line in lines(free)], free)
-    for toc in contents:
-        fixed.append(Block(Kind.TABLE, toc.bbox, table=toc.table))
-    if contents:
-        gone = frozenset().union(*(toc.words for toc in contents))
-        free = [w for i, w in enumerate(free) if i not in gone]
+    fixed += [Block(Kind.TABLE, toc.bbox, table=toc.table) for toc in contents]
+    free = _without(free, [toc.words for toc in contents])
     # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
     # and a column break at one is a column break in the reading order.
     page_gutters = gutters(free, style.body_size)
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
     # gutters are found again without a table's words: its column gaps are no gutters of the page.
     unruled = find_unruled(free, style.body_size, content.rulings, page_gutters)
-    for found in unruled:
-        fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
+    fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
-        gone = frozenset().union(*(found.words for found in unruled))
-        free = [w for i, w in enumerate(free) if i not in gone]
+        free = _without(free, [found.words for found in unruled])
         page_gutters = gutters(free, style.body_size)
     runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style)
@@ -209,6 +204,12 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         _extend(blocks, _classified(chunk, style, content, frames))
     blocks = _captioned(blocks + bottom)
     return PageLayout(content.number, content.width, content.height, tuple(blocks), content.regions)
+
+
+def _without(words: list[Word], taken: Sequence[Iterable[int]]) -> list[Word]:
+    """`words` less those whose indexes a found table took (the tables read them; the text must not again)."""
+    gone = frozenset().union(*taken)
+    return [w for i, w in enumerate(words) if i not in gone] if gone else words
 
 
 def largest_images(images: Sequence[ImageRegion]) -> list[ImageRegion]:
