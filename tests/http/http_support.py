@@ -96,3 +96,27 @@ def embedded_gguf_or_skip() -> Path:
         return Path(modelhost.inference.catalogue.resolve("default"))
     except Exception as exc:  # the embedded model's package is missing on this machine
         pytest.skip(f"the embedded model is not installed: {exc}")
+
+
+@contextmanager
+def disk_order() -> Iterator[list[tuple[str, str]]]:
+    """Note, in order, each real `os.fsync` (with the path of the file or folder it syncs) and `os.replace` (with its
+    destination) made inside the block: a power loss cannot be had in a test, and the order of what reaches the disk
+    is what makes a name on it safe."""
+    import os
+
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        events.append(("rename", str(dst)))
+        real_replace(src, dst)
+
+    with pytest.MonkeyPatch.context() as spy:
+        spy.setattr(os, "fsync", fsync)
+        spy.setattr(os, "replace", replace)
+        yield events

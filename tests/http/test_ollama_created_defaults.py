@@ -5,7 +5,6 @@ client and plain HTTP against a real server on loopback over the tiny Llama GGUF
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import socket
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import LoopThread
+from http_support import LoopThread, disk_order
 from test_ollama_create import names, serving
 
 from modelhost.http.ollama import create as create_module
@@ -193,26 +192,11 @@ def test_a_blob_is_on_the_disk_before_its_digest_names_it_and_the_name_is_synced
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     blobs = tmp_path / "modelhost-created" / "blobs"
     kept = blobs / f"sha256-{digest[7:]}"
-    # The real fsync and rename, each noted in order with the path it acts on (a power loss cannot be had in a test;
-    # the order of what reaches the disk is what makes a kept name safe).
-    events: list[tuple[str, str]] = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd: int) -> None:
-        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
-        real_fsync(fd)
-
-    def replace(src: Any, dst: Any) -> None:
-        events.append(("rename", str(dst)))
-        real_replace(src, dst)
-
     with (
         serving(loop_thread, tiny_llama_gguf) as server,
         httpx.Client(base_url=server.url, timeout=STATE_WAIT_SECONDS) as http,
-        pytest.MonkeyPatch.context() as spy,
+        disk_order() as events,
     ):
-        spy.setattr(os, "fsync", fsync)
-        spy.setattr(os, "replace", replace)
         assert http.post(f"/api/blobs/{digest}", content=body).status_code == 201
     ours = [(kind, where) for kind, where in events if where.startswith(str(blobs))]
     assert len(ours) == 3 and ours[0][0] == "fsync" and Path(ours[0][1]).name.startswith(".upload."), ours

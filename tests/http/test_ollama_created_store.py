@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from http_support import LoopThread
+from http_support import LoopThread, disk_order
 
 from modelhost.hub import created as store
 
@@ -76,23 +76,10 @@ def test_a_create_past_the_kept_bound_is_refused_not_served_until_a_restart(
 def test_a_kept_model_is_on_the_disk_before_its_name_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A created model's file is synced before the rename that names it (a power loss must leave the old file or
     none, never a short one that load_all then skips with the model lost); the real fsync and rename, in order."""
-    import os
-
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    events: list[tuple[str, str]] = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd: int) -> None:
-        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
-        real_fsync(fd)
-
-    def replace(src: object, dst: object) -> None:
-        events.append(("rename", str(src)))
-        real_replace(src, dst)  # type: ignore[arg-type]
-
-    with pytest.MonkeyPatch.context() as spy:
-        spy.setattr(os, "fsync", fsync)
-        spy.setattr(os, "replace", replace)
+    with disk_order() as events:
         store.save(store.CreatedModel("kept", "tiny", system="be brief"))
-    assert [kind for kind, _ in events] == ["fsync", "rename"] and events[0][1] == events[1][1], events
+    assert [kind for kind, _ in events] == ["fsync", "rename"], events
+    synced, named = (Path(where) for _, where in events)
+    assert synced.name.startswith(".created.") and named.parent == synced.parent == store.folder(), events
     assert [(m.source, m.system) for m in store.load_all()] == [("tiny", "be brief")]
