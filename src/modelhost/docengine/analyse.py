@@ -31,7 +31,7 @@ from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
-from modelhost.docengine.tables import find_tables, rule_frames
+from modelhost.docengine.tables import fill_rules, find_tables, rule_frames
 from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
 from modelhost.docengine.unruled import find_unruled, widened
 
@@ -155,8 +155,10 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     page_area = max(content.width * content.height, 1.0)
     # Small frames only: a box drawn around a diagram or a note. A frame around most of the page is a border.
     frames = [f for f in rule_frames(content.rulings) if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area]
-    # Ruled tables; an open one (no vertical rules) gives way to the table without rules that reads it and more.
-    for found in widened(find_tables(content.rulings, words), words, style.body_size, content.rulings):
+    # Ruled tables (shaded cells and stripes rule them too); an open one (no vertical rules) gives way to the table
+    # without rules that reads it and more.
+    ruled = find_tables([*content.rulings, *fill_rules(content.fills, content.rulings)], words)
+    for found in widened(ruled, words, style.body_size, content.rulings):
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
 

@@ -64,6 +64,12 @@ MAX_FORM_DEPTH = 8
 RULE_THICKNESS = 3.0
 #: A rule shorter than this (points) is a glyph part, a tick or a dot, not a table rule.
 MIN_RULE_LENGTH = 4.0
+#: Filled rectangles kept at most: a table of shaded cells has a few hundred; the table stage sorts and compares
+#: them, so a hostile page of a hundred thousand filled squares keeps its first MAX_FILLS (as rules keep MAX_RULES).
+MAX_FILLS = 2_000
+#: A rectangle is drawn in at most this many path segments: `re` gives a move, three lines and a close (pdfium
+#: counts 4-5), a producer drawing each corner twice or closing with an explicit line 6-8.
+RECT_SEGMENTS = 8
 #: An image smaller than this (points on either side) is decoration (a bullet, a rule drawn as an image).
 MIN_IMAGE_SIDE = 12.0
 #: A new word starts when the gap from the previous character exceeds this share of the font size, even where
@@ -191,6 +197,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
         usability=usability,
         ocr_regions=regions,
         rotation=frame.rotation,
+        fills=tuple(objects.fills),
     )
 
 
@@ -201,6 +208,7 @@ class _Objects:
         self.frame = frame
         self.rules: list[Segment] = []
         self.images: list[ImageRegion] = []
+        self.fills: list[BBox] = []
         self.fonts: dict[int, _Font] = {}
         self.invisible_chars = False
         self.visited = 0
@@ -289,6 +297,25 @@ class _Objects:
         raw.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
         if stroke.value:
             self.rules.extend(self._stroked(obj, _compose(_matrix(obj), matrix)))
+        if fill.value and len(self.fills) < MAX_FILLS and self._rectangle(obj, _compose(_matrix(obj), matrix), box):
+            self.fills.append(box)
+
+    def _rectangle(self, obj: Any, matrix: tuple[float, ...], box: BBox) -> bool:
+        # A filled path is a rectangle (a shaded cell, a stripe, a box) when it is a few straight segments whose
+        # every point is a corner of its box; a glyph of a logo, a pie's slice or a rounded box is not.
+        count = raw.FPDFPath_CountSegments(obj)
+        if not 0 < count <= RECT_SEGMENTS:
+            return False
+        x, y = ctypes.c_float(), ctypes.c_float()
+        for i in range(count):
+            seg = raw.FPDFPath_GetPathSegment(obj, i)
+            if raw.FPDFPathSegment_GetType(seg) == raw.FPDF_SEGMENT_BEZIERTO:
+                return False
+            raw.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y))
+            px, py = self.frame.point(*_apply(matrix, x.value, y.value))
+            if min(abs(px - box[0]), abs(px - box[2])) > 1.0 or min(abs(py - box[1]), abs(py - box[3])) > 1.0:
+                return False
+        return True
 
     def _stroked(self, obj: Any, matrix: tuple[float, ...]) -> Iterator[Segment]:
         # The axis-aligned straight pieces of a stroked path (box edges, cell borders); curves are not rules.

@@ -131,6 +131,8 @@ class PageContent:
     whole page when the layer is unusable, or image regions big enough to hold text. `rotation` is the page's
     /Rotate (0, 90, 180, 270); boxes are already in the rotated (as displayed) frame. `regions` are the layout
     model's regions when the page was read from its pixels (empty for a text layer: no layout model runs on it).
+    `fills` are the boxes of filled rectangles drawn on the page (shaded cells, stripes, boxes behind text), at least
+    a few points on each side (thinner ones are rules); they draw no text and are never pictures.
     """
 
     number: int
@@ -143,6 +145,7 @@ class PageContent:
     ocr_regions: tuple[BBox, ...] = ()
     rotation: int = 0
     regions: tuple[Region, ...] = ()
+    fills: tuple[BBox, ...] = ()
 
     @property
     def usable(self) -> bool:
