@@ -116,6 +116,24 @@ def test_do_ocr_sent_reads_the_prose_in_a_pictures_pixels(docling: DoclingServic
     assert highlight not in docling.convert(REDBOOK, page_range=(3, 3)).document.export_to_markdown()
 
 
+def test_a_page_in_a_script_no_model_reads_is_a_partial_success_naming_it(
+    docling: DoclingServiceClient, tmp_path: Path
+) -> None:
+    """Issue 34 item 5: the page is read (its glyph soup kept), and the answer says which page not to trust, as a
+    docling ErrorItem of the model, where docling's client reads it, never a plain success."""
+    from tests.documents.test_convert import DEJAVU
+    from tests.documents.test_script_warnings import georgian_pdf
+
+    if not DEJAVU.exists():
+        pytest.skip("needs Debian's fonts-dejavu-core")
+    pdf = georgian_pdf(tmp_path / "minutes.pdf")
+    result = docling.convert(stream("minutes.pdf", pdf.read_bytes()), raises_on_error=False)
+    assert result.status == ConversionStatus.PARTIAL_SUCCESS
+    [error] = result.errors
+    assert error.component_type == "model" and error.category == "inference_failure", error
+    assert error.error_message.startswith("pages 1: "), error
+
+
 def test_abort_on_error_fails_the_task_itself(served: Served, docling: DoclingServiceClient) -> None:
     with pytest.raises(TaskExecutionError, match=r"broken\.pdf"):
         docling.convert(stream("broken.pdf", BROKEN), options=ConvertDocumentsOptions(abort_on_error=True))

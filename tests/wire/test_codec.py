@@ -686,6 +686,22 @@ def test_responses_always_carry_the_fields_rust_requires() -> None:
     )
 
 
+def test_a_done_warning_is_written_after_backend_only_when_there_is_one() -> None:
+    # modelhost's own optional field (a page in a script the model cannot read, issue 34 item 5): after `backend`,
+    # as inferd's optional tool_choice_unsatisfied; a done without one stays the golden V3b bytes (above).
+    done = Done("page-1", 0, 7, StopReason.END_TURN, BACKEND, warning="3 of its 3 lines <unread>")
+    payload = response_to_json(done)
+    v3b = unhex(V3B_HEX)[3:]  # the JSON of V3b, past its frame header (a 2-byte varint, the type)
+    assert payload == v3b[:-1] + b',"warning":"3 of its 3 lines \\u003cunread\\u003e"}'
+    assert read_responses(encode_response(done)) == [done]
+    rust = b'{"type":"done","id":"r1","usage":{"input_tokens":1,"output_tokens":2},"stop_reason":"end_turn",'
+    rust += b'"backend":"b","tool_choice_unsatisfied":true,"warning":"w"}'
+    assert decode_response(rust) == Done("r1", 1, 2, "end_turn", "b", warning="w")
+    with pytest.raises(WireError) as info:
+        decode_response(rust.replace(b'"w"', b"7"))
+    assert info.value.fatal
+
+
 def test_done_token_counts_saturate_and_refuse_negatives() -> None:
     assert b'"output_tokens":4294967295' in response_to_json(Done("x", 0, 1 << 40))
     with pytest.raises(ValueError):

@@ -105,7 +105,8 @@ class WireReader:
         # closing the reader then hangs up, which is how the wire cancels (there is no cancel frame).
         text, error = await asyncio.to_thread(self._client.recognize, image, self.prompt, max_tokens)
         if error is None:
-            return PageAnswer(text, "stop")
+            done = self._client.last_done  # its `warning`: a page in a script the host's model cannot read
+            return PageAnswer(text, "stop", warning=done.warning if done is not None else "")
         if isinstance(error, TruncatedError):
             return PageAnswer(text, "length", str(error))
         code = error.code if isinstance(error, ModelHostError) else "error"

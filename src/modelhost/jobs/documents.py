@@ -7,7 +7,8 @@ unread (docling's `do_ocr`), `pictures: true` also reads the text a text-layer p
 (`convert --pictures`; off by default, engine.PICTURES says why).
 Outputs: `document.md`, `document.json` (a DoclingDocument) and `page-N.doctags` for each page converted; and
 `unread-pages.txt` when some pages could not be read (each named with why); a document none of whose pages can be
-read fails the job, its message naming the upload by the name it was uploaded under.
+read fails the job, its message naming the upload by the name it was uploaded under; and `page-warnings.txt` when
+some pages were read with a warning (a page in a script the model cannot read), in the same lines.
 Progress: stage `generating`, step = pages done of `total` pages, `remaining` from the pages' own pace.
 Cancel stops between pages and within one: the page's host request is closed, which stops the model.
 A page that hits its token bound or fails keeps what was generated; `document.json` still loads.
@@ -205,11 +206,16 @@ def _write(out: Path, conversion: Conversion) -> list[str]:
         # a few lines, not 10,000).
         (out / UNREAD).write_text(unread_lines(conversion.unread), encoding="utf-8")
         names.append(UNREAD)
+    if conversion.warnings:
+        # Pages that were read but whose text is doubtful (the `ocr` model: a script its recogniser cannot read),
+        # in the same lines: the job completed, and this says which of its pages not to trust (issue 34 item 5).
+        (out / WARNINGS).write_text(unread_lines(conversion.warnings), encoding="utf-8")
+        names.append(WARNINGS)
     return names
 
 
 def unread_lines(unread: dict[int, str]) -> str:
-    """`pages 2-51: why` lines, one per reason, in page order."""
+    """`pages 2-51: why` lines, one per reason, in page order (for the unread pages, and the warned ones)."""
     by_reason: dict[str, list[int]] = {}
     for number in sorted(unread):
         by_reason.setdefault(unread[number], []).append(number)
@@ -219,6 +225,9 @@ def unread_lines(unread: dict[int, str]) -> str:
 #: The output that lists the pages a completed job could not read (a page that does not load, or that exhausted
 #: its sandbox), present only when there are some.
 UNREAD = "unread-pages.txt"
+#: The output that lists the pages a completed job read with a warning (Conversion.warnings), present only when
+#: there are some.
+WARNINGS = "page-warnings.txt"
 
 
 CONVERT = Operation(OPERATION, document_convert, check_submission)

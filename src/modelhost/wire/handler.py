@@ -116,6 +116,7 @@ async def respond(host: Servable, request: Request) -> AsyncGenerator[ResponseEv
                     output_tokens=event.completion_tokens,
                     stop_reason=_STOP_REASONS.get(event.finish_reason, StopReason.END_TURN).value,
                     backend=backend,
+                    warning=event.metrics.warning,
                 )
                 return
             elif isinstance(event, Failed):

@@ -26,7 +26,7 @@ from modelhost.http.docling import schemas
 from modelhost.http.docling.chunks import chunk_document
 from modelhost.http.docling.options import Plan
 from modelhost.jobs import schema
-from modelhost.jobs.documents import UNREAD
+from modelhost.jobs.documents import UNREAD, WARNINGS
 from modelhost.jobs.schema import Record
 
 #: The formats a sniffed document is, in docling's names; None for neither (docling: "File format not allowed").
@@ -147,13 +147,18 @@ def _document_answer(record: Record, outputs: Path, settings: dict[str, Any], pl
         return schemas.answer_document(filename, schemas.FAILURE, errors=[error, *notes], processing_time=elapsed)
     errors = list(notes)
     status = schemas.SUCCESS
-    unread = outputs / UNREAD
-    if UNREAD in record.output:
-        status = schemas.PARTIAL_SUCCESS
-        for line in unread.read_text(encoding="utf-8").splitlines():
-            errors.append(
-                schemas.error_item(line, component=schemas.DOCUMENT_BACKEND, category=schemas.BACKEND_FAILURE)
-            )
+    # Pages it could not read (the document's backend failed on them), then pages read with a warning (the model's
+    # text is doubtful: a script its recogniser cannot read, issue 34 item 5): either way some pages are missing or
+    # wrong, which docling calls partial_success, each line an ErrorItem as docling's own.
+    listed = (
+        (UNREAD, schemas.DOCUMENT_BACKEND, schemas.BACKEND_FAILURE),
+        (WARNINGS, schemas.MODEL, schemas.INFERENCE_FAILURE),
+    )
+    for name, component, category in listed:
+        if name in record.output:
+            status = schemas.PARTIAL_SUCCESS
+            for line in (outputs / name).read_text(encoding="utf-8").splitlines():
+                errors.append(schemas.error_item(line, component=component, category=category))
     contents = _contents(record, outputs, plan)
     return schemas.answer_document(filename, status, contents=contents, errors=errors, processing_time=elapsed)
 

@@ -196,10 +196,12 @@ SKIPPED: Final = "skipped"
 # -- error items (docling's ErrorItem: component_type, module_name, error_message, category, page_no) -------------
 USER_INPUT: Final = "user_input"
 DOCUMENT_BACKEND: Final = "document_backend"
+MODEL: Final = "model"
 #: The module_name of the door's own notes, so a caller can tell them from docling's.
 MODULE: Final = "modelhost"
 POLICY: Final = "policy"
 BACKEND_FAILURE: Final = "backend_failure"
+INFERENCE_FAILURE: Final = "inference_failure"
 SOURCE_UNAVAILABLE: Final = "source_unavailable"
 INTERNAL: Final = "internal"
 CAPACITY: Final = "capacity"

@@ -22,7 +22,7 @@ from modelhost.documents import assemble
 from modelhost.http.docling.tasks import DocumentTasks
 from modelhost.http.ui.state import job_view
 from modelhost.jobs import schema
-from modelhost.jobs.documents import UNREAD, check_document_convert
+from modelhost.jobs.documents import UNREAD, WARNINGS, check_document_convert
 from modelhost.jobs.schema import ApiError, Record
 
 #: The resolution page images are rendered at: a page 612 points wide is 850 pixels, as wide as the page's column
@@ -60,15 +60,16 @@ class DocumentPages:
 
     def status(self, task_id: str) -> dict[str, Any]:
         """The task as the State view lists it (its progress: `step` pages done of `total`), its upload's name, and
-        once converted its pages and warnings (the pages it could not read)."""
+        once converted its pages and warnings (the pages it could not read, and those read with a warning)."""
         record = self.record(task_id)
         view: dict[str, Any] = {**job_view("docling", record), "name": _upload_name(record)}
         view.update(pages=[], warnings=[])
         if record.status == schema.COMPLETED:
             view["pages"] = page_numbers(record)
-            unread = self.tasks.outputs(record) / UNREAD
-            if UNREAD in record.output and unread.is_file():
-                view["warnings"] = unread.read_text(encoding="utf-8").splitlines()
+            for listed in (UNREAD, WARNINGS):  # the pages it could not read, then those read with a warning
+                path = self.tasks.outputs(record) / listed
+                if listed in record.output and path.is_file():
+                    view["warnings"] += path.read_text(encoding="utf-8").splitlines()
         return view
 
     def _finished(self, task_id: str) -> tuple[Record, Path]:

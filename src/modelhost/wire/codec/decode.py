@@ -284,6 +284,7 @@ def decode_response(payload: Buffer, frame_type: FrameType = FrameType.JSON) -> 
             output_tokens=_uint(usage, "output_tokens", "response.usage") or 0,
             stop_reason=_str(obj, "stop_reason", "response"),
             backend=_str(obj, "backend", "response"),
+            warning=_str(obj, "warning", "response"),
         )
     if resp_type == RESPONSE_ERROR:
         return Error(resp_id, _str(obj, "code", "response"), _str(obj, "message", "response"))

@@ -132,7 +132,8 @@ def response_to_json(event: ResponseEvent) -> bytes:
     """The response JSON payload in Go order (``id`` first), as pdf-spec's Go server writes it.
 
     Unlike Go's omitempty, ``delta``, ``backend``, ``stop_reason``, ``message`` and both usage fields are always
-    written, because inferd's Rust client requires them and cannot parse a done frame without ``backend``.
+    written, because inferd's Rust client requires them and cannot parse a done frame without ``backend``; a done's
+    ``warning`` (modelhost's own, :class:`Done`) is written only when there is one.
     Token counts saturate at 2**32-1.
     """
     obj: dict[str, object]
@@ -149,6 +150,8 @@ def response_to_json(event: ResponseEvent) -> bytes:
             "stop_reason": str(event.stop_reason),
             "backend": event.backend,
         }
+        if event.warning:  # omitted when empty, so a done without one is the bytes pdf-spec's server writes
+            obj["warning"] = event.warning
     else:
         obj = {"id": event.id, "type": RESPONSE_ERROR, "code": str(event.code), "message": event.message}
     return go_json(obj)

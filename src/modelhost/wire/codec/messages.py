@@ -127,13 +127,20 @@ class FrameDelta:
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """The terminal success response. ``stop_reason`` is a :class:`StopReason` value; an unknown one is kept as text."""
+    """The terminal success response. ``stop_reason`` is a :class:`StopReason` value; an unknown one is kept as text.
+
+    ``warning`` is modelhost's own optional field: what the model found doubtful about its answer ("" when nothing;
+    the ``ocr`` model: a page in a script its recogniser cannot read). It is written only when there is one, after
+    ``backend``, as inferd writes its own optional ``tool_choice_unsatisfied``; peers that do not know it ignore it
+    (Go's ``encoding/json`` drops unknown keys, and inferd's serde structs do not deny them), spec §5.
+    """
 
     id: str
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str = StopReason.END_TURN
     backend: str = ""
+    warning: str = ""
 
 
 @dataclass(frozen=True, slots=True)
