@@ -28,6 +28,7 @@ from modelhost.errors import InvalidOptionError
 from modelhost.inference.capabilities import OptionChecker, as_capability
 from modelhost.inference.engine import EngineRequest
 from modelhost.inference.engine_conformance import drive
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import Message
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -179,14 +180,14 @@ def test_unenforceable_schemas_are_refused_at_submission_naming_json_schema(mode
     before = model.metrics()
     for schema in ({"type": "array", "uniqueItems": True}, {"not": {"type": "string"}}, {"type": "frob"}):
         with pytest.raises(InvalidOptionError) as caught:
-            checker.check_options(json_schema=schema)
+            checker.check_options(GenerateOptions.parse({"json_schema": schema}))
         assert caught.value.option == "json_schema"
         with pytest.raises(InvalidOptionError):
             model.generate("hi", json_schema=schema)
     with pytest.raises(InvalidOptionError) as caught:
-        checker.check_options(json_schema=SCHEMAS["object"], min_tokens=3)
+        checker.check_options(GenerateOptions.parse({"json_schema": SCHEMAS["object"], "min_tokens": 3}))
     assert caught.value.option == "min_tokens"
-    checker.check_options(json_schema=SCHEMAS["nested"], logprobs=2)  # enforceable: accepted
+    checker.check_options(GenerateOptions.parse({"json_schema": SCHEMAS["nested"], "logprobs": 2}))  # enforceable
     assert model.metrics() is before, "a refused request must cost nothing"
 
 

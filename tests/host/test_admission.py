@@ -42,10 +42,11 @@ def test_an_admission_holds_the_parsed_options_and_its_choices_differ_only_in_th
         for stream in streams:
             events = [e async for e in stream]
             assert isinstance(events[-1], Done) and events[-1].completion_tokens == 2
-        # Precheck parsed on its worker thread for all three choices: the host's one parse, and the stand-in's own
-        # check_options (a model whose engine prepares nothing ahead checks its keywords itself); submit, on this
-        # thread, parsed nothing. (The stand-in's generate() parses its keywords on the model thread: its contract.)
-        assert len([t for t in parses.threads if t.startswith("asyncio")]) == 2
+        # Precheck parsed once, on its worker thread, for all three choices: the host's one parse, which the
+        # stand-in's own check_options is handed (a model whose engine prepares nothing ahead checks the options
+        # itself, parsed); submit, on this thread, parsed nothing. (The stand-in's generate() parses its keywords on
+        # the model thread: its contract.)
+        assert len([t for t in parses.threads if t.startswith("asyncio")]) == 1
         assert threading.current_thread().name not in parses.threads
         await host.aclose()
 

@@ -1,5 +1,6 @@
 """A request is parsed and checked once, whatever its `n` (issue 37 item 1), through the real doors over the tiny GGUF
-model (llama.cpp): the HTTP door on loopback (OpenAI and Ollama) and the inferd socket, both over one host.
+model (llama.cpp): the HTTP door on loopback (OpenAI and Ollama) and the inferd socket, both over one host; and
+over the same model on transformers, whose engine prepares nothing ahead (the model checks the parsed options).
 
 The door hands the host's Admission (options parsed, prompt rendered and tokenized by the engine's `prepare`) to
 `submit` for every choice, so an n=2 chat parses its options once and renders its chat template once, where each
@@ -124,6 +125,36 @@ def test_an_inferd_chat_parses_once(tiny: HttpServer, socket_path: Path, counts:
     with Client(str(socket_path), timeout=STATE_WAIT_SECONDS) as client:
         "".join(client.chat([Message("user", "tell me a story")], max_tokens=3))
     assert (counts.parses, counts.renders) == (1, 1)
+
+
+@pytest.fixture(scope="module")
+def tiny_transformers(loop_thread: LoopThread, tiny_llama_dir: Path) -> Iterator[HttpServer]:
+    """The HTTP door over the same tiny model on transformers: an engine that prepares nothing ahead, so at precheck
+    the model checks the request's options itself (OptionChecker), handed the host's one parse."""
+    pytest.importorskip("torch")
+    host = Host(lambda: modelhost.inference.load_model(str(tiny_llama_dir), backend="transformers"), name="tiny")
+    with serving(loop_thread, host) as server:
+        yield server
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_an_engine_that_prepares_nothing_ahead_parses_once_too(
+    tiny_transformers: HttpServer, counts: Counts, n: int
+) -> None:
+    counts.reset()
+    answer = post(tiny_transformers.url, "/v1/chat/completions", {**CHAT, "n": n}).json()
+    assert len(answer["choices"]) == n
+    assert counts.parses == 1  # the host's, which the model's own check is handed (it parsed again before)
+    # The model's check runs on that parse: a schema llguidance cannot enforce is its refusal, before the queue.
+    counts.reset()
+    schema = {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "array", "uniqueItems": True}}}
+    refused = httpx.post(
+        f"{tiny_transformers.url}/v1/chat/completions",
+        json={"model": "tiny", **CHAT, "n": n, "response_format": schema},
+        timeout=STATE_WAIT_SECONDS,
+    )
+    assert refused.status_code == 400 and "uniqueItems" in refused.text, refused.text
+    assert counts.parses == 1
 
 
 def n_histogram(url: str) -> dict[str, float]:

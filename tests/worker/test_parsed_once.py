@@ -42,7 +42,8 @@ def test_a_text_chat_job_is_parsed_once_when_it_runs(
             assert record["status"] == "completed", record
         await server.aclose()
         await host.aclose()
-        # Two at submission (the worker's check of the input, the model's check_options), one when the job ran.
-        assert (parses.count, renders.count) == (3, 1)
+        # One at submission (the worker's check of the input, handed parsed to the model's check_options), one when
+        # the job ran.
+        assert (parses.count, renders.count) == (2, 1)
 
     asyncio.run(main())

@@ -286,9 +286,9 @@ class Host(ModelLoop):
         options = GenerateOptions.parse(request.options)
         checker = as_capability(self._model, OptionChecker) if check_model and self._model is not None else None
         if checker is not None:
-            # The model's own check takes keywords, so it parses them again: only for a request its engine cannot
-            # prepare ahead (a PreparingEngine checks the parsed options in `prepare`, the one parse).
-            checker.check_options(**request.options)
+            # The model's own check, of the options parsed above: for a request its engine cannot prepare ahead (a
+            # PreparingEngine checks them in `prepare`). Either way the request's options are parsed once.
+            checker.check_options(options)
         if "cancel" in request.options:
             raise InvalidInputError("the host owns cancellation; cancel a request by closing its stream")
         if request.adapter is not None and request.adapter not in self.adapters:

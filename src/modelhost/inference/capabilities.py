@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from modelhost.errors import InvalidInputError
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.prompt_checks import too_many_bytes, utf8_size_over
 from modelhost.inference.types import (
     AttentionSnapshot,
@@ -192,8 +193,9 @@ class OptionChecker(Protocol):
     an option the model would refuse later (a JSON Schema its grammar engine cannot follow) is a clear error naming
     the option before anything is queued, not a failure after a stream began. Safe to call beside a generation."""
 
-    def check_options(self, **opts: Any) -> None:
-        """Raise InvalidOptionError naming the first option this model cannot honour."""
+    def check_options(self, options: GenerateOptions) -> None:
+        """Raise InvalidOptionError naming the first option this model cannot honour. `options` come parsed (the
+        caller's one parse of the request, issue 37 item 1), so the model checks them without parsing again."""
         ...
 
 

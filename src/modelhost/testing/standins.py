@@ -95,9 +95,9 @@ class ScriptedModel:
             return letters()
         return itertools.chain((p.encode() for p in self.pieces), [EOS], itertools.repeat(b""))
 
-    def check_options(self, **opts: Any) -> None:
+    def check_options(self, options: GenerateOptions) -> None:
         """Refuse what a script cannot honour at submit, as a real backend does (the OptionChecker capability)."""
-        GenerateOptions.parse(opts).refuse("scripted", ["json_schema", "logprobs", "tools"], "its script is fixed")
+        options.refuse("scripted", ["json_schema", "logprobs", "tools"], "its script is fixed")
 
     def run(self, script: Iterable[bytes | None], prompt_tokens: int, opts: dict[str, Any]) -> Iterator[Token]:
         """Play `script` through the shared decode loop, as a backend drives its engine."""

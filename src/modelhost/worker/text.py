@@ -49,10 +49,10 @@ def _options(value: dict[str, Any], host: Servable) -> dict[str, Any]:
     cannot enforce)."""
     options = _job_options(value)
     try:
-        GenerateOptions.parse(options)
+        parsed = GenerateOptions.parse(options)
         checker = as_capability(getattr(host, "model", None), OptionChecker) if host.ready else None
         if checker is not None:
-            checker.check_options(**options)
+            checker.check_options(parsed)
     except InvalidOptionError as exc:
         raise invalid(str(exc)) from exc
     return options

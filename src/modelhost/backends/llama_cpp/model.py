@@ -32,6 +32,7 @@ from modelhost.backends.llama_cpp.prompts import Prompter
 from modelhost.backends.llama_cpp.vision import Projector
 from modelhost.backends.llama_cpp.vocab import Vocab
 from modelhost.errors import ModelClosedError
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.over_engine import OverEngine
 from modelhost.inference.types import EmbeddingResult, ModelInfo
 
@@ -113,10 +114,10 @@ class LlamaCppModel(OverEngine):
         """The GGUF's own chat template (tokenizer.chat_template), or None (ChatML is used then)."""
         return self.engine().prompter.template
 
-    def check_options(self, **opts: Any) -> None:
+    def check_options(self, options: GenerateOptions) -> None:
         """Refuse options this model cannot honour, without computing (the OptionChecker capability: the host calls
         it at submit). Reads only the vocabulary, so it is safe beside a running generation."""
-        self.engine().prompter.options(opts)
+        self.engine().prompter.options(options)
 
     def prompt_byte_limit(self) -> int:
         """Most bytes a prompt may have (PromptBound): the context's tokens times the longest token's bytes."""

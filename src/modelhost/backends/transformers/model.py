@@ -97,9 +97,9 @@ class TransformersModel(OverEngine):
 
     # ------------------------------------------------------------------------------------------------ capabilities
 
-    def check_options(self, **opts: Any) -> None:
+    def check_options(self, options: GenerateOptions) -> None:
         """Refuse options this model cannot honour, before any compute (the OptionChecker capability)."""
-        self.runner.options(opts)
+        self.runner.options(options)
 
     def prompt_byte_limit(self) -> int:
         """Most UTF-8 bytes a prompt may have (PromptBound): the context's tokens times the longest token's bytes,

@@ -7,13 +7,13 @@ one engine (engine.py); what is written here is the model's static facts, its ca
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 from modelhost.backends.vllm.engine import VllmEngine
 from modelhost.backends.vllm.loading import Loaded
 from modelhost.backends.vllm.prompts import Prompts
 from modelhost.errors import ModelClosedError
 from modelhost.inference.chat_tools import ToolSupport
+from modelhost.inference.options import GenerateOptions
 from modelhost.inference.over_engine import OverEngine
 from modelhost.inference.types import ModelInfo
 
@@ -40,9 +40,9 @@ class VllmModel(OverEngine):
         """Static facts from the checkpoint's config, as vLLM read it."""
         return self.loaded.info
 
-    def check_options(self, **opts: Any) -> None:
+    def check_options(self, options: GenerateOptions) -> None:
         """Refuse options this model cannot honour, before any compute (the OptionChecker capability)."""
-        self._engine.options(opts)
+        self._engine.options(options)
 
     def prompt_byte_limit(self) -> int:
         """Most UTF-8 bytes a prompt may have (PromptBound), fixed at load, so any thread may ask."""
