@@ -1,4 +1,5 @@
-"""Layouts out: DocTags one element at a time (for streaming), or a DoclingDocument (Markdown, JSON, HTML).
+"""Layouts out: DocTags one element at a time (for streaming), Markdown as docling-core writes it (without importing
+docling-core), or a DoclingDocument (JSON, HTML).
 
 DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element by element:
 - locations are `<loc_x0><loc_y0><loc_x1><loc_y1>` on docling's grid of 500 steps, top-down, `round(500 * v /
@@ -16,10 +17,12 @@ DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from modelhost.docengine.types import BBox, Block, Kind, PageLayout, Table
+from modelhost.docengine.types import BBox, Block, Cell, Kind, PageLayout, Table
 
 #: DocTags' location grid: docling's models and docling-core both use 500 steps per page side, tokens 0 to 499.
 GRID = 500
@@ -211,3 +214,192 @@ def _table_data(table: Table) -> Any:
         for cell in table.cells
     ]
     return TableData(num_rows=table.rows, num_cols=table.cols, table_cells=cells)
+
+
+# Markdown, as docling-core writes a DoclingDocument made by `to_docling` (`export_to_markdown()` with its defaults:
+# MarkdownDocSerializer, docling-core 2.104), without building one: that import costs 2.3 CPU s (docling-core's
+# document module imports pandas), twenty times what the engine takes to read a page. tests/documents/
+# test_markdown_writer.py compares the two on pages of every kind, so a docling-core release that writes otherwise
+# shows there.
+
+#: Markdown's deepest heading: docling writes a section header of level N with N + 1 `#`, at most this many.
+_MAX_HASHES = 6
+#: What docling writes for a picture (its default `image_placeholder`).
+IMAGE_PLACEHOLDER = "<!-- image -->"
+#: An image link, whose destination docling leaves unescaped (`MarkdownDocSerializer._escape_underscores`).
+_IMAGE_LINK = re.compile(r"!\[.*?\]\((.*?)\)")
+_UNDERSCORE = re.compile(r"(?<!\\)_")
+#: A list marker Markdown takes as it is: a bullet of its own or a number with a dot.
+_VALID_MARKER = re.compile(r"\d+\.")
+
+
+def markdown(layouts: Sequence[PageLayout]) -> str:
+    """The pages' Markdown as `to_docling(name, layouts).export_to_markdown()` writes it: body blocks in reading
+    order (furniture left out), each list one block, a caption before its picture or table, paragraphs split by a
+    page break joined (`join_pages`), the parts one blank line apart."""
+    from modelhost.docengine.analyse import join_pages
+
+    return "\n\n".join(part for layout in join_pages(layouts) for part in _markdown_parts(layout))
+
+
+def markdown_page(layout: PageLayout) -> str:
+    """One page's Markdown, as `markdown([layout])` but without joining it to another page."""
+    return "\n\n".join(_markdown_parts(layout))
+
+
+def _markdown_parts(layout: PageLayout) -> Iterator[str]:
+    """The page's Markdown blocks, none empty: each block's, a list's items joined by line breaks."""
+    blocks = layout.blocks
+    captions = _linked_captions(blocks)
+    held = set(captions.values())
+    items: list[str] = []  # the open list's items
+    ordered = False
+    for i, block in enumerate(blocks):
+        if items and (block.kind is not Kind.LIST_ITEM or block.ordered != ordered):
+            yield "\n".join(items)
+            items = []
+        if block.kind.furniture or i in held:
+            continue
+        if block.kind is Kind.LIST_ITEM:
+            ordered = block.ordered
+            items.append(_list_item(block, len(items) + 1, ordered))
+            continue
+        caption = blocks[captions[i]].text if i in captions else None
+        part = _block_markdown(block, caption)
+        if part:
+            yield part
+    if items:
+        yield "\n".join(items)
+
+
+def _linked_captions(blocks: Sequence[Block]) -> dict[int, int]:
+    """Which block (a picture, table or code) takes which caption (a block index), as `_Page` links them: a caption
+    before its owner is linked when the owner is added; one after it when the caption is added, to the last block
+    that names it."""
+    owner = {b.caption: i for i, b in enumerate(blocks) if b.caption >= 0}
+    linked: dict[int, int] = {}
+    for i, block in enumerate(blocks):
+        c = block.caption
+        if c < 0 or c >= len(blocks):
+            continue
+        before = c < i and (block.kind is Kind.PICTURE or (block.kind is Kind.TABLE and block.table is not None))
+        after = c > i and owner[c] == i and blocks[c].kind is Kind.CAPTION
+        if before or after:
+            linked[i] = c
+    return linked
+
+
+def _block_markdown(block: Block, caption: str | None) -> str:
+    """One block that is not a list item, with the caption it holds (before a picture or table, after code)."""
+    kind = block.kind
+    text = block.text
+    cap = _escape(caption) if caption else ""
+    if kind is Kind.TITLE:
+        return "# " + _escape(text.replace("\n", " "))
+    if kind is Kind.SECTION_HEADER:
+        return "#" * min(max(1, block.level) + 1, _MAX_HASHES) + " " + _escape(text.replace("\n", " "))
+    if kind is Kind.CODE:
+        fence = "`" * max(3, _longest_backticks(text) + 1)
+        return "\n\n".join(p for p in (f"{fence}\n{text}\n{fence}", cap) if p)
+    if kind is Kind.FORMULA:
+        return f"$${text}$$" if text else ""
+    if kind is Kind.PICTURE:
+        return "\n\n".join(p for p in (cap, IMAGE_PLACEHOLDER) if p)
+    if kind is Kind.TABLE and block.table is not None:
+        return "\n\n".join(p for p in (cap, _markdown_table(block.table)) if p)
+    return _escape(_line_breaks(text))
+
+
+def _list_item(block: Block, position: int, ordered: bool) -> str:
+    """A list item as docling writes it: a marker Markdown takes ("-", "1.") as it is; a bullet glyph as "-"; a
+    printed number or letter ("a)", "(2)") after a "-"; no marker at all as "-", or as its place in an ordered list."""
+    marker = block.marker
+    text = _escape(_line_breaks(block.text))
+    valid = marker in ("-", "*", "+") or bool(_VALID_MARKER.fullmatch(marker))
+    pieces = []
+    if not valid:
+        pieces.append(f"{position}." if ordered and not marker else "-")
+    if marker and (valid or any(ch.isalnum() for ch in marker)):
+        pieces.append(marker)
+    pieces.append(text)
+    return " ".join(pieces)
+
+
+def _markdown_table(table: Table) -> str:
+    """A table as docling writes it: GitHub's pipe table by `tabulate` (docling's own dependency), the leading
+    rows of column headers flattened into its one header row, numeric columns right-aligned."""
+    if table.rows <= 0:
+        return ""
+    from tabulate import _column_type, tabulate  # type: ignore[attr-defined]
+
+    grid = table.grid()
+    rows = [[(cell.text if cell else "").replace("\n", " ").replace("|", "&#124;") for cell in row] for row in grid]
+    headers = _header_rows(table, grid)
+    header = [_HEADER_SEPARATOR.join(_deduplicated(row[c] for row in rows[:headers])) for c in range(table.cols)]
+    body = rows[headers:]
+    align = ["right" if _column_type([row[c] for row in body]) in (int, float) else "left" for c in range(table.cols)]
+    return str(
+        tabulate(
+            body, headers=header, tablefmt="github", disable_numparse=True, colalign=tuple(align) if body else None
+        )
+    )
+
+
+#: How docling joins a column's stacked header cells into the one header row a pipe table has.
+_HEADER_SEPARATOR = " - "
+
+
+def _deduplicated(texts: Iterator[str]) -> list[str]:
+    """Non-empty texts, each unlike the one before (a header cell spanning rows is repeated in each)."""
+    out: list[str] = []
+    for text in texts:
+        if text and (not out or out[-1] != text):
+            out.append(text)
+    return out
+
+
+def _header_rows(table: Table, grid: list[list[Cell | None]]) -> int:
+    """The leading rows that are the table's column header, as docling counts them (`_count_header_rows`): the
+    rows a header cell starts on, up to one that also starts body text outside the leading column; the first row
+    when no header cell starts a row and none is below the first."""
+    first_col = min((cell.col for cell in table.cells), default=0)
+    below = any(
+        cell is not None and cell.header and cell.col == first_col and cell.row == r
+        for r, row in enumerate(grid)
+        if r > 0
+        for cell in row
+    )
+    count = 0
+    for r, row in enumerate(grid):
+        starting = [cell for cell in row if cell is not None and cell.row == r]
+        body_text = (r > 0 or below) and any(
+            not cell.header and cell.text.strip() and cell.col != first_col for cell in starting
+        )
+        if body_text or not any(cell.header for cell in starting):
+            break
+        count += 1
+    if count == 0 and grid and not any(cell is not None and cell.header for row in grid[1:] for cell in row):
+        return 1
+    return count
+
+
+def _escape(text: str) -> str:
+    """docling's post-processing of text: `_` escaped (outside image links), then `&`, `<` and `>` as entities."""
+    parts: list[str] = []
+    end = 0
+    for match in _IMAGE_LINK.finditer(text):
+        parts.append(_UNDERSCORE.sub(r"\\_", text[end : match.start()]))
+        parts.append(match.group(0))
+        end = match.end()
+    if end < len(text):
+        parts.append(_UNDERSCORE.sub(r"\\_", text[end:]))
+    return html.escape("".join(parts), quote=False)
+
+
+def _line_breaks(text: str) -> str:
+    """A single line break as Markdown's hard break (two spaces before it); a blank line stays a paragraph break."""
+    return "\n\n".join(p.replace("\n", "  \n") for p in text.split("\n\n"))
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(m) for m in re.findall(r"`+", text)), default=0)
