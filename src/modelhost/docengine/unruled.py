@@ -12,7 +12,9 @@ page never shows all of that at once:
 - a numbered or bulleted list: the gap after the markers stays empty, but the first column is list markers;
 - a table of contents with dot leaders: already read as a table by `leaders` before this stage runs;
 - display equations with their numbers: the words are set in math fonts;
-- code aligned with spaces: monospace; a chart's tick labels: cut by the chart's axes; a paper's authors: centred.
+- code aligned with spaces: monospace; a chart's tick labels: cut by the chart's axes; a paper's authors: centred, or
+  records read down (each row one kind of line in all its cells: names, departments, e-mail addresses);
+- narrow justified columns, whose stretched word spaces line up by chance: lines filling their column beside a gutter.
 
 How:
 1. Rows are the lines of the words no earlier stage took (`lines.lines`), never crossing a prose gutter; each row is
@@ -63,6 +65,15 @@ MIN_ROWS = 3
 #: "table" have lines of 8-12 words in each cell, a newspaper's narrow columns 5-7; table cells are figures, names and
 #: short phrases. A table needs more than half of its columns short.
 PROSE_WORDS = 5
+#: A narrow column's lines are running text with this many words (median) when they also fill their column
+#: (`FULL_LINE`, `FULL_SHARE`): a newspaper's or a four-column page's lines hold 4-7 words; three is the fewest a
+#: justified line can be set in without gaping holes, and table cells that fill their column are short phrases.
+RUNNING_WORDS = 3
+#: A line fills its column when it reaches across this share of the column's width: justified lines reach all of
+#: it, ragged-right (or ragged-left) lines 80-100% of it; a table's cells of names or phrases vary by half or more.
+FULL_LINE = 0.8
+#: The share of a column's lines that must fill it: all but a paragraph's last line (one in four to six lines).
+FULL_SHARE = 0.6
 #: Most row pitches (baseline to baseline) of a table agree within this share of their median: a table set in one
 #: font advances one line at a time, with an occasional blank line between groups. "Most" is `PITCH_AGREE`.
 PITCH_SPREAD = 0.25
@@ -195,24 +206,53 @@ def widened(
 
 
 def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gutter]:
-    """The gutters with running text on both sides (rows of `plain`, the page's lines, with `PROSE_WORDS` words or
-    more on each side, median): two columns of prose. A gutter between a table's label column and its figures is no
+    """The gutters with running text on both sides (rows of `plain`, the page's lines): two columns of prose. Running
+    text is `PROSE_WORDS` words or more on each side (median), or, in narrow columns, `RUNNING_WORDS` or more in
+    lines that fill their column (`_full`): a narrow column's justified lines, whose stretched word spaces
+    line up by chance with the next column's, would otherwise read as a table's cells across the gutter (casing
+    cannot tell there: Arabic and Hebrew have none). A gutter between a table's label column and its figures is no
     reason to cut its rows. At most `MAX_GUTTERS` are weighed."""
     if not found:
         return []
     spans = [(sorted((w.x0, w.x1) for w in line), (line[0].y0 + line[0].y1) / 2) for line in plain]
+    weighed = found[:MAX_GUTTERS]
     out = []
-    for gutter in found[:MAX_GUTTERS]:
+    for gutter in weighed:
+        rows = [row for row, y in spans if gutter.y0 <= y <= gutter.y1]
         beside = [
             (sum(1 for _, x1 in row if x1 <= gutter.x0 + 1), sum(1 for x0, _ in row if x0 >= gutter.x1 - 1))
-            for row, y in spans
-            if gutter.y0 <= y <= gutter.y1
+            for row in rows
         ]
         left = [n for n, _ in beside if n]
         right = [n for _, n in beside if n]
-        if left and right and min(statistics.median(left), statistics.median(right)) >= PROSE_WORDS:
+        if not left or not right:
+            continue
+        if min(statistics.median(left), statistics.median(right)) >= PROSE_WORDS:
+            out.append(gutter)
+            continue
+        # Each side's own column: up to the next gutter beside it that overlaps this one down the page.
+        near = [g for g in weighed if g is not gutter and g.y0 < gutter.y1 and gutter.y0 < g.y1]
+        start = max((g.x1 for g in near if g.x1 <= gutter.x0), default=float("-inf"))
+        end = min((g.x0 for g in near if g.x0 >= gutter.x1), default=float("inf"))
+        columns = (
+            [[s for s in row if start - 1 <= s[0] and s[1] <= gutter.x0 + 1] for row in rows],
+            [[s for s in row if gutter.x1 - 1 <= s[0] and s[1] <= end + 1] for row in rows],
+        )
+        if all(_full([line for line in column if line]) for column in columns):
             out.append(gutter)
     return out
+
+
+def _full(column: list[list[tuple[float, float]]]) -> bool:
+    """Whether a column's lines (each its words' x spans) are running text by their shape: `RUNNING_WORDS` words or
+    more (median), and most lines (`FULL_SHARE`) reach across `FULL_LINE` of the column's width, as a paragraph's
+    lines do but its last; a table's column of words or figures has cells of many lengths."""
+    if len(column) < MIN_ROWS or statistics.median(len(line) for line in column) < RUNNING_WORDS:
+        return False
+    extents = [(line[0][0], max(x1 for _, x1 in line)) for line in column]
+    width = max(x1 for _, x1 in extents) - min(x0 for x0, _ in extents)
+    full = sum(1 for x0, x1 in extents if x1 - x0 >= FULL_LINE * width)
+    return full >= FULL_SHARE * len(extents)
 
 
 def _row(members: list[int], words: Sequence[Word]) -> _Row:
@@ -336,6 +376,8 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | N
             centre = (words[i].x0 + words[i].x1) / 2
             by_col[bisect.bisect_left(middles, centre)].append(i)
         cells_words.append(by_col)
+    if _records([cells for r, cells in zip(grid_rows, cells_words, strict=True) if r not in spanning], words):
+        return None  # a paper's authors side by side, read line by line before any line is taken for a wrapped cell
     groups = [[r] for r in grid_rows]
     _joined(cells_words, groups, words, len(spanning))
     plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
@@ -405,6 +447,29 @@ def _evidence(
     return numeric or ((_font_header(grid, words) or cols >= 3) and not _centred(plain, words))
 
 
+def _records(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
+    """Whether the run is records set side by side and read down (a paper's authors: name, department, university,
+    e-mail; a letterhead's offices), not a table read across: every row of two cells or more holds one kind of line
+    in all its cells (the same face, and all or none of them an e-mail address or holding a figure), and that kind
+    changes from row to row below the first. A table's rows are alike below its header, and each holds a stub (a
+    label) beside its values, so its rows are never of one kind; a row of figures (a matrix) is no record's line."""
+    kinds = []
+    for cells in plain:
+        filled = [cell for cell in cells if cell]
+        if len(filled) < 2:
+            continue
+        texts = [" ".join(words[i].text for i in cell) for cell in filled]
+        if sum(1 for t in texts if _NUMBER.match(t)) * 2 >= len(texts):
+            return False
+        kind = {
+            (_face(cell, words), "@" in t, any(ch.isdigit() for ch in t)) for cell, t in zip(filled, texts, strict=True)
+        }
+        if len(kind) > 1:
+            return False
+        kinds.extend(kind)
+    return len(set(kinds[1:])) >= 2
+
+
 def _centred(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
     """Whether every column of two cells or more is centred: its cells' centres agree within `FLUSH_EM` of the type
     size, closer than their left edges and their right edges do."""
@@ -469,16 +534,17 @@ def _font_header(grid: list[list[list[int]]], words: Sequence[Word]) -> bool:
     rest = [i for cells in grid[1:] for cell in cells for i in cell]
     if not first or not rest:
         return False
+    return _face(first, words) != _face(rest, words)
 
-    def face(ids: list[int]) -> tuple[bool, str, float]:
-        counts: dict[tuple[bool, str, float], int] = {}
-        for i in ids:
-            w = words[i]
-            key = (w.bold, w.font, round(w.size or w.height, 1))
-            counts[key] = counts.get(key, 0) + len(w.text)
-        return max(counts, key=lambda k: counts[k])
 
-    return face(first) != face(rest)
+def _face(ids: list[int], words: Sequence[Word]) -> tuple[bool, str, float]:
+    """The face most of these words' characters are set in: bold or not, font name, size."""
+    counts: dict[tuple[bool, str, float], int] = {}
+    for i in ids:
+        w = words[i]
+        key = (w.bold, w.font, round(w.size or w.height, 1))
+        counts[key] = counts.get(key, 0) + len(w.text)
+    return max(counts, key=lambda k: counts[k])
 
 
 def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tuple[list[int], set[int]]:
