@@ -159,3 +159,39 @@ def test_the_scale_runs_from_sleeping_at_once_to_libgomps_default() -> None:
     assert openmp.spins(0) == 0
     assert openmp.spins(openmp.MAX_POLL) == openmp.LIBGOMP_DEFAULT_SPINS
     assert ServeConfig().poll is None  # serve leaves the choice to the measured default
+
+
+def test_a_backend_loaded_directly_takes_its_poll_and_refuses_another(tiny_llama_gguf: Path) -> None:
+    # Not through the registry (which states the poll first): the backend's own way in to its engine,
+    # openmp.import_engine, puts the poll in force before llama_cpp loads OpenMP, availability check included.
+    seen = child(f"""
+from modelhost.backends.llama_cpp.backend import LlamaCppBackend
+from modelhost.errors import InvalidOptionError
+from modelhost.inference import openmp
+backend = LlamaCppBackend()
+backend.load_model({str(tiny_llama_gguf)!r}, parallel=1, poll=3, threads=1).close()
+try:
+    openmp.import_engine("llama_cpp", 4)
+    refused = None
+except InvalidOptionError as exc:
+    refused = exc.option
+report(refused=refused, available=backend.available())
+""")
+    assert seen["in_force"] == 3 and seen["env"]["GOMP_SPINCOUNT"] == str(openmp.spins(3))
+    assert seen["refused"] == "poll" and seen["available"] is True
+
+
+def test_every_backend_reaches_its_engine_through_import_engine() -> None:
+    # One way in (issue 37): `openmp.configure` alone only states a poll before another step imports (serve, the
+    # registry); each backend imports its engine library (llama_cpp, torch, vllm) through openmp.import_engine.
+    import modelhost
+
+    src = Path(modelhost.__file__).parent
+    configuring = {
+        path.relative_to(src).as_posix()
+        for path in src.rglob("*.py")
+        if "openmp.configure(" in path.read_text(encoding="utf-8")
+    }
+    assert configuring == {"serve.py", "inference/registry.py"}
+    for backend in ("llama_cpp", "transformers", "vllm"):
+        assert "openmp.import_engine(" in (src / "backends" / backend / "backend.py").read_text(encoding="utf-8")

@@ -17,7 +17,10 @@ llama-server does; `poll=0` (or OMP_WAIT_POLICY=PASSIVE) is the setting for a ma
 default (as llama-server), and the levels between scale the spin linearly. libgomp reads its settings once, when
 the library is loaded (the first `import llama_cpp` or `import torch` of the process), so `configure` sets
 `GOMP_SPINCOUNT` just before a backend's first import and is then fixed for the process: a later load that asks for
-another poll is refused rather than silently run with the first one. A wait the user set (OMP_WAIT_POLICY or
+another poll is refused rather than silently run with the first one. A backend imports its engine library through
+`import_engine` (configure, then the import), the one way in, so no engine loads OpenMP before its wait is set;
+`configure` alone is called only where a poll is stated before another step imports (`serve` before its models load,
+the registry before it asks each backend whether it is available). A wait the user set (OMP_WAIT_POLICY or
 GOMP_SPINCOUNT in the environment) is left alone unless a load names a poll. Only libgomp is governed: a build of
 llama.cpp without OpenMP (its own thread pool, as on macOS) or with Intel's runtime ignores the variable.
 """
@@ -25,9 +28,11 @@ llama.cpp without OpenMP (its own thread pool, as on macOS) or with Intel's runt
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import threading
 import time
+from types import ModuleType
 
 from modelhost.errors import InvalidOptionError
 
@@ -154,6 +159,14 @@ def configure(poll: int | None) -> None:
         raise InvalidOptionError(
             "poll", f"{why}; pass the same poll to every load, or set GOMP_SPINCOUNT before the process starts"
         )
+
+
+def import_engine(name: str, poll: int | None = None) -> ModuleType:
+    """Import the engine library `name` (llama_cpp, torch, vllm: each loads OpenMP) with `poll` put in force first
+    (`configure`): how every backend reaches its engine. Raises InvalidOptionError for a poll this process's OpenMP
+    can no longer take, and the import's own error for a library that does not import."""
+    configure(poll)
+    return importlib.import_module(name)
 
 
 def _run_delay() -> int:

@@ -61,18 +61,25 @@ class LlamaCppBackend:
     _import_error: str = ""  # why `import llama_cpp` failed, for `modelhost backends`
 
     def available(self) -> bool:
-        """True when llama_cpp imports (checked once per process; never raises)."""
-        if LlamaCppBackend._available is None:
-            try:
-                openmp.configure(None)  # the import loads OpenMP, which reads how its threads wait once
-                import llama_cpp  # noqa: F401
+        """True when llama_cpp imports (a failed import is not tried again in this process; never raises)."""
+        return self._engine(None) is not None
 
-                LlamaCppBackend._available = True
-            except Exception as exc:
-                # Missing, or present but its shared library does not load on this CPU: either way, not here.
-                LlamaCppBackend._available = False
-                LlamaCppBackend._import_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return LlamaCppBackend._available
+    def _engine(self, poll: int | None) -> Any:
+        """llama_cpp, imported through openmp.import_engine with `poll` in force (InvalidOptionError for one OpenMP
+        can no longer take), or None when it does not import here (why: `unavailable_reason`)."""
+        if LlamaCppBackend._available is False:
+            return None
+        try:
+            module = openmp.import_engine("llama_cpp", poll)  # the import loads OpenMP, which reads its wait once
+        except InvalidOptionError:
+            raise
+        except Exception as exc:
+            # Missing, or present but its shared library does not load on this CPU: either way, not here.
+            LlamaCppBackend._available = False
+            LlamaCppBackend._import_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return None
+        LlamaCppBackend._available = True
+        return module
 
     def unavailable_reason(self) -> str:
         """Why `import llama_cpp` failed (not installed, or its library does not load on this CPU)."""
@@ -118,14 +125,12 @@ class LlamaCppBackend:
         opts = LoadOptions.parse(load_opts)
         if opts.backend not in (None, self.name):
             raise InvalidOptionError("backend", f"this is the {self.name!r} backend, not {opts.backend!r}")
-        openmp.configure(opts.poll)  # before `available()` imports llama_cpp; refuses a poll OpenMP cannot take now
         resolved = catalogue.resolve(path)
         if not catalogue.is_gguf(Path(resolved)):
             raise ModelLoadError(f"backend {self.name!r} loads GGUF files only; {resolved!r} is not one")
-        if not self.available():
+        llama_cpp = self._engine(opts.poll)  # refuses a poll OpenMP cannot take now
+        if llama_cpp is None:
             raise ModelLoadError(f"backend {self.name!r} is not available: llama-cpp-python does not import")
-        import llama_cpp
-
         from modelhost.backends.llama_cpp import logs
 
         logs.install()  # llama.cpp's lines through Python's logging, not raw onto stderr

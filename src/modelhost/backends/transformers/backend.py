@@ -41,7 +41,7 @@ class TransformersBackend:
 
     def device_info(self) -> DeviceInfo:
         """The device a model loaded now would compute on: CUDA or MPS through torch, else the CPU."""
-        openmp.configure(None)  # torch's import loads OpenMP, which reads how its threads wait once
+        openmp.import_engine("torch")  # torch's import loads OpenMP, which reads how its threads wait once
         from modelhost.backends.transformers.device import describe_device, pick_device
 
         return describe_device(pick_device(None))
@@ -50,7 +50,7 @@ class TransformersBackend:
         """Bytes the model will hold once loaded with these options (the MemoryEstimator capability): its weights at
         the dtype the load gives them, and the KV cache of `parallel` slots grown to the context (memory.py)."""
         opts = LoadOptions.parse(load_opts)
-        openmp.configure(opts.poll)  # torch's import loads OpenMP, which reads how its threads wait once
+        openmp.import_engine("torch", opts.poll)  # torch's import loads OpenMP, which reads its wait once
         from modelhost.backends.transformers import memory
         from modelhost.backends.transformers.model import DEFAULT_PARALLEL
 
@@ -59,7 +59,7 @@ class TransformersBackend:
     def load_model(self, path: str, **load_opts: Any) -> TextModel:
         """Load a folder or GGUF file; options as in `LoadOptions` (dtype, threads, poll, gpu_layers, adapter, ...)."""
         opts = LoadOptions.parse(load_opts)
-        openmp.configure(opts.poll)  # torch's import loads OpenMP, which reads how its threads wait once
+        openmp.import_engine("torch", opts.poll)  # torch's import loads OpenMP, which reads its wait once
         from modelhost.backends.transformers.loading import load
         from modelhost.backends.transformers.model import TransformersModel
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from modelhost.inference import catalogue
+from modelhost.inference import catalogue, openmp
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import LoadOptions
 
@@ -48,8 +48,10 @@ class VllmBackend:
     def load_model(self, path: str, **load_opts: Any) -> TextModel:
         """Load a folder into a vLLM engine; options as in `LoadOptions` (parallel, context_length, dtype,
         tensor_parallel, pipeline_parallel, distributed_executor, gpu_layers: none but -1 or unset)."""
+        opts = LoadOptions.parse(load_opts)
+        # vLLM imports torch, which loads OpenMP (it reads its wait once, and the engine core's process inherits it).
+        openmp.import_engine("vllm", opts.poll)
         from modelhost.backends.vllm.loading import load
         from modelhost.backends.vllm.model import VllmModel
 
-        opts = LoadOptions.parse(load_opts)
         return VllmModel(load(catalogue.resolve(path), opts))
