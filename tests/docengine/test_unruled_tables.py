@@ -506,3 +506,57 @@ def test_narrow_columns_of_justified_prose_stay_text(tmp_path: Path, script: str
     layout = _layout(tmp_path / "columns.pdf", draw)
     assert _tables(layout) == []
     assert sum(1 for b in layout.blocks if b.kind is Kind.TEXT) >= 3
+
+
+def test_a_wrapped_cell_whose_next_line_starts_with_a_capital_stays_one_cell(tmp_path: Path) -> None:
+    # A description column whose cells wrap in Title Case (or onto a name): the continuation line stands under its
+    # cell with the row's label and year empty, so it is the cell's next line, not a row of its own.
+    lines = [
+        ("Component", "Purpose", "Since"),
+        ("Reserve fund", "Covers Losses of the", "2019"),
+        ("", "Previous Year", ""),
+        ("Ledger", "Records All Entries", "2020"),
+        ("Audit", "Checks the Books with", "2021"),
+        ("", "Deloitte and Partners", ""),
+        ("Budget", "Plans Spending", "2022"),
+    ]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        for k, line in enumerate(lines):
+            for x, text in zip((72, 200, 400), line, strict=True):
+                if text:
+                    _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
+        _prose(c, 72, y - 13 * 9, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", draw))
+    assert _rows(table) == [
+        ["Component", "Purpose", "Since"],
+        ["Reserve fund", "Covers Losses of the Previous Year", "2019"],
+        ["Ledger", "Records All Entries", "2020"],
+        ["Audit", "Checks the Books with Deloitte and Partners", "2021"],
+        ["Budget", "Plans Spending", "2022"],
+    ]
+
+
+def test_a_first_column_that_names_a_group_once_keeps_the_group_rows_apart(tmp_path: Path) -> None:
+    # The first column's label stands only on its group's first row (a merged cell): the rows under it fill every
+    # other column, so they are rows of their own, not a wrapped cell's lines.
+    lines = [
+        ("Kind", "Item", "Colour"),
+        ("Fruit", "Apple", "Red"),
+        ("", "Banana", "Yellow"),
+        ("Vegetable", "Carrot", "Orange"),
+        ("", "Leek", "Green"),
+    ]
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        for k, line in enumerate(lines):
+            for x, text in zip((72, 200, 330), line, strict=True):
+                if text:
+                    _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
+        _prose(c, 72, y - 13 * 7, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "groups.pdf", draw))
+    assert _rows(table) == [list(line) for line in lines]

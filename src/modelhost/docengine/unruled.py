@@ -508,9 +508,13 @@ def _continues(upper: str, lower: str) -> bool:
 
 
 def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequence[Word], fixed: int) -> None:
-    """Wrapped cells joined, in place: a row (below the first `fixed` rows, the header) whose every filled cell
-    continues the filled cell just above it (`_continues`) is that row's next line. `members` (each grid row's
-    rows) follows."""
+    """Wrapped cells joined, in place: a row (below the first `fixed` rows, the header) is the next line of the row
+    above when its every filled cell continues the filled cell just above it (`_continues`: lowercase after no
+    sentence's end), or, whatever the case, when it hangs under the row: its first column empty where most rows fill
+    it (a row's label), another column empty too, and only words under words (no figures). A row of its own fills
+    its label, or every other column (the rows under a group named once in the first column). `members` (each grid
+    row's rows) follows."""
+    labelled = sum(1 for cells in grid[fixed:] if cells[0])
     r = fixed + 1
     while r < len(grid):
         above, row = grid[r - 1], grid[r]
@@ -519,7 +523,13 @@ def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequen
             for a, b in zip(above, row, strict=True)
         ]
         filled = [(a, b) for a, b in texts if b]
-        if filled and all(a and _continues(a, b) for a, b in filled):
+        hangs = (
+            not row[0]
+            and 2 * labelled > len(grid) - fixed
+            and len(filled) < len(row) - 1
+            and all(a and not _NUMBER.match(a) and not _NUMBER.match(b) for a, b in filled)
+        )
+        if filled and (hangs or all(a and _continues(a, b) for a, b in filled)):
             for c, cell in enumerate(row):
                 above[c].extend(cell)
             members[r - 1].extend(members[r])
