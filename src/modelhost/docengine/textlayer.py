@@ -70,6 +70,9 @@ MAX_FILLS = 2_000
 #: A rectangle is drawn in at most this many path segments: `re` gives a move, three lines and a close (pdfium
 #: counts 4-5), a producer drawing each corner twice or closing with an explicit line 6-8.
 RECT_SEGMENTS = 8
+#: A filled path's point this close (points) to an edge of its box lies on that edge: producers round coordinates to
+#: a hundredth of a point or so, while a notched or slanted corner stands off by more.
+CORNER_SLACK = 1.0
 #: An image smaller than this (points on either side) is decoration (a bullet, a rule drawn as an image).
 MIN_IMAGE_SIDE = 12.0
 #: A new word starts when the gap from the previous character exceeds this share of the font size, even where
@@ -313,7 +316,10 @@ class _Objects:
                 return False
             raw.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y))
             px, py = self.frame.point(*_apply(matrix, x.value, y.value))
-            if min(abs(px - box[0]), abs(px - box[2])) > 1.0 or min(abs(py - box[1]), abs(py - box[3])) > 1.0:
+            if (
+                min(abs(px - box[0]), abs(px - box[2])) > CORNER_SLACK
+                or min(abs(py - box[1]), abs(py - box[3])) > CORNER_SLACK
+            ):
                 return False
         return True
 
