@@ -19,6 +19,8 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,29 +254,55 @@ def blob_path(digest: str) -> Path:
     return folder() / "blobs" / f"sha256-{check_digest(digest)}"
 
 
+#: The folders of links (`files/<key>`) that creates in flight have staged, with how many hold each: a create holds
+#: its folder from `staged_files` until it is kept or given up (`unhold`), and `release` leaves a held folder alone,
+#: so a delete that runs while a create from the same upload is in flight cannot remove the links that create is
+#: about to be served and kept with. `_staging` makes a folder's links and holds it, or releases it, as one step:
+#: no release between a create's check of its blobs and its links. (One process's creates: two servers sharing one
+#: store are not coordinated.)
+_held: Counter[Path] = Counter()
+_staging = threading.Lock()
+
+
 def staged_files(files: dict[str, str]) -> Path:
     """A folder holding uploaded blobs under the names a create gave them (`{"model.gguf": "sha256:..."}`), as links
-    to the blobs: a model folder (config, weights) or a single GGUF a backend can load by its name. InvalidInputError
-    for a name that is not one file's, or a digest never uploaded."""
+    to the blobs: a model folder (config, weights) or a single GGUF a backend can load by its name; held for the
+    create (`unhold` it once the create is kept or given up). InvalidInputError for a name that is not one file's,
+    or a digest never uploaded."""
     if not files:
         raise InvalidInputError("files: expected at least one {name: digest}")
-    links: dict[str, Path] = {}
-    for name, digest in sorted(files.items()):
+    for name in files:
         if not FILE_NAME.fullmatch(name):
             raise InvalidInputError(f"files: {name[:80]!r} is not a file name (letters, digits, ._-)")
-        blob = blob_path(digest)
-        if not blob.is_file():
-            raise InvalidInputError(f"files: blob {digest} of {name!r} was never uploaded (POST /api/blobs/{digest})")
-        links[name] = blob
     key = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:32]
     where = folder() / "files" / key
-    where.mkdir(parents=True, exist_ok=True)
-    for name, blob in links.items():
-        # Two creates from the same files at once (a client's retry, two names for one upload) make the same link:
-        # the other's is this one's, the same blob under the same name.
-        with contextlib.suppress(FileExistsError):
-            (where / name).symlink_to(blob)
+    with _staging:
+        links: dict[str, Path] = {}
+        for name, digest in sorted(files.items()):
+            blob = blob_path(digest)
+            if not blob.is_file():
+                raise InvalidInputError(
+                    f"files: blob {digest} of {name!r} was never uploaded (POST /api/blobs/{digest})"
+                )
+            links[name] = blob
+        where.mkdir(parents=True, exist_ok=True)
+        for name, blob in links.items():
+            # Two creates from the same files at once (a client's retry, two names for one upload) make the same
+            # link: the other's is this one's, the same blob under the same name.
+            with contextlib.suppress(FileExistsError):
+                (where / name).symlink_to(blob)
+        _held[Path(os.path.abspath(where))] += 1
     return where
+
+
+def unhold(where: Path) -> None:
+    """The create that staged `where` (`staged_files`) is kept or given up: `release` may remove the folder again
+    when no kept created model uses it."""
+    with _staging:
+        key = Path(os.path.abspath(where))
+        _held[key] -= 1
+        if _held[key] <= 0:
+            del _held[key]
 
 
 #: The name of a create's folder of links in `files/` (staged_files): 32 hex digits of its files' digest.
@@ -317,14 +345,21 @@ def release(gone: CreatedModel) -> None:
     A blob uploaded but named by no create stays (the `ollama` client uploads a blob, then creates from it: it is
     kept until a model made from it is deleted). Nothing outside the store is removed: the paths are read as text
     (a link is removed as a link, never followed), a blob goes only from the store's own `blobs/`, and a model still
-    made from `gone` by name (a copy's source, a create FROM it) keeps its files."""
+    made from `gone` by name (a copy's source, a create FROM it) keeps its files, and so does a create in flight from
+    the same upload (`staged_files` holds its folder until it is kept: read together with the kept models, under
+    the same lock)."""
+    with _staging:
+        _release(gone)
+
+
+def _release(gone: CreatedModel) -> None:
     kept = load_all()
     if any(gone.name in (model.source, model.adapter) for model in kept):
         return
     used = {_staged_folder(path) for model in kept for path in (model.source, model.adapter)}
     for path in (gone.source, gone.adapter):
         staged = _staged_folder(path)
-        if staged is None or staged in used or not os.path.lexists(staged):
+        if staged is None or staged in used or staged in _held or not os.path.lexists(staged):
             continue
         blobs = _linked_blobs(staged)
         if staged.is_symlink():

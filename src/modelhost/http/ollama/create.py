@@ -151,10 +151,11 @@ class CreatedRoutes:
             raise ApiError(400, str(exc), code=exc.code) from None
         return made
 
-    async def _staged(self, body: Any) -> dict[str, str]:
+    async def _staged(self, body: Any, held: list[Path]) -> dict[str, str]:
         """The local paths of a create's uploaded blobs: `from` for its `files`, `adapter` for its `adapters` when
         they are digests (a single file is its own link, several a folder of them); ApiError (400) for a name or
-        digest that is not one, or a blob never uploaded."""
+        digest that is not one, or a blob never uploaded. Each folder of links is added to `held`: the caller
+        unholds it once the create is kept or given up (a delete meanwhile leaves it, hub/created.staged_files)."""
         staged: dict[str, str] = {}
         if not isinstance(body, dict):
             return staged
@@ -170,6 +171,7 @@ class CreatedRoutes:
                 where = await asyncio.to_thread(store.staged_files, given)
             except InvalidInputError as exc:
                 raise ApiError(400, str(exc), param=key, code=exc.code) from None
+            held.append(where)
             staged[target] = str(where / next(iter(given))) if len(given) == 1 else str(where)
         return staged
 
@@ -177,8 +179,13 @@ class CreatedRoutes:
         """POST /api/create: serve and keep a model made from another; `{"status": "success"}` (as NDJSON status
         lines unless `stream` is false)."""
         body = await read_json(request)
-        model = self._made(body, await self._staged(body))
-        await self._add(model)
+        held: list[Path] = []
+        try:
+            model = self._made(body, await self._staged(body, held))
+            await self._add(model)
+        finally:
+            for where in held:  # kept now (or refused): a delete may release its files from here on
+                await asyncio.to_thread(store.unhold, where)  # its lock may wait on a release's file work
         if isinstance(body, dict) and body.get("stream", True) is False:
             return Response(_line({"status": "success"}), media_type="application/json")
         lines = _line({"status": f"creating {model.name} from {model.source}"}) + _line({"status": "success"})
