@@ -2,7 +2,9 @@
 
 The corpus is tests/corpus/documents/ (see its README and bench/doccorpus.py), reported in two splits, each by group:
 `dev`, the files one may look at while changing the engine, and `held-out`, the files only measured
-(`doccorpus.HELD_OUT`). A change that improves dev and worsens held-out is a regression. The measures are
+(`doccorpus.HELD_OUT`, `doccorpus.HELD_OUT_GROUPS`). A change that improves dev and worsens held-out is a regression.
+Held-out files' own rows (per file, and `--verbose`'s headings) are not printed unless `--show-held-out` asks: their
+split's totals are what one reads while changing the engine. The measures are
 bench/docmetrics.py:
 CER and word recall after stripping Markdown, headings found (and level agreement, and false headings), tables found
 and cell text recall (and false tables), reading order (ground-truth sentences that come out whole), seconds per page.
@@ -387,6 +389,9 @@ def main() -> None:
     parser.add_argument("--floors", default=None, help="print this tool's FLOORS rows for the corpus acceptance test")
     parser.add_argument("--save", type=Path, default=None, help="write each output to SAVE/TOOL/FILE.md as it is made")
     parser.add_argument("--rescore", type=Path, default=None, help="convert nothing: score a --save folder again")
+    parser.add_argument(
+        "--show-held-out", action="store_true", help="also print held-out files' own rows (never while tuning)"
+    )
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -460,16 +465,25 @@ def main() -> None:
                 print("\n".join(targets(present["modelhost"], base)))
     print("\nper file:")
     per_file = []
+    shown = {e.name for e in entries if args.show_held_out or e.split != "held-out"}
     for entry in entries:
+        if entry.name not in shown:
+            continue
         for name, files in scores.items():
             s = next(f for f in files if f.file == entry.name)
             one = Summary()
             one.add(s)
             per_file.append([f"{entry.name} ({entry.split}) {name}", *row(name, one, None)[1:]])
     print_table(per_file, ["file / tool", *HEADER[1:]])
+    if len(shown) < len(entries):
+        print(
+            f"({len(entries) - len(shown)} held-out files not listed: their split's totals are above; --show-held-out)"
+        )
     if args.verbose:
         for name, files in scores.items():
             for s in files:
+                if s.file not in shown:
+                    continue
                 if s.error:
                     print(f"{name} {s.file}: failed: {s.error}")
                 if s.missed_headings or s.false_headings:

@@ -58,8 +58,9 @@ FLOORS: dict[str, Floor] = {
     "arxiv_2501.01300v2_p1-3": Floor(0.36, 0.88, 0.85, 2, None, 0, 0.48, 1.00),
     # headings from evidence, text over its backdrop kept (issue 34, measured at 244fa3b): headings 0.10 -> 0.68; the
     # false ones 1 -> 6 are mostly the section banners' true headings, whose number docling's reference puts after
-    # the title ("들어가며 1" where the page prints "1 들어가며")
-    "normal_4pages": Floor(0.05, 0.99, 0.68, 6, 0.60, 0, 0.90, 0.75),
+    # the title ("들어가며 1" where the page prints "1 들어가며"). Its table's header cells are shaded, with no rule
+    # under them: read as their own row since tables.fill_rules (cell recall 0.60 -> 1.00)
+    "normal_4pages": Floor(0.05, 0.99, 0.68, 6, 1.00, 0, 0.90, 0.75),
     # right-to-left words in logical order (lam-alef ligatures, zero-width spaces), measured at 244fa3b
     "right_to_left_01": Floor(0.01, 1.00, 1.00, 0, None, 0, 1.00, None),
     "right_to_left_02": Floor(0.20, 0.91, None, 2, None, 0, 0.66, None),
@@ -91,7 +92,9 @@ IMAGE_FLOORS: dict[str, Floor] = {
     "ocr/nemotron_multipage": Floor(0.31, 0.87, None, 0, None, 0, 0.00, None),
 }
 
-ENTRIES = doccorpus.entries()
+#: Every corpus file but those of a group held out whole (doccorpus.HELD_OUT_GROUPS): a per-file floor is set by
+#: reading that file's scores, which such a group exists to keep unread; the benchmark measures it as a split.
+ENTRIES = [e for e in doccorpus.entries() if e.group not in doccorpus.HELD_OUT_GROUPS]
 
 
 class Engines:
