@@ -94,12 +94,15 @@ def assert_served_ok(path: str) -> None:
 # -- binding ------------------------------------------------------------------------------------------------------
 
 
-def test_bind_makes_directory_0700_and_socket_0600_and_aclose_removes_it(tmp_path: Path) -> None:
+def test_bind_leaves_an_existing_folder_alone_makes_the_socket_0600_and_aclose_removes_it(tmp_path: Path) -> None:
+    # A socket in a folder of the user's (their /tmp/x.sock, ~/x.sock) must not chmod that folder to 0700, as it
+    # did (pdf-spec's rule): only a folder the server makes is made 0700 (test_created_directories_are_0700).
     existing = tmp_path / "lax"
-    existing.mkdir(mode=0o755)
+    existing.mkdir()
+    existing.chmod(0o755)
     s = Served(EchoModel(), existing / "x.sock")
     try:
-        assert stat.S_IMODE(existing.stat().st_mode) == 0o700
+        assert stat.S_IMODE(existing.stat().st_mode) == 0o755
         st_sock = os.lstat(s.path)
         assert stat.S_ISSOCK(st_sock.st_mode) and stat.S_IMODE(st_sock.st_mode) == 0o600
         assert s.server.path == s.path

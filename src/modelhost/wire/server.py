@@ -677,18 +677,23 @@ async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Non
 
 
 def _prepare_directory(directory: str) -> None:
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        raise SocketPathError(f"cannot make the socket's folder {directory}: {exc.strerror or exc}") from exc
+    """Make the socket's folder, 0700, when it does not exist. A folder that exists is the user's and keeps its mode
+    (pdf-spec chmods it to 0700 even then, but a socket at ~/x.sock or /srv/x.sock must not close the user's folder
+    to everyone else); the socket itself is 0600 whatever its folder (`_bind`)."""
+    created = False
+    if not os.path.isdir(directory):
+        try:
+            os.makedirs(directory, mode=0o700)
+            created = True
+        except FileExistsError:
+            if not os.path.isdir(directory):  # else made meanwhile by another process: theirs, left as it is
+                raise SocketPathError(f"cannot make the socket's folder {directory}: it exists and is not a folder")
+        except OSError as exc:
+            raise SocketPathError(f"cannot make the socket's folder {directory}: {exc.strerror or exc}") from exc
     if not os.access(directory, os.W_OK | os.X_OK):
         raise SocketPathError(f"cannot create a socket in {directory}: permission denied")
-    st = os.stat(directory)
-    shared = bool(st.st_mode & stat.S_ISVTX) and bool(st.st_mode & stat.S_IWOTH)
-    # pdf-spec makes the directory 0700 even when it existed. Not a sticky world-writable directory like /tmp
-    # (that would break it for every other user), and not one we do not own (we cannot).
-    if not shared and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(directory, 0o700)
+    if created and stat.S_IMODE(os.stat(directory).st_mode) != 0o700:
+        os.chmod(directory, 0o700)  # a umask can only narrow makedirs' mode: made exactly 0700, as pdf-spec makes it
 
 
 #: Longest socket path Linux's sockaddr_un holds (108 bytes with the terminating NUL); bind() refuses a longer one
