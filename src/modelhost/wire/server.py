@@ -687,7 +687,9 @@ def _prepare_directory(directory: str) -> None:
             created = True
         except FileExistsError:
             if not os.path.isdir(directory):  # else made meanwhile by another process: theirs, left as it is
-                raise SocketPathError(f"cannot make the socket's folder {directory}: it exists and is not a folder")
+                raise SocketPathError(
+                    f"cannot make the socket's folder {directory}: it exists and is not a folder"
+                ) from None
         except OSError as exc:
             raise SocketPathError(f"cannot make the socket's folder {directory}: {exc.strerror or exc}") from exc
     if not os.access(directory, os.W_OK | os.X_OK):
