@@ -453,7 +453,7 @@ def _records(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
     in all its cells (the same face, and all or none of them an e-mail address or holding a figure), and that kind
     changes from row to row below the first. A table's rows are alike below its header, and each holds a stub (a
     label) beside its values, so its rows are never of one kind; a row of figures (a matrix) is no record's line."""
-    kinds = []
+    kinds: list[tuple[tuple[bool, str, float], bool, bool]] = []
     for cells in plain:
         filled = [cell for cell in cells if cell]
         if len(filled) < 2:
