@@ -23,6 +23,10 @@ LLAMA_WHEELS := build/llama-wheel
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
 	-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(CURDIR)/cmake/llama_cpp_no_common.cmake
 
+# Debian's Tesseract models for the scripts RapidOCR's recogniser cannot read: Arabic, Hebrew, Korean, Cyrillic (the
+# Russian model), Greek (backends/ocr/scripts.py says why these and not Thai or Devanagari).
+TESSERACT_MODELS := tesseract-ocr-ara tesseract-ocr-heb tesseract-ocr-kor tesseract-ocr-rus tesseract-ocr-ell
+
 .PHONY: run test test-ray lint bench bench-setup bench-documents install clean fuzz test-vllm chromium
 
 install: $(STAMP)
@@ -66,6 +70,12 @@ $(STAMP): pyproject.toml Makefile
 	wait $$build || { tail -n 60 $(LLAMA_WHEELS)/build.log; echo "llama-cpp-python did not build"; exit 1; }
 	@echo "modelhost install: 4/4 the llama-cpp-python wheel"
 	@$(UV) pip install --python $(PY) $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	@# The pixel path's script models (src/modelhost/backends/ocr/scripts.py): Debian's Tesseract models, data files
+	@# only (9 MB installed; the engine is in tesserocr's wheel, the documents extra). Without root or apt the install
+	@# goes on: pages in those scripts then carry a warning, as before.
+	@dpkg -s $(TESSERACT_MODELS) >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends $(TESSERACT_MODELS) >/dev/null; } \
+		|| echo "modelhost install: could not install $(TESSERACT_MODELS): Arabic, Hebrew, Korean, Cyrillic and Greek scans will not be read"
 	@touch $@
 	@echo "modelhost install: done"
 

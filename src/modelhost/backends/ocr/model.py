@@ -42,16 +42,16 @@ EOS_ID = 0
 #: A page image carries no DPI; it is taken as a letter/A4 page (its long side 11 inches), so sizes in points are
 #: about right whatever the scan's resolution. DocTags locations are relative, so they never depend on it.
 PAGE_LONG_SIDE_INCHES = 11.0
-#: A page whose recogniser could not read more than this share of its lines (pixels.DOUBT_SCORE) is in a script the
-#: recogniser does not read: half, so one doubtful logo or stamp on a Latin page never warns, and a page of Arabic
-#: or Hebrew (every line doubtful, measured) always does.
+#: A page whose recognisers could not read more than this share of its lines (pixels.DOUBT_SCORE, scripts.LINE_CONF)
+#: is in a script none of them reads: half, so one doubtful logo or stamp on a Latin page never warns, and a page of
+#: Georgian (every line doubtful, measured) always does.
 UNREADABLE_SHARE = 0.5
 #: ...counted only over this many lines or more: a page of one or two lines (a title slide) is too little evidence.
 MIN_SCRIPT_LINES = 3
 #: What the model says of such a page (the pipeline names the page).
 UNREADABLE_SCRIPT = (
-    "{unread} of its {lines} text lines could not be read: the ocr model's recogniser reads Latin script, and "
-    "text in another script (Arabic, Hebrew, Cyrillic, Greek, Korean, ...) is missing or wrong"
+    "{unread} of its {lines} text lines could not be read: the ocr model's recognisers read {scripts}, and "
+    "text in another script is missing or wrong"
 )
 #: A prompt asking for Markdown (docling's "Convert this page to markdown.", any "... as Markdown").
 _MARKDOWN = re.compile(r"\bmark\s*down\b", re.IGNORECASE)
@@ -193,7 +193,7 @@ class OcrModel:
         finally:
             source.close()
             metrics = clock.finish(outcome.finish_reason)
-            warning = script_warning(reader.recognised_lines - lines, reader.unreadable_lines - unread)
+            warning = script_warning(reader.recognised_lines - lines, reader.unreadable_lines - unread, reader.scripts)
             self._metrics = replace(metrics, warning=warning) if warning else metrics
 
     def generate(self, prompt: str, **opts: Any) -> Iterator[Token]:
@@ -243,11 +243,13 @@ class OcrModel:
         self.close()
 
 
-def script_warning(lines: int, unread: int) -> str:
-    """The warning for a page whose recogniser read `lines` lines and could not read `unread` of them, or ""."""
+def script_warning(lines: int, unread: int, scripts: Sequence[str] = ("Latin",)) -> str:
+    """The warning for a page whose recognisers (reading `scripts`) read `lines` lines and could not read `unread` of
+    them, or ""."""
     if lines < MIN_SCRIPT_LINES or unread <= UNREADABLE_SHARE * lines:
         return ""
-    return UNREADABLE_SCRIPT.format(unread=unread, lines=lines)
+    names = ", ".join(scripts[:-1]) + f" and {scripts[-1]}" if len(scripts) > 1 else "".join(scripts)
+    return UNREADABLE_SCRIPT.format(unread=unread, lines=lines, scripts=names)
 
 
 def _wrapper(block: Block | None) -> str:

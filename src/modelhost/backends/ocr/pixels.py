@@ -19,6 +19,12 @@ Speed, and why each choice (measured on this 2-core machine, bench/ocr_speed.py 
 - RapidOCR classifies every line (0 or 180 degrees) before recognition (0.2-1 s a dense page); here only the page's
   orientation is decided, from VOTE_LINES lines (orientation.py), and every line is recognised in that frame.
 - Lines RapidOCR keeps are kept: the same recogniser, the same score threshold (RapidOCR's `text_score`, 0.5).
+
+Scripts the bundled recogniser cannot read (Arabic, Hebrew, Korean, Cyrillic, Greek, Devanagari, Thai) are read by
+Tesseract's models where they are installed (scripts.py): `detect` reads the page's longest lines, and when most are
+doubtful it chooses the page's script (and turns the page half a turn when only that reads); `recognise` then reads
+each line the bundled recogniser doubts with that script's model. A right-to-left line's words are placed right to
+left, so the document engine (lines.py) reads them in logical order.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +44,8 @@ from modelhost.backends.ocr import orientation, rapid
 from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
 from modelhost.backends.ocr.pixelrules import find_rulings
 from modelhost.backends.ocr.scantable import table_runs
+from modelhost.backends.ocr.scripts import BUNDLED, LINE_CONF, SAMPLE_LINES, Choice, ScriptReader
+from modelhost.docengine.lines import rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
 from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
@@ -145,6 +154,8 @@ class Detection:
     rulings: tuple[Segment, ...] = ()  # ruling lines drawn on the page (points; pixelrules.py)
     cores: tuple[float, ...] = ()  # each line's core height (pixels; _core), in `quads` order
     body_core: float = 0.0  # the page's median line's
+    script: Choice | None = None  # the script model that reads the lines the bundled recogniser doubts (scripts.py)
+    known: dict[int, tuple[str, float]] = field(default_factory=dict)  # lines `detect` already read: text, score
 
     @property
     def width(self) -> float:
@@ -179,7 +190,14 @@ class PixelReader:
     2 cores gain nothing from concurrent calls.
     """
 
-    def __init__(self, engine: Any, layout: LayoutModel | None, *, det_max_side: int = DET_MAX_SIDE) -> None:
+    def __init__(
+        self,
+        engine: Any,
+        layout: LayoutModel | None,
+        *,
+        det_max_side: int = DET_MAX_SIDE,
+        scripts: ScriptReader | None = None,
+    ) -> None:
         self._engine = engine
         loaded = rapid.models(engine)
         # Any: close() drops them (None), and a closed reader is never called again (OcrModel refuses first).
@@ -188,17 +206,33 @@ class PixelReader:
         self._cls: Any = loaded.cls
         self._layout = layout
         self._det_max_side = det_max_side
-        #: Lines recognised and recogniser calls made so far: the work `max_tokens` bounds (tests count these,
-        #: never seconds).
+        self._scripts = scripts
+        self._last_script: Choice | None = None  # the previous page's: a document's pages share a script
+        #: Lines recognised and recogniser calls made so far by `recognise`: the work `max_tokens` bounds (tests
+        #: count these, never seconds). `detect`'s own reading of a few lines to choose the page's script is part of
+        #: detection, as the orientation vote is, and counted in neither.
         self.recognised_lines = 0
         self.recognition_calls = 0
         #: Of `recognised_lines`, those the recogniser could not read: no letter or digit in its reading, or a score
         #: under DOUBT_SCORE. Most of a page's lines so means its script is not one the recogniser reads.
         self.unreadable_lines = 0
 
+    @property
+    def scripts(self) -> tuple[str, ...]:
+        """The scripts this reader reads: the bundled recogniser's and the installed script models' (scripts.py)."""
+        return BUNDLED + (self._scripts.scripts if self._scripts is not None else ())
+
+    @property
+    def script_reads(self) -> int:
+        """Line crops the script models have read so far (none on a page the bundled recogniser reads)."""
+        return self._scripts.reads if self._scripts is not None else 0
+
     @classmethod
-    def load(cls, folder: Path | None = None, *, threads: int | None = None, layout: bool = True) -> PixelReader:
-        """Load the models of `folder` (default: the rapidocr wheel's) and, with `layout`, the layout model."""
+    def load(
+        cls, folder: Path | None = None, *, threads: int | None = None, layout: bool = True, scripts: bool = True
+    ) -> PixelReader:
+        """Load the models of `folder` (default: the rapidocr wheel's), with `layout` the layout model, and with
+        `scripts` the installed script models (scripts.py; none installed is no error)."""
         folder = folder or models_folder()
         models = find_models(folder)
         if models is None:
@@ -220,7 +254,11 @@ class PixelReader:
             params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
         try:
             engine = RapidOCR(params=params)
-            return cls(engine, LayoutModel.load(threads=threads) if layout and LayoutModel.installed() else None)
+            return cls(
+                engine,
+                LayoutModel.load(threads=threads) if layout and LayoutModel.installed() else None,
+                scripts=ScriptReader.load() if scripts else None,
+            )
         except ModelLoadError:
             raise
         except Exception as exc:
@@ -261,6 +299,13 @@ class PixelReader:
             small, ratio = self._shrunk(rgb)
         else:
             quads = [orientation.order_corners(q) for q in quads]
+        script, known = self._script(rgb, quads)
+        if script is not None and script.turned:
+            height, width = rgb.shape[:2]
+            rgb = orientation.upright(rgb, 180)
+            quads = orientation.turn_quads(quads, 180, width, height)
+            rotation = (rotation + 180) % 360
+            small, ratio = self._shrunk(rgb)
         scale = 72.0 / dpi
         # the layout model reads the shrunk page (it shrinks any page to its own input, ~800 px, anyway)
         regions = self._layout(small, scale / ratio) if self._layout is not None else ()
@@ -268,6 +313,7 @@ class PixelReader:
         body = _body_height(quads, heights)
         order = sorted(range(len(quads)), key=lambda i: (float(quads[i][:, 1].min()), float(quads[i][:, 0].min())))
         quads = [quads[i] for i in order]
+        known = {new: known[old] for new, old in enumerate(order) if old in known}
         strokes = tuple(_stroke(rgb, q) for q in quads)
         rulings = find_rulings(rgb, scale, body)
         cores = tuple(_core(rgb, q) for q in quads)
@@ -284,23 +330,50 @@ class PixelReader:
             rulings,
             cores,
             body_core,
+            script,
+            known,
         )
+
+    def _script(self, rgb: np.ndarray, quads: list[np.ndarray]) -> tuple[Choice | None, dict[int, tuple[str, float]]]:
+        # The page's script (scripts.py): the bundled recogniser reads the SAMPLE_LINES longest lines, and only
+        # when most of them are doubtful do the script models read them too. The sample's readings are returned, so
+        # a Latin page's lines are recognised once, as before (on a turned page they are of no use).
+        longest = sorted(range(len(quads)), key=lambda i: -float(np.linalg.norm(quads[i][0] - quads[i][1])))
+        crops = {i: _crop(rgb, quads[i]) for i in longest[:SAMPLE_LINES]}
+        crops = {i: c for i, c in crops.items() if c.size and c.shape[1] >= c.shape[0]}
+        if not crops:
+            return None, {}
+        texts, scores = rapid.recognise(self._rec, list(crops.values()))
+        known = {i: (text, score) for i, text, score in zip(crops, texts, scores, strict=False)}
+        doubtful = sum(1 for i in crops if _doubtful(*known.get(i, ("", 0.0))))
+        if self._scripts is None or doubtful * 2 <= len(crops):
+            return None, known
+        choice = self._scripts.choose(list(crops.values()), self._last_script)
+        if choice is not None:
+            self._last_script = choice
+        return choice, ({} if choice is not None and choice.turned else known)
 
     # -- recognition -----------------------------------------------------------------------------------------------
     def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
         """The words of the given lines (boxes in points), lines the recogniser is unsure of dropped."""
-        crops = {i: _crop(detection.image, detection.quads[i]) for i in lines}
-        read: dict[int, tuple[str, float]] = {}
+        read = {i: detection.known[i] for i in lines if i in detection.known}
+        crops = {i: _crop(detection.image, detection.quads[i]) for i in lines if i not in read}
         for batch in _batches(crops):
             self.recognition_calls += 1
             texts, scores = rapid.recognise(self._rec, [crops[i] for i in batch])
             for index, text, score in zip(batch, texts, scores, strict=False):
                 read[index] = (text, score)
-        self.recognised_lines += len(crops)
+        self.recognised_lines += len(set(lines))
         words: list[Word] = []
         for index in lines:
             text, score = read.get(index, ("", 0.0))
-            if score < DOUBT_SCORE or not any(c.isalnum() for c in text):
+            doubtful = _doubtful(text, score)
+            if (doubtful or not _latin(text)) and detection.script is not None and self._scripts is not None:
+                crop = crops[index] if index in crops else _crop(detection.image, detection.quads[index])
+                other, confidence = self._scripts.read(crop, detection.script.model)
+                if confidence >= LINE_CONF and any(c.isalnum() for c in other):
+                    text, score, doubtful = other, confidence / 100, False
+            if doubtful:
                 self.unreadable_lines += 1
             if text.strip() and score >= TEXT_SCORE:
                 words.extend(_words(detection, index, text.strip(), score))
@@ -351,6 +424,20 @@ class PixelReader:
         """Drop the sessions (their memory goes with the last reference)."""
         self._det = self._rec = self._cls = self._engine = None
         self._layout = None
+        if self._scripts is not None:
+            self._scripts.close()
+            self._scripts = None
+
+
+def _doubtful(text: str, score: float) -> bool:
+    # A reading the bundled recogniser is unsure of (DOUBT_SCORE), or one with no letter or digit in it.
+    return score < DOUBT_SCORE or not any(c.isalnum() for c in text)
+
+
+def _latin(text: str) -> bool:
+    # Every letter of the text is a Latin one. On a page of another script (Korean, say) the bundled recogniser
+    # reads some lines confidently as Chinese characters; its Latin readings (a URL, an English word) are kept.
+    return all(unicodedata.name(c, "").startswith("LATIN") for c in text if c.isalpha())
 
 
 def _batches(crops: dict[int, np.ndarray]) -> list[list[int]]:
@@ -458,8 +545,12 @@ def line_size(detection: Detection, index: int) -> float:
 
 def _words(detection: Detection, index: int, text: str, score: float) -> list[Word]:
     # A line's words share its box, split along x by their share of the characters (a proportional font's average;
-    # the recogniser gives no word positions without a second pass). CJK lines without spaces stay one word.
+    # the recogniser gives no word positions without a second pass). CJK lines without spaces stay one word. A line
+    # mostly of right-to-left letters (Arabic, Hebrew) is set from the right: its first word, in the logical order
+    # the recognisers give, is the rightmost, as docengine.lines reads such a line back.
     x0, y0, x1, y1 = detection.box(index)
+    letters = [c for c in text if c.isalpha()]
+    backwards = 2 * sum(1 for c in letters if rtl(c)) > len(letters)
     size = line_size(detection, index) * detection.scale
     stroke = detection.strokes[index] if index < len(detection.strokes) else 0.0
     bold = detection.body_stroke > 0 and stroke >= BOLD_STROKE * detection.body_stroke
@@ -472,6 +563,8 @@ def _words(detection: Detection, index: int, text: str, score: float) -> list[Wo
         pos += len(token)
         end = x0 + (x1 - x0) * pos / total
         pos += 1
+        if backwards:
+            start, end = x0 + x1 - end, x0 + x1 - start
         out.append(Word(token, (start, y0, end, y1), size=size, bold=bold, line=index, score=score))
     return out
 
