@@ -22,12 +22,8 @@ THREADS, ROUNDS = 4, 100
 def test_creates_staging_the_same_upload_at_once_all_get_its_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    blob = b"GGUF a model's bytes"
-    digest = "sha256:" + hashlib.sha256(blob).hexdigest()
-    kept = store.blob_path(digest)
-    kept.parent.mkdir(parents=True)
-    kept.write_bytes(blob)
+    uploaded, blob = _uploaded(tmp_path, monkeypatch)
+    digest = uploaded["model.gguf"]
     got: list[Path] = []
     failed: list[BaseException] = []
 
