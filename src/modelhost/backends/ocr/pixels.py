@@ -20,11 +20,11 @@ Speed, and why each choice (measured on this 2-core machine, bench/ocr_speed.py 
   orientation is decided, from VOTE_LINES lines (orientation.py), and every line is recognised in that frame.
 - Lines RapidOCR keeps are kept: the same recogniser, the same score threshold (RapidOCR's `text_score`, 0.5).
 
-Scripts the bundled recogniser cannot read (Arabic, Hebrew, Korean, Cyrillic, Greek, Devanagari, Thai) are read by
-Tesseract's models where they are installed (scripts.py): `detect` reads the page's longest lines, and when most are
-doubtful it chooses the page's script (and turns the page half a turn when only that reads); `recognise` then reads
-each line the bundled recogniser doubts with that script's model. A right-to-left line's words are placed right to
-left, so the document engine (lines.py) reads them in logical order.
+Scripts the bundled recogniser cannot read are read by Tesseract's models where they are installed (scripts.py:
+Arabic, Hebrew, Korean, Cyrillic, Greek; not Thai nor Devanagari, scripts.SCRIPTS says why): `detect` reads the
+page's longest lines, and when most are doubtful it chooses the page's script (and turns the page half a turn when
+only that reads); `recognise` then reads each line the bundled recogniser doubts with that script's model. A
+right-to-left line's words are placed right to left, so the document engine (lines.py) reads them in logical order.
 """
 
 from __future__ import annotations

@@ -147,7 +147,8 @@ class ScriptReader:
         turn) with the best mean confidence, when that reaches CHOOSE_CONF; None when none does.
 
         `hint` (the document's previous page's choice) is tried first and kept when it reaches CHOOSE_CONF: the
-        pages of a document are in one script, and the full search reads the sample 14 times."""
+        pages of a document are in one script, and the full search reads the sample up to twice per installed model
+        (upright, then turned)."""
         if not crops:
             return None
         if hint is not None:
