@@ -151,3 +151,35 @@ def test_a_created_models_template_renders_on_a_worker_thread_not_the_event_loop
     prompt, loop_thread = asyncio.run(precheck())
     assert prompt is not None and prompt.endswith("<|user|>Bye<|end|>\n<|assistant|>"), "the TEMPLATE rendered it"
     assert defaults.rendered_on and loop_thread not in defaults.rendered_on, "a chat's render never blocks the loop"
+
+
+def test_a_plain_request_submitted_to_a_created_model_renders_off_the_loop_and_runs() -> None:
+    """ServedModel.submit given a GenerationRequest (the Python API, not a door's Admission) rendered the TEMPLATE
+    on the event loop; it renders (and is checked) on a worker thread as precheck does, and runs as before."""
+    from modelhost.host import Done, Failed
+    from modelhost.testing.standins import ScriptedModel
+
+    defaults = _NotingDefaults(template=MESSAGES_TEMPLATE)
+    _NotingDefaults.rendered_on.clear()
+    model = ScriptedModel(pieces=["o", "k"])
+    models = Models([ModelSpec("made", lambda: model, defaults=defaults)])  # type: ignore[arg-type]
+
+    async def main() -> tuple[list[object], list[object], int, int]:
+        await models.start()
+        try:
+            served = models.get("made")
+            async with served.submit(GenerationRequest(messages=CHAT)) as stream:
+                events = [event async for event in stream]
+            # What only the rendered request shows is refused by the stream, as an engine's refusal is.
+            async with served.submit(GenerationRequest(messages=CHAT, options={"max_tokens": -1})) as stream:
+                refused = [event async for event in stream]
+            return events, refused, threading.get_ident(), served.host.waiting if served.host else -1
+        finally:
+            await models.aclose()
+
+    events, refused, loop_thread, waiting = asyncio.run(main())
+    assert isinstance(events[-1], Done) and events[-1].completion_tokens == 2, events
+    assert model.prompts and model.prompts[0].endswith("<|user|>Bye<|end|>\n<|assistant|>"), "rendered, then run"
+    assert len(defaults.rendered_on) == 2 and loop_thread not in defaults.rendered_on, "never on the event loop"
+    assert isinstance(refused[-1], Failed) and refused[-1].option == "max_tokens", refused
+    assert waiting == 0

@@ -37,14 +37,19 @@ class RequestDefaults:
         if self.template is not None:
             gotemplate.parse(self.template)  # a template this host cannot run is refused at create, not per request
 
+    def renders(self, request: GenerationRequest) -> bool:
+        """Whether `apply` renders `request` through the TEMPLATE (a chat of text turns, no tools): the costly part,
+        which the model set runs on a worker thread, never on the event loop."""
+        plain = not request.options.get("tools") and not any(m.images or m.tool_calls for m in request.messages)
+        return self.template is not None and bool(request.messages) and plain
+
     def apply(self, request: GenerationRequest) -> GenerationRequest:
         """`request` with these defaults where it says nothing (see the module doc)."""
         options = {**self.options, **request.options} if self.options else request.options
         messages = list(request.messages)
         if messages and self.system is not None and not any(m.role == "system" for m in messages):
             messages.insert(0, Message("system", self.system))
-        plain = not request.options.get("tools") and not any(m.images or m.tool_calls for m in messages)
-        if self.template is not None and messages and plain:
+        if self.template is not None and self.renders(request):
             prompt = render(gotemplate.parse(self.template), messages)
             return dataclasses.replace(request, messages=(), prompt=prompt, options=options)
         if options is request.options and len(messages) == len(request.messages):

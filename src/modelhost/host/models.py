@@ -258,7 +258,7 @@ class ServedModel:
         whole chat (up to host/gotemplate's bounds) and the host's check tokenizes it. The model counts as busy
         meanwhile, as in `wait_loaded`, so no sweep unloads it between the check and the submit."""
         defaults = self.spec.defaults
-        if defaults is not None and defaults.template is not None:
+        if defaults is not None and defaults.renders(request):
             request = await asyncio.to_thread(self.prepare, request)
         else:
             request = self.prepare(request)  # a system prompt or options only: nothing to render
@@ -289,9 +289,15 @@ class ServedModel:
     def submit(self, request: GenerationRequest | Admission, choice: int = 0) -> RequestStream:
         """Queue a request (choice `choice` of its Admission) on the loaded model (Host.submit); an unloaded model
         starts loading and the request is answered ModelLoadingError (retry), as while any model loads, or while it
-        makes room for another."""
+        makes room for another. A plain GenerationRequest that a created model's TEMPLATE renders is rendered and
+        checked on a worker thread, as `precheck` does it (Host.submit_deferred): its refusals then end the stream."""
         if isinstance(request, GenerationRequest):  # an Admission was prepared at its precheck
-            request = self.prepare(request)
+            defaults = self.spec.defaults
+            if defaults is not None and defaults.renders(request):
+                stream = self._admit().submit_deferred(request, self.prepare)
+                self._used()
+                return stream
+            request = self.prepare(request)  # a system prompt or options only: nothing to render
         stream = self._admit().submit(request, choice)
         self._used()
         return stream

@@ -19,6 +19,7 @@ import asyncio
 import collections
 import concurrent.futures
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -33,7 +34,7 @@ from modelhost.errors import (
     QueueFullError,
     UnsupportedAttachmentError,
 )
-from modelhost.host.events import Admission, Done, Event, GenerationRequest
+from modelhost.host.events import Admission, Done, Event, Failed, GenerationRequest, Started
 from modelhost.host.loop import Chore, HostState, ModelLoop
 from modelhost.host.metrics import HostMetrics
 from modelhost.host.streams import EmbeddingTicket, RequestStream, cancelled_embedding
@@ -86,6 +87,7 @@ class Host(ModelLoop):
         self._accepts_images = False
         self._waiting: collections.deque[RequestStream] = collections.deque()
         self._running: list[RequestStream] = []  # what the model works on now: one, or one per busy batch slot
+        self._deferred: set[asyncio.Task[None]] = set()  # submit_deferred's requests still being prepared
         self._embeddings: collections.deque[EmbeddingTicket] = collections.deque()
         self._embedding: EmbeddingTicket | None = None  # the one the model thread computes now
         self._engine: Engine | None = None  # set on the model thread at load
@@ -186,6 +188,45 @@ class Host(ModelLoop):
             self._cond.notify()
         if choice == 0:
             self.metrics.request_params_n.labels(self.name).observe(admission.n)
+        return stream
+
+    def submit_deferred(
+        self, request: GenerationRequest, prepare: Callable[[GenerationRequest], GenerationRequest]
+    ) -> RequestStream:
+        """Queue `prepare(request)` and return its stream now, `prepare` and the checks of what it returns running on
+        a worker thread, as `precheck` runs them, never on the event loop (a created model's TEMPLATE given to
+        `submit` as a plain GenerationRequest: ServedModel.submit). Raised at once, as `submit` raises them: a host
+        that is not serving, a full queue. What only the prepared request shows (its options, its size) ends the
+        stream with Failed after Started, as an engine's refusal does; a stream cancelled meanwhile ends cancelled
+        and is never queued. Must be called on the event loop that consumes it."""
+        self._check_serving()
+        with self._cond:
+            self._check_room()
+        stream = RequestStream(self, request, EngineRequest(prompt=""))  # its engine request is made below
+
+        async def queue() -> None:
+            try:
+                prepared = await asyncio.to_thread(prepare, request)
+                admission = await asyncio.to_thread(self._admission, prepared, 1, prepare=True)
+                if stream.cancel_event.is_set():
+                    stream.emit(Done("cancelled", 0, 0, GenerateMetrics(finish_reason="cancelled")))
+                    return
+                stream.request, stream.engine_request = admission.request, admission.choice(0)
+                self._check_serving()
+                with self._cond:
+                    self._check_room()
+                    self._waiting.append(stream)
+                    self._gauge_waiting()
+                    self._idle.clear()
+                    self._cond.notify()
+                self.metrics.request_params_n.labels(self.name).observe(1)
+            except ModelHostError as exc:  # counted where it was raised (metrics.reject)
+                stream.emit(Started(time.perf_counter() - stream.submitted_at, 0))
+                stream.emit(Failed(exc.code, str(exc), option=getattr(exc, "option", None)))
+
+        task = asyncio.get_running_loop().create_task(queue())
+        self._deferred.add(task)  # held until it ends: the loop keeps only a weak reference to a task
+        task.add_done_callback(self._deferred.discard)
         return stream
 
     async def precheck(self, request: GenerationRequest, n: int = 1) -> Admission:
