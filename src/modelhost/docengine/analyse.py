@@ -66,6 +66,13 @@ MARGIN = 0.075
 #: own spacing from the next, give or take this share of its font size (rounding of the loose glyph boxes; a running
 #: head or a footer is set a blank line or more away).
 LEADING_SLACK = 0.1
+#: A heading's first headed block starts within this many of the heading's own heights below it. The space after a
+#: heading is about one of its lines (LaTeX's \\section 1.5-2.3 ex, Word's Heading styles 3-12 points); the
+#: furthest on the dev pages is a page title over a band, 4.3 heights; the covers' false headings stand over nothing
+#: for 10 heights or more (a selling point over the cover's URL) or to the page's foot.
+HEAD_REACH = 5.0
+#: What heads nothing of the page's body: running heads, footers and page numbers.
+_FURNITURE = frozenset({Kind.PAGE_HEADER, Kind.PAGE_FOOTER})
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?$", re.I)
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 
@@ -204,8 +211,35 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             chunk = []
             blocks.append(fixed[i - len(runs)])
         _extend(blocks, _classified(chunk, style, content, frames))
-    blocks = _captioned(blocks + bottom)
+    blocks = _captioned(_heading_something(blocks + bottom))
     return PageLayout(content.number, content.width, content.height, tuple(blocks), content.regions)
+
+
+def _heading_something(blocks: list[Block]) -> list[Block]:
+    """Unnumbered section headings that head nothing made text: a heading is followed by what it heads, so some block
+    (text, a list, a table, a picture...) starts below it within `HEAD_REACH` of its own height, across its width, or
+    beside it on the right (a side heading in the margin, as Redbooks set them). A
+    cover's last bold selling point or a logo's big word stands over nothing of the page (issue 34's false headings
+    on the Redbook's covers); a page whose only text is the heading (a part's divider) keeps it, and numbered
+    headings keep their number's word."""
+    if sum(1 for b in blocks if b.kind not in _FURNITURE) < 2:
+        return blocks
+    out = list(blocks)
+    for i, block in enumerate(blocks):
+        if block.kind is not Kind.SECTION_HEADER or NUMBERED.match(block.text):
+            continue
+        x0, top, x1, bottom = block.bbox
+        height = bottom - top
+        heads = any(
+            # below it, across its width; or on its right, from its level down (a side heading in the margin)
+            (bottom - 1 <= b.bbox[1] <= bottom + HEAD_REACH * height and b.bbox[0] < x1 and x0 < b.bbox[2])
+            or (b.bbox[0] >= x1 - 1 and top - height <= b.bbox[1] <= bottom + HEAD_REACH * height)
+            for j, b in enumerate(blocks)
+            if j != i and b.kind not in _FURNITURE
+        )
+        if not heads:
+            out[i] = replace(block, kind=Kind.TEXT, level=0)
+    return out
 
 
 def _without(words: list[Word], taken: Sequence[Iterable[int]]) -> list[Word]:
