@@ -1,19 +1,27 @@
-"""`modelhost convert`'s cost: pages/s of the pipeline vs the OCR library alone, and through the socket vs in-process.
+"""`modelhost convert`'s cost, one table per command, each against its peer measured in the same run, alternating:
 
-A PDF of N generated image-only pages (half a US Letter page each: heading, two paragraphs, a table) is written at
-each DPI. Three ways read the same pages in the same run:
+- `text`: pages/s of converting a batch of born-digital PDFs (the corpus's first 10, every page from its text layer)
+  to Markdown, modelhost against pymupdf4llm: each in a fresh process converting the whole batch (start-up
+  included: `modelhost convert FILES -o DIR` against a Python process calling `pymupdf4llm.to_markdown` on each),
+  and warm (the batch again in this process, modelhost's engine already started). Target: 5x pymupdf4llm's pages/s.
+- `cli`: CPU seconds of one page from a fresh process, `modelhost convert page.pdf -o page.md` against pymupdf4llm's
+  `to_markdown` in a fresh Python (process and reaped children). Target: under 1 CPU s.
+- `pixels`: pages/s of the pixel path against the OCR library alone. A PDF of N generated image-only pages (half a
+  US Letter page each: heading, two paragraphs, a table) is written at each DPI and read three ways:
+  - direct: the floor. The pages rasterized by pypdfium2 beforehand (not timed), then RapidOCR called on each
+    page's pixels with the same models and settings as the `ocr` backend, detection then recognition of every line.
+    No layout, no DocTags, no document.
+  - in-process: `modelhost.documents.convert` through a Host in this process (rasterize with the next page
+    overlapped, OCR, layout, DocTags streamed through the scheduler, the document assembled at the end).
+  - socket: the same pipeline with a WireReader against a `modelhost serve --model ocr` process.
+  Targets: in-process/direct >= 0.95, socket/in-process >= 0.95.
 
-- direct: the floor. The pages rasterized by pypdfium2 beforehand (not timed), then RapidOCR called on each page's
-  pixels with the same models and settings as the `ocr` backend, detection then recognition of every line. No
-  layout, no DocTags, no docling.
-- in-process: `modelhost.documents.convert` through a Host in this process (rasterize with the next page overlapped,
-  OCR, layout, DocTags streamed through the scheduler, one DoclingDocument assembled at the end).
-- socket: the same pipeline with a WireReader against a `modelhost serve --model ocr` process.
+Rounds alternate their order, so load from a neighbour on a shared machine hits each side alike; figures are medians
+of the rounds. With no command, all three run.
 
-Targets: in-process/direct >= 0.95, socket/in-process >= 0.95. Rounds alternate their order, so load from a
-neighbour on a shared machine hits each way alike; reported figures are medians of the rounds.
-
-    .venv/bin/python bench/documents.py [--pages 10] [--dpi 150 300] [--rounds 3] [--threads N]
+    .venv/bin/python bench/documents.py text [--docs 10] [--rounds 3]
+    .venv/bin/python bench/documents.py cli [--rounds 5]
+    .venv/bin/python bench/documents.py pixels [--pages 10] [--dpi 150 300] [--rounds 3] [--threads N]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -30,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import doccorpus
 from modelhost.docengine.source import Source
 from modelhost.documents import ConvertSettings, HostReader, WireReader, convert
 from modelhost.host import Host
@@ -69,13 +79,8 @@ def serve(model: str, sock: str, threads: int | None) -> subprocess.Popen[str]:
             return proc
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=10)
-    parser.add_argument("--dpi", type=int, nargs="+", default=[150, 300])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads [all cores]")
-    args = parser.parse_args()
+async def pixels(args: argparse.Namespace) -> None:
+    """The pixel path against RapidOCR called directly (module doc)."""
     folder = Path(tempfile.mkdtemp(prefix="bench-documents-"))
     sock = str(folder / "inferd.sock")
     model = registry.load_model("ocr", threads=args.threads)
@@ -116,5 +121,119 @@ async def main() -> None:
         await host.aclose()
 
 
+#: pymupdf4llm converting files in a fresh Python, as `modelhost convert` converts them in a fresh process.
+_PYMUPDF4LLM = "import sys, pymupdf4llm\nfor f in sys.argv[1:]:\n    pymupdf4llm.to_markdown(f, show_progress=False)\n"
+
+
+def fresh(argv: list[str]) -> tuple[float, float]:
+    """(wall s, CPU s) of a command in a fresh process: its own CPU and its reaped children's (modelhost's sandbox
+    children are reaped when its pool closes)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def modelhost_cli(files: list[Path], out: Path) -> list[str]:
+    return [sys.executable, "-m", "modelhost", "convert", *map(str, files), "-o", str(out)]
+
+
+def pymupdf4llm_cli(files: list[Path]) -> list[str]:
+    return [sys.executable, "-c", _PYMUPDF4LLM, *map(str, files)]
+
+
+def born_digital(count: int) -> list[Path]:
+    """The corpus's first `count` born-digital PDFs (every page has a usable text layer)."""
+    return [e.pdf for e in doccorpus.entries() if e.group == "born-digital"][:count]
+
+
+async def text(args: argparse.Namespace) -> None:
+    """pages/s of a batch of born-digital PDFs, modelhost against pymupdf4llm (module doc)."""
+    import pymupdf4llm
+
+    files = born_digital(args.docs)
+    pages = sum(doccorpus.page_count(f) for f in files)
+    out = Path(tempfile.mkdtemp(prefix="bench-documents-text-"))
+    print(f"{len(files)} born-digital PDFs, {pages} pages, {os.cpu_count()} cores; medians of {args.rounds} rounds")
+    times: dict[str, list[float]] = {
+        k: [] for k in ("modelhost fresh", "pymupdf4llm fresh", "modelhost", "pymupdf4llm")
+    }
+    cpu: dict[str, list[float]] = {k: [] for k in ("modelhost fresh", "pymupdf4llm fresh")}
+    await convert_all(files)  # the engine's sandbox started, as a served host's is
+    for r in range(args.rounds):
+        ways = ["modelhost", "pymupdf4llm"] if r % 2 == 0 else ["pymupdf4llm", "modelhost"]
+        for way in ways:
+            argv = modelhost_cli(files, out) if way == "modelhost" else pymupdf4llm_cli(files)
+            wall, spent = fresh(argv)
+            times[f"{way} fresh"].append(wall)
+            cpu[f"{way} fresh"].append(spent)
+        for way in ways:
+            start = time.perf_counter()
+            if way == "modelhost":
+                await convert_all(files)
+            else:
+                for f in files:
+                    pymupdf4llm.to_markdown(str(f), show_progress=False)
+            times[way].append(time.perf_counter() - start)
+    rate = {k: pages / statistics.median(v) for k, v in times.items()}
+    for way in ("fresh", "warm"):
+        mine, theirs = ("modelhost fresh", "pymupdf4llm fresh") if way == "fresh" else ("modelhost", "pymupdf4llm")
+        extra = ""
+        if way == "fresh":
+            extra = f", CPU s {statistics.median(cpu[mine]):.2f} vs {statistics.median(cpu[theirs]):.2f}"
+        print(
+            f"  {way:<5} modelhost {rate[mine]:6.2f} pages/s, pymupdf4llm {rate[theirs]:6.2f} pages/s: "
+            f"{rate[mine] / rate[theirs]:.2f}x (target >= 5){extra}"
+        )
+
+
+async def convert_all(files: list[Path]) -> None:
+    """Each file converted to Markdown in this process, as `modelhost convert` does (no model: text layers)."""
+    from modelhost.documents import convert
+
+    for f in files:
+        (await convert(f, None, docling=False)).render("md")
+
+
+def cli(args: argparse.Namespace) -> None:
+    """One page from a fresh process, modelhost's command against pymupdf4llm (module doc)."""
+    page = next(f for f in born_digital(20) if doccorpus.page_count(f) == 1)
+    out = Path(tempfile.mkdtemp(prefix="bench-documents-cli-")) / "page.md"
+    walls: dict[str, list[float]] = {"modelhost": [], "pymupdf4llm": []}
+    cpus: dict[str, list[float]] = {"modelhost": [], "pymupdf4llm": []}
+    for r in range(args.rounds):
+        ways = ["modelhost", "pymupdf4llm"] if r % 2 == 0 else ["pymupdf4llm", "modelhost"]
+        for way in ways:
+            argv = modelhost_cli([page], out) if way == "modelhost" else pymupdf4llm_cli([page])
+            wall, spent = fresh(argv)
+            walls[way].append(wall)
+            cpus[way].append(spent)
+    print(f"one page ({page.name}) from a fresh process, {os.cpu_count()} cores; medians of {args.rounds} rounds")
+    for way in ("modelhost", "pymupdf4llm"):
+        print(f"  {way:<12} {statistics.median(cpus[way]):5.2f} CPU s, {statistics.median(walls[way]):5.2f} s wall")
+    mine = statistics.median(cpus["modelhost"])
+    ratio = statistics.median(cpus["pymupdf4llm"]) / mine
+    print(f"  modelhost's CPU s {mine:.2f} (target < 1), {ratio:.2f}x less than pymupdf4llm's")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table", nargs="?", choices=("text", "cli", "pixels"), help="one table [all three]")
+    parser.add_argument("--docs", type=int, default=10, help="text: born-digital PDFs in the batch")
+    parser.add_argument("--pages", type=int, default=10, help="pixels: generated pages per PDF")
+    parser.add_argument("--dpi", type=int, nargs="+", default=[150, 300], help="pixels: DPIs")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="pixels: onnxruntime intra-op threads [all cores]")
+    args = parser.parse_args()
+    if args.table in (None, "text"):
+        asyncio.run(text(args))
+    if args.table in (None, "cli"):
+        cli(args)
+    if args.table in (None, "pixels"):
+        asyncio.run(pixels(args))
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -7,7 +7,8 @@ it. The stages, each a plain function of plain data (see `types`):
     analyse(content, style) -> PageLayout            analyse.py: reading order, paragraphs, tables, kinds
     mark_furniture(layouts) -> layouts               furniture.py: repeated headers, footers, page numbers
     doctags_elements(layout) -> Iterator[str]        emit.py: one DocTags element at a time, for streaming
-    to_docling(name, layouts) -> DoclingDocument     emit.py: for Markdown, JSON and HTML
+    markdown(layouts) -> str                         emit.py: Markdown as docling-core writes it, without docling-core
+    to_docling(name, layouts) -> DoclingDocument     emit.py: for JSON and HTML
 """
 
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from modelhost.docengine.analyse import analyse
 
 if TYPE_CHECKING:
     from modelhost.docengine.analyse import Style, document_style
-    from modelhost.docengine.emit import doctags_elements, doctags_page, to_docling
+    from modelhost.docengine.emit import doctags_elements, doctags_page, markdown, to_docling
     from modelhost.docengine.furniture import mark_furniture
     from modelhost.docengine.textlayer import read_text_layer
     from modelhost.docengine.types import (
@@ -58,6 +59,7 @@ __all__ = [
     "doctags_page",
     "document_style",
     "mark_furniture",
+    "markdown",
     "read_text_layer",
     "to_docling",
 ]
@@ -70,6 +72,7 @@ __getattr__ = exports(
         "document_style": "modelhost.docengine.analyse",
         "doctags_elements": "modelhost.docengine.emit",
         "doctags_page": "modelhost.docengine.emit",
+        "markdown": "modelhost.docengine.emit",
         "to_docling": "modelhost.docengine.emit",
         "mark_furniture": "modelhost.docengine.furniture",
         "read_text_layer": "modelhost.docengine.textlayer",

@@ -18,6 +18,8 @@ from modelhost.documents.engine import pixel_size
 
 #: Output formats `convert` writes, by name.
 FORMATS: Final = ("md", "json", "doctags", "html")
+#: The formats written from a DoclingDocument (docling's own); Markdown and DocTags are written without one.
+DOCLING_FORMATS: Final = ("json", "html")
 
 _TAG = re.compile(r"<(/?)([a-z_0-9]+)>")
 #: Tokens that are not containers: locations, table cells, markers; they never need closing.
@@ -181,6 +183,13 @@ def unescape(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">")
 
 
+def render_doctags(pages: Sequence[str]) -> str:
+    """Pages' DocTags as one document's: each made whole (`repair`), one `<doctag>` around them, the pages separated
+    by `<page_break>`."""
+    inner = [repair(p).removeprefix("<doctag>").removesuffix("</doctag>") for p in pages]
+    return "<doctag>" + "<page_break>".join(inner) + "</doctag>\n"
+
+
 def render(doc: Any, fmt: str, pages: Sequence[str] = ()) -> str:
     """The document in `fmt` (see FORMATS). `doctags` is the pages' own DocTags, joined with `<page_break>`."""
     if fmt == "md":
@@ -190,6 +199,5 @@ def render(doc: Any, fmt: str, pages: Sequence[str] = ()) -> str:
     if fmt == "html":
         return str(doc.export_to_html())
     if fmt == "doctags":
-        inner = [repair(p).removeprefix("<doctag>").removesuffix("</doctag>") for p in pages]
-        return "<doctag>" + "<page_break>".join(inner) + "</doctag>\n"
+        return render_doctags(pages)
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

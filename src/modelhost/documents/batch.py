@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelhost.documents.assemble import FORMATS
+from modelhost.documents.assemble import DOCLING_FORMATS, FORMATS
 from modelhost.documents.engine import PageResult
 from modelhost.documents.pipeline import Conversion, convert
 from modelhost.documents.readers import PageReader
@@ -114,6 +114,7 @@ async def convert_files(
                 settings,
                 on_start=(lambda total, p=path: on_start(p, total)) if on_start else None,  # type: ignore[misc]
                 on_page=(lambda d, t, r, p=path: on_page(p, d, t, r)) if on_page else None,  # type: ignore[misc]
+                docling=fmt in DOCLING_FORMATS,
             )
             deliver(conversion, place, fmt, write)
             outcome.conversion, outcome.written = conversion, place

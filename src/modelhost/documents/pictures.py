@@ -22,11 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from modelhost.docengine.emit import GRID
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Regions read per page at most (the largest first): each costs the reader a page's detection and recognition.
 MAX_REGIONS = 4
@@ -69,6 +71,8 @@ def regions_to_read(content: PageContent) -> list[BBox]:
 
 def crop(image: np.ndarray, box: BBox, width: float, height: float) -> np.ndarray:
     """The pixels of `box` (points on a `width` x `height` page) in the page's image, as a contiguous array."""
+    import numpy as np  # here, not at the top: a page of text (the text layer's) needs no numpy
+
     rows, cols = image.shape[:2]
     sx, sy = cols / width, rows / height
     left, top = max(0, int(box[0] * sx)), max(0, int(box[1] * sy))
@@ -81,6 +85,7 @@ def looks_like_text(pixels: np.ndarray) -> bool:
     if pixels.size == 0:
         return False
     import cv2
+    import numpy as np
 
     gray = cv2.cvtColor(np.ascontiguousarray(pixels), cv2.COLOR_RGB2GRAY)
     mid = float(np.count_nonzero((gray > 60) & (gray < 200))) / gray.size

@@ -1,5 +1,7 @@
-"""The conversion: a document's pages from the engine (text layer first, a model for the rest), each its part of
-one DoclingDocument, joined at the end.
+"""The conversion: a document's pages from the engine (text layer first, a model for the rest), each into the
+document model (model.py: a text-layer page's layout as the engine made it, a model-read page's elements read from
+its DocTags), written out as Markdown and DocTags without docling-core; JSON and HTML from a DoclingDocument built
+when asked for.
 
 Pages overlap: the engine prepares the next pages (text layer, analysis, rendering) on its sandbox's children while
 the model reads this one, so the model never waits for pixels after the first page. One page is read by the model
@@ -24,8 +26,10 @@ from modelhost.docengine.emit import doctags_page, to_docling
 from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.sandbox import page_ranges
 from modelhost.docengine.source import DocumentError, check_dpi, parse_pages
-from modelhost.documents import assemble
+from modelhost.docengine.types import PageLayout
+from modelhost.documents import assemble, doctags
 from modelhost.documents.engine import TEXT_LAYER, DocumentEngine, PageResult, Unread
+from modelhost.documents.model import Document, Page
 from modelhost.documents.readers import PageReader
 from modelhost.documents.settings import DEFAULTS, ConvertSettings
 
@@ -34,14 +38,21 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class Conversion:
-    """A converted document: the DoclingDocument, each page's result, the pages that could not be read (number to
-    reason), and the time it all took."""
+    """A converted document: its pages as modelhost holds them (`content`, model.py), each page's result, the pages
+    that could not be read (number to reason), and the time it all took.
+
+    `document` is the DoclingDocument of the same pages, built at first use (docling-core's import costs 2.3 CPU s):
+    for JSON, HTML and the doors that hand docling's document on. A page read from its pixels is part of it only when
+    the conversion kept its part (`convert(..., docling=True)`: it needs the page's pixels, which are not kept)."""
 
     name: str
-    document: Any
+    content: Document
     pages: list[PageResult] = field(default_factory=list)
     seconds: float = 0.0
     unread: dict[int, str] = field(default_factory=dict)
+    #: The DoclingDocument part of each page read from its pixels, by page number (built while its pixels lived).
+    parts: dict[int, Any] = field(default_factory=dict)
+    _document: Any = None
 
     @property
     def partial_pages(self) -> list[int]:
@@ -56,9 +67,22 @@ class Conversion:
     def pages_per_second(self) -> float:
         return len(self.pages) / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def document(self) -> Any:
+        """The DoclingDocument of the pages (built once; its `name` may be changed before rendering). ValueError when
+        a page read from its pixels was converted without its part (`docling=False`)."""
+        if self._document is None:
+            self._document = to_document(self.content, self.parts)
+        return self._document
+
     def render(self, fmt: str) -> str:
-        """The document as `md`, `json`, `html` or `doctags`."""
-        return assemble.render(self.document, fmt, [p.doctags for p in self.pages])
+        """The document as `md`, `json`, `html` or `doctags`: Markdown and DocTags from `content`, without
+        docling-core; JSON and HTML from `document`."""
+        if fmt == "md":
+            return self.content.markdown()
+        if fmt == "doctags":
+            return self.content.doctags()
+        return assemble.render(self.document if fmt in assemble.FORMATS else None, fmt)
 
 
 #: Called after each page with (pages done, pages in total, that page's result).
@@ -74,6 +98,7 @@ async def convert(
     on_page: Progress | None = None,
     name: str | None = None,
     engine: DocumentEngine | None = None,
+    docling: bool = True,
 ) -> Conversion:
     """Convert one document on `engine` (this process's, by default) as `settings` say. Raises DocumentError (naming
     the file) for one that cannot be read at all.
@@ -84,12 +109,14 @@ async def convert(
     a screenshot of prose: settings.PICTURES says why it is off unless asked). `name` is how messages name the file
     (an upload's own name); `on_start(total)` is called once the page count is known; `on_page` after each page. A
     page that cannot be read is left out and named in `Conversion.unread`; a document none of whose pages can be
-    read is a DocumentError.
+    read is a DocumentError. `docling=False` says the caller will not ask for `Conversion.document` (nor JSON or
+    HTML): a page read from its pixels then gets no DoclingDocument part, and docling-core is not imported for it
+    (unless its DocTags hold what doctags.read does not model).
 
-    Memory is bounded by a few pages: each model-read page's image is dropped as soon as its DocTags are turned
-    into that page's part of the document (the parts are joined at the end), so a 1,000-page document costs what a
-    few pages cost, not a thousand page images held until assembly. Text-layer pages keep their layout (plain
-    data, kilobytes) until the end, where the document-level furniture pass needs them all.
+    Memory is bounded by a few pages: each model-read page's image is dropped as soon as the page is read (and,
+    with `docling`, its DocTags turned into its part of the DoclingDocument), so a 1,000-page document costs what a
+    few pages cost, not a thousand page images held until assembly. Pages keep their layout or DocTags (plain data,
+    kilobytes) until the end, where the document-level furniture pass needs them all.
     """
     check_dpi(settings.dpi)
     path = Path(path)
@@ -109,7 +136,7 @@ async def convert(
             if isinstance(page, Unread):
                 unread[page.number] = page.reason
                 continue
-            if page.layout is None:
+            if page.layout is None and (docling or read_page(page) is None):
                 parts[page.number] = await asyncio.to_thread(assemble.build, path.stem, [page.doctags], [page.image])
             result = dataclasses.replace(page, image=None)
             del page  # its image, if any, goes with it
@@ -124,6 +151,13 @@ async def convert(
     return await conclude(name, path.stem, results, parts, unread, started)
 
 
+def read_page(page: PageResult) -> PageLayout | None:
+    """A page read from its pixels: its elements, from the DocTags its reader wrote (doctags.read; None when they
+    hold what that reader does not model, which docling-core's parser then reads)."""
+    width, height = page.size
+    return doctags.read(page.doctags, page.number, width, height)
+
+
 async def conclude(
     name: str,
     stem: str,
@@ -132,29 +166,50 @@ async def conclude(
     unread: dict[int, str],
     started: float,
 ) -> Conversion:
-    """The Conversion of a document whose pages are all done: each model-read page's part (`assemble.build` of its
-    DocTags and pixels) and each text-layer page's layout (its result's), by page number, joined in the order of
-    `results`. DocumentError when no page could be read. `started` is the perf_counter() at which the conversion
-    began. modelhost.ray concludes the pages its engines read elsewhere here too, so both make one document alike."""
+    """The Conversion of a document whose pages are all done: each text-layer page's layout (its result's), and each
+    model-read page's elements read from its DocTags, or its part (`assemble.build` of its DocTags and pixels) where
+    that reader does not model them, in the order of `results`. DocumentError when no page could be read. `started`
+    is the perf_counter() at which the conversion began. modelhost.ray concludes the pages its engines read elsewhere
+    here too, so both make one document alike."""
     if not results:
         first = min(unread)
         raise DocumentError(f"{name}: no page could be read (page {first} {unread[first]})")
-    document, results = await asyncio.to_thread(_assemble, stem, results, parts)
-    return Conversion(name, document, results, time.perf_counter() - started, unread)
+    content, results = await asyncio.to_thread(_assemble, stem, results, parts)
+    return Conversion(name, content, results, time.perf_counter() - started, unread, parts)
 
 
-def _assemble(stem: str, results: list[PageResult], parts: dict[int, Any]) -> tuple[Any, list[PageResult]]:
-    """The text-layer pages' furniture marked across the document, each page its part, the parts joined."""
+def _assemble(stem: str, results: list[PageResult], parts: dict[int, Any]) -> tuple[Document, list[PageResult]]:
+    """The text-layer pages' furniture marked across the document, and every page into the document model."""
     layouts = {r.number: r.layout for r in results if r.layout is not None}
-    if layouts:
-        marked = dict(zip(layouts, mark_furniture(list(layouts.values())), strict=True))
-        for number, layout in marked.items():
+    marked = dict(zip(layouts, mark_furniture(list(layouts.values())), strict=True)) if layouts else {}
+    results = [
+        dataclasses.replace(r, doctags=doctags_page(marked[r.number])) if r.number in marked else r for r in results
+    ]
+    pages: list[Page] = []
+    for r in results:
+        layout = marked.get(r.number) or read_page(r)
+        if layout is None:
+            # What our DocTags reader does not model: docling-core's Markdown of the part its parser made.
+            pages.append(Page(r.number, r.doctags, markdown=assemble.render(parts[r.number], "md")[:-1]))
+        else:
+            pages.append(Page(r.number, r.doctags, layout, text_layer=r.number in marked))
+    return Document(stem, tuple(pages)), results
+
+
+def to_document(content: Document, parts: dict[int, Any]) -> Any:
+    """The DoclingDocument of `content`: each text-layer page built from its layout (emit.to_docling), each page
+    read from its pixels its part, joined in order (pages renumbered from 1). ValueError when such a part is
+    missing."""
+    built = []
+    for page in content.pages:
+        if page.number in parts:
+            built.append(parts[page.number])
+        elif page.text_layer and page.layout is not None:
             # A part's page is renumbered by the join (pages in the order converted), like a model-read page's.
-            parts[number] = to_docling(stem, [dataclasses.replace(layout, number=1)])
-        results = [
-            dataclasses.replace(r, doctags=doctags_page(marked[r.number])) if r.number in marked else r for r in results
-        ]
-    return assemble.join(stem, [parts[r.number] for r in results]), results
+            built.append(to_docling(content.name, [dataclasses.replace(page.layout, number=1)]))
+        else:
+            raise ValueError(f"page {page.number} was read from its pixels without keeping its docling part")
+    return assemble.join(content.name, built)
 
 
 _engine: DocumentEngine | None = None
