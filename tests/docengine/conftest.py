@@ -1,12 +1,15 @@
-"""Corpus paths and open documents for the engine's tests."""
+"""Corpus paths, open documents and pages drawn here, for the engine's tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
+
+from modelhost.docengine.textlayer import read_text_layer
+from modelhost.docengine.types import PageContent
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "documents"
 
@@ -28,4 +31,19 @@ def open_pdf() -> Iterator[object]:
 
     yield _open
     for doc in opened:
+        doc.close()
+
+
+def drawn_page(path: Path, draw: Callable[[object], None]) -> PageContent:
+    """One A4 page drawn by `draw` on a reportlab canvas, saved at `path` and read back through the text layer."""
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=(595, 842))
+    draw(c)
+    c.showPage()
+    c.save()
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        return read_text_layer(doc, 0)
+    finally:
         doc.close()

@@ -318,29 +318,25 @@ def test_a_line_of_mostly_digits_set_large_is_no_heading_and_a_numbered_title_is
     assert "No. 1695" in [b.text for b in layout.blocks]
 
 
+def _bold(c: object, x: float, y: float, text: str, size: float) -> None:
+    c.setFont("Helvetica-Bold", size)  # type: ignore[attr-defined]
+    c.drawString(x, y, text)  # type: ignore[attr-defined]
+
+
 def test_a_heading_heads_what_follows_it_and_large_type_over_nothing_is_none(tmp_path: Path) -> None:
     # A cover: a bold selling point set alone low in the left margin, a logo's big word at the foot; neither stands
     # over anything of the page. A heading over its text, and a side heading with its text on its right, head that.
     def cover(c: object) -> None:
-        c.setFont("Helvetica-Bold", 20)  # type: ignore[attr-defined]
-        c.drawString(72, 760, "Managing the Reserves")  # type: ignore[attr-defined]
+        _bold(c, 72, 760, "Managing the Reserves", 20)
         y = _lines(c, 72, 730, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(4)])
-        c.setFont("Helvetica-Bold", 14)  # type: ignore[attr-defined]
-        c.drawString(72, y - 10, "Methods")  # type: ignore[attr-defined]
+        _bold(c, 72, y - 10, "Methods", 14)
         y = _lines(c, 72, y - 30, [("Helvetica", f"{BODY[:88]} ({k})") for k in range(4)])
-        c.setFont("Helvetica-Bold", 14)  # type: ignore[attr-defined]
-        c.drawString(72, y - 20, "Authors")  # type: ignore[attr-defined]
+        _bold(c, 72, y - 20, "Authors", 14)
         _lines(c, 160, y - 34, [("Helvetica", f"{BODY[:70]} ({k})") for k in range(4)])
-        c.setFont("Helvetica-Bold", 14)  # type: ignore[attr-defined]
-        c.drawString(72, 300, "Protect every account")  # type: ignore[attr-defined]
-        c.setFont("Helvetica-Bold", 44)  # type: ignore[attr-defined]
-        c.drawString(330, 90, "Northwind")  # type: ignore[attr-defined]
+        _bold(c, 72, 300, "Protect every account", 14)
+        _bold(c, 330, 90, "Northwind", 44)
 
-    def divider(c: object) -> None:
-        c.setFont("Helvetica-Bold", 20)  # type: ignore[attr-defined]
-        c.drawString(72, 500, "Part Two")  # type: ignore[attr-defined]
-
-    first, second = _layouts(_pdf(tmp_path / "cover.pdf", cover, divider))
+    first, second = _layouts(_pdf(tmp_path / "cover.pdf", cover, lambda c: _bold(c, 72, 500, "Part Two", 20)))
     kinds = {b.text: b.kind for b in first.blocks}
     assert kinds["Methods"] is Kind.SECTION_HEADER
     assert kinds["Authors"] is Kind.SECTION_HEADER

@@ -7,11 +7,10 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
-import pypdfium2 as pdfium
-
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.textlayer import read_text_layer
-from modelhost.docengine.types import Block, Kind, PageContent, PageLayout
+from modelhost.docengine.types import Block, Kind, PageLayout
+
+from .conftest import drawn_page
 
 Draw = Callable[[object], None]
 
@@ -21,23 +20,8 @@ PROSE = (
 )
 
 
-def _content(path: Path, draw: Draw) -> PageContent:
-    """One A4 page drawn by `draw` with reportlab, read back through the text layer."""
-    from reportlab.pdfgen import canvas
-
-    c = canvas.Canvas(str(path), pagesize=(595, 842))
-    draw(c)
-    c.showPage()
-    c.save()
-    doc = pdfium.PdfDocument(str(path))
-    try:
-        return read_text_layer(doc, 0)
-    finally:
-        doc.close()
-
-
 def _layout(path: Path, draw: Draw) -> PageLayout:
-    content = _content(path, draw)
+    content = drawn_page(path, draw)
     return analyse(content, document_style([content]))
 
 
@@ -108,7 +92,7 @@ def test_filled_rectangles_are_read_and_a_rounded_box_is_none(tmp_path: Path) ->
         c.setFillGray(0.8)  # type: ignore[attr-defined]
         c.roundRect(100, 500, 200, 40, 10, stroke=0, fill=1)  # type: ignore[attr-defined]
 
-    fills = _content(tmp_path / "fills.pdf", draw).fills
+    fills = drawn_page(tmp_path / "fills.pdf", draw).fills
     assert [tuple(round(v) for v in box) for box in fills] == [(100, 100, 300, 140)]
 
 

@@ -9,12 +9,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pypdfium2 as pdfium
 import pytest
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import Block, Kind, PageLayout
+
+from .conftest import drawn_page
 
 PROSE = (
     "The committee met on the first of the month and reviewed the accounts of the year. Its members agreed that "
@@ -26,17 +26,7 @@ Draw = Callable[[object], None]
 
 def _layout(path: Path, draw: Draw) -> PageLayout:
     """One A4 page drawn by `draw`, read back through the text layer and analysed."""
-    from reportlab.pdfgen import canvas
-
-    c = canvas.Canvas(str(path), pagesize=(595, 842))
-    draw(c)
-    c.showPage()
-    c.save()
-    doc = pdfium.PdfDocument(str(path))
-    try:
-        content = read_text_layer(doc, 0)
-    finally:
-        doc.close()
+    content = drawn_page(path, draw)
     return analyse(content, document_style([content]))
 
 
@@ -508,6 +498,21 @@ def test_narrow_columns_of_justified_prose_stay_text(tmp_path: Path, script: str
     assert sum(1 for b in layout.blocks if b.kind is Kind.TEXT) >= 3
 
 
+def _word_table(lines: list[tuple[str, str, str]], xs: tuple[float, float, float]) -> Draw:
+    """Prose, then `lines` as rows of cells at `xs` (the first row bold, its header; empty cells left out), then
+    prose."""
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        for k, line in enumerate(lines):
+            for x, text in zip(xs, line, strict=True):
+                if text:
+                    _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
+        _prose(c, 72, y - 13 * (len(lines) + 2), 90, 3, start=40)
+
+    return draw
+
+
 def test_a_wrapped_cell_whose_next_line_starts_with_a_capital_stays_one_cell(tmp_path: Path) -> None:
     # A description column whose cells wrap in Title Case (or onto a name): the continuation line stands under its
     # cell with the row's label and year empty, so it is the cell's next line, not a row of its own.
@@ -521,15 +526,7 @@ def test_a_wrapped_cell_whose_next_line_starts_with_a_capital_stays_one_cell(tmp
         ("Budget", "Plans Spending", "2022"),
     ]
 
-    def draw(c: object) -> None:
-        y = _prose(c, 72, 780, 90, 3) - 30
-        for k, line in enumerate(lines):
-            for x, text in zip((72, 200, 400), line, strict=True):
-                if text:
-                    _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
-        _prose(c, 72, y - 13 * 9, 90, 3, start=40)
-
-    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", draw))
+    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", _word_table(lines, (72, 200, 400))))
     assert _rows(table) == [
         ["Component", "Purpose", "Since"],
         ["Reserve fund", "Covers Losses of the Previous Year", "2019"],
@@ -550,13 +547,5 @@ def test_a_first_column_that_names_a_group_once_keeps_the_group_rows_apart(tmp_p
         ("", "Leek", "Green"),
     ]
 
-    def draw(c: object) -> None:
-        y = _prose(c, 72, 780, 90, 3) - 30
-        for k, line in enumerate(lines):
-            for x, text in zip((72, 200, 330), line, strict=True):
-                if text:
-                    _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
-        _prose(c, 72, y - 13 * 7, 90, 3, start=40)
-
-    (table,) = _tables(_layout(tmp_path / "groups.pdf", draw))
+    (table,) = _tables(_layout(tmp_path / "groups.pdf", _word_table(lines, (72, 200, 330))))
     assert _rows(table) == [list(line) for line in lines]
