@@ -113,6 +113,24 @@ def test_a_page_in_another_script_reads_its_words_in_logical_order(
 
 @needs_models
 @needs_font
+def test_a_right_to_left_page_reads_its_right_column_first(reader: PixelReader) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    right, left = HEBREW, ["הדוח הוגש לחברי", "הוועדה בסוף", "החודש ואושר"]
+    image = Image.new("RGB", (1275, 825), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(DEJAVU), 22)
+    for k, (on_right, on_left) in enumerate(zip(right, left, strict=True)):
+        draw.text((1275 - 90, 110 + 50 * k), on_right, font=font, fill="black", anchor="ra")  # the right column
+        draw.text((560, 110 + 50 * k), on_left, font=font, fill="black", anchor="ra")  # the left one, a gutter between
+    text = text_of(reader, np.asarray(image))
+    # Before: the left column was read first (the XY-cut reads columns left to right, whatever the script).
+    assert recall(" ".join(right + left), text) >= 0.8, text
+    assert text.index(right[-1].split()[-1]) < text.index(left[0].split()[0]), text
+
+
+@needs_models
+@needs_font
 def test_a_page_turned_half_a_turn_reads_as_the_upright_one(reader: PixelReader) -> None:
     # The line classifier that votes a page's orientation was trained on Chinese and Latin lines: it voted the
     # corpus's upright Korean page upside down. Upright or turned, the script models read it the right way up.

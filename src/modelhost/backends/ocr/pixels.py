@@ -578,7 +578,8 @@ def _moved(word: Word, bbox: BBox) -> Word:
 def groups(detection: Detection) -> list[Group]:
     """The page's lines gathered into layout regions (lines outside every region into their own blocks), in
     reading order: docengine's XY-cut on the groups' boxes, so a two-column page reads down each column and a
-    full-width title reads before both."""
+    full-width title reads before both; a page in a right-to-left script (Detection.script) reads its right column
+    first."""
     boxes = [detection.box(i) for i in range(len(detection.quads))]
     regions = list(detection.regions)
     members: list[list[int]] = [[] for _ in regions]
@@ -624,7 +625,12 @@ def groups(detection: Detection) -> list[Group]:
                 bbox = _union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
             out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     out.extend(_blocks_of_loose(loose, boxes, detection.body_height * detection.scale))
-    order = xy_cut([g.bbox for g in out])
+    ordered = [g.bbox for g in out]
+    if detection.script is not None and detection.script.right_to_left:
+        # A right-to-left page reads its columns (and the boxes of a row) from the right: the XY-cut, which reads
+        # left to right, is run on the page seen in a mirror.
+        ordered = [(detection.width - x1, y0, detection.width - x0, y1) for x0, y0, x1, y1 in ordered]
+    order = xy_cut(ordered)
     return [out[i] for i in order]
 
 

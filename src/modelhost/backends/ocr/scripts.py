@@ -42,6 +42,8 @@ SCRIPTS: tuple[tuple[str, str], ...] = (
     ("Cyrillic", "rus"),
     ("Greek", "ell"),
 )
+#: The scripts of SCRIPTS written right to left: a page in one reads its columns from the right (pixels.groups).
+RIGHT_TO_LEFT = frozenset({"Arabic", "Hebrew"})
 #: What the bundled recogniser reads (the warning names these with the installed SCRIPTS).
 BUNDLED = ("Latin", "Chinese", "Japanese")
 #: Where Tesseract's models are looked for after $TESSDATA_PREFIX: Debian's folder for Tesseract 5 (bookworm's
@@ -78,6 +80,11 @@ class Choice:
     model: str
     confidence: float
     turned: bool
+
+    @property
+    def right_to_left(self) -> bool:
+        """True for a script written right to left (RIGHT_TO_LEFT)."""
+        return self.script in RIGHT_TO_LEFT
 
 
 def tessdata() -> Path | None:
