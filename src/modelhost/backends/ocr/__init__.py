@@ -10,6 +10,7 @@ the pixel path itself, the `ocr` model's work, on the document engine's leaf lib
     rapid.py         RapidOCR's and rapid-layout's names this backend uses, and only those (one version-bound place)
     pixels.py        PixelReader: detection, orientation, recognition, a page image to PageContent
     orientation.py   the page's rotation voted from its detected lines
+    scripts.py       Tesseract's models for the scripts RapidOCR's recogniser cannot read, and the page's choice
     layoutmodel.py   the CDLA layout model's regions
     pixelrules.py    ruling lines found in pixels
     scantable.py     unruled tables from word positions
