@@ -17,6 +17,7 @@ from modelhost.host.events import GenerationRequest
 from modelhost.host.models import Models
 from modelhost.host.spec import ModelSpec
 from modelhost.inference.types import Message
+from modelhost.testing.waiting import STATE_WAIT_SECONDS
 
 CHAT = [Message("system", "Be brief."), Message("user", "Hi"), Message("assistant", "Hello"), Message("user", "Bye")]
 
@@ -183,3 +184,36 @@ def test_a_plain_request_submitted_to_a_created_model_renders_off_the_loop_and_r
     assert len(defaults.rendered_on) == 2 and loop_thread not in defaults.rendered_on, "never on the event loop"
     assert isinstance(refused[-1], Failed) and refused[-1].option == "max_tokens", refused
     assert waiting == 0
+
+
+class _FaultyDefaults(RequestDefaults):
+    """Defaults whose rendering fails with an error that is no ModelHostError (a fault, not a refusal)."""
+
+    def apply(self, request: GenerationRequest) -> GenerationRequest:
+        raise RuntimeError("the template broke")
+
+
+def test_a_plain_request_whose_render_faults_ends_its_stream_failed_not_hanging() -> None:
+    """A fault while a plain request is rendered off the loop (ServedModel.submit's deferred path) ends the stream
+    with Failed "internal", as the model thread's admission does; the caller's stream hung for ever before."""
+    from modelhost.host import Failed
+    from modelhost.testing.standins import ScriptedModel
+
+    model = ScriptedModel(pieces=["o", "k"])
+    defaults = _FaultyDefaults(template=MESSAGES_TEMPLATE)
+    models = Models([ModelSpec("made", lambda: model, defaults=defaults)])  # type: ignore[arg-type]
+
+    async def main() -> list[object]:
+        await models.start()
+        try:
+            async with models.get("made").submit(GenerationRequest(messages=CHAT)) as stream:
+                return [event async for event in stream]
+        finally:
+            await models.aclose()
+
+    async def bounded() -> list[object]:
+        return await asyncio.wait_for(main(), STATE_WAIT_SECONDS)
+
+    events = asyncio.run(bounded())
+    assert isinstance(events[-1], Failed) and events[-1].code == "internal", events
+    assert "the template broke" in events[-1].message and not model.prompts

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -55,6 +56,8 @@ from modelhost.inference.engine import (
 from modelhost.inference.model import TextModel
 from modelhost.inference.options import GenerateOptions
 from modelhost.inference.types import ROLES, EmbeddingResult, GenerateMetrics, has_images
+
+log = logging.getLogger(__name__)
 
 #: Default bound on requests waiting for the model. A small CPU model serves a few requests a second; 64 waiting
 #: is already a minute of backlog, past which a caller is better told "busy" than kept waiting.
@@ -223,6 +226,10 @@ class Host(ModelLoop):
             except ModelHostError as exc:  # counted where it was raised (metrics.reject)
                 stream.emit(Started(time.perf_counter() - stream.submitted_at, 0))
                 stream.emit(Failed(exc.code, str(exc), option=getattr(exc, "option", None)))
+            except Exception as exc:  # a fault of the template or a check: the stream still ends, as at admission
+                log.exception("request %r could not be prepared for model %r", request.request_id, self.name)
+                stream.emit(Started(time.perf_counter() - stream.submitted_at, 0))
+                stream.emit(Failed("internal", f"{type(exc).__name__}: {exc}"))
 
         task = asyncio.get_running_loop().create_task(queue())
         self._deferred.add(task)  # held until it ends: the loop keeps only a weak reference to a task
