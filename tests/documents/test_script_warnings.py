@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,14 @@ import httpx
 import pytest
 from tests.documents.test_convert import DEJAVU, _script_page, _Unclosable
 from tests.wire._support import Served
+from tests.worker.helpers import start_server, wait_for
 
 from modelhost.backends.ocr.model import OcrModel
 from modelhost.documents import ConvertSettings, HostReader, convert, summary
 from modelhost.documents.readers import WireReader
 from modelhost.host import Host
 from modelhost.testing.pages import Page, render_page, write_pdf
-from modelhost.testing.waiting import STATE_WAIT_SECONDS
 from modelhost.wire.client import Client
-from modelhost.worker import WorkerServer
 
 #: Three lines of Georgian (the minutes of a meeting), as a page prints them: three lines is the least the ocr
 #: model judges a page's script on (backends/ocr/model.MIN_SCRIPT_LINES).
@@ -90,8 +88,7 @@ def test_a_document_convert_job_lists_the_warned_pages_in_an_output(ocr_model: O
     async def main() -> tuple[dict[str, Any], str]:
         host = Host.from_model(_Unclosable(ocr_model), name="ocr")  # type: ignore[arg-type]
         await host.start()
-        server = WorkerServer(host, state_dir=tmp_path / "state", capacity=2, journal=lambda line: None)
-        await server.start()
+        server = await start_server(host, tmp_path / "state")
         try:
             async with httpx.AsyncClient(base_url=server.url) as c:
                 request = {"operation": "document.convert", "model": "ocr", "input": {"document": {"$file": "doc"}}}
@@ -101,14 +98,7 @@ def test_a_document_convert_job_lists_the_warned_pages_in_an_output(ocr_model: O
                 ]
                 r = await c.post("/v1/jobs", files=files)
                 assert r.status_code == 202, r.text
-                deadline = time.monotonic() + STATE_WAIT_SECONDS
-                while (record := (await c.get(f"/v1/jobs/{r.json()['id']}")).json())["status"] not in (
-                    "completed",
-                    "failed",
-                    "cancelled",
-                ):
-                    assert time.monotonic() < deadline, record
-                    await asyncio.sleep(0.05)
+                record = await wait_for(c, r.json()["id"], {"completed", "failed", "cancelled"})
                 warned = ""
                 if "page-warnings.txt" in record["output"]:
                     warned = (await c.get(f"/files/{record['id']}/page-warnings.txt")).text

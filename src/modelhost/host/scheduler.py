@@ -183,15 +183,19 @@ class Host(ModelLoop):
             self.metrics.reject(self.name, ModelNotFoundError.code)
             raise ModelNotFoundError(f"model {self.name!r} holds no adapter {adapter!r}")
         stream = RequestStream(self, admission.request, admission.choice(choice))
+        self._enqueue(stream)
+        if choice == 0:
+            self.metrics.request_params_n.labels(self.name).observe(admission.n)
+        return stream
+
+    def _enqueue(self, stream: RequestStream) -> None:
+        """Put `stream` in the queue and wake the model thread; QueueFullError (counted) when the queue is full."""
         with self._cond:
             self._check_room()
             self._waiting.append(stream)
             self._gauge_waiting()
             self._idle.clear()
             self._cond.notify()
-        if choice == 0:
-            self.metrics.request_params_n.labels(self.name).observe(admission.n)
-        return stream
 
     def submit_deferred(
         self, request: GenerationRequest, prepare: Callable[[GenerationRequest], GenerationRequest]
@@ -216,12 +220,7 @@ class Host(ModelLoop):
                     return
                 stream.request, stream.engine_request = admission.request, admission.choice(0)
                 self._check_serving()
-                with self._cond:
-                    self._check_room()
-                    self._waiting.append(stream)
-                    self._gauge_waiting()
-                    self._idle.clear()
-                    self._cond.notify()
+                self._enqueue(stream)
                 self.metrics.request_params_n.labels(self.name).observe(1)
             except ModelHostError as exc:  # counted where it was raised (metrics.reject)
                 stream.emit(Started(time.perf_counter() - stream.submitted_at, 0))
