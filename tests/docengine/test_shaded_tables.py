@@ -1,5 +1,5 @@
-"""Shading on PDFs made here: filled rectangles are read from the text layer, a table ruled by its shading (cells of
-a shaded header row, zebra stripes) reads row by row, and a lone shaded box or banner behind text stays text."""
+"""Shading on PDFs made here: filled rectangles are read from the text layer, a ruled table whose header row is shaded
+cell by cell (no rule under it) reads that row apart, and a lone shaded box or banner behind text stays text."""
 
 from __future__ import annotations
 
@@ -99,33 +99,6 @@ def test_filled_rectangles_are_read_and_a_rounded_box_is_none(tmp_path: Path) ->
 def test_a_header_row_shaded_cell_by_cell_is_its_own_row(tmp_path: Path) -> None:
     (table,) = _tables(_layout(tmp_path / "header.pdf", _shaded_header))
     assert _rows(table) == [list(HEADER), *map(list, BODY)]
-
-
-#: A two-column table of words ruled by nothing but its stripes: the header and every second row shaded.
-STRIPED = (
-    ("Term", "Meaning"),
-    ("Reserve", "Money set aside"),
-    ("Ledger", "Book of accounts"),
-    ("Audit", "Check by outsiders"),
-    ("Budget", "Plan of spending"),
-)
-
-
-def _striped(c: object) -> None:
-    _prose(c, 72, 120, 3)
-    top, row = 200.0, 18.0
-    for r, (term, meaning) in enumerate(STRIPED):
-        y = top + row * r
-        if r % 2 == 0:
-            _shade(c, 72, y, 300, row)
-        _text(c, 76, y + 13, term)
-        _text(c, 200, y + 13, meaning)
-    _prose(c, 72, top + row * len(STRIPED) + 30, 3)
-
-
-def test_a_table_ruled_only_by_its_stripes_reads_one_row_per_stripe(tmp_path: Path) -> None:
-    (table,) = _tables(_layout(tmp_path / "striped.pdf", _striped))
-    assert _rows(table) == [list(r) for r in STRIPED]
 
 
 def _boxed_note(c: object) -> None:
