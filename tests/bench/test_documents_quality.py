@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,17 @@ def test_an_unknown_file_filter_is_refused() -> None:
         timeout=STATE_WAIT_SECONDS,
     )
     assert done.returncode == 2 and "no corpus entry matches" in done.stderr
+
+
+def test_a_held_out_files_own_row_is_listed_only_when_asked() -> None:
+    # pdf-spec's paragraphs page is held out (doccorpus.HELD_OUT): its split's totals print, its own row does not
+    if shutil.which("pdftotext") is None:
+        pytest.skip("needs poppler's pdftotext")
+    args = [sys.executable, str(SCRIPT), "--tools", "pdftotext", "--files", "pdfspec/paragraphs", "pdfspec/headings"]
+    quiet = subprocess.run(args, capture_output=True, text=True, timeout=STATE_WAIT_SECONDS)
+    shown = subprocess.run([*args, "--show-held-out"], capture_output=True, text=True, timeout=STATE_WAIT_SECONDS)
+    assert quiet.returncode == 0 and shown.returncode == 0, quiet.stderr + shown.stderr
+    assert "held-out, pdfspec" in quiet.stdout and "pdfspec/headings (dev) pdftotext" in quiet.stdout
+    assert "pdfspec/paragraphs (held-out)" not in quiet.stdout
+    assert "1 held-out files not listed" in quiet.stdout
+    assert "pdfspec/paragraphs (held-out) pdftotext" in shown.stdout
