@@ -163,7 +163,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     page_area = max(content.width * content.height, 1.0)
     # Small frames only: a box drawn around a diagram or a note. A frame around most of the page is a border.
     frames = [f for f in rule_frames(content.rulings) if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area]
-    # Ruled tables (shaded cells and stripes rule them too); an open one (no vertical rules) gives way to the table
+    # Ruled tables (shaded cells rule them too: fill_rules); an open one (no vertical rules) gives way to the table
     # without rules that reads it and more.
     ruled = find_tables([*content.rulings, *fill_rules(content.fills, content.rulings)], words)
     for found in widened(ruled, words, style.body_size, content.rulings):
