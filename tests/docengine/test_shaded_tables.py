@@ -66,11 +66,14 @@ BODY = (
 )
 
 
-def _shaded_header(c: object) -> None:
+def _shaded_header(c: object, one_band: bool = False) -> None:
     xs = (72.0, 140.0, 300.0, 460.0)
     top, head, row = 200.0, 18.0, 20.0
-    for x0, x1 in itertools.pairwise(xs):
-        _shade(c, x0, top, x1 - x0, head)
+    if one_band:  # the whole header row as one fill, the table's vertical rules running through it
+        _shade(c, xs[0], top, xs[-1] - xs[0], head)
+    else:
+        for x0, x1 in itertools.pairwise(xs):
+            _shade(c, x0, top, x1 - x0, head)
     for k, label in enumerate(HEADER):
         _text(c, xs[k] + 4, top + 13, label)
     bottom = top + head + row * len(BODY)
@@ -94,6 +97,11 @@ def test_filled_rectangles_are_read_and_a_rounded_box_is_none(tmp_path: Path) ->
 
     fills = drawn_page(tmp_path / "fills.pdf", draw).fills
     assert [tuple(round(v) for v in box) for box in fills] == [(100, 100, 300, 140)]
+
+
+def test_a_header_row_shaded_as_one_band_across_the_tables_verticals_is_its_own_row(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "band.pdf", lambda c: _shaded_header(c, one_band=True)))
+    assert _rows(table) == [list(HEADER), *map(list, BODY)]
 
 
 def test_a_header_row_shaded_cell_by_cell_is_its_own_row(tmp_path: Path) -> None:
