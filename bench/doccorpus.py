@@ -10,8 +10,9 @@ Five groups, scored separately because they test different things:
 - `scan`: image-only copies of three born-digital files, against the born-digital file's ground truth.
 - `ocr`: docling's image-only OCR sheet, upright and rotated 90/180/270, all against `ocr_test.md`; a four-page
   image-only deck rotated 0/180/90/270 against its own text.
-- `tables`: real tables without rules from tabula-py's test files, against their cells (`tables/README.md` says
-  where they come from, under which licence, and how their ground truth was made). Held out as a whole.
+- `tables`: real tables from tabula-py's test files (three without rules, two statistical tables with leaders and
+  spanning headers), against their cells (`tables/README.md` says where they come from, under which licence, and how
+  their ground truth was made). Held out as a whole.
 
 And two splits (`SPLITS`), which cut across the groups: `dev`, the files one may look at while changing the engine,
 and `held-out`, the files only measured (see `HELD_OUT` and `HELD_OUT_GROUPS`). `gnarly/` has no ground truth and is

@@ -130,6 +130,7 @@ def test_the_tables_group_holds_each_files_tables_whole() -> None:
     by_name = {e.name: e.reference() for e in doccorpus.entries() if e.group == "tables"}
     shapes = {name: [(len(t), len(t[0])) for t in ref.tables] for name, ref in by_name.items()}
     assert shapes == {
+        "tables/census_12s0324": [(34, 10), (33, 6)],
         "tables/tabula_campaign_donors": [(56, 7)],
         "tables/tabula_data": [(33, 12), (7, 5), (7, 6), (16, 3)],
         "tables/tabula_multicolumn": [(44, 3)],
