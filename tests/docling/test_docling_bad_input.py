@@ -117,7 +117,7 @@ def test_do_ocr_sent_reads_the_prose_in_a_pictures_pixels(docling: DoclingServic
 
 
 def test_a_page_in_a_script_no_model_reads_is_a_partial_success_naming_it(
-    docling: DoclingServiceClient, tmp_path: Path
+    served: Served, docling: DoclingServiceClient, tmp_path: Path
 ) -> None:
     """Issue 34 item 5: the page is read (its glyph soup kept), and the answer says which page not to trust, as a
     docling ErrorItem of the model, where docling's client reads it, never a plain success."""
@@ -132,6 +132,12 @@ def test_a_page_in_a_script_no_model_reads_is_a_partial_success_naming_it(
     [error] = result.errors
     assert error.component_type == "model" and error.category == "inference_failure", error
     assert error.error_message.startswith("pages 1: "), error
+    # The page's view (the UI's document view) lists it among its warnings too.
+    with httpx.Client(base_url=served.url, timeout=STATE_WAIT_SECONDS) as http:
+        files = {"files": ("minutes.pdf", pdf.read_bytes(), "application/pdf")}
+        task = http.post("/v1/convert/file/async", files=files).json()["task_id"]
+        assert wait_task(http, task)["task_status"] == "success"
+        assert http.get(f"/ui/api/documents/{task}").json()["warnings"] == [error.error_message]
 
 
 def test_abort_on_error_fails_the_task_itself(served: Served, docling: DoclingServiceClient) -> None:
