@@ -343,3 +343,23 @@ def test_a_heading_heads_what_follows_it_and_large_type_over_nothing_is_none(tmp
     assert kinds["Protect every account"] is Kind.TEXT
     assert kinds["Northwind"] is Kind.TEXT
     assert [(b.kind, b.text) for b in second.blocks] == [(Kind.SECTION_HEADER, "Part Two")]
+
+
+def test_a_line_begun_beside_a_photo_and_running_onto_it_stays_whole(tmp_path: Path) -> None:
+    # A cover: the photo starts a little right of the margin, and the selling points set in the margin run onto it;
+    # a label set wholly on the photo is still the picture's.
+    photo = _image(tmp_path / "photo.png", (600, 600), 120)
+
+    def page(c: object) -> None:
+        _body(c, 780, 3)
+        c.drawImage(photo, 110, 300, width=400, height=380)  # type: ignore[attr-defined]
+        _bold(c, 40, 640, "Leverage row permissions on the database", 12)
+        _bold(c, 40, 600, "Protect columns by defining column masks", 12)
+        c.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+        c.drawString(400, 340, "Server room")  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "cover.pdf", page))
+    texts = [b.text for b in layout.blocks if b.kind is not Kind.PICTURE]
+    assert "Leverage row permissions on the database" in texts
+    assert "Protect columns by defining column masks" in texts
+    assert not any("Server room" in t for t in texts)

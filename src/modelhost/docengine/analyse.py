@@ -179,7 +179,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         if area < BACKGROUND_SHARE * page_area and len(over) < BACKGROUND_WORDS:
             if is_backdrop(image.bbox, [words[i] for i in over]):
                 continue  # a shaded box or a banner drawn behind text: its words are the page's, and no picture
-            taken |= set(over) - _caption_words(over, words)
+            taken |= set(over) - _caption_words(over, words) - _running_in(over, words, taken, image.bbox)
         fixed.append(Block(Kind.PICTURE, image.bbox))
 
     # Rotated words outside tables are margin stamps (arXiv's identifier) or sideways labels: not body text.
@@ -435,6 +435,26 @@ def _caption_words(over: list[int], words: list[Word]) -> set[int]:
     for line in lines([words[i] for i in over]):
         if CAPTION.match(" ".join(w.text for w in line)):
             keep |= {index[id(w)] for w in line}
+    return keep
+
+
+def _running_in(over: list[int], words: list[Word], taken: set[int], box: BBox) -> set[int]:
+    """The words over a picture (`over`) that are the end of a line of the page's text begun outside it: a piece of
+    a line (`lines.pieces`, words at word spacing) that starts beside the picture and runs into it is the page's
+    text set over a background photo (a cover's selling point running onto its picture); a figure's labels stand
+    wholly inside it."""
+    if not over:
+        return set()
+    top, bottom = box[1], box[3]
+    band = [i for i, w in enumerate(words) if i not in taken and w.y1 > top and w.y0 < bottom]
+    index = {id(words[i]): i for i in band}
+    inside = set(over)
+    keep: set[int] = set()
+    for line in lines([words[i] for i in band]):
+        for piece in pieces(line):
+            ids = [index[id(w)] for w in piece.words]
+            if any(i in inside for i in ids) and any(i not in inside for i in ids):
+                keep |= {i for i in ids if i in inside}
     return keep
 
 
