@@ -17,7 +17,9 @@ the context is `slots x context_length` cells in all, allocated at load. A step 
 
 LoRA adapters served by name (AdapterEngine, lora.py) share the slots: a step makes one decode call per adapter
 among its decoding slots, and a slot's cached prefix is reused only by a request of the adapter it was evaluated
-with.
+with. A new request goes where its adapter's slots stay one run of neighbouring sequence ids (see `_fit`): llama.cpp
+evaluates a call's rows in one pass over the weights only when their sequence ids follow each other, so a group
+split by other groups' slots costs one pass per piece (measured: docs/adapters.md).
 
 Each slot has its own TokenChooser (sampling.py) and its own SequenceDecoder (inference.decoding), so stops,
 `max_tokens`, `min_tokens`, the thinking budget and UTF-8 are decided per request exactly once.
@@ -60,6 +62,12 @@ BATCH_SIZE = 512
 #: prefilled in one step.
 PREFILL_CHUNK = 256
 
+#: A cached prefix at least this long wins a request its slot even where the slot splits its adapter's run (`_fit`).
+#: Below it, evaluating the prefix again costs less than the run split costs: a split makes each step one more pass
+#: over the weights (a one-token pass of SmolLM2-135M on 2 cores is ~16 ms CPU, bench/adapter_options.py) for every
+#: token of the answer, while a prefix below a prefill chunk is evaluated again in one step of that chunk.
+KEEP_PREFIX_TOKENS = 256
+
 #: Whether the slots share one KV buffer (`kv_unified`): no, each slot gets its own. Measured on SmolLM2-135M Q4_1,
 #: 2 threads, 64 greedy tokens per stream, 4 alternating rounds on a shared 2-core machine (engine only): separate
 #: buffers decode 84.7 tokens/s for one stream and 109.8 aggregate for four, a unified one 78.8 and 104.0. Both
@@ -68,6 +76,9 @@ PREFILL_CHUNK = 256
 #: over a span padded to every slot's cells). Requests here do not share prefixes across slots (each slot reuses
 #: its own), so a unified buffer buys nothing, and separate ones also keep every slot's context exactly its own.
 KV_UNIFIED = False
+
+
+_FREE = object()  # a neighbour of a slot that holds no live request (or none at all: the ends)
 
 
 @dataclass(eq=False)
@@ -177,7 +188,12 @@ class LlamaEngine:
         def reusable(s: _Slot) -> int:
             return _common_prefix(s.cached, text) if s.cached_adapter == request.adapter else 0
 
-        slot = max(free, key=lambda s: (reusable(s), -s.last_used))
+        def preferred(s: _Slot) -> tuple[int, int, int, int, int]:
+            cached = reusable(s)
+            runs, distance = self._fit(s, request.adapter)
+            return (cached if cached >= KEEP_PREFIX_TOKENS else 0, -runs, distance, cached, -s.last_used)
+
+        slot = max(free, key=preferred)
         keep = 0 if self._recurrent else reusable(slot)
         if vision is None:
             keep = min(keep, len(text) - 1)  # the last prompt token is always evaluated: its logits come next
@@ -228,8 +244,9 @@ class LlamaEngine:
                 else:
                     decoding.append(slot)
         batch_tokens = sampled = prompt_tokens = 0
-        # One llama_decode per adapter among the decoding slots (lora.py says why), the base's first.
-        for group in _by_adapter(decoding):
+        # One llama_decode per adapter among the decoding slots (lora.py says why), the adapter the context holds
+        # now first: one switch a step fewer (each switch makes llama.cpp reserve its compute graphs again).
+        for group in _by_adapter(decoding, first=self._lora.active):
             if not self._use_adapter(group[0].adapter, outputs):
                 return StepResult(outputs, batch_tokens)
             for i, slot in enumerate(group):
@@ -324,7 +341,30 @@ class LlamaEngine:
         request there may reuse. For operators and tests; reading it changes nothing."""
         return tuple(tuple(s.cached) for s in self._slots)
 
+    def slot_adapters(self) -> tuple[str | None, ...]:
+        """The adapter each slot's live request runs with (None: the base, or no request): where the engine placed
+        each adapter's requests. For operators and tests; reading it changes nothing."""
+        return tuple(s.adapter for s in self._slots)
+
     # --- per slot -------------------------------------------------------------------------------------------------
+
+    def _fit(self, slot: _Slot, adapter: str | None) -> tuple[int, int]:
+        """How a request of `adapter` in the free `slot` fits the live ones: the runs of neighbouring same-adapter
+        slots it adds (-1: it joins two, 0: it extends one, 1: it starts one, 2: it also splits another adapter's
+        run in two), and its distance to the nearest live slot of another adapter (a new run starts far from the
+        others, leaving its own room to grow).
+
+        Why: llama.cpp (its KV cache with a buffer per sequence) evaluates a decode call's rows in one pass only
+        while their sequence ids follow each other, and starts a new pass at each gap. A step makes one call per
+        adapter, so an adapter whose slots are scattered pays one pass over the model's weights per piece: two
+        adapters alternating over 8 slots cost 8 one-row passes a step instead of two four-row ones (0.39x the
+        base's tokens/s against 0.65x, bench/adapter_options.py)."""
+        live = {s.index: s.adapter for s in self._slots if s.handle is not None}
+        left, right = live.get(slot.index - 1, _FREE), live.get(slot.index + 1, _FREE)
+        joined = (left == adapter) + (right == adapter)
+        split = left is not _FREE and left == right and left != adapter
+        others = [abs(i - slot.index) for i, a in live.items() if a != adapter]
+        return 1 - joined + int(split), min(others, default=self.slots)
 
     def _prefill(self, slot: _Slot, outputs: dict[Handle, EngineOutput], *, alone: bool) -> int:
         """Evaluate the next chunk of `slot`'s prompt (text, or its images once the text before them is in);
@@ -496,12 +536,13 @@ def chunk_size(pending: int, budget: int) -> int:
     return take - 1 if pending - take == 1 else take
 
 
-def _by_adapter(slots: list[_Slot]) -> list[list[_Slot]]:
-    """The slots grouped by their adapter, the base's group first, each group in slot order."""
+def _by_adapter(slots: list[_Slot], *, first: object = None) -> list[list[_Slot]]:
+    """The slots grouped by their adapter, each group in slot order: the group of adapter `first` (the one the
+    context holds now) first, then the base's, then the others by name."""
     groups: dict[str | None, list[_Slot]] = {}
     for slot in slots:
         groups.setdefault(slot.adapter, []).append(slot)
-    return [groups[k] for k in sorted(groups, key=lambda k: (k is not None, k or ""))]
+    return [groups[k] for k in sorted(groups, key=lambda k: (k != first, k is not None, k or ""))]
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

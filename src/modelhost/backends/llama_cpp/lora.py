@@ -3,11 +3,13 @@ request) and the ones served by name (AdapterEngine), each loaded once on the ll
 for the decode calls of the requests that name it.
 
 Why per decode call and not per sequence: llama.cpp (the version llama-cpp-python 0.3.36 bundles) applies adapters
-to a whole context (`llama_set_adapters_lora`), never to one sequence of it. So the engine groups a step's decoding
-slots by adapter and makes one llama_decode per group, switching the context's adapters between them, as
-llama-server does for requests whose LoRA settings differ. The slots, their KV cache and the base weights stay one;
-the price is one more decode call (and llama.cpp's graph re-reservation at each switch) per distinct adapter in a
-step: measured in docs/adapters.md.
+to a whole context (`llama_set_adapters_lora`), never to one sequence of it, and has no per-sequence or per-row
+adapter call. So the engine groups a step's decoding slots by adapter and makes one llama_decode per group,
+switching the context's adapters between them, as llama-server does for requests whose LoRA settings differ; it
+places each adapter's requests in neighbouring slots (engine._fit), so that each group is one pass over the weights,
+and starts a step with the adapter the context already holds. The slots, their KV cache and the base weights stay
+one; the price is one more pass over the weights (and llama.cpp's graph re-reservation at each switch) per distinct
+adapter in a step: measured, with the other ways considered, in docs/adapters.md.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ class ContextAdapters:
         self._named: dict[str, Any] = {}
         self._active: object = _UNSET
         self._base_shapes: dict[str, tuple[int, ...]] | None = None  # the model's tensors, read at the first load
+
+    @property
+    def active(self) -> object:
+        """The named adapter applied to the context now (None: the load-time one alone; a sentinel before the first
+        `use`)."""
+        return self._active
 
     @property
     def names(self) -> frozenset[str]:
