@@ -130,6 +130,25 @@ def test_a_right_to_left_page_reads_its_right_column_first(reader: PixelReader) 
 
 
 @needs_models
+def test_the_corpus_korean_page_reads_its_left_column_before_its_right_one(reader: PixelReader) -> None:
+    # normal_4pages' first page: below a full-width summary, two columns, the right one starting a line above the
+    # left one's heading ("1 들어가며" on a grey bar). The XY-cut on region boxes alone read the right column first;
+    # the page's gutters found from its lines (as the text path finds them) keep the columns apart.
+    import pypdfium2 as pdfium
+
+    from .conftest import corpus
+
+    doc = pdfium.PdfDocument(str(corpus("pdf/normal_4pages.pdf")))
+    try:
+        image = np.asarray(doc[0].render(scale=150 / 72).to_pil().convert("RGB"))
+    finally:
+        doc.close()
+    text = text_of(reader, image)
+    left_heading, left_body, right_first = text.find("들어가며"), text.find("158명"), text.find("판단된다")
+    assert -1 < left_heading < left_body < right_first, text
+
+
+@needs_models
 @needs_font
 def test_a_page_turned_half_a_turn_reads_as_the_upright_one(reader: PixelReader) -> None:
     # The line classifier that votes a page's orientation was trained on Chinese and Latin lines: it voted the

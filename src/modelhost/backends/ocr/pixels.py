@@ -45,7 +45,7 @@ from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
 from modelhost.backends.ocr.pixelrules import find_rulings
 from modelhost.backends.ocr.scantable import table_runs
 from modelhost.backends.ocr.scripts import BUNDLED, LINE_CONF, SAMPLE_LINES, Choice, ScriptReader
-from modelhost.docengine.lines import rtl
+from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
 from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
@@ -624,13 +624,21 @@ def groups(detection: Detection) -> list[Group]:
             if m and region.label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
                 bbox = _union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
             out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
-    out.extend(_blocks_of_loose(loose, boxes, detection.body_height * detection.scale))
+    body = detection.body_height * detection.scale
+    out.extend(_blocks_of_loose(loose, boxes, body))
     ordered = [g.bbox for g in out]
+    # The page's gutters from its lines, as the text path finds them (docengine.lines.gutters): the XY-cut on region
+    # boxes alone cannot tell a column of a few tall regions from a table (order._text_like reads line boxes), and
+    # read the corpus's two-column Korean page's right column, which starts a line above the left one's heading,
+    # before the left column.
+    found = [(g.x0, g.y0, g.x1, g.y1) for g in gutters([Word("x", b, size=body) for b in boxes], body)]
     if detection.script is not None and detection.script.right_to_left:
         # A right-to-left page reads its columns (and the boxes of a row) from the right: the XY-cut, which reads
         # left to right, is run on the page seen in a mirror.
-        ordered = [(detection.width - x1, y0, detection.width - x0, y1) for x0, y0, x1, y1 in ordered]
-    order = xy_cut(ordered)
+        width = detection.width
+        ordered = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in ordered]
+        found = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in found]
+    order = xy_cut(ordered, found)
     return [out[i] for i in order]
 
 
@@ -675,9 +683,10 @@ def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float) -> li
     return out
 
 
-def xy_cut(boxes: Sequence[BBox]) -> list[int]:
-    """Reading order of region boxes: docengine's XY-cut (order.py: gutters, full-width bands), leaves flattened."""
-    return [i for leaf in order(boxes) for i in leaf]
+def xy_cut(boxes: Sequence[BBox], page_gutters: Sequence[BBox] = ()) -> list[int]:
+    """Reading order of region boxes: docengine's XY-cut (order.py: gutters, full-width bands), leaves flattened;
+    `page_gutters` are the page's gutters when known (order.order)."""
+    return [i for leaf in order(boxes, page_gutters) for i in leaf]
 
 
 def body_style_sizes(detection: Detection) -> tuple[float, tuple[float, ...]]:
