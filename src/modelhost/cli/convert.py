@@ -136,18 +136,17 @@ async def _convert(
 ) -> list[Any]:
     from modelhost.documents import WireReader, batch
     from modelhost.documents.readers import StartingReader
-    from modelhost.host import Host
-    from modelhost.inference import catalogue, registry
-    from modelhost.serve import model_name
 
-    host: Host | None = None
-    reader: Any
-    if socket is not None:
-        reader = WireReader(socket)
-    else:
+    def make_host() -> Any:
+        # At the first page that needs the model: a document of text-layer pages imports no host nor contract.
+        from modelhost.host import Host
+        from modelhost.inference import catalogue, registry
+        from modelhost.serve import model_name
+
         path = catalogue.resolve(model)
-        host = Host(lambda: registry.load_model(path, backend), name=model_name(model))
-        reader = StartingReader(host)  # loaded at the first page that needs it
+        return Host(lambda: registry.load_model(path, backend), name=model_name(model))
+
+    reader: Any = WireReader(socket) if socket is not None else StartingReader(make=make_host)
     try:
         if isinstance(reader, WireReader):
             reader.check()  # no host, or one whose model reads no pages: one line now, not a failure per page
@@ -163,10 +162,10 @@ async def _convert(
                 on_page=on_page,
             )
     finally:
-        if host is not None:
-            await host.aclose()
-        else:
+        if isinstance(reader, WireReader):
             reader.close()
+        elif reader.made is not None:
+            await reader.made.aclose()
 
 
 def _convert_on_ray(

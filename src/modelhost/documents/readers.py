@@ -8,14 +8,18 @@ rule: a partial page is worth more than none); the pipeline marks it partial.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from modelhost.documents.settings import DEFAULT_PAGE_TOKENS
 from modelhost.errors import ModelHostError, UnsupportedAttachmentError
-from modelhost.host import Delta, Done, Failed, GenerationRequest, Host
-from modelhost.host.models import Servable
-from modelhost.inference.types import Message
+
+if TYPE_CHECKING:
+    # The host is imported where a page is read through it: a document whose pages all have a usable text layer
+    # reads none, and `modelhost convert` of such a page need not import the host and the inference contract.
+    from modelhost.host import Host
+    from modelhost.host.models import Servable
 
 #: What pdf-spec's CLI asks a model for each page.
 PROMPT = "Convert this page to docling."
@@ -55,6 +59,9 @@ class HostReader:
         self.prompt = prompt
 
     async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
+        from modelhost.host import Delta, Done, Failed, GenerationRequest
+        from modelhost.inference.types import Message
+
         request = GenerationRequest(
             messages=[Message("user", self.prompt, (image,))], options={"max_tokens": max_tokens, "temperature": 0.0}
         )
@@ -72,18 +79,31 @@ class HostReader:
 
 class StartingReader(HostReader):
     """A HostReader whose host is started at its first page: converting documents whose pages all have a usable
-    text layer never loads the model (the `ocr` model's start costs seconds)."""
+    text layer never loads the model (the `ocr` model's start costs seconds). Given `make` instead of a host, the
+    host itself is made then too (`modelhost convert`: a text-layer document imports no host); `made` is the host
+    once there is one, for its caller to close."""
 
-    def __init__(self, host: Host, *, prompt: str = PROMPT) -> None:
-        super().__init__(host, prompt=prompt)
-        self._host = host
+    def __init__(
+        self, host: Host | None = None, *, make: Callable[[], Host] | None = None, prompt: str = PROMPT
+    ) -> None:
+        if (host is None) == (make is None):
+            raise TypeError("StartingReader takes a host or a function that makes one")
+        self.made = host
+        self._make = make
+        self.name = host.name if host is not None else ""
+        self.prompt = prompt
         self._started = False
         self._lock = asyncio.Lock()
 
     async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
         async with self._lock:
             if not self._started:
-                await self._host.start()
+                if self.made is None:
+                    assert self._make is not None
+                    self.made = self._make()
+                    self.name = self.made.name
+                self.host = self.made
+                await self.made.start()
                 self._started = True
         return await super().read(image, max_tokens=max_tokens)
 
