@@ -64,8 +64,9 @@ PREFILL_CHUNK = 256
 
 #: A cached prefix at least this long wins a request its slot even where the slot splits its adapter's run (`_fit`).
 #: Below it, evaluating the prefix again costs less than the run split costs: a split makes each step one more pass
-#: over the weights (a one-token pass of SmolLM2-135M on 2 cores is ~16 ms CPU, bench/adapter_options.py) for every
-#: token of the answer, while a prefix below a prefill chunk is evaluated again in one step of that chunk.
+#: over the weights (15-18 ms CPU a step for SmolLM2-135M Q4_1 on 2 cores: bench/adapter_options.py, base in two
+#: calls against one) for every token of the answer, while a prefix below a prefill chunk is evaluated again in one
+#: step of that chunk.
 KEEP_PREFIX_TOKENS = 256
 
 #: Whether the slots share one KV buffer (`kv_unified`): no, each slot gets its own. Measured on SmolLM2-135M Q4_1,
@@ -357,8 +358,8 @@ class LlamaEngine:
         Why: llama.cpp (its KV cache with a buffer per sequence) evaluates a decode call's rows in one pass only
         while their sequence ids follow each other, and starts a new pass at each gap. A step makes one call per
         adapter, so an adapter whose slots are scattered pays one pass over the model's weights per piece: two
-        adapters alternating over 8 slots cost 8 one-row passes a step instead of two four-row ones (0.39x the
-        base's tokens/s against 0.65x, bench/adapter_options.py)."""
+        adapters alternating over 8 slots cost 8 one-row passes a step instead of two four-row ones (0.35-0.40x the
+        base's tokens per CPU second against 0.59-0.66x, bench/adapter_options.py)."""
         live = {s.index: s.adapter for s in self._slots if s.handle is not None}
         left, right = live.get(slot.index - 1, _FREE), live.get(slot.index + 1, _FREE)
         joined = (left == adapter) + (right == adapter)
