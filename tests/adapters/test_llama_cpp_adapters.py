@@ -163,3 +163,34 @@ def test_each_adapters_requests_take_neighbouring_slots_and_answer_as_alone(
         alone = [drive(engine, [r])[0].ids for r in requests]  # one at a time: one slot, one adapter a step
         assert together == alone
         assert len({tuple(t) for t in together}) > 1
+
+
+def test_a_step_starts_with_the_adapter_its_context_holds(
+    tiny_llama_gguf: Path, trained_adapters: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each switch of the context's adapters makes llama.cpp reserve its compute graphs again, so a step of two
+    # adapters' groups starts with the one the last step ended with: one switch a step, not two.
+    import llama_cpp
+
+    switches = 0
+    real = llama_cpp.llama_set_adapters_lora
+
+    def counted(*args: Any) -> int:
+        nonlocal switches
+        switches += 1
+        return int(real(*args))
+
+    monkeypatch.setattr(llama_cpp, "llama_set_adapters_lora", counted)  # still llama.cpp's own call, counted
+    with load_model(str(tiny_llama_gguf), backend="llama_cpp", threads=1, parallel=4) as model:
+        engine = model.engine()
+        for word, folder in trained_adapters.folders.items():
+            engine.load_adapter(word.lower(), str(folder))
+        opts = {"max_tokens": 10, "min_tokens": 10, "temperature": 0}
+        for i, name in enumerate(("pineapple", "marmalade") * 2):
+            engine.admit(replace(chat(f"{trained_adapters.question} ({i})", name), options=opts))
+        engine.step()  # the four prompts' prefill (and each one's first token)
+        switches, steps = 0, 0
+        while engine.free_slots() < engine.slots:
+            engine.step()
+            steps += 1
+    assert steps >= 9 and switches <= steps, (switches, steps)
