@@ -107,7 +107,7 @@ async def pixels(args: argparse.Namespace) -> None:
                         seconds = await pipeline(wire, pdf, dpi)
                     times[way].append(seconds)
             rate = {way: args.pages / statistics.median(ts) for way, ts in times.items()}
-            size = f"{images[0].width}x{images[0].height}"
+            size = f"{images[0].shape[1]}x{images[0].shape[0]}"
             for way in ("direct", "in-process", "socket"):
                 print(f"  {dpi:>3} DPI ({size}) {way:<10} {rate[way]:6.3f} pages/s")
             print(
