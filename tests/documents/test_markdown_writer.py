@@ -158,3 +158,16 @@ def test_random_pages_are_written_as_docling_writes_them() -> None:
     for seed in range(150):
         layout = _random_page(random.Random(seed))
         assert emit.markdown_page(layout) == _docling_markdown([layout]), seed
+
+
+def test_the_ocr_models_markdown_blocks_are_docling_s() -> None:
+    # The `ocr` model answers a Markdown prompt block by block (backends/ocr/model._markdown): each block as docling
+    # writes a page holding only that block, stripped.
+    from modelhost.backends.ocr import model
+
+    pages = [PageLayout(1, 612.0, 792.0, blocks) for blocks in PAGES.values()]
+    pages += [_random_page(random.Random(seed)) for seed in range(40)]
+    for layout in pages:
+        for block in layout.blocks:
+            one = PageLayout(1, layout.width, layout.height, (block,))
+            assert model._markdown(block, layout.width, layout.height) == _docling_markdown([one]).strip(), block

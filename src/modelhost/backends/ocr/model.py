@@ -27,7 +27,7 @@ from typing import Any, Self
 
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader, check_image, check_size
-from modelhost.docengine.emit import element, to_docling
+from modelhost.docengine.emit import element, markdown_page
 from modelhost.docengine.types import Block, Kind, PageLayout
 from modelhost.errors import GenerationError, InvalidInputError, ModelClosedError, ModelHostError
 from modelhost.inference.adapters import StreamEngine
@@ -259,6 +259,6 @@ def _wrapper(block: Block | None) -> str:
 
 
 def _markdown(block: Block, width: float, height: float) -> str:
-    # docling-core's own Markdown of a one-block page: headings, lists, tables and pictures as docling writes them.
-    doc = to_docling("page", [PageLayout(1, width, height, (block,))])
-    return str(doc.export_to_markdown()).strip()
+    # A one-block page's Markdown, as docling-core writes it (headings, lists, tables, pictures) without building a
+    # DoclingDocument per block (tests/documents/test_markdown_writer.py compares the two block by block).
+    return markdown_page(PageLayout(1, width, height, (block,))).strip()
