@@ -65,6 +65,24 @@ def test_a_text_layer_convert_imports_no_model_engine(tmp_path: Path, fmt: str) 
     assert "A page read from its text layer" in out.read_text()
 
 
+def test_a_blank_page_starts_no_model(tmp_path: Path) -> None:
+    # A blank page (no text layer, nothing drawn) is rendered, found all one colour and written empty: the OCR model
+    # and the host are not even imported (they cost 2-3 CPU s, most of a 10-document batch's, for an empty page).
+    import pypdfium2
+
+    from modelhost.testing.hostile_pdfs import text_pdf
+
+    doc = pypdfium2.PdfDocument(text_pdf("A page before a blank one"))
+    doc.new_page(612, 792)
+    pdf = tmp_path / "two.pdf"
+    doc.save(str(pdf))
+    doc.close()
+    out = tmp_path / "two.md"
+    imported = imported_after(run_cli("convert", str(pdf), "-o", str(out)), (*HEAVY, "rapidocr", "modelhost.host"))
+    assert imported == set()
+    assert out.read_text().strip() == "A page before a blank one"
+
+
 @pytest.mark.parametrize(("model", "allowed"), [("ocr", {"onnxruntime"}), ("default", {"llama_cpp"})])
 def test_serving_a_model_imports_only_its_own_engine(model: str, allowed: set[str]) -> None:
     # What `serve --model X` does before its socket binds: resolve and estimate the model, then load it.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from modelhost.docengine.sandbox import Sandbox
-from modelhost.documents.engine import TEXT_LAYER, DocumentEngine, PageResult, Unread
+from modelhost.documents.engine import BLANK, EMPTY_PAGE, TEXT_LAYER, DocumentEngine, PageResult, Unread
 from modelhost.documents.readers import PageAnswer
 from modelhost.documents.settings import ConvertSettings
 from modelhost.testing import hostile_pdfs
@@ -94,6 +94,36 @@ def test_a_page_without_a_text_layer_goes_to_the_reader_and_text_layer_off_sends
     assert unread == Unread(1, "has no usable text layer, and no model reads its pixels")
     reads = len(reader.sizes)
     assert collect(engine, scan, reader=reader, pixels=False) == [unread] and len(reader.sizes) == reads
+
+
+def with_blank_page(pdf: bytes, path: Path) -> Path:
+    """`pdf` with an empty page (nothing drawn on it, as between a book's chapters) added after its first, at `path`."""
+    import pypdfium2
+
+    doc = pypdfium2.PdfDocument(pdf)
+    try:
+        doc.new_page(612, 792)
+        doc.save(str(path))
+    finally:
+        doc.close()
+    return path
+
+
+def test_a_blank_page_is_an_empty_page_and_no_model_is_asked(engine: DocumentEngine, tmp_path: Path) -> None:
+    # A page with nothing on it has no usable text layer, but its pixels hold nothing to read either: no reader is
+    # asked (a `convert` of such a document starts no model), and without a reader it is still an empty page, not
+    # an unread one. A scanned page beside it still goes to the reader.
+    pdf = with_blank_page(hostile_pdfs.text_pdf("Before the blank page"), tmp_path / "blank.pdf")
+    reader = RecordingReader()
+    text, empty = collect(engine, pdf, reader=reader)
+    assert isinstance(text, PageResult) and text.via == TEXT_LAYER and "Before the blank page" in text.doctags
+    assert isinstance(empty, PageResult) and empty.via == BLANK and empty.doctags == EMPTY_PAGE
+    assert empty.size == (612, 792) and reader.sizes == []
+    [alone] = collect(engine, pdf, [2], reader=None)
+    assert isinstance(alone, PageResult) and (alone.via, alone.doctags, alone.size) == (BLANK, EMPTY_PAGE, (612, 792))
+    scan = write_pdf([render_page(1, 72)], tmp_path / "scan.pdf", dpi=72)
+    [page] = collect(engine, scan, reader=reader, text_layer=False)
+    assert page.via == "recording" and reader.sizes == [page.size]
 
 
 def test_unread_pages_are_reported_and_a_long_run_of_them_ends_the_document(

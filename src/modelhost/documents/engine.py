@@ -79,6 +79,12 @@ PIXEL_PAGES_AHEAD = 1
 STYLE_PAGES = 24
 #: How a page read from its text layer names its reader.
 TEXT_LAYER = "text layer"
+#: How a page whose pixels are all one colour names its reader (none was asked), and its DocTags: an empty page, as
+#: the `ocr` model answers one.
+BLANK = "blank"
+EMPTY_PAGE = "<doctag></doctag>"
+#: Rows compared at once when judging a page blank: 64 rows of a 6250-pixel-wide page are 1.2 MB of comparison.
+BLANK_BAND = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +302,14 @@ class DocumentEngine:
                     )
                     continue
                 image, prepared.image = prepared.image, None
+                if blank(image):
+                    # Nothing drawn on it (a blank page between chapters): no text to read, so no model is started
+                    # for it; it is the empty page the `ocr` model would have answered, and a VLM cannot invent one.
+                    renders.advance()
+                    size = pixel_size(image)
+                    yield PageResult(number, EMPTY_PAGE, seconds=prepared.seconds, size=size, via=BLANK, image=image)
+                    del image
+                    continue
                 if reader is None:
                     del image
                     renders.advance()
@@ -345,6 +359,17 @@ async def _read_pictures(
         if carries_text(blocks):
             layout = with_region_text(layout, box, blocks)
     return layout
+
+
+def blank(image: Any) -> bool:
+    """True when a rendered page's pixels are all one colour (an HxWx3 array; an image file's frame is never judged
+    blank). A full-page comparison costs a few ms at 150 dpi, against seconds of starting a model for nothing."""
+    shape = getattr(image, "shape", None)
+    if shape is None or len(shape) != 3 or not shape[0] or not shape[1]:
+        return False
+    first = image[0, 0]
+    # Band by band, so the comparison's own array stays small on a huge page and a page with ink stops at its band.
+    return all(bool((image[top : top + BLANK_BAND] == first).all()) for top in range(0, shape[0], BLANK_BAND))
 
 
 def pixel_size(image: Any) -> tuple[int, int]:
