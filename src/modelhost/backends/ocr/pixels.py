@@ -69,6 +69,10 @@ TEXT_SCORE = 0.5
 DOUBT_SCORE = 0.9
 #: A line belongs to a layout region when this share of its box lies inside the region.
 IN_REGION = 0.5
+#: A figure region with less than this share of its width across a page's gutter belongs to the column it mostly
+#: lies in (_in_column): a loose box reaches a sixth of the way over (a rendered handbook page's drawings, 0.14-0.16),
+#: where a figure set across both columns lies half and half.
+FIGURE_SLIVER = 0.25
 #: Line heights within this ratio of the page's body height are the body size: detector boxes of one font vary by
 #: 10-25% with ascenders and descenders (a table cell "Region" is 1.22x the body lines of its page), and a heading
 #: must not be made of a body line's tall letters.
@@ -626,12 +630,17 @@ def groups(detection: Detection) -> list[Group]:
             out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     body = detection.body_height * detection.scale
     out.extend(_blocks_of_loose(loose, boxes, body))
-    ordered = [g.bbox for g in out]
     # The page's gutters from its lines, as the text path finds them (docengine.lines.gutters): the XY-cut on region
     # boxes alone cannot tell a column of a few tall regions from a table (order._text_like reads line boxes), and
     # read the corpus's two-column Korean page's right column, which starts a line above the left one's heading,
     # before the left column.
-    found = [(g.x0, g.y0, g.x1, g.y1) for g in gutters([Word("x", b, size=body) for b in boxes], body)]
+    # They are found on the lines' ink (_ink_box), not their detector boxes: the detector pads a box past its ink by
+    # ~0.3 of a line's height at each end, which closed amt_handbook_sample's 13-point gutter to 6 points between
+    # the boxes, under lines.GUTTER_EM, so its two columns (their tall regions no table to order._text_like either)
+    # were read across, row of regions by row of regions.
+    inked = [_ink_box(detection.image, q, detection.scale) for q in detection.quads]
+    found = [(g.x0, g.y0, g.x1, g.y1) for g in gutters([Word("x", b, size=body) for b in inked], body)]
+    ordered = [_in_column(g.bbox, found) if g.label == "figure" else g.bbox for g in out]
     if detection.script is not None and detection.script.right_to_left:
         # A right-to-left page reads its columns (and the boxes of a row) from the right: the XY-cut, which reads
         # left to right, is run on the page seen in a mirror.
@@ -640,6 +649,37 @@ def groups(detection: Detection) -> list[Group]:
         found = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in found]
     order = xy_cut(ordered, found)
     return [out[i] for i in order]
+
+
+def _ink_box(rgb: np.ndarray, quad: np.ndarray, scale: float) -> BBox:
+    """A line's box in points, its ends trimmed to its ink (the box as detected when it holds none)."""
+    height, width = rgb.shape[:2]
+    x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
+    x1, y1 = min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+    if x1 > x0 and y1 > y0:
+        columns = np.flatnonzero((rgb[y0:y1, x0:x1].mean(axis=2) < INK).any(axis=0))
+        if len(columns):
+            x0, x1 = x0 + int(columns[0]), x0 + int(columns[-1]) + 1
+    return x0 * scale, y0 * scale, x1 * scale, y1 * scale
+
+
+def _in_column(box: BBox, page_gutters: Sequence[BBox]) -> BBox:
+    """A figure's box as the reading order sees it: cut back to one side of a gutter that runs down beside it when
+    only a sliver of it (under FIGURE_SLIVER) lies across. The layout model boxes a drawing at a column's foot
+    loosely, past the gutter (a rendered handbook page's two framed drawings came out 50 and 43 points into the
+    other column), and a figure across the gutter is a full-width band to the XY-cut, which then reads it, and the
+    other column's figure, after both columns. A figure set across both columns lies about evenly on both sides."""
+    x0, y0, x1, y1 = box
+    for g0, gy0, g1, gy1 in page_gutters:
+        middle = (g0 + g1) / 2
+        if not (x0 < middle < x1 and min(y1, gy1) > max(y0, gy0)):
+            continue
+        left, right = middle - x0, x1 - middle
+        if left < FIGURE_SLIVER * (x1 - x0):
+            x0 = g1
+        elif right < FIGURE_SLIVER * (x1 - x0):
+            x1 = g0
+    return x0, y0, x1, y1
 
 
 def _centre_inside(box: BBox, frame: BBox) -> bool:
