@@ -4,6 +4,8 @@
   to Markdown, modelhost against pymupdf4llm: each in a fresh process converting the whole batch (start-up
   included: `modelhost convert FILES -o DIR` against a Python process calling `pymupdf4llm.to_markdown` on each),
   and warm (the batch again in this process, modelhost's engine already started). Target: 5x pymupdf4llm's pages/s.
+  pymupdf4llm 2.x OCRs the pages it judges worth it (with RapidOCR installed, as here), which modelhost does only
+  with --pictures: the fresh batch is also timed with its OCR off (`use_ocr=OCRMode.NEVER`), the like-for-like peer.
 - `cli`: CPU seconds of one page from a fresh process, `modelhost convert page.pdf -o page.md` against pymupdf4llm's
   `to_markdown` in a fresh Python (process and reaped children). Target: under 1 CPU s.
 - `pixels`: pages/s of the pixel path against the OCR library alone. A PDF of N generated image-only pages (half a
@@ -123,6 +125,10 @@ async def pixels(args: argparse.Namespace) -> None:
 
 #: pymupdf4llm converting files in a fresh Python, as `modelhost convert` converts them in a fresh process.
 _PYMUPDF4LLM = "import sys, pymupdf4llm\nfor f in sys.argv[1:]:\n    pymupdf4llm.to_markdown(f, show_progress=False)\n"
+_PYMUPDF4LLM_NO_OCR = (
+    "import sys, pymupdf4llm\nfrom pymupdf4llm.ocr import OCRMode\nfor f in sys.argv[1:]:\n"
+    "    pymupdf4llm.to_markdown(f, show_progress=False, use_ocr=OCRMode.NEVER)\n"
+)
 
 
 def fresh(argv: list[str]) -> tuple[float, float]:
@@ -140,8 +146,8 @@ def modelhost_cli(files: list[Path], out: Path) -> list[str]:
     return [sys.executable, "-m", "modelhost", "convert", *map(str, files), "-o", str(out)]
 
 
-def pymupdf4llm_cli(files: list[Path]) -> list[str]:
-    return [sys.executable, "-c", _PYMUPDF4LLM, *map(str, files)]
+def pymupdf4llm_cli(files: list[Path], *, ocr: bool = True) -> list[str]:
+    return [sys.executable, "-c", _PYMUPDF4LLM if ocr else _PYMUPDF4LLM_NO_OCR, *map(str, files)]
 
 
 def born_digital(count: int) -> list[Path]:
@@ -158,15 +164,19 @@ async def text(args: argparse.Namespace) -> None:
     out = Path(tempfile.mkdtemp(prefix="bench-documents-text-"))
     print(f"{len(files)} born-digital PDFs, {pages} pages, {os.cpu_count()} cores; medians of {args.rounds} rounds")
     times: dict[str, list[float]] = {
-        k: [] for k in ("modelhost fresh", "pymupdf4llm fresh", "modelhost", "pymupdf4llm")
+        k: [] for k in ("modelhost fresh", "pymupdf4llm fresh", "no-OCR fresh", "modelhost", "pymupdf4llm")
     }
-    cpu: dict[str, list[float]] = {k: [] for k in ("modelhost fresh", "pymupdf4llm fresh")}
+    cpu: dict[str, list[float]] = {k: [] for k in ("modelhost fresh", "pymupdf4llm fresh", "no-OCR fresh")}
     await convert_all(files)  # the engine's sandbox started, as a served host's is
     for r in range(args.rounds):
         ways = ["modelhost", "pymupdf4llm"] if r % 2 == 0 else ["pymupdf4llm", "modelhost"]
-        for way in ways:
-            argv = modelhost_cli(files, out) if way == "modelhost" else pymupdf4llm_cli(files)
-            wall, spent = fresh(argv)
+        argvs = {
+            "modelhost": modelhost_cli(files, out),
+            "pymupdf4llm": pymupdf4llm_cli(files),
+            "no-OCR": pymupdf4llm_cli(files, ocr=False),
+        }
+        for way in [*ways, "no-OCR"] if r % 2 == 0 else ["no-OCR", *ways]:
+            wall, spent = fresh(argvs[way])
             times[f"{way} fresh"].append(wall)
             cpu[f"{way} fresh"].append(spent)
         for way in ways:
@@ -187,6 +197,12 @@ async def text(args: argparse.Namespace) -> None:
             f"  {way:<5} modelhost {rate[mine]:6.2f} pages/s, pymupdf4llm {rate[theirs]:6.2f} pages/s: "
             f"{rate[mine] / rate[theirs]:.2f}x (target >= 5){extra}"
         )
+    mine, theirs = "modelhost fresh", "no-OCR fresh"
+    print(
+        f"  fresh modelhost {rate[mine]:6.2f} pages/s, pymupdf4llm with OCR off {rate[theirs]:6.2f} pages/s: "
+        f"{rate[mine] / rate[theirs]:.2f}x, CPU s {statistics.median(cpu[mine]):.2f} vs "
+        f"{statistics.median(cpu[theirs]):.2f}"
+    )
 
 
 async def convert_all(files: list[Path]) -> None:
