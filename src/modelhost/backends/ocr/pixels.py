@@ -465,12 +465,17 @@ def _line_height(quad: np.ndarray) -> float:
     return max(float(np.linalg.norm(quad[0] - quad[3])), float(np.linalg.norm(quad[1] - quad[2])), 1.0)
 
 
+def _pixel_box(rgb: np.ndarray, quad: np.ndarray) -> tuple[int, int, int, int]:
+    # A quad's axis-aligned box in whole pixels, inside the image.
+    height, width = rgb.shape[:2]
+    x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
+    return x0, y0, min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+
+
 def _stroke(rgb: np.ndarray, quad: np.ndarray) -> float:
     # A line's stroke thickness: the mean length of the runs of ink along the rows of its box (pixels). Bold type's
     # stems are thicker whatever the letters; its share of ink would depend on them.
-    height, width = rgb.shape[:2]
-    x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
-    x1, y1 = min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+    x0, y0, x1, y1 = _pixel_box(rgb, quad)
     if x1 - x0 < 2 or y1 - y0 < 2:
         return 0.0
     ink = (rgb[y0:y1, x0:x1].mean(axis=2) < INK).astype(np.int8)
@@ -483,9 +488,7 @@ def _core(rgb: np.ndarray, quad: np.ndarray) -> float:
     # A line's core height: the rows of its box holding at least half the ink of its fullest row (pixels). Letters
     # set larger fill more such rows (their x-height, or cap height for capitals and digits); ascenders, descenders,
     # parentheses and accents are sparse rows and leave it alone, where they stretch the detector's box.
-    height, width = rgb.shape[:2]
-    x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
-    x1, y1 = min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+    x0, y0, x1, y1 = _pixel_box(rgb, quad)
     if x1 - x0 < 2 or y1 - y0 < 2:
         return 0.0
     rows = (rgb[y0:y1, x0:x1].mean(axis=2) < INK).sum(axis=1)
@@ -653,9 +656,7 @@ def groups(detection: Detection) -> list[Group]:
 
 def _ink_box(rgb: np.ndarray, quad: np.ndarray, scale: float) -> BBox:
     """A line's box in points, its ends trimmed to its ink (the box as detected when it holds none)."""
-    height, width = rgb.shape[:2]
-    x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
-    x1, y1 = min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+    x0, y0, x1, y1 = _pixel_box(rgb, quad)
     if x1 > x0 and y1 > y0:
         columns = np.flatnonzero((rgb[y0:y1, x0:x1].mean(axis=2) < INK).any(axis=0))
         if len(columns):
