@@ -92,6 +92,11 @@ async def pixels(args: argparse.Namespace) -> None:
     wire = WireReader(sock)
     print(f"{args.pages} pages per PDF, half-letter, {os.cpu_count()} cores; medians of {args.rounds} rounds")
     try:
+        # Untimed, as a served host's are: the engine's sandbox started (the first conversion in this process starts
+        # its children, whichever reader it uses) and each model's first page read (ONNX sessions allocate then).
+        warm = write_pdf([render_page(1, args.dpi[0])], folder / "warm.pdf", args.dpi[0])
+        for reader in (HostReader(host), wire):
+            await pipeline(reader, warm, args.dpi[0])
         for dpi in args.dpi:
             pdf = write_pdf([render_page(n, dpi) for n in range(1, args.pages + 1)], folder / f"doc-{dpi}.pdf", dpi)
             with Source(pdf) as source:
