@@ -312,6 +312,7 @@ def live_socket(tmp_path: Path) -> Iterator[Path]:
         (["chat", "hi", "--image", "missing.png", "--model", "nope"], "--image missing.png: no such file"),
         (["convert", "missing.pdf"], "convert missing.pdf: no such file"),
         (["chat", "hi", "--model", "no-such-model"], "no model 'no-such-model'"),
+        (["convert", str(EXAMPLES / "scan.pdf"), "--model", "no-such-model"], "no model 'no-such-model'"),
         (["serve", "--model", "no-such-model"], "no model 'no-such-model'"),
         (["serve", "--socket", "/dev/null/m.sock"], "its folder /dev/null is not a folder"),
         # /proc passes every permission check and still takes no socket: only a bind finds out, before the load.
@@ -515,6 +516,18 @@ def test_converting_a_line_drawn_past_the_page_edge_prints_no_library_warning(tm
     # docling-core once warned "UserWarning: Provenance bbox ... clamping" for each such box, at every export.
     assert "Warning" not in result.stderr and "clamping" not in result.stderr, result.stderr
     assert "runs past the edge" in (tmp_path / "wide.md").read_text()
+
+
+def test_a_mistyped_model_fails_even_where_every_page_has_a_text_layer(tmp_path: Path) -> None:
+    from modelhost.testing.hostile_pdfs import text_pdf
+
+    # Such a document never loads the model, so only a check before the pages finds the typo (eecdb02 converted it
+    # with exit 0 and said nothing).
+    pdf = tmp_path / "born-digital.pdf"
+    pdf.write_bytes(text_pdf("A page with a text layer."))
+    line = one_line_failure(modelhost("convert", str(pdf), "--model", "no-such-model", "-o", str(tmp_path / "x.md")))
+    assert "no model 'no-such-model'" in line and "[model_not_found]" in line, line
+    assert not (tmp_path / "x.md").exists()
 
 
 def test_training_a_gguf_prints_its_progress_and_no_library_noise(tiny_llama_gguf: Path, tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["convert"]
 
+#: The model that reads pages when none is named: built in (RapidOCR's models ship in its wheel), so never missing.
+DEFAULT_MODEL = "ocr"
+
 
 def convert(
     files: Annotated[list[Path], typer.Argument(help="PDFs or images (PNG, JPEG, TIFF).")],
@@ -31,7 +34,7 @@ def convert(
     to: Annotated[
         str | None, typer.Option("--to", help="md, json, doctags or html [from -o's suffix, else md].")
     ] = None,
-    model: Annotated[str, typer.Option("--model", "-m", help="`ocr`, or a DocTags VLM folder.")] = "ocr",
+    model: Annotated[str, typer.Option("--model", "-m", help="`ocr`, or a DocTags VLM folder.")] = DEFAULT_MODEL,
     backend: BackendOpt = None,
     socket: Annotated[
         str | None, typer.Option("--socket", help="Read pages through a running `modelhost serve` (alone: default).")
@@ -137,13 +140,22 @@ async def _convert(
     from modelhost.documents import WireReader, batch
     from modelhost.documents.readers import StartingReader
 
+    named: Path | None = None
+    if socket is None and model != DEFAULT_MODEL:
+        # A model named on the command line is found before any page: a typo is one line and exit 2 at once, also
+        # for a document whose pages all have a text layer (which never loads the model, so would never find out).
+        # The default is built in and cannot be missing, so the usual run skips the catalogue's import (0.17 s).
+        from modelhost.inference import catalogue
+
+        named = catalogue.resolve(model)
+
     def make_host() -> Any:
         # At the first page that needs the model: a document of text-layer pages imports no host nor contract.
         from modelhost.host import Host
         from modelhost.inference import catalogue, registry
         from modelhost.serve import model_name
 
-        path = catalogue.resolve(model)
+        path = named if named is not None else catalogue.resolve(model)
         return Host(lambda: registry.load_model(path, backend), name=model_name(model))
 
     reader: Any = WireReader(socket) if socket is not None else StartingReader(make=make_host)
