@@ -140,7 +140,7 @@ async def _convert(
     from modelhost.documents import WireReader, batch
     from modelhost.documents.readers import StartingReader
 
-    named: Path | None = None
+    named: str | None = None
     if socket is None and model != DEFAULT_MODEL:
         # A model named on the command line is found before any page: a typo is one line and exit 2 at once, also
         # for a document whose pages all have a text layer (which never loads the model, so would never find out).
