@@ -71,6 +71,22 @@ report(tokens=len(text))
     assert seen["env"]["OMP_WAIT_POLICY"] is None
 
 
+def test_the_default_is_measured_once_while_no_openmp_is_loaded() -> None:
+    # A llama.cpp built without OpenMP never maps libgomp, so `loaded()` stays false: each availability check and
+    # load calls configure(None) again, and each must not pay the probe's tenth of a second again.
+    seen = child("""
+probes = []
+measure = openmp.waiting_share
+openmp.waiting_share = lambda *args, **kwargs: probes.append(1) or measure(*args, **kwargs)
+for _ in range(3):
+    openmp.configure(None)
+report(probes=len(probes))
+""")
+    assert seen["probes"] == 1
+    assert seen["loaded"] is False
+    assert seen["env"]["GOMP_SPINCOUNT"] == str(openmp.spins(seen["in_force"]))
+
+
 def test_threads_that_share_their_core_with_a_busy_process_choose_to_sleep_at_once() -> None:
     # One core, and a process spinning on it: the probe's thread waits about half its time for the CPU.
     burner = subprocess.Popen([sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True: pass"])
