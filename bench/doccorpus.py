@@ -7,7 +7,8 @@ Five groups, scored separately because they test different things:
   source, made page-true by `arxiv_page_true`: cut where page 3 ends, and without what the LaTeX source holds but
   no printed page shows).
 - `pdfspec`: pdf-spec's test pages and the Markdown it expects (`*.gold.md`); `scanned.pdf` with its text.
-- `scan`: image-only copies of three born-digital files, against the born-digital file's ground truth.
+- `scan`: image-only copies of born-digital files (or of one page of one: `scan_NAME_pN`) and of pdf-spec's table
+  page, against the born-digital file's ground truth (that page's).
 - `ocr`: docling's image-only OCR sheet, upright and rotated 90/180/270, all against `ocr_test.md`; a four-page
   image-only deck rotated 0/180/90/270 against its own text.
 - `tables`: real tables from tabula-py's test files (three without rules, two statistical tables with leaders and
@@ -186,6 +187,8 @@ class Entry:
     group: str
     pdf: Path
     truth: Path
+    #: The pages of `truth` the PDF shows (1-based), or () for all: a scan of some pages of a longer file.
+    pages: tuple[int, ...] = ()
 
     @property
     def split(self) -> str:
@@ -194,15 +197,19 @@ class Entry:
 
     def reference(self) -> docmetrics.Parsed:
         """The ground truth, parsed (cached: docling-core's JSON load costs ~0.5 s on the Redbook)."""
-        return _reference(self.truth)
+        return _reference(self.truth, self.pages)
 
 
 @cache
-def _reference(truth: Path) -> docmetrics.Parsed:
+def _reference(truth: Path, pages: tuple[int, ...] = ()) -> docmetrics.Parsed:
     if truth.suffix == ".json":
         from docling_core.types.doc.document import DoclingDocument
 
-        markdown = DoclingDocument.load_from_json(truth).export_to_markdown()
+        document = DoclingDocument.load_from_json(truth)
+        if pages:
+            markdown = "\n\n".join(document.export_to_markdown(page_no=p) for p in pages)
+        else:
+            markdown = document.export_to_markdown()
     else:
         markdown = truth.read_text(encoding="utf-8")
     if truth.name in _ARXIV_RULES:
@@ -211,6 +218,11 @@ def _reference(truth: Path) -> docmetrics.Parsed:
         except ValueError as exc:
             raise ValueError(f"{truth}: {exc}") from exc
     return docmetrics.parse_markdown(markdown)
+
+
+#: A scan of one page of a longer born-digital file is named `scan_NAME_pN.pdf` (page N of `pdf/NAME.pdf`, 1-based):
+#: its ground truth is that page of NAME's DoclingDocument. (`_p1-3`, the arXiv files' own suffix, does not match.)
+_SCAN_PAGE = re.compile(r"^(?P<stem>.+)_p(?P<page>\d+)$")
 
 
 def _truth_of(gt: Path, stem: str) -> Path:
@@ -233,7 +245,14 @@ def entries(root: Path = CORPUS) -> list[Entry]:
         out.append(Entry(f"pdfspec/{stem}", "pdfspec", spec / f"{stem}.pdf", spec / f"{stem}.gold.md"))
     out.append(Entry("pdfspec/scanned", "pdfspec", spec / "scanned.pdf", spec / "ocr-ed.txt"))
     for pdf in sorted((root / "scan").glob("scan_*.pdf")):
-        out.append(Entry(f"scan/{pdf.stem}", "scan", pdf, _truth_of(gt, pdf.stem.removeprefix("scan_"))))
+        stem = pdf.stem.removeprefix("scan_")
+        if stem.startswith("pdfspec_"):
+            out.append(Entry(f"scan/{pdf.stem}", "scan", pdf, spec / f"{stem.removeprefix('pdfspec_')}.gold.md"))
+        elif page := _SCAN_PAGE.match(stem):
+            truth = _truth_of(gt, page["stem"])
+            out.append(Entry(f"scan/{pdf.stem}", "scan", pdf, truth, (int(page["page"]),)))
+        else:
+            out.append(Entry(f"scan/{pdf.stem}", "scan", pdf, _truth_of(gt, stem)))
     for pdf in sorted((root / "ocr").glob("*.pdf")):
         truth = root / "ocr" / ("ocr_test.md" if pdf.stem.startswith("ocr_test") else f"{pdf.stem}.md")
         out.append(Entry(f"ocr/{pdf.stem}", "ocr", pdf, truth))

@@ -139,3 +139,17 @@ def test_the_tables_group_holds_each_files_tables_whole() -> None:
         assert all(len(row) == len(table[0]) for table in ref.tables for row in table)
     donors = by_name["tables/tabula_campaign_donors"].tables[0]
     assert donors[18][:2] == ["VALSANGIACOMO BLANCO", "FERNANDO JORGE"]  # tabula's CSV splits it wrongly
+
+
+def test_a_scan_of_one_page_is_scored_against_that_page_of_its_source() -> None:
+    """scan/scan_NAME_pN.pdf is page N of NAME: its reference holds that page's tables and none of another page's;
+    scan_pdfspec_NAME.pdf is scored against pdf-spec's gold Markdown."""
+    by_name = {e.name: e for e in doccorpus.entries() if e.group == "scan"}
+    page9 = by_name["scan/scan_redp5110_sampled_p9"]
+    assert (page9.split, page9.pages) == ("dev", (9,))
+    assert [(len(t), len(t[0])) for t in page9.reference().tables] == [(13, 6)]  # the authority table alone
+    assert "Table 2-1" not in page9.reference().text  # page 8's table
+    spec = by_name["scan/scan_pdfspec_table"]
+    assert spec.reference().tables == [
+        [["Header A", "Header B", "Header C"], ["Cell A1", "Cell B1", "Cell C1"], ["Cell A2", "Cell B2", "Cell C2"]]
+    ]
