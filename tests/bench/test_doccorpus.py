@@ -110,9 +110,12 @@ def test_both_splits_hold_every_group_and_every_held_out_name_is_a_corpus_file()
     assert names >= doccorpus.HELD_OUT
     for group in doccorpus.GROUPS:
         # a group held out whole (a kind of page never tuned on) holds held-out files only
+        # (and a group that is dev whole, the real tables one may develop on, dev files only)
         expected = {"held-out"} if group in doccorpus.HELD_OUT_GROUPS else set(doccorpus.SPLITS)
+        expected = {"dev"} if group in doccorpus.DEV_GROUPS else expected
         assert {e.split for e in entries if e.group == group} == expected, group
-    assert set(doccorpus.GROUPS) >= doccorpus.HELD_OUT_GROUPS
+    assert set(doccorpus.GROUPS) >= doccorpus.HELD_OUT_GROUPS | doccorpus.DEV_GROUPS
+    assert not doccorpus.HELD_OUT_GROUPS & doccorpus.DEV_GROUPS
     # a two-column arXiv paper on each side
     assert {e.split for e in entries if e.name.startswith("arxiv")} == set(doccorpus.SPLITS)
 
@@ -123,6 +126,31 @@ def test_the_second_arxiv_reference_stops_where_its_page_three_does() -> None:
     assert "are largely cut-off independent" in reference.text  # page 3's last whole sentence
     assert "clear agreement of the QM-HRG predictions" not in reference.text  # page 4
     assert "Charm degrees of freedom in QGP" not in [h.text for h in reference.headings]
+
+
+def test_the_dev_tables_group_holds_each_pages_tables_as_its_readme_counts() -> None:
+    """tables_dev/README.md's counts: each reference is the page's tables (every row as wide as its header), all dev."""
+    entries = [e for e in doccorpus.entries() if e.group == "tables-dev"]
+    assert {e.split for e in entries} == {"dev"}
+    counts = {
+        e.name.removeprefix("tables_dev/"): (
+            len(e.reference().tables),
+            sum(1 for t in e.reference().tables for row in t for cell in row if cell.strip()),
+        )
+        for e in entries
+    }
+    assert counts == {
+        "reportlab_userguide_p61": (2, 120),
+        "reportlab_userguide_p64": (2, 96),
+        "reportlab_userguide_p79": (1, 56),
+        "reportlab_userguide_p83": (1, 14),
+        "reportlab_userguide_p87": (3, 50),
+        "reportlab_userguide_p88": (5, 55),
+        "reportlab_userguide_p89": (2, 40),
+        "rice_seed_disinfection": (2, 63),
+    }
+    for entry in entries:
+        assert all(len(row) == len(t[0]) for t in entry.reference().tables for row in t), entry.name
 
 
 def test_the_tables_group_holds_each_files_tables_whole() -> None:
