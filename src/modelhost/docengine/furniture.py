@@ -8,6 +8,10 @@ of its page is a page header or footer when
 - or, at the top, it is set as the running heads are: at the place (`PLACE_SLACK`) and line height (`HEIGHT_SLACK`)
   of a header that repeats on another page (a book's running head names each chapter, once per chapter; footers
   repeat or count pages, and a one-off line at the foot is a note).
+Outside the zones (a report set with wide margins puts its running head and foot an inch and more from the edge),
+a block is furniture only when it is its page's topmost or bottommost block (nothing of the page wholly above it, or
+below it) and the same text, letter for letter, set at the same line height, is the topmost or bottommost block of
+another page: a running head repeats exactly where a chapter's title, or a page's first heading, does not.
 The only copy of a line is never furniture otherwise: a one-page document's title at the top of its page is its title.
 """
 
@@ -50,6 +54,37 @@ def _zone(block: Block, layout: PageLayout) -> Kind | None:
     return None
 
 
+def _edge(block: Block, layout: PageLayout) -> Kind | None:
+    """PAGE_HEADER for a candidate block with nothing of its page wholly above it, PAGE_FOOTER for one with nothing
+    wholly below it (the left, centre and right parts of one running foot each qualify); None otherwise, and on a
+    page of fewer than three blocks, where the first block is also the last and nothing tells head from body."""
+    if block.kind not in _CANDIDATES or len(layout.blocks) < 3:
+        return None
+    others = [b for b in layout.blocks if b is not block]
+    if not any(b.bbox[3] <= block.bbox[1] for b in others):
+        return Kind.PAGE_HEADER
+    if not any(b.bbox[1] >= block.bbox[3] for b in others):
+        return Kind.PAGE_FOOTER
+    return None
+
+
+def _edge_repeats(layouts: Sequence[PageLayout]) -> set[tuple[int, int]]:
+    """(page, block index) of each edge block (`_edge`) outside the zones whose exact text is an edge block of the
+    same side on another page, at the same line height (HEIGHT_SLACK)."""
+    found: dict[tuple[Kind, str], list[tuple[int, int, float]]] = {}
+    for n, layout in enumerate(layouts):
+        for i, block in enumerate(layout.blocks):
+            if block.text.strip() and _zone(block, layout) is None and (side := _edge(block, layout)) is not None:
+                height = block.bbox[3] - block.bbox[1]
+                found.setdefault((side, " ".join(block.text.split())), []).append((n, i, height))
+    out: set[tuple[int, int]] = set()
+    for copies in found.values():
+        for n, i, height in copies:
+            if any(m != n and abs(h - height) <= HEIGHT_SLACK for m, _, h in copies):
+                out.add((n, i))
+    return out
+
+
 def _key(text: str) -> str:
     return re.sub(r"\d+", "#", " ".join(text.lower().split()))
 
@@ -67,15 +102,18 @@ def mark_furniture(layouts: Sequence[PageLayout]) -> list[PageLayout]:
             zone = _zone(block, layout)
             if zone is not None and block.text and seen[(zone, _key(block.text))] >= 2:
                 places.append((n, zone, block.bbox[1], block.bbox[3] - block.bbox[1]))
+    edges = _edge_repeats(layouts)
     out: list[PageLayout] = []
     for n, layout in enumerate(layouts):
         blocks = []
-        for block in layout.blocks:
+        for i, block in enumerate(layout.blocks):
             zone = _zone(block, layout)
             if zone is not None and block.text:
                 repeated = seen[(zone, _key(block.text))] >= 2 or _NUMBER.match(block.text) is not None
                 if repeated or _set_as_running_head(block, zone, n, places):
                     block = replace(block, kind=zone, level=0)
+            elif (n, i) in edges and (side := _edge(block, layout)) is not None:
+                block = replace(block, kind=side, level=0)
             blocks.append(block)
         out.append(replace(layout, blocks=tuple(blocks)))
     return out

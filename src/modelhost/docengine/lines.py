@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from modelhost.docengine.types import BBox, Word
 
@@ -49,6 +49,12 @@ OPEN_LINES = 8
 MAX_CANDIDATES = 64
 #: A list marker is followed by a tab stop, often wider than PIECE_GAP: the marker and its text stay one piece.
 _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7\uf076\uf0d8\uf0fc]|\(?\d{1,3}[.)]|\(?[a-z][.)])$")
+#: Fonts of pictographs, whose glyphs' Unicode in a text layer is often an unrelated ASCII character: a Word
+#: document's bullet from WPTypographicSymbols reads "!", Wingdings' reads "l" or "§" (no ToUnicode, so the code is
+#: taken as a Latin letter). The names are the families' own: Symbol, Wingdings, Webdings, Zapf Dingbats, WP's sets.
+_PICTOGRAPH_FONT = re.compile(r"symbol|dingbat|wingding|webding", re.I)
+#: The bullet a pictograph-font marker is read as: one that `paragraphs.marker` knows, so the item is a list item.
+BULLET = "\u2022"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +239,9 @@ def rtl(text: str) -> bool:
 
 
 def pieces(line: Sequence[Word]) -> list[Piece]:
-    """A line cut at its wide gaps."""
+    """A line cut at its wide gaps; a pictograph-font glyph that starts it before a gap is its list item's bullet."""
     out: list[list[Word]] = []
+    line = _pictograph_bullet(line)
     for word in line:
         if out:
             last = out[-1][-1]
@@ -246,3 +253,19 @@ def pieces(line: Sequence[Word]) -> list[Piece]:
                 continue
         out.append([word])
     return [Piece(tuple(ws)) for ws in out]
+
+
+def _pictograph_bullet(line: Sequence[Word]) -> Sequence[Word]:
+    """The line with its first word read as a bullet (`BULLET`) when that word is one non-alphanumeric glyph of a
+    pictograph font (`_PICTOGRAPH_FONT`) standing apart from the next word by a tab stop (at least one font size, a
+    word space is a third of one): the shape and place of a list marker, whatever character its font maps it to.
+    In a formula a Symbol-font sign stands among its operands, never first before a gap, and keeps its text."""
+    if len(line) < 2:
+        return line
+    first, second = line[0], line[1]
+    if len(first.text) != 1 or first.text.isalnum() or not _PICTOGRAPH_FONT.search(first.font or ""):
+        return line
+    size = max(first.size or first.height, 1.0)
+    if max(second.x0 - first.x1, first.x0 - second.x1) < size:
+        return line
+    return [replace(first, text=BULLET), *line[1:]]

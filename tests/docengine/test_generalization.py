@@ -1,0 +1,133 @@
+"""Classes of page that issue 34's probe of real documents (tests/corpus/documents/probe) showed the text path
+reading badly, each on a page this test draws: a list whose bullets come from a pictograph font, running heads and
+feet set inside a wide margin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pypdfium2 as pdfium
+
+from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.furniture import mark_furniture
+from modelhost.docengine.textlayer import read_text_layer
+from modelhost.docengine.types import Kind, PageLayout
+
+
+def _pdf(path: Path, *pages: Callable[[object], None], rename: tuple[bytes, bytes] | None = None) -> Path:
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=(612, 792))
+    for draw in pages:
+        draw(c)
+        c.showPage()
+    c.save()
+    if rename is not None:
+        # A font reportlab cannot name: one of its standard fonts renamed in place, same length, so the xref holds.
+        old, new = rename
+        assert len(old) == len(new)
+        data = path.read_bytes()
+        assert old in data
+        path.write_bytes(data.replace(old, new))
+    return path
+
+
+def _layouts(path: Path) -> list[PageLayout]:
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        contents = [read_text_layer(doc, i) for i in range(len(doc))]
+    finally:
+        doc.close()
+    style = document_style(contents)
+    return mark_furniture([analyse(content, style) for content in contents])
+
+
+ITEMS = (
+    ("Title I, the treaties act, implements the two treaties of the", "organisation in the law of the country."),
+    ("Title II, the liability act, creates limitations on the liability", "of online service providers for copies."),
+    ("Title III, the maintenance act, creates an exemption for a copy", "of a program made to repair a computer."),
+)
+
+
+def test_bullets_of_a_pictograph_font_start_list_items_whatever_character_they_map_to(tmp_path: Path) -> None:
+    # The DMCA summary's case: a word processor's bullet in WPTypographicSymbols reads "!" in the text layer, a tab
+    # stop after it. Each item must come out whole, its bullet a list marker, not "!" set apart between its lines.
+    def page(c: object) -> None:
+        y = 700.0
+        for first, second in ITEMS:
+            c.setFont("Courier", 12)  # type: ignore[attr-defined]  # renamed to a pictograph font below
+            c.drawString(144, y, "!")  # type: ignore[attr-defined]
+            c.setFont("Times-Roman", 12)  # type: ignore[attr-defined]
+            c.drawString(180, y, first)  # type: ignore[attr-defined]
+            c.drawString(180, y - 13.5, second)  # type: ignore[attr-defined]
+            y -= 40
+
+    pdf = _pdf(tmp_path / "bullets.pdf", page, rename=(b"/BaseFont /Courier", b"/BaseFont /Symbols"))
+    (layout,) = _layouts(pdf)
+    items = [b for b in layout.blocks if b.kind is Kind.LIST_ITEM]
+    assert [b.text for b in items] == [f"{a} {b}" for a, b in ITEMS]
+    assert all(not b.text.startswith("!") and b.text != "!" for b in layout.blocks)
+
+
+def test_a_symbol_font_sign_inside_a_line_keeps_its_text(tmp_path: Path) -> None:
+    # The same font's "!" not standing first before a tab stop is a character of the line, not a bullet.
+    def page(c: object) -> None:
+        c.setFont("Times-Roman", 12)  # type: ignore[attr-defined]
+        c.drawString(72, 700, "The factorial of five, written 5")  # type: ignore[attr-defined]
+        c.setFont("Courier", 12)  # type: ignore[attr-defined]
+        c.drawString(240.5, 700, "!")  # type: ignore[attr-defined]
+        c.setFont("Times-Roman", 12)  # type: ignore[attr-defined]
+        c.drawString(250, 700, "is one hundred and twenty, as the table shows.")  # type: ignore[attr-defined]
+
+    pdf = _pdf(tmp_path / "sign.pdf", page, rename=(b"/BaseFont /Courier", b"/BaseFont /Symbols"))
+    (layout,) = _layouts(pdf)
+    assert "!" in " ".join(b.text for b in layout.blocks)
+    assert all(b.kind is not Kind.LIST_ITEM for b in layout.blocks)
+
+
+BODY = (
+    "The office reviewed the accounts of the year and found the reserves sufficient for the work of the next",
+    "year, and the members agreed that the new rules apply from the first day of the next financial year.",
+)
+
+
+def test_running_heads_and_feet_set_in_a_wide_margin_are_furniture_and_the_title_stays(tmp_path: Path) -> None:
+    # The DMCA summary's case: its running head and three-part foot stand an inch and more from the page's edges,
+    # outside the zones where furniture is looked for by position; their exact repetition at each page's top and
+    # foot is the evidence. Page 1's title reads the running head's words in capitals: it stays.
+    def page(n: int) -> Callable[[object], None]:
+        def draw(c: object) -> None:
+            y = 690.0
+            if n == 1:
+                c.setFont("Times-Bold", 16)  # type: ignore[attr-defined]
+                c.drawCentredString(306, 700, "THE ANNUAL REPORT OF THE BOARD OF 1998")  # type: ignore[attr-defined]
+                y = 660.0
+            else:
+                c.setFont("Times-Italic", 11)  # type: ignore[attr-defined]
+                c.drawCentredString(306, 705, "The Annual Report of the Board of 1998")  # type: ignore[attr-defined]
+                c.setFont("Times-Bold", 13)  # type: ignore[attr-defined]
+                c.drawString(108, 675, f"Chapter {n}: the work of the year")  # type: ignore[attr-defined]
+                y = 650.0
+            c.setFont("Times-Roman", 12)  # type: ignore[attr-defined]
+            for k in range(12):
+                c.drawString(108, y - 14 * k, BODY[k % 2])  # type: ignore[attr-defined]
+            c.setFont("Times-Italic", 11)  # type: ignore[attr-defined]
+            c.drawString(108, 95, "Office Summary")  # type: ignore[attr-defined]
+            c.drawCentredString(306, 95, "December 1998")  # type: ignore[attr-defined]
+            c.drawRightString(504, 95, f"Page {n}")  # type: ignore[attr-defined]
+
+        return draw
+
+    layouts = _layouts(_pdf(tmp_path / "report.pdf", page(1), page(2), page(3)))
+    furniture = (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)
+    for layout in layouts:
+        kinds = {b.text: b.kind for b in layout.blocks}
+        assert kinds["Office Summary"] is Kind.PAGE_FOOTER and kinds["December 1998"] is Kind.PAGE_FOOTER
+        assert all(kind not in furniture for text, kind in kinds.items() if "office reviewed" in text)
+    first = {b.text: b.kind for b in layouts[0].blocks}
+    assert first["THE ANNUAL REPORT OF THE BOARD OF 1998"] not in furniture
+    for layout in layouts[1:]:
+        kinds = {b.text: b.kind for b in layout.blocks}
+        assert kinds["The Annual Report of the Board of 1998"] is Kind.PAGE_HEADER
+        assert [k for t, k in kinds.items() if t.startswith("Chapter")] == [Kind.SECTION_HEADER]
