@@ -358,6 +358,10 @@ class PixelReader:
         return choice, ({} if choice is not None and choice.turned else known)
 
     # -- recognition -----------------------------------------------------------------------------------------------
+    def _latin(self, crops: list[np.ndarray]) -> tuple[list[str], list[float]]:
+        # The bundled recogniser on the words a script model doubts (scripts.latin_spans: Latin inside Arabic).
+        return rapid.recognise(self._rec, crops)
+
     def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
         """The words of the given lines (boxes in points), lines the recogniser is unsure of dropped."""
         read = {i: detection.known[i] for i in lines if i in detection.known}
@@ -374,7 +378,7 @@ class PixelReader:
             doubtful = _doubtful(text, score)
             if (doubtful or not _latin(text)) and detection.script is not None and self._scripts is not None:
                 crop = crops[index] if index in crops else _crop(detection.image, detection.quads[index])
-                other, confidence = self._scripts.read(crop, detection.script.model)
+                other, confidence = self._scripts.read(crop, detection.script.model, self._latin)
                 if confidence >= LINE_CONF and any(c.isalnum() for c in other):
                     text, score, doubtful = other, confidence / 100, False
             if doubtful:

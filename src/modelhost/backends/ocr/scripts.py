@@ -22,7 +22,8 @@ kept and not recognised again (pixels.Detection.known).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,25 @@ CHOOSE_CONF = 65
 #: confidence or more; under it the line stays doubtful (a logo, a stamp, a word in a third script). Below the
 #: choice's bar: short lines (a page number, a two-word heading) score lower than long ones in the right script.
 LINE_CONF = 50
+#: A word the script model reads at less confidence than this is looked at again by the bundled recogniser (a
+#: Latin word inside an Arabic, Hebrew or Korean line: "Python" came out "+1"). Measured on lines rendered at
+#: 150 DPI (tests/docengine/test_pixel_scripts.py's pages): the script's own words read at 89-97 (Greek's longest,
+#: 41-75), Latin words inside them at 0-65; the bundled reading replaces the script model's only when it is
+#: confident and Latin (latin_spans), so a script word under the bar costs one small recognition and stays.
+WORD_CONF = 90
+#: A word the script model reads in its own letters at this confidence or more is never replaced with the words
+#: beside it: the bundled recogniser leaves out letters it has not got, and read a stretch of a Korean word (89)
+#: and "Markdown" as "Markdown" at 1.0. Under it lie most Latin words' readings above (0-65) and Greek's longest
+#: words (41-75), which the bundled recogniser reads with Greek letters in them. A word read alone may still be
+#: replaced: the Russian model read "Python" as "Ру{Поп" at 81.
+KEEP_CONF = 80
+#: A Latin word found so must read at this score or more in the bundled recogniser: pixels.DOUBT_SCORE's bar, which
+#: the bundled recogniser's Latin lines clear (0.99 and over) and its readings of other scripts do not.
+LATIN_SCORE = 0.9
+#: A grey level (0-255) darker than this is ink (pixels.INK's bar), on a crop's background side (_span_crop).
+INK = 128
+#: The recogniser a line's Latin words are read with: BGR crops to their texts and scores (rapid.recognise's shape).
+Recogniser = Callable[[list[np.ndarray]], tuple[list[str], list[float]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +129,149 @@ def _prepared(gray: Any) -> Any:
     if float(np.median(np.asarray(gray))) < 128:
         gray = ImageOps.invert(gray)
     return ImageOps.expand(gray, border=MARGIN, fill=255)
+
+
+@dataclass(frozen=True, slots=True)
+class TessWord:
+    """One word as Tesseract's iterator gives it: its text in logical order, confidence (0-100), box in the line
+    crop's pixels (x0, x1), and the blanks at its left."""
+
+    text: str
+    confidence: float
+    x0: int
+    x1: int
+    blanks: int
+
+
+def _tess_words(api: Any) -> list[TessWord]:
+    # The words of the line just recognised, in reading order (Tesseract orders a right-to-left line's words right
+    # to left). The iterator gives a right-to-left word's letters as drawn, left to right (_logical turns them), its
+    # box in the prepared image (MARGIN is taken off), and the blanks at its left on the page, not before it in
+    # reading order (the leftmost word of an Arabic line has none).
+    import tesserocr
+
+    level = tesserocr.RIL.WORD
+    out = []
+    for word in tesserocr.iterate_level(api.GetIterator(), level):
+        raw = word.GetUTF8Text(level)
+        box = word.BoundingBox(level)
+        if not raw or box is None:
+            continue
+        out.append(TessWord(_logical(raw), float(word.Confidence(level)), box[0] - MARGIN, box[2] - MARGIN,
+                            int(word.BlanksBeforeWord())))  # fmt: skip
+    return out
+
+
+def _logical(drawn: str) -> str:
+    """A word's letters as drawn (left to right) in logical order: a right-to-left word's clusters turned round,
+    any run of left-to-right characters in it (digits, Latin letters) kept as it reads. A left-to-right word is
+    returned as it is."""
+    if not any(unicodedata.bidirectional(c) in ("R", "AL") for c in drawn):
+        return drawn.translate(BIDI_CONTROLS)
+    runs: list[list[str]] = []  # clusters (a letter and its combining marks), in runs of one direction
+    forward: list[bool] = []
+    for c in drawn.translate(BIDI_CONTROLS):
+        if unicodedata.combining(c) and runs:
+            runs[-1][-1] += c
+            continue
+        ltr = unicodedata.bidirectional(c) in ("L", "EN", "AN")
+        if not runs or forward[-1] != ltr:
+            runs.append([])
+            forward.append(ltr)
+        runs[-1].append(c)
+    pairs = zip(reversed(runs), reversed(forward), strict=True)
+    return "".join("".join(run if ltr else reversed(run)) for run, ltr in pairs)
+
+
+def _joined(words: Sequence[TessWord], texts: Sequence[str] | None = None) -> str:
+    # The line's text from its words in reading order: two neighbours are one word when no blank lies between them
+    # on the page (Tesseract cuts Korean words into syllables with none between them). The blank between two
+    # neighbours is counted at the left of the one drawn on the right.
+    out = ""
+    for k, word in enumerate(words):
+        if k:
+            prev = words[k - 1]
+            right = word if word.x0 >= prev.x0 else prev
+            out += " " if right.blanks else ""
+        out += texts[k] if texts is not None else word.text
+    return " ".join(out.split())
+
+
+def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) -> tuple[str, float]:
+    """A line's text and mean confidence (0-100) with the words the script model doubts (WORD_CONF) read again by
+    the bundled recogniser, and replaced by its reading where that is Latin and at least LATIN_SCORE.
+
+    What is read is a stretch of the line's pixels between two word gaps (_stretch): a run of neighbouring doubted
+    words (a Latin phrase inside an Arabic line, "Visual Studio Code", which a right-to-left model may cut out of
+    order), or one doubted word (a doubted Greek word beside a Latin one). Tesseract cuts a Latin word inside a
+    Korean line into pieces it boxes short ("Python" as "ㅁ" and "/0101"), so each stretch runs out to the white
+    around the whole word, and the words inside it are replaced together."""
+    runs: list[list[int]] = []
+    for k, word in enumerate(words):
+        if word.confidence < WORD_CONF:
+            if runs and runs[-1][-1] == k - 1:
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+    stretches: list[tuple[int, int]] = []
+    for span in runs + [[k] for run in runs if len(run) > 1 for k in run]:
+        found = _stretch(crop, words, span)
+        if found is not None and found not in stretches:
+            stretches.append(found)
+    texts, scores = latin([np.ascontiguousarray(crop[:, a:b]) for a, b in stretches]) if stretches else ([], [])
+    replaced: dict[int, tuple[str, float]] = {}
+    for (a, b), text, score in zip(stretches, texts, scores, strict=False):
+        text = " ".join(text.split())
+        inside = [k for k, w in enumerate(words) if a <= (w.x0 + w.x1) / 2 < b]
+        if not inside or any(k in replaced for k in inside) or score < LATIN_SCORE or not _latin_letters(text):
+            continue
+        if len(inside) > 1 and any(words[k].confidence >= KEEP_CONF and _script_letters(words[k].text) for k in inside):
+            continue  # a word the script model reads well is no part of a Latin word beside it
+        replaced[inside[0]] = (text, score * 100)
+        replaced.update({k: ("", score * 100) for k in inside[1:]})
+    pieces = [replaced[k][0] if k in replaced else w.text for k, w in enumerate(words)]
+    confidences = [replaced[k][1] if k in replaced else w.confidence for k, w in enumerate(words)]
+    return _joined(words, pieces), sum(confidences) / len(confidences)
+
+
+def _stretch(crop: np.ndarray, words: Sequence[TessWord], span: Sequence[int]) -> tuple[int, int] | None:
+    """The columns of a BGR line crop from the word gap before a run of its words to the word gap after it: a
+    white stretch at least a fifth of the line's height wide (a space is a quarter to a third of an em; the gaps
+    between the letters of a word, a few pixels), or the crop's end. None when that holds nothing."""
+    height, width = crop.shape[:2]
+    x0, x1 = min(words[k].x0 for k in span), max(words[k].x1 for k in span)
+    # Tesseract's box of a word it misread can reach over a neighbour (an Arabic line's "Python" boxed across the
+    # next word): a word whose middle lies right of the run's bounds it on the right, and so on the left.
+    middle = (x0 + x1) / 2
+    others = [w for k, w in enumerate(words) if k not in span]
+    x0 = max([w.x1 for w in others if w.x0 + w.x1 < 2 * middle and w.x1 < x1] + [x0, 0])
+    x1 = min([w.x0 for w in others if w.x0 + w.x1 >= 2 * middle and w.x0 > x0] + [x1, width])
+    if x1 <= x0:
+        return None
+    gray = crop.mean(axis=2)
+    ink = gray > INK if float(np.median(gray)) < INK else gray < INK  # light text on a dark band: its own ink
+    blank = ~ink.any(axis=0)
+    gap = max(2, height // 5)
+    # The gap may begin inside the run's box (a box reaching over its neighbour was cut at the neighbour's ink).
+    start = min(x0 + gap, x1)
+    while start > 0 and not (start >= gap and blank[start - gap : start].all()):
+        start -= 1
+    stop = max(x1 - gap, start)
+    while stop < width and not (stop + gap <= width and blank[stop : stop + gap].all()):
+        stop += 1
+    return (start, stop) if ink[:, start:stop].any() else None
+
+
+def _script_letters(text: str) -> bool:
+    # Letters of a script other than Latin (the script model's own).
+    return any(c.isalpha() and not unicodedata.name(c, "").startswith("LATIN") for c in text)
+
+
+def _latin_letters(text: str) -> bool:
+    # A reading with a letter or digit in it, and every letter a Latin one.
+    return any(c.isalnum() for c in text) and all(
+        unicodedata.name(c, "").startswith("LATIN") for c in text if c.isalpha()
+    )
 
 
 class ScriptReader:
@@ -152,16 +315,26 @@ class ScriptReader:
             self._apis[model] = api
         return api
 
-    def read(self, crop: np.ndarray, model: str) -> tuple[str, float]:
+    def read(self, crop: np.ndarray, model: str, latin: Recogniser | None = None) -> tuple[str, float]:
         """One BGR line crop's text in logical order (Arabic and Hebrew as they are typed, first letter first) and
-        its mean confidence, 0-100."""
+        its mean confidence, 0-100.
+
+        With `latin` (the bundled recogniser), the words the model doubts (WORD_CONF) are read again with it, and
+        its confident Latin readings take their place (latin_spans): a Latin word stays left to right in its
+        logical place inside a right-to-left line."""
         from PIL import Image
 
         api = self._api(model)
         self.reads += 1
         api.SetImage(_prepared(Image.fromarray(np.ascontiguousarray(crop[:, :, ::-1])).convert("L")))
         text = " ".join(str(api.GetUTF8Text()).translate(BIDI_CONTROLS).split())
-        return text, float(api.MeanTextConf()) if text else 0.0
+        if not text:
+            return "", 0.0
+        if latin is not None:
+            words = _tess_words(api)
+            if any(w.confidence < WORD_CONF for w in words) and _joined(words) == text:
+                return latin_spans(crop, words, latin)
+        return text, float(api.MeanTextConf())
 
     def choose(self, crops: list[np.ndarray], hint: Choice | None = None) -> Choice | None:
         """The installed script that reads these line crops (BGR, upright as the page was given, or turned half a
