@@ -75,6 +75,17 @@ FLOORS: dict[str, Floor] = {
     "pdfspec/headings": Floor(0.01, 1.00, 1.00, 0, None, 0, None, 1.00),
     "pdfspec/paragraphs": Floor(0.01, 1.00, None, 0, None, 0, 1.00, None),
     "pdfspec/table": Floor(0.01, 1.00, None, 0, 1.00, 0, None, None),
+    # the dev tables group (issue 34), measured with tables._table's monospace rule for unruled columns only (HEAD
+    # f5109da's engine otherwise): its references hold the tables alone, so CER counts the pages' prose and code as
+    # insertions (read cell recall); p79 and p83, grids of monospaced cells, 0.00 -> 1.00 cells
+    "tables_dev/reportlab_userguide_p61": Floor(0.23, 1.00, None, 2, 0.99, 0, None, None),
+    "tables_dev/reportlab_userguide_p64": Floor(0.12, 1.00, None, 2, 1.00, 0, None, None),
+    "tables_dev/reportlab_userguide_p79": Floor(0.84, 1.00, None, 1, 1.00, 0, None, None),
+    "tables_dev/reportlab_userguide_p83": Floor(4.15, 1.00, None, 0, 1.00, 0, None, None),
+    "tables_dev/reportlab_userguide_p87": Floor(11.27, 1.00, None, 6, 0.68, 1, None, None),
+    "tables_dev/reportlab_userguide_p88": Floor(9.91, 1.00, None, 3, 0.81, 0, None, None),
+    "tables_dev/reportlab_userguide_p89": Floor(4.83, 1.00, None, 2, 1.00, 0, None, None),
+    "tables_dev/rice_seed_disinfection": Floor(0.83, 0.96, None, 3, 0.17, 0, None, None),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00

@@ -313,7 +313,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
         return None  # boxes of a vector drawing (a network diagram, a flow chart), not a table
     if any(len(cell.text.split()) > MAX_CELL_WORDS for cell in cells):
         return None  # a ruled frame around running text (a cover, a sidebar), not a table
-    if sum(words[i].monospace for i in members) >= 0.8 * len(members):
+    if not ruled_columns and sum(words[i].monospace for i in members) >= 0.8 * len(members):
         return None  # a framed code listing
     if not ruled_columns:
         full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
