@@ -131,3 +131,31 @@ def test_running_heads_and_feet_set_in_a_wide_margin_are_furniture_and_the_title
         kinds = {b.text: b.kind for b in layout.blocks}
         assert kinds["The Annual Report of the Board of 1998"] is Kind.PAGE_HEADER
         assert [k for t, k in kinds.items() if t.startswith("Chapter")] == [Kind.SECTION_HEADER]
+
+
+def test_words_drawn_one_glyph_at_a_time_are_whole_words(tmp_path: Path) -> None:
+    # pdftotext's three_columns.pdf: each glyph its own text object, so pdfium breaks the line after every glyph;
+    # the words came out "c olu m n 1". Glyphs that touch are one word, and the unprinted space still parts words.
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    def page(c: object) -> None:
+        def glyphs(x: float, y: float, text: str) -> None:
+            for ch in text:
+                c.setFont("Helvetica", 11)  # type: ignore[attr-defined]
+                c.drawString(x, y, ch)  # type: ignore[attr-defined]
+                x += stringWidth(ch, "Helvetica", 11)
+
+        for n, (head, word) in enumerate((("column 1", "one"), ("column 2", "two"), ("column 3", "three"))):
+            glyphs(72 + 168 * n, 700, head)
+            glyphs(72 + 168 * n, 686, word)
+
+    pdf = _pdf(tmp_path / "glyphs.pdf", page)
+    doc = pdfium.PdfDocument(str(pdf))
+    try:
+        words = [w.text for w in read_text_layer(doc, 0).words]
+    finally:
+        doc.close()
+    assert sorted(words) == sorted(["column", "1", "column", "2", "column", "3", "one", "two", "three"])
+    (layout,) = _layouts(pdf)
+    text = " ".join(b.text for b in layout.blocks)
+    assert all(part in text for part in ("column 1", "column 2", "column 3", "three"))

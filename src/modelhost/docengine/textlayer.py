@@ -175,7 +175,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
             textpage.close()
     finally:
         page.close()
-    every = list(_words(_accented(_without_phantom_spaces(chars))))
+    every = list(_words(_accented(_without_phantom_breaks(_without_phantom_spaces(chars)))))
     # Words of raw font codes (a font without a ToUnicode map: control characters, U+FFFD) are not text: they
     # leave the words, and where they were is a region for OCR, so a page with one such sidebar keeps the rest.
     # A word with a stray code beside real letters (the Redbook's bullet "r" + U+0001) keeps its letters.
@@ -516,6 +516,30 @@ def _without_phantom_spaces(chars: list[_Char]) -> list[_Char]:
             if prev is not None and nxt is not None and _touching(prev, nxt):
                 continue
         out.append(ch)
+    return out
+
+
+def _without_phantom_breaks(chars: list[_Char]) -> list[_Char]:
+    """Line breaks pdfium generated between two letters that touch on one line dropped: a producer that draws each
+    glyph as a text object of its own (pdftotext's three_columns.pdf, a word set "c", "olu", "m", "n") gets a break
+    after every object, which split each word into its pieces. Letters of one word touch (PHANTOM_GAP); a word
+    space, even one the producer never drew, is a gap of a space's width, so the break after it still parts words."""
+    out: list[_Char] = []
+    i = 0
+    while i < len(chars):
+        ch = chars[i]
+        if not (ch.generated and ch.text in "\r\n"):
+            out.append(ch)
+            i += 1
+            continue
+        j = i
+        while j < len(chars) and chars[j].generated and chars[j].text in "\r\n":
+            j += 1
+        prev = out[-1] if out and not (out[-1].generated or out[-1].text.isspace()) else None
+        nxt = chars[j] if j < len(chars) and not (chars[j].generated or chars[j].text.isspace()) else None
+        if prev is None or nxt is None or not _touching(prev, nxt):
+            out.extend(chars[i:j])
+        i = j
     return out
 
 
