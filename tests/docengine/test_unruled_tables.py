@@ -4,6 +4,7 @@ of prose, lists with aligned numbers, a table of contents with leaders, numbered
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -549,3 +550,48 @@ def test_a_first_column_that_names_a_group_once_keeps_the_group_rows_apart(tmp_p
 
     (table,) = _tables(_layout(tmp_path / "groups.pdf", _word_table(lines, (72, 200, 330))))
     assert _rows(table) == [list(line) for line in lines]
+
+
+#: Arrests by offence, a statistical abstract's kind: labels run on in dot leaders to their first figure.
+OFFENCES = (
+    ("Total offenses", "399.6", "782.5", "683.0"),
+    ("Murder and nonnegligent manslaughter", "4.9", "278.1", "598.0"),
+    ("Forcible rape", "510.9", "986.0", "461.7"),
+    ("Robbery", "88.2", "91.4", "95.0"),
+    ("Aggravated assault", "421.3", "408.8", "394.1"),
+)
+
+
+def _leaders(c: object, touching: bool) -> None:
+    # Each label's leaders fill the line to the first figure's column: set apart from the figure by a space, or
+    # touching it (the text layer then gives the dots and the figure as one word, "......4.9").
+    y = _prose(c, 72, 780, 90, 3) - 30
+    for k, year in enumerate(("2000", "2005", "2010")):
+        _right(c, 330 + 60 * k, y, year, "Helvetica-Bold", 9)
+    for n, (label, *figures) in enumerate(OFFENCES, start=1):
+        c.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+        dot = c.stringWidth(".", "Helvetica", 9)  # type: ignore[attr-defined]
+        first = figures[0]
+        end = 330 - c.stringWidth(first, "Helvetica", 9)  # type: ignore[attr-defined]
+        room = end - 72 - c.stringWidth(label + " ", "Helvetica", 9)  # type: ignore[attr-defined]
+        dots = "." * int(room / dot - (0 if touching else 2))
+        if touching:
+            _right(c, 330, y - 12 * n, f"{label} {dots}{first}", size=9)
+        else:
+            _text(c, 72, y - 12 * n, f"{label} {dots}", size=9)
+            _right(c, 330, y - 12 * n, first, size=9)
+        for k, figure in enumerate(figures[1:], start=1):
+            _right(c, 330 + 60 * k, y - 12 * n, figure, size=9)
+
+
+@pytest.mark.parametrize("touching", [False, True], ids=["spaced", "touching"])
+def test_labels_with_dot_leaders_to_their_figures_keep_the_figures_apart(tmp_path: Path, touching: bool) -> None:
+    layout = _layout(tmp_path / "leaders.pdf", lambda c: _leaders(c, touching))
+    (table,) = _tables(layout)
+    rows = _rows(table)
+    assert rows[0] == ["", "2000", "2005", "2010"]
+    # the leaders stay with the label (or the figure they touch); the label and each figure are cells of their own
+    label = [re.sub(r"\.{2,}", "", row[0]).strip() for row in rows[1:]]
+    figures = [[re.sub(r"^\.+", "", cell) for cell in row[1:]] for row in rows[1:]]
+    assert label == [row[0] for row in OFFENCES]
+    assert figures == [list(row[1:]) for row in OFFENCES]
