@@ -327,6 +327,12 @@ class ScriptReader:
         With `latin` (the bundled recogniser), the words the model doubts (WORD_CONF) are read again with it, and
         its confident Latin readings take their place (latin_spans): a Latin word stays left to right in its
         logical place inside a right-to-left line."""
+        text, margin = self._recognise(crop, model)
+        return self._finish(crop, model, text, margin, latin)
+
+    def _recognise(self, crop: np.ndarray, model: str) -> tuple[str, int]:
+        # The model's reading of the crop (its words stay in the model's instance until it reads another crop), and
+        # the margin it was read inside.
         from PIL import Image
 
         api = self._api(model)
@@ -337,13 +343,51 @@ class ScriptReader:
             text = " ".join(str(api.GetUTF8Text()).translate(BIDI_CONTROLS).split())
             if text:
                 break
+        return text, margin
+
+    def _finish(
+        self, crop: np.ndarray, model: str, text: str, margin: int, latin: Recogniser | None
+    ) -> tuple[str, float]:
+        # The text and mean confidence of the crop `model` read last (_recognise), its doubted words read again by
+        # `latin` (latin_spans).
         if not text:
             return "", 0.0
+        api = self._api(model)
         if latin is not None:
             words = _tess_words(api, margin)
             if any(w.confidence < WORD_CONF for w in words) and _joined(words) == text:
                 return latin_spans(crop, words, latin)
         return text, float(api.MeanTextConf())
+
+    def read_line(
+        self, crop: np.ndarray, first: Sequence[str], latin: Recogniser | None = None
+    ) -> tuple[str, float, str]:
+        """One BGR line crop read by the model that reads it best: its text, confidence, and that model.
+
+        The models of `first` (the previous line's, then the page's) read it in turn, and the first to reach
+        CHOOSE_CONF reads it. When none does, every other installed model reads it too, and the best of them takes
+        it if it reaches CHOOSE_CONF (a Korean paragraph on a page chosen Cyrillic, a Greek line on an Arabic
+        page); else the page's model (the last of `first`) keeps it. Only lines of a page in another script come
+        here (pixels.PixelReader.recognise), so a Latin page runs none of this; a page in one script costs one read
+        a line, as before, but for its short lines (under CHOOSE_CONF in their own script)."""
+        order = list(dict.fromkeys(first))
+        order += [m for _, m in self.models if m not in order]
+        readings: dict[str, tuple[str, int, float]] = {}
+        chosen = ""
+        for model in order:
+            text, margin = self._recognise(crop, model)
+            readings[model] = (text, margin, float(self._api(model).MeanTextConf()) if text else 0.0)
+            if readings[model][2] >= CHOOSE_CONF:
+                chosen = model
+                break
+        if not chosen:
+            best = max(readings, key=lambda m: readings[m][2])
+            chosen = best if readings[best][2] >= CHOOSE_CONF else first[-1]
+            if chosen != order[len(readings) - 1]:  # its instance read another crop since: read this one again
+                text, margin = self._recognise(crop, chosen)
+                readings[chosen] = (text, margin, readings[chosen][2])
+        text, margin, _ = readings[chosen]
+        return (*self._finish(crop, chosen, text, margin, latin), chosen)
 
     def choose(self, crops: list[np.ndarray], hint: Choice | None = None) -> Choice | None:
         """The installed script that reads these line crops (BGR, upright as the page was given, or turned half a
@@ -351,7 +395,9 @@ class ScriptReader:
 
         `hint` (the document's previous page's choice) is tried first and kept when it reaches CHOOSE_CONF: the
         pages of a document are in one script, and the full search reads the sample up to twice per installed model
-        (upright, then turned)."""
+        (upright, then turned). A page whose sample mixes installed scripts (a Russian paragraph and a Korean one)
+        may have no model reach CHOOSE_CONF on the mean; when every line reaches it in some model, the best mean
+        is the page's choice, and each line takes its own model when it is read (read_line)."""
         if not crops:
             return None
         if hint is not None:
@@ -359,15 +405,14 @@ class ScriptReader:
             confidence = sum(self.read(c, hint.model)[1] for c in sample) / len(sample)
             if confidence >= CHOOSE_CONF:
                 return Choice(hint.script, hint.model, confidence, hint.turned)
-        best: Choice | None = None
         for turned in (False, True):
             sample = [np.rot90(c, 2) for c in crops] if turned else crops
-            for name, model in self.models:
-                confidence = sum(self.read(c, model)[1] for c in sample) / len(sample)
-                if best is None or confidence > best.confidence:
-                    best = Choice(name, model, confidence, turned)
-            if best is not None and best.confidence >= CHOOSE_CONF:
-                return best  # upright reads: the half turn is tried only when no script read the page as given
+            scores = {(name, model): [self.read(c, model)[1] for c in sample] for name, model in self.models}
+            (name, model), best = max(scores.items(), key=lambda item: sum(item[1]))
+            mixed = all(max(line) >= CHOOSE_CONF for line in zip(*scores.values(), strict=True))
+            if sum(best) / len(best) >= CHOOSE_CONF or mixed:
+                # upright reads: the half turn is tried only when no script read the page as given
+                return Choice(name, model, sum(best) / len(best), turned)
         return None
 
     def close(self) -> None:
