@@ -159,3 +159,24 @@ def test_words_drawn_one_glyph_at_a_time_are_whole_words(tmp_path: Path) -> None
     (layout,) = _layouts(pdf)
     text = " ".join(b.text for b in layout.blocks)
     assert all(part in text for part in ("column 1", "column 2", "column 3", "three"))
+
+
+def test_a_large_sign_beside_a_line_does_not_make_it_a_heading(tmp_path: Path) -> None:
+    # The IRS instructions' case: a caution triangle's "!" in 17 pt bold opens a 9.5 pt italic note's line, which
+    # came out as "## ! deliver items to P.O. boxes". A line's type is its words', not a sign's.
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 9.5)  # type: ignore[attr-defined]
+        for k in range(8):
+            c.drawString(72, 700 - 11.5 * k, BODY[k % 2][:60])  # type: ignore[attr-defined]
+        c.setFont("Helvetica-Bold", 17)  # type: ignore[attr-defined]
+        c.drawString(80, 590, "!")  # type: ignore[attr-defined]
+        c.setFont("Helvetica-Oblique", 9.5)  # type: ignore[attr-defined]
+        c.drawString(100, 592, "Private delivery services cannot deliver items")  # type: ignore[attr-defined]
+        c.drawString(100, 580.5, "to post office boxes: use the postal service.")  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 9.5)  # type: ignore[attr-defined]
+        for k in range(6):
+            c.drawString(72, 555 - 11.5 * k, BODY[k % 2][:60])  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "caution.pdf", page))
+    note = [b for b in layout.blocks if "Private delivery" in b.text]
+    assert note and all(b.kind not in (Kind.SECTION_HEADER, Kind.TITLE) for b in note)
