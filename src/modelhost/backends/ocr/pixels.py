@@ -43,7 +43,7 @@ import numpy as np
 from modelhost.backends.ocr import orientation, rapid
 from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
 from modelhost.backends.ocr.pixelrules import find_rulings
-from modelhost.backends.ocr.scantable import mislabelled_table, table_runs
+from modelhost.backends.ocr.scantable import table_runs
 from modelhost.backends.ocr.scripts import BUNDLED, LINE_CONF, SAMPLE_LINES, Choice, ScriptReader
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
@@ -627,24 +627,18 @@ def groups(detection: Detection) -> list[Group]:
             members[best].append(i)
         else:
             loose.append(i)
-    tables = [r.bbox for r in regions if r.label == "table"]
     for region, m in zip(regions, members, strict=True):
-        label = region.label
-        if label == "figure" and m and mislabelled_table([(boxes[i], i) for i in m]):
-            label = "table"  # CDLA boxes a table of words in columns as a picture too (scantable.FIGURE_TABLE_SHARE)
-        elif label == "figure" and not m and any(_overlap(region.bbox, t) >= 0.8 * _area(region.bbox) for t in tables):
-            continue  # one table boxed twice, as a picture and as a table: the table region reads its lines
-        if label == "text":
+        if region.label == "text":
             # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
             for run in table_runs([(boxes[i], i) for i in m]):
                 cells = {i for row in run for i in row}
                 out.append(Group("table", _union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
-        if m or label in ("figure", "table"):
+        if m or region.label in ("figure", "table"):
             bbox = region.bbox
-            if m and label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
+            if m and region.label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
                 bbox = _union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
-            out.append(Group(label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
+            out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     body = detection.body_height * detection.scale
     out.extend(_blocks_of_loose(loose, boxes, body))
     # The page's gutters from its lines, as the text path finds them (docengine.lines.gutters): the XY-cut on region
