@@ -23,8 +23,10 @@ Speed, and why each choice (measured on this 2-core machine, bench/ocr_speed.py 
 Scripts the bundled recogniser cannot read are read by Tesseract's models where they are installed (scripts.py:
 Arabic, Hebrew, Korean, Cyrillic, Greek; not Thai nor Devanagari, scripts.SCRIPTS says why): `detect` reads the
 page's longest lines, and when most are doubtful it chooses the page's script (and turns the page half a turn when
-only that reads); `recognise` then reads each line the bundled recogniser doubts with that script's model. A
-right-to-left line's words are placed right to left, so the document engine (lines.py) reads them in logical order.
+only that reads); `recognise` then reads each line the bundled recogniser doubts with the script model that reads
+it best (the page's, or another where the page mixes scripts), and the Latin words inside it with the bundled
+recogniser (scripts.py). A right-to-left line's words are placed right to left, so the document engine (lines.py)
+reads them in logical order.
 """
 
 from __future__ import annotations

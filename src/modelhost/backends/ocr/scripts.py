@@ -17,6 +17,14 @@ Turned, because the line classifier that votes a page's orientation (ch_ppocr_mo
 Chinese and Latin lines: it voted the corpus's upright Korean page upside down, and Tesseract reads that page's
 lines at confidence 83-93 one way and 27-42 the other. A Latin page costs nothing here: its sample's readings are
 kept and not recognised again (pixels.Detection.known).
+
+How a line of such a page is read (pixels.PixelReader.recognise, each line the bundled recogniser doubts):
+- by the model that reads it (ScriptReader.read_line): the previous line's, then the page's, and when neither
+  reaches CHOOSE_CONF every other installed model, so a page may mix two scripts (a Korean paragraph on a Russian
+  page, a Greek line on an Arabic one);
+- word by word where the model doubts a word (latin_spans): the stretch of pixels between the word gaps around it
+  is read by the bundled recogniser, whose confident Latin reading takes its place, in logical order ("Python"
+  inside an Arabic line stays left to right where it was typed).
 """
 
 from __future__ import annotations
