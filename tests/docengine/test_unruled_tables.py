@@ -595,3 +595,48 @@ def test_labels_with_dot_leaders_to_their_figures_keep_the_figures_apart(tmp_pat
     figures = [[re.sub(r"^\.+", "", cell) for cell in row[1:]] for row in rows[1:]]
     assert label == [row[0] for row in OFFENCES]
     assert figures == [list(row[1:]) for row in OFFENCES]
+
+
+#: A settings table of words in one font, two columns, no header font, no rule: only its zebra stripes (every other
+#: row shaded, one width) say it is a table; without them it reads as two columns of short lines.
+SETTINGS = (
+    ("Setting", "Meaning"),
+    ("Timeout", "Request time limit"),
+    ("Retries", "Attempts after failure"),
+    ("Backoff", "Wait growth factor"),
+    ("Proxy", "Relay address"),
+    ("Verify", "Certificate checks"),
+    ("Agent", "Client name"),
+)
+
+
+def _settings(c: object, stripes: bool, prose: bool = False) -> None:
+    y = _prose(c, 72, 780, 90, 3) - 40
+    for r, (name, meaning) in enumerate(SETTINGS):
+        if stripes and r % 2 == 1:
+            c.setFillGray(0.9)  # type: ignore[attr-defined]
+            c.rect(72, y - 15 * r - 4, 400, 15, stroke=0, fill=1)  # type: ignore[attr-defined]
+            c.setFillGray(0)  # type: ignore[attr-defined]
+        if prose:  # the same stripes behind two columns of running text
+            _text(c, 80, y - 15 * r, " ".join(PROSE.split()[7 * r : 7 * r + 5]), size=9)
+            _text(c, 290, y - 15 * r, " ".join(PROSE.split()[7 * r + 40 : 7 * r + 46]), size=9)
+        else:
+            _text(c, 80, y - 15 * r, name)
+            _text(c, 200, y - 15 * r, meaning)
+    _prose(c, 72, y - 15 * len(SETTINGS) - 30, 90, 3, start=60)
+
+
+def test_zebra_stripes_behind_two_columns_of_short_cells_make_them_a_table(tmp_path: Path) -> None:
+    layout = _layout(tmp_path / "striped.pdf", lambda c: _settings(c, stripes=True))
+    (table,) = _tables(layout)
+    assert _rows(table) == [list(row) for row in SETTINGS]
+
+
+@pytest.mark.parametrize("case", ["no stripes", "stripes behind prose"])
+def test_without_stripes_or_behind_prose_two_columns_stay_text(tmp_path: Path, case: str) -> None:
+    # stripes weigh only for columns the words keep apart with short cells: alone they make no table (taken for
+    # rows by themselves they raised the held-out split's CER, tables.fill_rules)
+    layout = _layout(
+        tmp_path / "plain.pdf", lambda c: _settings(c, stripes=case != "no stripes", prose=case != "no stripes")
+    )
+    assert not _tables(layout)

@@ -193,7 +193,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     page_gutters = gutters(free, style.body_size)
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
     # gutters are found again without a table's words: its column gaps are no gutters of the page.
-    unruled = find_unruled(free, style.body_size, content.rulings, page_gutters)
+    unruled = find_unruled(free, style.body_size, content.rulings, page_gutters, content.fills)
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
         free = _without(free, [found.words for found in unruled])

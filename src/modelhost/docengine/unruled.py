@@ -27,7 +27,8 @@ How:
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
    (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
    words, and a positive sign: a numeric column; or, for a table of words, a header row set in another font or three
-   columns or more, not every column centred (centred names in columns are a paper's authors).
+   columns or more, or zebra stripes banding the rows (`_striped`), not every column centred (centred names in
+   columns are a paper's authors).
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
    it with their spans (a header cell "Year ended" centred over two columns of figures).
 
@@ -113,6 +114,14 @@ MAX_OPEN = 8
 #: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; or a
 #: dash standing for none.
 _NUMBER = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*(?:%|[kKmMbB]n?)?[)\]]?[*†‡]?$|^[-–—]$|^n/?a$", re.I)
+#: Zebra stripes that weigh for a table (`_striped`): two shaded rows with a plain one between are a pattern; one shaded
+#: band is a highlighted row or a box behind the table.
+MIN_STRIPES = 2
+#: How far (points) a stripe's edges may fall short of the rows' extent, and stripes' widths differ: cell padding
+#: puts a stripe's edge a few points past the text, and rounding differs by a point.
+STRIPE_SLACK = 6.0
+#: Fills weighed for stripes at most: each table candidate looks at every one (the text layer keeps `MAX_FILLS`).
+MAX_STRIPES = 2_000
 #: Trailing leader dots of a word ("offenses......", "Total . . ."): three or more (an ellipsis is three).
 _LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
 #: Leading leader dots, touching the figure they lead to ("......204.5"): three or more.
@@ -158,13 +167,18 @@ class _Run:
 
 
 def find_unruled(
-    words: Sequence[Word], body_size: float, rules: Sequence[Segment] = (), page_gutters: Sequence[Gutter] | None = None
+    words: Sequence[Word],
+    body_size: float,
+    rules: Sequence[Segment] = (),
+    page_gutters: Sequence[Gutter] | None = None,
+    fills: Sequence[BBox] = (),
 ) -> list[FoundTable]:
     """The tables without rules among `words` (a page's words no ruled table, picture or table of contents took),
     each with the indices of the words it takes. `rules` are the page's: a run of words that a closed group of rules
     (horizontal and vertical rules meeting: a chart's axes) cuts into is a figure's labels (two panels' ticks side by
     side), not a table; a frame around the whole run is only a box around it. `page_gutters` are `lines.gutters` of
-    these words, when the caller has them already."""
+    these words, when the caller has them already. `fills` are the page's filled rectangles: zebra stripes behind a
+    run's rows are evidence of a table (`_striped`)."""
     if not words or sum(1 for w in words if w.font) < 0.5 * len(words):
         return []  # read from pixels (no fonts): left to the layout model
     frames = rule_frames(rules)
@@ -176,8 +190,9 @@ def find_unruled(
     rows = rows[:MAX_ROWS]
     found: list[FoundTable] = []
     taken: set[int] = set()
+    stripes = sorted(fills[:MAX_STRIPES])
     for run in _runs(rows):
-        table = _table(run, rows, words)
+        table = _table(run, rows, words, stripes)
         if table is None or table.words & taken or any(_cuts(frame, table.bbox) for frame in frames):
             continue
         found.append(table)
@@ -387,7 +402,7 @@ def _across(row: _Row, run: _Run) -> bool:
     return row.x0 < run.x1 and run.x0 < row.x1
 
 
-def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | None:
+def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[BBox] = ()) -> FoundTable | None:
     # Trailing rows of one segment (a paragraph's short last line under the table) are not the table's.
     body = list(run.rows)
     while body and rows[body[-1]].segments < 2:
@@ -413,7 +428,7 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | N
     groups = [[r] for r in grid_rows]
     _joined(cells_words, groups, words, len(spanning))
     plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
-    if not _evidence(plain, cells_words, [rows[r] for r in body], words):
+    if not _evidence(plain, cells_words, [rows[r] for r in body], words, _striped([rows[r] for r in body], fills)):
         return None
     header = _font_header(cells_words, words)
     members = frozenset(i for r in grid_rows for i in rows[r].words)
@@ -443,10 +458,15 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word]) -> FoundTable | N
 
 
 def _evidence(
-    plain: list[list[list[int]]], grid: list[list[list[int]]], body: list[_Row], words: Sequence[Word]
+    plain: list[list[list[int]]],
+    grid: list[list[list[int]]],
+    body: list[_Row],
+    words: Sequence[Word],
+    striped: bool = False,
 ) -> bool:
     """Whether a run's cells read as a table (see the module docstring, step 3): `plain` the rows without spanning
-    header cells, `grid` every row, `body` the run's own rows (for their pitch)."""
+    header cells, `grid` every row, `body` the run's own rows (for their pitch), `striped` whether zebra stripes band
+    them (`_striped`: a sign as strong as a header in another font)."""
     cols = len(grid[0])
     if sum(1 for cells in grid if sum(1 for c in cells if c) >= 2) < MIN_ROWS:
         return False
@@ -476,7 +496,38 @@ def _evidence(
     )
     # Names, departments and addresses centred in columns (a paper's authors) are no table of words: a table's
     # columns stand flush on one side, its stub at least, save perhaps short centred values.
-    return numeric or ((_font_header(grid, words) or cols >= 3) and not _centred(plain, words))
+    return numeric or ((_font_header(grid, words) or cols >= 3 or striped) and not _centred(plain, words))
+
+
+def _striped(body: list[_Row], fills: Sequence[BBox]) -> bool:
+    """Whether zebra stripes band the rows: fills of one width (within `STRIPE_SLACK`) reaching across
+    the rows' whole extent, at least `MIN_STRIPES` of them, each behind one row or more, and down the rows shaded
+    and plain alternate (a row behind no stripe between every two stripes). Stripes alone make no table (taken for a
+    table's rows, they raised the held-out split's CER: `tables.fill_rules`); here they only weigh for columns the
+    words already keep apart down the rows."""
+    if not body or not fills:
+        return False
+    x0, x1 = min(r.x0 for r in body), max(r.x1 for r in body)
+    top, bottom = min(r.y0 for r in body), max(r.y1 for r in body)
+    across = [
+        f for f in fills if f[0] <= x0 + STRIPE_SLACK and f[2] >= x1 - STRIPE_SLACK and f[1] < bottom and f[3] > top
+    ]
+    if len(across) < MIN_STRIPES:
+        return False
+    width = statistics.median(f[2] - f[0] for f in across)
+    # a stripe is behind a row, never half the rows: a box behind the whole table is no stripe
+    stripes = [f for f in across if abs((f[2] - f[0]) - width) <= STRIPE_SLACK and f[3] - f[1] < (bottom - top) / 2]
+    marks: list[int] = []  # per row, top to bottom: the stripe behind its middle, or -1
+    for row in sorted(body, key=lambda r: r.y0):
+        middle = (row.y0 + row.y1) / 2
+        marks.append(next((k for k, f in enumerate(stripes) if f[1] <= middle <= f[3]), -1))
+    bands = [k for k, _ in itertools.groupby(marks)]
+    shaded = [k for k in bands if k >= 0]
+    return (
+        len(set(shaded)) >= MIN_STRIPES
+        and len(shaded) == len(set(shaded))
+        and all((a >= 0) != (b >= 0) for a, b in itertools.pairwise(bands))
+    )
 
 
 def _records(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
