@@ -100,9 +100,10 @@ WORD_CONF = 90
 #: replaced: the Russian model read "Python" as "Ру{Поп" at 81.
 KEEP_CONF = 80
 #: A Latin word found so must read at this score or more in the bundled recogniser: pixels.DOUBT_SCORE's bar, which
-#: the bundled recogniser's Latin lines clear (0.99 and over) and its readings of other scripts do not.
+#: the Latin words above clear (0.99-1.00) and its readings of other scripts' lines do not (0.69-0.87). It did read a
+#: piece of a joined Arabic word as "LJ" at 0.93, so only whole words are read (_stretch).
 LATIN_SCORE = 0.9
-#: A grey level (0-255) darker than this is ink (pixels.INK's bar), on a crop's background side (_span_crop).
+#: A grey level (0-255) darker than this is ink (pixels.INK's bar), on a crop's background side (_stretch).
 INK = 128
 #: The recogniser a line's Latin words are read with: BGR crops to their texts and scores (rapid.recognise's shape).
 Recogniser = Callable[[list[np.ndarray]], tuple[list[str], list[float]]]
