@@ -8,8 +8,10 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
+from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.textlayer import read_text_layer
-from modelhost.docengine.types import PageContent
+from modelhost.docengine.types import PageContent, PageLayout
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "documents"
 
@@ -47,3 +49,15 @@ def drawn_page(path: Path, draw: Callable[[object], None]) -> PageContent:
         return read_text_layer(doc, 0)
     finally:
         doc.close()
+
+
+def document_layouts(path: Path) -> list[PageLayout]:
+    """Every page of the PDF at `path` through the text path: its text layer, analysed in the document's style,
+    with furniture marked across the pages."""
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        contents = [read_text_layer(doc, i) for i in range(len(doc))]
+    finally:
+        doc.close()
+    style = document_style(contents)
+    return mark_furniture([analyse(content, style) for content in contents])

@@ -7,12 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pypdfium2 as pdfium
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.furniture import mark_furniture
-from modelhost.docengine.textlayer import read_text_layer
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
+
+from .conftest import document_layouts
 
 
 def _pdf(path: Path, *pages: Callable[[object], None]) -> Path:
@@ -26,14 +24,7 @@ def _pdf(path: Path, *pages: Callable[[object], None]) -> Path:
     return path
 
 
-def _layouts(path: Path) -> list[PageLayout]:
-    doc = pdfium.PdfDocument(str(path))
-    try:
-        contents = [read_text_layer(doc, i) for i in range(len(doc))]
-    finally:
-        doc.close()
-    style = document_style(contents)
-    return mark_furniture([analyse(content, style) for content in contents])
+_layouts = document_layouts
 
 
 def _image(path: Path, size: tuple[int, int], grey: int) -> str:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.textlayer import read_text_layer
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
+
+from .conftest import document_layouts
 
 
 def _pdf(path: Path, *pages: Callable[[object], None], rename: tuple[bytes, bytes] | None = None) -> Path:
@@ -33,14 +33,7 @@ def _pdf(path: Path, *pages: Callable[[object], None], rename: tuple[bytes, byte
     return path
 
 
-def _layouts(path: Path) -> list[PageLayout]:
-    doc = pdfium.PdfDocument(str(path))
-    try:
-        contents = [read_text_layer(doc, i) for i in range(len(doc))]
-    finally:
-        doc.close()
-    style = document_style(contents)
-    return mark_furniture([analyse(content, style) for content in contents])
+_layouts = document_layouts
 
 
 ITEMS = (
@@ -180,3 +173,54 @@ def test_a_large_sign_beside_a_line_does_not_make_it_a_heading(tmp_path: Path) -
     (layout,) = _layouts(_pdf(tmp_path / "caution.pdf", page))
     note = [b for b in layout.blocks if "Private delivery" in b.text]
     assert note and all(b.kind not in (Kind.SECTION_HEADER, Kind.TITLE) for b in note)
+
+
+def test_contents_without_leaders_are_a_table_of_contents_not_headings(tmp_path: Path) -> None:
+    # pypdf's pdflatex-outline.pdf: LaTeX sets section entries bold, numbered, with no leaders, the page number a tab
+    # stop away at the right margin; each came out as a section heading ("## 1 Foo"). Numbers that go down are no
+    # page numbers of a contents list: those rows stay what they were.
+    entries = ("Foo", "Bar", "Baz", "Qux", "Quux", "Corge")
+    pages = ("2", "2", "3", "3", "4", "5")
+
+    def page(c: object) -> None:
+        c.setFont("Times-Bold", 14.3)  # type: ignore[attr-defined]
+        c.drawString(125, 660, "Contents")  # type: ignore[attr-defined]
+        for k, (entry, number) in enumerate(zip(entries, pages, strict=True)):
+            c.setFont("Times-Bold", 10)  # type: ignore[attr-defined]
+            c.drawString(125, 634 - 22 * k, str(k + 1))  # type: ignore[attr-defined]
+            c.drawString(140, 634 - 22 * k, entry)  # type: ignore[attr-defined]
+            c.drawRightString(468.5, 634 - 22 * k, number)  # type: ignore[attr-defined]
+        # The page's foot, a tab stop apart too, numbered in roman: no entry (GeoBase's contents page).
+        c.setFont("Times-Roman", 10)  # type: ignore[attr-defined]
+        c.drawString(125, 60, "GeoBase")  # type: ignore[attr-defined]
+        c.drawRightString(468.5, 60, "iv")  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "contents.pdf", page))
+    tables = [b for b in layout.blocks if b.kind is Kind.TABLE]
+    assert len(tables) == 1 and tables[0].table is not None
+    cells = {(c.row, c.col): c.text for c in tables[0].table.cells}
+    assert [cells[(r, 0)] for r in range(6)] == [f"{k + 1} {e}" for k, e in enumerate(entries)]
+    assert [cells[(r, 1)] for r in range(6)] == list(pages) and len(cells) == 12
+    assert not any(b.kind is Kind.SECTION_HEADER and b.text[:1].isdigit() for b in layout.blocks)
+
+
+def test_numbers_going_down_after_a_tab_are_no_contents(tmp_path: Path) -> None:
+    # The same shape with counts that go down (a tally, not page numbers): no table of contents is made of it.
+    def page(c: object) -> None:
+        c.setFont("Times-Bold", 14.3)  # type: ignore[attr-defined]
+        c.drawString(125, 660, "Harvest")  # type: ignore[attr-defined]
+        for k, (name, count) in enumerate((("Apples", "9"), ("Pears", "7"), ("Plums", "4"), ("Figs", "1"))):
+            c.setFont("Times-Bold", 10)  # type: ignore[attr-defined]
+            c.drawString(125, 634 - 22 * k, name)  # type: ignore[attr-defined]
+            c.drawRightString(468.5, 634 - 22 * k, count)  # type: ignore[attr-defined]
+
+    from modelhost.docengine.leaders import find_contents
+    from modelhost.docengine.lines import lines
+
+    doc = pdfium.PdfDocument(str(_pdf(tmp_path / "tally.pdf", page)))
+    try:
+        words = list(read_text_layer(doc, 0).words)
+    finally:
+        doc.close()
+    index = {id(w): i for i, w in enumerate(words)}
+    assert find_contents([[index[id(w)] for w in line] for line in lines(words)], words) == []
