@@ -640,3 +640,32 @@ def test_without_stripes_or_behind_prose_two_columns_stay_text(tmp_path: Path, c
         tmp_path / "plain.pdf", lambda c: _settings(c, stripes=case != "no stripes", prose=case != "no stripes")
     )
     assert not _tables(layout)
+
+
+def _wrapped_labels(c: object) -> None:
+    # A statistical table's labels wrapped over two lines, the figures on the label's last line, the second line in
+    # lowercase (and indented, as a hanging label is set): each label one cell beside its figures.
+    y = _prose(c, 72, 780, 90, 3) - 30
+    for k, year in enumerate(("2000", "2005", "2010")):
+        _right(c, 330 + 60 * k, y, year, "Helvetica-Bold", 9)
+    labels = (("Total offenses",), ("Murder and nonnegligent", "manslaughter"), ("Robbery",))
+    labels += (("All other offenses (except", "traffic)"), ("Arson",))
+    for label, (_, *figures) in zip(labels, OFFENCES, strict=True):
+        for n, part in enumerate(label):
+            y -= 12
+            _text(c, 72 + 6 * n, y, part, size=9)
+        for k, figure in enumerate(figures):
+            _right(c, 330 + 60 * k, y, figure, size=9)
+
+
+def test_a_label_wrapped_onto_the_line_of_its_figures_is_one_cell(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", _wrapped_labels))
+    assert [row[0] for row in _rows(table)] == [
+        "",
+        "Total offenses",
+        "Murder and nonnegligent manslaughter",
+        "Robbery",
+        "All other offenses (except traffic)",
+        "Arson",
+    ]
+    assert [row[1:] for row in _rows(table)][1:] == [list(row[1:]) for row in OFFENCES]

@@ -594,9 +594,10 @@ def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequen
     """Wrapped cells joined, in place: a row (below the first `fixed` rows, the header) is the next line of the row
     above when its every filled cell continues the filled cell just above it (`_continues`: lowercase after no
     sentence's end), or, whatever the case, when it hangs under the row: its first column empty where most rows fill
-    it (a row's label), another column empty too, and only words under words (no figures). A row of its own fills
-    its label, or every other column (the rows under a group named once in the first column). `members` (each grid
-    row's rows) follows."""
+    it (a row's label), another column empty too, and only words under words (no figures); or when the row above
+    holds only a label and this row's label continues it, its figures beside (a label wrapped onto the line its
+    figures stand on). A row of its own fills its label, or every other column (the rows under a group named once in
+    the first column). `members` (each grid row's rows) follows."""
     labelled = sum(1 for cells in grid[fixed:] if cells[0])
     r = fixed + 1
     while r < len(grid):
@@ -612,7 +613,15 @@ def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequen
             and len(filled) < len(row) - 1
             and all(a and not _NUMBER.match(a) and not _NUMBER.match(b) for a, b in filled)
         )
-        if filled and (hangs or all(a and _continues(a, b) for a, b in filled)):
+        # a label wrapped onto the line of its figures (a statistical table sets the figures on a label's last
+        # line): the row above holds only its label, and this row's label continues it
+        wraps = (
+            bool(texts[0][0] and texts[0][1])
+            and not any(a for a, _ in texts[1:])
+            and any(b for _, b in texts[1:])
+            and _continues(*texts[0])
+        )
+        if filled and (hangs or wraps or all(a and _continues(a, b) for a, b in filled)):
             for c, cell in enumerate(row):
                 above[c].extend(cell)
             members[r - 1].extend(members[r])
