@@ -179,20 +179,28 @@ async def conclude(
 
 
 def _assemble(stem: str, results: list[PageResult], parts: dict[int, Any]) -> tuple[Document, list[PageResult]]:
-    """The text-layer pages' furniture marked across the document, and every page into the document model."""
-    layouts = {r.number: r.layout for r in results if r.layout is not None}
+    """Every page into the document model, with the furniture of all its pages marked across the document
+    (`mark_furniture`: running heads and page numbers repeat from page to page, whichever path read each page). A
+    text-layer page's DocTags are written from its marked layout; a page read from its pixels keeps its reader's
+    DocTags unless the pass re-labelled one of its blocks (the `ocr` model answers one page at a time and cannot see
+    that its first line repeats on every page)."""
+    read = {r.number: r.layout if r.layout is not None else read_page(r) for r in results}
+    layouts = {number: layout for number, layout in read.items() if layout is not None}
     marked = dict(zip(layouts, mark_furniture(list(layouts.values())), strict=True)) if layouts else {}
     results = [
-        dataclasses.replace(r, doctags=doctags_page(marked[r.number])) if r.number in marked else r for r in results
+        dataclasses.replace(r, doctags=doctags_page(marked[r.number]))
+        if r.number in marked and (r.layout is not None or marked[r.number] != layouts[r.number])
+        else r
+        for r in results
     ]
     pages: list[Page] = []
     for r in results:
-        layout = marked.get(r.number) or read_page(r)
+        layout = marked.get(r.number)
         if layout is None:
             # What our DocTags reader does not model: docling-core's Markdown of the part its parser made.
             pages.append(Page(r.number, r.doctags, markdown=assemble.render(parts[r.number], "md")[:-1]))
         else:
-            pages.append(Page(r.number, r.doctags, layout, text_layer=r.number in marked))
+            pages.append(Page(r.number, r.doctags, layout, text_layer=r.layout is not None))
     return Document(stem, tuple(pages)), results
 
 
