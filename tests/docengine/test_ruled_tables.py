@@ -1,9 +1,14 @@
 """Ruled tables on PDFs made here, the classes `tables_dev/` shows: a grid whose cells are set in a monospaced font is
-a table (a framed code listing, a box around monospaced lines with no rule inside, stays code)."""
+a table (a framed code listing, a box around monospaced lines with no rule inside, stays code); rules that part only
+column groups and the header from the body (a statistical table's) leave the rows and columns to the words; a table
+ruled above and below its header only, with cells of several lines (Word's), reads its rows; a full grid of wrapped
+cells keeps its rows."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.types import Block, Kind, PageLayout
@@ -78,3 +83,108 @@ def test_a_grid_of_monospaced_cells_is_a_table_and_a_framed_listing_is_code(tmp_
     assert _rows(tables[0]) == [["Attribute", "Synonyms"], *[list(r) for r in SYNONYMS]]
     code = [b for b in layout.blocks if b.kind is Kind.CODE]
     assert len(code) == 1 and "out += row.amount" in code[0].text
+
+
+#: A statistical table: a rule above and under a two-level header and at the foot, vertical rules between the label
+#: column and two groups of three columns of figures only, labels run on in dot leaders, two of them wrapped.
+LABELS = (
+    ("Total offenses",),
+    ("Murder and nonnegligent", "manslaughter"),
+    ("Robbery",),
+    ("All other offenses (except", "traffic)"),
+    ("Arson",),
+)
+FIGURES = (
+    ("399.6", "782.5", "683.0", "41.2", "40.8", "39.9"),
+    ("4.9", "278.1", "598.0", "0.2", "0.1", "0.4"),
+    ("88.2", "91.4", "95.0", "3.1", "3.3", "3.2"),
+    ("306.1", "352.8", "410.7", "12.5", "13.0", "13.9"),
+    ("12.0", "11.4", "10.9", "0.9", "0.8", "0.7"),
+)
+GROUP_XS = (250.0, 300.0, 350.0, 420.0, 470.0, 520.0)  # each figure column's right edge
+
+
+def _statistical(c: object) -> None:
+    top = 200.0
+    c.setLineWidth(0.5)  # type: ignore[attr-defined]
+    _line(c, 72, top, 540, top)
+    for label, centre in (("Number", 300.0), ("Rate", 470.0)):
+        c.setFont("Helvetica-Bold", 8)  # type: ignore[attr-defined]
+        c.drawCentredString(centre, PAGE_TOP - top - 10, label)  # type: ignore[attr-defined]
+    for k, year in enumerate(("2000", "2005", "2010") * 2):
+        c.drawRightString(GROUP_XS[k] + 15, PAGE_TOP - top - 22, year)  # type: ignore[attr-defined]
+    _line(c, 72, top + 26, 540, top + 26)
+    y = top + 26
+    for label, figures in zip(LABELS, FIGURES, strict=True):
+        for n, part in enumerate(label):
+            y += 10
+            last = n == len(label) - 1
+            c.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+            width = c.stringWidth(part, "Helvetica", 8)  # type: ignore[attr-defined]
+            dots = " " + "." * int((150 - width) / c.stringWidth(".", "Helvetica", 8)) if last else ""  # type: ignore[attr-defined]
+            _text(c, 72 + 6 * n, y, part + dots, size=8)
+            if last:
+                for x, figure in zip(GROUP_XS, figures, strict=True):
+                    c.drawRightString(x + 15, PAGE_TOP - y, figure)  # type: ignore[attr-defined]
+    _line(c, 72, y + 4, 540, y + 4)
+    for x in (238.0, 392.0):
+        _line(c, x, top, x, y + 4)
+
+
+def test_rules_between_column_groups_only_leave_rows_and_columns_to_the_words(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "groups.pdf", _statistical))
+    rows = _rows(table)
+    assert rows[-len(LABELS) - 1][1:] == ["2000", "2005", "2010"] * 2
+    body = rows[-len(LABELS) :]
+    assert [row[0].rstrip(" .") for row in body] == [" ".join(label) for label in LABELS]
+    assert [row[1:] for row in body] == [list(f) for f in FIGURES]
+
+
+#: A treatments table as Word draws it: five columns, a header ruled above and below, body rows of two to four
+#: lines with no rule between them.
+TREATMENTS = (
+    ("Agent", "Hours", "Dilution", "Method", "Notes"),
+    ("Tebuconazole 25.9% emulsion", "24", "2,000", "Soak the seed for a day then germinate", ""),
+    ("Benomyl 50% wettable powder", "4-12", "1,000", "Soak at sprouting stirring now and then", "No rinse needed"),
+    ("Prochloraz 25% emulsion", "24", "1,000", "Soak the seed for a day then germinate", "Use twice at most"),
+)
+WIDTHS = (110.0, 50.0, 60.0, 120.0, 90.0)
+
+
+def _wrapped(text: str, width: float) -> list[str]:
+    """`text` cut into lines of about `width` points of 9-point Helvetica (half an em a letter)."""
+    per_line = int(width / 4.6)
+    out: list[str] = []
+    for word in text.split():
+        if out and len(out[-1]) + 1 + len(word) <= per_line:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out
+
+
+def _treatments(c: object, every_row_ruled: bool) -> None:
+    x0, top, lead = 60.0, 150.0, 11.0
+    xs = [x0]
+    for w in WIDTHS:
+        xs.append(xs[-1] + w)
+    y = top
+    bounds = [y]
+    for r, row in enumerate(TREATMENTS):
+        cells = [_wrapped(text, w - 6) for text, w in zip(row, WIDTHS, strict=True)]
+        for k, lines in enumerate(cells):
+            for n, text in enumerate(lines):
+                _text(c, xs[k] + 3, y + 11 + lead * n, text, "Helvetica-Bold" if r == 0 else "Helvetica")
+        y += lead * max(len(lines) for lines in cells) + 6
+        bounds.append(y)
+    for x in xs:
+        _line(c, x, bounds[0], x, bounds[-1])
+    for yy in bounds if every_row_ruled else (bounds[0], bounds[1], bounds[-1]):
+        _line(c, xs[0], yy, xs[-1], yy)
+
+
+@pytest.mark.parametrize("every_row_ruled", [False, True], ids=["header ruled only", "full grid"])
+def test_a_table_of_wrapped_cells_reads_its_rows(tmp_path: Path, every_row_ruled: bool) -> None:
+    layout = _layout(tmp_path / "treatments.pdf", lambda c: _treatments(c, every_row_ruled))
+    (table,) = _tables(layout)
+    assert _rows(table) == [list(row) for row in TREATMENTS]

@@ -39,17 +39,25 @@ MIN_FILLED = 0.4
 MAX_CELL_WORDS = 80
 #: A grid line within this distance (points) of another is the same line (double rules, rounding).
 LINE_MERGE = 2.0
+#: Text lines in one slot of a ruled grid, beside another slot holding as many, that make its band of rows loose
+#: (`FoundTable.loose`): three lines side by side are rows, as `unruled.MIN_ROWS` asks of a table without rules.
+LOOSE_LINES = 3
 
 
 @dataclass(frozen=True, slots=True)
 class FoundTable:
     """A table found on the page: its box, its grid, and which words it took (indices into the page's words).
-    `open` when no vertical rule bounds its cells (booktabs' rules, or rules under some columns only)."""
+    `open` when no vertical rule bounds its cells (booktabs' rules, or rules under some columns only); `loose` when
+    its rules part groups of columns and bands of rows only, some cell holding `LOOSE_LINES` lines or more beside
+    another that does too (a statistical table ruled between its column groups and under its header: each band
+    holds many rows, each group several columns), so that a reading from the words' own rows and columns may
+    part it further (`unruled.widened`)."""
 
     bbox: BBox
     table: Table
     words: frozenset[int]
     open: bool = False
+    loose: bool = False
 
 
 def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
@@ -319,7 +327,21 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
         full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
         if full_rows < 0.5 * rows:
             return None  # columns guessed from gaps must be filled on most rows, or they are no columns
-    return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals)
+    loose = not lined_rows and _banded(slot_words, rows, cols)
+    return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose)
+
+
+def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int) -> bool:
+    """Whether some row of the grid holds `LOOSE_LINES` text lines or more in two of its slots or more: a band of
+    many rows between two rules (see `FoundTable.loose`). A row of wrapped cells holds that many lines too; the
+    unruled reading then finds no more rows, and the ruled one stays."""
+    from modelhost.docengine.lines import lines
+
+    for r in range(rows):
+        deep = sum(1 for c in range(cols) if len(lines(slot_words.get((r, c), []))) >= LOOSE_LINES)
+        if deep >= 2:
+            return True
+    return False
 
 
 def _index(lines: list[float], v: float) -> int:

@@ -212,20 +212,28 @@ def widened(
 ) -> list[FoundTable]:
     """Ruled tables, each open one (no vertical rules) replaced by the table without rules that reads the same
     words and more: rules drawn under the columns of figures only (a statement's lines above its totals) bound no
-    rows and hold no labels, and read alone they put a column of figures in one cell and its labels after it."""
-    if not any(t.open for t in ruled):
+    rows and hold no labels, and read alone they put a column of figures in one cell and its labels after it. A
+    loose one (rules between column groups and under its header only, `FoundTable.loose`) gives way to the table
+    without rules that reads all its words in more cells: its bands and groups hold the rows and columns."""
+    if not any(t.open or t.loose for t in ruled):
         return ruled  # nothing to widen: no second reading of the page
-    shut = frozenset().union(*(t.words for t in ruled if not t.open))
+    shut = frozenset().union(*(t.words for t in ruled if not (t.open or t.loose)))
     rest = [i for i in range(len(words)) if i not in shut]
-    out = [t for t in ruled if not t.open]
+    out = [t for t in ruled if not (t.open or t.loose)]
     wide: list[FoundTable] = []
     for table in find_unruled([words[i] for i in rest], body_size, rules):
         table = FoundTable(table.bbox, table.table, frozenset(rest[i] for i in table.words))
-        covered = [t for t in ruled if t.open and t.words <= table.words]
-        if covered and len(table.words) > sum(len(t.words) for t in covered):
+        covered = [t for t in ruled if (t.open or t.loose) and t.words <= table.words]
+        more_words = len(table.words) > sum(len(t.words) for t in covered)
+        finer = all(t.loose for t in covered) and _cells(table) > sum(_cells(t) for t in covered)
+        if covered and (more_words or finer):
             wide.append(table)
     gone = frozenset().union(*(t.words for t in wide))
-    return out + [t for t in ruled if t.open and not t.words & gone] + wide
+    return out + [t for t in ruled if (t.open or t.loose) and not t.words & gone] + wide
+
+
+def _cells(found: FoundTable) -> int:
+    return len(found.table.cells)
 
 
 def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gutter]:
