@@ -104,7 +104,7 @@ FIGURES = (
 GROUP_XS = (250.0, 300.0, 350.0, 420.0, 470.0, 520.0)  # each figure column's right edge
 
 
-def _statistical(c: object) -> None:
+def _statistical(c: object, groups: bool = True) -> None:
     top = 200.0
     c.setLineWidth(0.5)  # type: ignore[attr-defined]
     _line(c, 72, top, 540, top)
@@ -121,13 +121,15 @@ def _statistical(c: object) -> None:
             last = n == len(label) - 1
             c.setFont("Helvetica", 8)  # type: ignore[attr-defined]
             width = c.stringWidth(part, "Helvetica", 8)  # type: ignore[attr-defined]
-            dots = " " + "." * int((150 - width) / c.stringWidth(".", "Helvetica", 8)) if last else ""  # type: ignore[attr-defined]
+            # leaders to within 5 points of the widest first figure (399.6, from x 245): closer than a column gap
+            room = 240 - 72 - 6 * n - width
+            dots = " " + "." * int(room / c.stringWidth(".", "Helvetica", 8)) if last else ""  # type: ignore[attr-defined]
             _text(c, 72 + 6 * n, y, part + dots, size=8)
             if last:
                 for x, figure in zip(GROUP_XS, figures, strict=True):
                     c.drawRightString(x + 15, PAGE_TOP - y, figure)  # type: ignore[attr-defined]
     _line(c, 72, y + 4, 540, y + 4)
-    for x in (238.0, 392.0):
+    for x in (238.0, 392.0) if groups else ():
         _line(c, x, top, x, y + 4)
 
 
@@ -188,3 +190,12 @@ def test_a_table_of_wrapped_cells_reads_its_rows(tmp_path: Path, every_row_ruled
     layout = _layout(tmp_path / "treatments.pdf", lambda c: _treatments(c, every_row_ruled))
     (table,) = _tables(layout)
     assert _rows(table) == [list(row) for row in TREATMENTS]
+
+
+def test_booktabs_rules_with_leaders_keep_the_first_figure_column_apart(tmp_path: Path) -> None:
+    # the same table without its vertical rules: the columns come from gaps in the words' x coverage, which the
+    # labels' dot leaders, reaching to within a few points of the first figures, must not close
+    (table,) = _tables(_layout(tmp_path / "booktabs.pdf", lambda c: _statistical(c, groups=False)))
+    rows = _rows(table)
+    assert rows[-len(LABELS) - 3][1:] == ["2000", "2005", "2010"] * 2  # two wrapped labels: two rows of their own
+    assert [row[1:] for row in rows if row[1] and row[1] != "2000" and row[0]] == [list(f) for f in FIGURES]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,14 @@ LINE_MERGE = 2.0
 #: Text lines in one slot of a ruled grid, beside another slot holding as many, that make its band of rows loose
 #: (`FoundTable.loose`): three lines side by side are rows, as `unruled.MIN_ROWS` asks of a table without rules.
 LOOSE_LINES = 3
+
+#: Trailing leader dots of a word ("offenses......", "Total . . ."): three or more (an ellipsis is three).
+_LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
+#: Leading leader dots, touching the figure they lead to ("......204.5"): three or more.
+_LEADER_HEAD = re.compile(r"^(?:[.·…]\s*){3,}")
+#: A word of dots alone is a leader from this many dots (a run of ". . ." arrives as one-dot words only when the
+#: producer spaces them widely; one dot alone stays a word, as "." for "not available" in some statistics).
+LEADER_DOTS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,8 +361,9 @@ def _index(lines: list[float], v: float) -> int:
 
 
 def _word_columns(words: list[Word], box: BBox) -> list[float]:
-    # Column lines at the middle of every x gap no word covers (a table without vertical rules).
-    spans = sorted((w.x0, w.x1) for w in words)
+    # Column lines at the middle of every x gap no word's ink covers (a table without vertical rules; a label's dot
+    # leaders cover none: `inked`).
+    spans = sorted(span for w in words if (span := inked(w)) is not None) or sorted((w.x0, w.x1) for w in words)
     lines = [box[0]]
     end = spans[0][1]
     for x0, x1 in spans[1:]:
@@ -387,3 +397,22 @@ def cell_text(words: list[Word]) -> str:
     # Rotated header text (read bottom to top or top to bottom) joins after: its words are in drawing order.
     turned = " ".join(w.text for w in words if w.rotation != 0)
     return f"{flat} {turned}".strip()
+
+
+def inked(word: Word) -> tuple[float, float] | None:
+    """The x range of `word` that closes a column gap: none for dot leaders (a label's dots run across the gap to its
+    figure, as a statistical table or a statement sets them; the gap is still there to the reader), and a word's
+    text less the leader dots it ends or starts with ("offenses......", "......204.5" where the dots touch the
+    figure), in proportion to its characters (the text layer gives a word's box, not its letters')."""
+    text = word.text
+    tail = _LEADER_TAIL.search(text)
+    head = _LEADER_HEAD.match(text)
+    start = head.end() if head else 0
+    end = tail.start() if tail else len(text)
+    if end <= start or not text[start:end].strip(" .·…"):
+        dots = sum(text.count(c) for c in ".·…")
+        return None if dots >= LEADER_DOTS else (word.x0, word.x1)
+    if start == 0 and end == len(text):
+        return word.x0, word.x1
+    step = (word.x1 - word.x0) / len(text)
+    return word.x0 + step * start, word.x0 + step * end

@@ -19,7 +19,7 @@ page never shows all of that at once:
 How:
 1. Rows are the lines of the words no earlier stage took (`lines.lines`), never crossing a prose gutter; each row is
    cut into segments at gaps of at least `COLUMN_GAP_EM` of its font size (wider than any word space); a label's dot
-   leaders close no gap (`_inked`).
+   leaders close no gap (`tables.inked`).
 2. Runs: consecutive rows, each at most `ROW_GAP` line heights below the last, that leave the same x ranges (at
    least a column gap wide) empty: the run's separators. A run starts at a row of two segments or more; a row joins
    it when it keeps every separator the run has; anything else (a paragraph's line across the columns, a blank
@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelhost.docengine.lines import Gutter, gutters, lines
-from modelhost.docengine.tables import FoundTable, cell_text, rule_frames
+from modelhost.docengine.tables import FoundTable, cell_text, inked, rule_frames
 from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: A column gap is at least this many ems of the row's font size. Word spaces are 0.25-0.33 em and justified text
@@ -122,13 +122,6 @@ MIN_STRIPES = 2
 STRIPE_SLACK = 6.0
 #: Fills weighed for stripes at most: each table candidate looks at every one (the text layer keeps `MAX_FILLS`).
 MAX_STRIPES = 2_000
-#: Trailing leader dots of a word ("offenses......", "Total . . ."): three or more (an ellipsis is three).
-_LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
-#: Leading leader dots, touching the figure they lead to ("......204.5"): three or more.
-_LEADER_HEAD = re.compile(r"^(?:[.·…]\s*){3,}")
-#: A word of dots alone is a leader from this many dots (a run of ". . ." arrives as one-dot words only when the
-#: producer spaces them widely; one dot alone stays a word, as "." for "not available" in some statistics).
-LEADER_DOTS = 2
 #: A list item's marker: a bullet, "1.", "(a)", "iv)". A column of these is a list's markers, not a table's column.
 _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxlc]{1,5}[.)])$")
 #: A cell's text runs on into the cell below when it ends without a sentence's end and the next starts in lowercase.
@@ -286,30 +279,11 @@ def _full(column: list[list[tuple[float, float]]]) -> bool:
     return full >= FULL_SHARE * len(extents)
 
 
-def _inked(word: Word) -> tuple[float, float] | None:
-    """The x range of `word` that closes a column gap: none for dot leaders (a label's dots run across the gap to its
-    figure, as a statistical table or a statement sets them; the gap is still there to the reader), and a word's
-    text less the leader dots it ends or starts with ("offenses......", "......204.5" where the dots touch the
-    figure), in proportion to its characters (the text layer gives a word's box, not its letters')."""
-    text = word.text
-    tail = _LEADER_TAIL.search(text)
-    head = _LEADER_HEAD.match(text)
-    start = head.end() if head else 0
-    end = tail.start() if tail else len(text)
-    if end <= start or not text[start:end].strip(" .·…"):
-        dots = sum(text.count(c) for c in ".·…")
-        return None if dots >= LEADER_DOTS else (word.x0, word.x1)
-    if start == 0 and end == len(text):
-        return word.x0, word.x1
-    step = (word.x1 - word.x0) / len(text)
-    return word.x0 + step * start, word.x0 + step * end
-
-
 def _row(members: list[int], words: Sequence[Word]) -> _Row:
-    inked = [(span, i) for i in members if (span := _inked(words[i])) is not None] or [
+    ink = [(span, i) for i in members if (span := inked(words[i])) is not None] or [
         ((words[i].x0, words[i].x1), i) for i in members
     ]
-    spans = sorted((x0, x1, words[i].size or words[i].height) for (x0, x1), i in inked)
+    spans = sorted((x0, x1, words[i].size or words[i].height) for (x0, x1), i in ink)
     gaps: list[tuple[float, float]] = []
     end, size = spans[0][1], spans[0][2]
     for x0, x1, s in spans[1:]:
@@ -427,7 +401,7 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
         by_col: list[list[int]] = [[] for _ in range(cols)]
         for i in rows[r].words:
             # a word by the centre of its ink; leader dots go with the label they run from (their left end)
-            ink = _inked(words[i])
+            ink = inked(words[i])
             centre = words[i].x0 if ink is None else (ink[0] + ink[1]) / 2
             by_col[bisect.bisect_left(middles, centre)].append(i)
         cells_words.append(by_col)
