@@ -224,3 +224,20 @@ def test_numbers_going_down_after_a_tab_are_no_contents(tmp_path: Path) -> None:
         doc.close()
     index = {id(w): i for i, w in enumerate(words)}
     assert find_contents([[index[id(w)] for w in line] for line in lines(words)], words) == []
+
+
+def test_a_counted_page_number_in_french_or_german_is_furniture(tmp_path: Path) -> None:
+    # A browser's print header in French: "Fichier : Document 1 sans titre" left, "Page 1 sur 1" right, on the only
+    # page. The count is a page number's evidence, as "Page 1 of 1" is; the file's name stays (one copy, no count).
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawString(72, 800, "Fichier : Document 1 sans titre")  # type: ignore[attr-defined]
+        c.drawRightString(540, 800, "Page 1 sur 1")  # type: ignore[attr-defined]
+        c.drawRightString(540, 30, "Seite 1 von 1")  # type: ignore[attr-defined]
+        for k in range(8):
+            c.drawString(72, 700 - 13 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "printed.pdf", page))
+    kinds = {b.text: b.kind for b in layout.blocks}
+    assert kinds["Page 1 sur 1"] is Kind.PAGE_HEADER and kinds["Seite 1 von 1"] is Kind.PAGE_FOOTER
+    assert kinds["Fichier : Document 1 sans titre"] not in (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)

@@ -41,7 +41,12 @@ _CANDIDATES = (
     Kind.PAGE_HEADER,
     Kind.PAGE_FOOTER,
 )
-_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?$", re.I)
+#: A lone page number, bare or counted, in the languages whose page lines the probe and corpus show and their
+#: neighbours: "7", "vii", "Page 7 of 18", "Page 1 sur 1" (a French browser's print header), "Seite 2 von 5",
+#: "Página 3 de 9", "Pagina 4 di 7".
+_NUMBER = re.compile(
+    r"^(?:(?:page|seite|p[aá]gina)\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of|sur|von|de|di)\s*\d{1,4})?$", re.I
+)
 
 
 def _zone(block: Block, layout: PageLayout) -> Kind | None:
