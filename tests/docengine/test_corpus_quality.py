@@ -83,7 +83,8 @@ FLOORS: dict[str, Floor] = {
     "tables_dev/reportlab_userguide_p79": Floor(0.84, 1.00, None, 1, 1.00, 0, None, None),
     "tables_dev/reportlab_userguide_p83": Floor(4.15, 1.00, None, 0, 1.00, 0, None, None),
     "tables_dev/reportlab_userguide_p87": Floor(11.27, 1.00, None, 6, 0.68, 1, None, None),
-    "tables_dev/reportlab_userguide_p88": Floor(9.91, 1.00, None, 3, 0.81, 0, None, None),
+    # a row just outside a grid's rules, in its columns, is its row (tables._outer_lines): 0.81 -> 0.90
+    "tables_dev/reportlab_userguide_p88": Floor(9.91, 1.00, None, 3, 0.90, 0, None, None),
     "tables_dev/reportlab_userguide_p89": Floor(4.83, 1.00, None, 2, 1.00, 0, None, None),
     "tables_dev/rice_seed_disinfection": Floor(0.83, 0.96, None, 3, 0.17, 0, None, None),
 }

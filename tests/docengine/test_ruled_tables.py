@@ -199,3 +199,38 @@ def test_booktabs_rules_with_leaders_keep_the_first_figure_column_apart(tmp_path
     rows = _rows(table)
     assert rows[-len(LABELS) - 3][1:] == ["2000", "2005", "2010"] * 2  # two wrapped labels: two rows of their own
     assert [row[1:] for row in rows if row[1] and row[1] != "2000" and row[0]] == [list(f) for f in FIGURES]
+
+
+def _grid_below_first_row(c: object) -> None:
+    # ReportLab's split tables: a grid drawn under the first row only (the row above it has no rule), then a
+    # paragraph whose last line runs just above a second grid, across its columns
+    xs = (200.0, 240.0, 280.0, 320.0, 360.0, 400.0)
+    top, row = 100.0, 16.0
+    for r in range(4):
+        for k in range(5):
+            _text(c, xs[k] + 6, top + r * row + 12, f"{r}{k}", size=10)
+    for r in range(1, 5):
+        _line(c, xs[0], top + r * row, xs[-1], top + r * row)
+    for x in xs:
+        _line(c, x, top + row, x, top + 4 * row)
+    _text(c, 72, 230, "As mentioned above, the cells may hold paragraphs, images and other flowables, or lists of them")
+    # the paragraph's last line, set so that its word spaces fall on the second grid's column lines (x 200, 330)
+    space = c.stringWidth(" ", "Helvetica", 10)  # type: ignore[attr-defined]
+    for text, end in (("alike: the code below makes", 200.0), ("one, each with its style and", 330.0)):
+        _text(c, end - space / 2 - c.stringWidth(text, "Helvetica", 10), 242, text, size=10)  # type: ignore[attr-defined]
+    _text(c, 330 + space / 2, 242, "keeps them apart.", size=10)
+    wide = (72.0, 200.0, 330.0, 460.0)
+    for r in range(3):
+        for k, text in enumerate(("Name", "Kind", "Size") if r == 0 else (f"item {r}", "flowable", f"{r}0 pt")):
+            _text(c, wide[k] + 4, 246 + r * row + 12, text, size=10)
+    for r in range(4):
+        _line(c, wide[0], 246 + r * row, wide[-1], 246 + r * row)
+    for x in wide:
+        _line(c, x, 246, x, 246 + 3 * row)
+
+
+def test_a_row_just_outside_the_rules_in_the_tables_columns_is_its_row(tmp_path: Path) -> None:
+    first, second = _tables(_layout(tmp_path / "parts.pdf", _grid_below_first_row))
+    assert _rows(first) == [[f"{r}{k}" for k in range(5)] for r in range(4)]
+    # the paragraph's last line, just above the second grid, changes column at word spaces: it stays text
+    assert _rows(second)[0] == ["Name", "Kind", "Size"]

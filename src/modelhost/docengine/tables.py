@@ -202,7 +202,115 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
         if table is not None:
             found.append(table)
             taken |= table.words
-    return found
+    # Lines just outside a table's rules, each given to the nearest table it fits (`_outer_lines`).
+    nearest: dict[tuple[int, ...], tuple[float, int, bool]] = {}
+    for t, table in enumerate(found):
+        for ids, above, distance in _outer_lines(table, words, taken):
+            if ids not in nearest or distance < nearest[ids][0]:
+                nearest[ids] = (distance, t, above)
+    sides: dict[tuple[int, bool], tuple[float, tuple[int, ...]]] = {}
+    for ids, (distance, t, above) in nearest.items():
+        if (t, above) not in sides or distance < sides[(t, above)][0]:
+            sides[(t, above)] = (distance, ids)
+    return [
+        _with_rows(table, words, sides.get((t, True), (0.0, ()))[1], sides.get((t, False), (0.0, ()))[1])
+        for t, table in enumerate(found)
+    ]
+
+
+def _grid_lines(table: Table) -> list[float] | None:
+    """The x positions of a table's column lines, from its cells' boxes; None when a column has no line."""
+    lines_x: dict[int, float] = {}
+    for cell in table.cells:
+        if cell.bbox is not None:
+            lines_x.setdefault(cell.col, cell.bbox[0])
+            lines_x.setdefault(cell.col + cell.col_span, cell.bbox[2])
+    if len(lines_x) != table.cols + 1:
+        return None
+    return [lines_x[c] for c in range(table.cols + 1)]
+
+
+def _outer_lines(
+    found: FoundTable, words: Sequence[Word], taken: set[int]
+) -> list[tuple[tuple[int, ...], bool, float]]:
+    """Lines just outside a table's rules that are rows its rules leave out (a table ruled in parts: a grid under
+    its first row only, rules above and below the body only): each line within one row's height above or below it
+    whose words each stand inside one of its columns, in at least two columns and half of them, a column gap
+    (`COLUMN_GAP`) apart where the column changes, as (word indices, above, distance to the table). A caption, a
+    note or a paragraph's line runs across the column lines, or changes column at a word space."""
+    table = found.table
+    xs = _grid_lines(table) if table.rows >= 2 and table.cols >= 2 else None
+    if xs is None:
+        return []
+    heights = sorted(c.bbox[3] - c.bbox[1] for c in table.cells if c.bbox is not None and c.row_span == 1)
+    if not heights:
+        return []
+    pitch = heights[len(heights) // 2]
+    top, bottom = found.bbox[1], found.bbox[3]
+    from modelhost.docengine.lines import lines
+
+    near = [
+        i
+        for i, w in enumerate(words)
+        if i not in taken
+        and w.rotation == 0
+        and xs[0] - LINE_MERGE <= w.x0
+        and w.x1 <= xs[-1] + LINE_MERGE
+        and (top - pitch <= (w.y0 + w.y1) / 2 < top or bottom < (w.y0 + w.y1) / 2 <= bottom + pitch)
+    ]
+    index = {id(words[i]): i for i in near}
+    out: list[tuple[tuple[int, ...], bool, float]] = []
+    for line in lines([words[i] for i in near]):
+        ids = tuple(sorted(index[id(w)] for w in line))
+        columns = {_column_of(words[i], xs) for i in ids}
+        if None in columns or len(columns) < 2 or 2 * len(columns) < table.cols:
+            continue
+        ordered = sorted(ids, key=lambda i: words[i].x0)
+        if any(
+            _column_of(words[a], xs) != _column_of(words[b], xs) and words[b].x0 - words[a].x1 < COLUMN_GAP
+            for a, b in itertools.pairwise(ordered)
+        ):
+            continue  # a line of running text whose word spaces fall on the column lines by chance
+        y0, y1 = min(words[i].y0 for i in ids), max(words[i].y1 for i in ids)
+        above = y1 <= top + LINE_MERGE
+        out.append((ids, above, top - y1 if above else y0 - bottom))
+    return out
+
+
+def _with_rows(found: FoundTable, words: Sequence[Word], above: Sequence[int], below: Sequence[int]) -> FoundTable:
+    """`found` with the line `above` as its first row (its header) and the line `below` as its last."""
+    xs = _grid_lines(found.table)
+    if xs is None or not (above or below):
+        return found
+    table = found.table
+    shift = 1 if above else 0
+    cells = [
+        Cell(c.row + shift, c.col, c.text, c.row_span, c.col_span, c.header and not above, c.bbox) for c in table.cells
+    ]
+    for ids, row in ((above, 0), (below, table.rows + shift)):
+        if not ids:
+            continue
+        y0, y1 = min(words[i].y0 for i in ids), max(words[i].y1 for i in ids)
+        for c in range(table.cols):
+            inside = [words[i] for i in ids if _column_of(words[i], xs) == c]
+            cells.append(Cell(row, c, cell_text(inside), header=row == 0, bbox=(xs[c], y0, xs[c + 1], y1)))
+    box = (
+        found.bbox[0],
+        min([found.bbox[1], *(words[i].y0 for i in above)]),
+        found.bbox[2],
+        max([found.bbox[3], *(words[i].y1 for i in below)]),
+    )
+    rows = table.rows + (1 if above else 0) + (1 if below else 0)
+    grid = Table(rows, table.cols, tuple(sorted(cells, key=lambda c: (c.row, c.col))))
+    return FoundTable(box, grid, found.words | frozenset([*above, *below]), found.open, found.loose)
+
+
+def _column_of(word: Word, xs: list[float]) -> int | None:
+    """The column (between grid lines `xs`) holding the whole word, or None when it runs across a line."""
+    for c in range(len(xs) - 1):
+        if xs[c] - LINE_MERGE <= word.x0 and word.x1 <= xs[c + 1] + LINE_MERGE:
+            return c
+    return None
 
 
 def rule_frames(rules: Sequence[Segment]) -> list[BBox]:
