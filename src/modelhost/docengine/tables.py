@@ -204,8 +204,9 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
             taken |= table.words
     # Lines just outside a table's rules, each given to the nearest table it fits (`_outer_lines`).
     nearest: dict[tuple[int, ...], tuple[float, int, bool]] = {}
+    by_y = sorted(((w.y0 + w.y1) / 2, i) for i, w in enumerate(words)) if found else []
     for t, table in enumerate(found):
-        for ids, above, distance in _outer_lines(table, words, taken):
+        for ids, above, distance in _outer_lines(table, words, taken, by_y):
             if ids not in nearest or distance < nearest[ids][0]:
                 nearest[ids] = (distance, t, above)
     sides: dict[tuple[int, bool], tuple[float, tuple[int, ...]]] = {}
@@ -231,7 +232,7 @@ def _grid_lines(table: Table) -> list[float] | None:
 
 
 def _outer_lines(
-    found: FoundTable, words: Sequence[Word], taken: set[int]
+    found: FoundTable, words: Sequence[Word], taken: set[int], by_y: list[tuple[float, int]]
 ) -> list[tuple[tuple[int, ...], bool, float]]:
     """Lines just outside a table's rules that are rows its rules leave out (a table ruled in parts: a grid under
     its first row only, rules above and below the body only): each line within one row's height above or below it
@@ -249,14 +250,19 @@ def _outer_lines(
     top, bottom = found.bbox[1], found.bbox[3]
     from modelhost.docengine.lines import lines
 
+    # the words whose middles lie within one row's height above or below (`by_y`: middles sorted, so a page of many
+    # tables and words looks at each table's two bands only)
+    end = len(words)  # past every index: (y, end) sorts after every word at height y
+    above_band = by_y[bisect.bisect_left(by_y, (top - pitch, -1)) : bisect.bisect_left(by_y, (top, -1))]
+    below_band = by_y[bisect.bisect_right(by_y, (bottom, end)) : bisect.bisect_right(by_y, (bottom + pitch, end))]
+    bands = above_band + below_band
     near = [
         i
-        for i, w in enumerate(words)
+        for _, i in bands
         if i not in taken
-        and w.rotation == 0
-        and xs[0] - LINE_MERGE <= w.x0
-        and w.x1 <= xs[-1] + LINE_MERGE
-        and (top - pitch <= (w.y0 + w.y1) / 2 < top or bottom < (w.y0 + w.y1) / 2 <= bottom + pitch)
+        and words[i].rotation == 0
+        and xs[0] - LINE_MERGE <= words[i].x0
+        and words[i].x1 <= xs[-1] + LINE_MERGE
     ]
     index = {id(words[i]): i for i in near}
     out: list[tuple[tuple[int, ...], bool, float]] = []
