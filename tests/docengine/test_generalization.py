@@ -241,3 +241,20 @@ def test_a_counted_page_number_in_french_or_german_is_furniture(tmp_path: Path) 
     kinds = {b.text: b.kind for b in layout.blocks}
     assert kinds["Page 1 sur 1"] is Kind.PAGE_HEADER and kinds["Seite 1 von 1"] is Kind.PAGE_FOOTER
     assert kinds["Fichier : Document 1 sans titre"] not in (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)
+
+
+def test_a_counted_page_number_below_the_margin_zone_never_joins_the_text(tmp_path: Path) -> None:
+    # A page's last line, a counted page number in German set an inch and a half up (above the margin zone, inside
+    # the page-number zone): the page reads its number where it reads "Page 3 of 9", so it is furniture, not a line
+    # of the paragraph above (one definition of a page number for the page and for the document).
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        for k in range(8):
+            c.drawString(72, 700 - 13 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
+        c.drawString(72, 130, "The last line of the page's text ends mid-way through its")  # type: ignore[attr-defined]
+        c.drawString(72, 108, "Seite 3 von 9")  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "numbered.pdf", page))
+    footers = [b for b in layout.blocks if b.kind is Kind.PAGE_FOOTER]
+    assert [b.text for b in footers] == ["Seite 3 von 9"]
+    assert all("Seite" not in b.text for b in layout.blocks if b.kind is not Kind.PAGE_FOOTER)

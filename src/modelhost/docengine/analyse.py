@@ -28,6 +28,7 @@ from modelhost.docengine.classify import (
     italic_label,
     margin_line,
 )
+from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
@@ -74,7 +75,6 @@ LEADING_SLACK = 0.1
 HEAD_REACH = 5.0
 #: What heads nothing of the page's body: running heads, footers and page numbers.
 _FURNITURE = frozenset({Kind.PAGE_HEADER, Kind.PAGE_FOOTER})
-_PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of)\s*\d{1,4})?$", re.I)
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 
 
@@ -299,7 +299,7 @@ def _margins(runs: list[Piece], content: PageContent, style: Style) -> tuple[lis
     lowest = max((p.y1 for p in runs), default=0.0)
     for piece in runs:
         # A chapter's big number at the top of its first page is no page number: page numbers are body-sized.
-        number = _PAGE_NUMBER.match(piece.text) is not None and piece.size < PAGE_NUMBER_SIZE * body_size
+        number = PAGE_NUMBER.match(piece.text) is not None and piece.size < PAGE_NUMBER_SIZE * body_size
         if number and piece.y0 <= highest and piece.y1 <= PAGE_NUMBER_ZONE * content.height:
             numbers[id(piece)] = Block(Kind.PAGE_HEADER, piece.bbox, piece.text)
         elif number and piece.y1 >= lowest and piece.y0 >= (1 - PAGE_NUMBER_ZONE) * content.height:

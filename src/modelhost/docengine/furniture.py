@@ -43,8 +43,8 @@ _CANDIDATES = (
 )
 #: A lone page number, bare or counted, in the languages whose page lines the probe and corpus show and their
 #: neighbours: "7", "vii", "Page 7 of 18", "Page 1 sur 1" (a French browser's print header), "Seite 2 von 5",
-#: "Página 3 de 9", "Pagina 4 di 7".
-_NUMBER = re.compile(
+#: "Página 3 de 9", "Pagina 4 di 7". The one definition: `analyse` reads a page's own number with it too.
+PAGE_NUMBER = re.compile(
     r"^(?:(?:page|seite|p[aá]gina)\s+)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:/|of|sur|von|de|di)\s*\d{1,4})?$", re.I
 )
 
@@ -114,7 +114,7 @@ def mark_furniture(layouts: Sequence[PageLayout]) -> list[PageLayout]:
         for i, block in enumerate(layout.blocks):
             zone = _zone(block, layout)
             if zone is not None and block.text:
-                repeated = seen[(zone, _key(block.text))] >= 2 or _NUMBER.match(block.text) is not None
+                repeated = seen[(zone, _key(block.text))] >= 2 or PAGE_NUMBER.match(block.text) is not None
                 if repeated or _set_as_running_head(block, zone, n, places):
                     block = replace(block, kind=zone, level=0)
             elif (n, i) in edges and (side := _edge(block, layout)) is not None:
