@@ -86,7 +86,8 @@ FLOORS: dict[str, Floor] = {
     # a row just outside a grid's rules, in its columns, is its row (tables._outer_lines): 0.81 -> 0.90
     "tables_dev/reportlab_userguide_p88": Floor(9.91, 1.00, None, 3, 0.90, 0, None, None),
     "tables_dev/reportlab_userguide_p89": Floor(4.83, 1.00, None, 2, 1.00, 0, None, None),
-    "tables_dev/rice_seed_disinfection": Floor(0.83, 0.96, None, 3, 0.17, 0, None, None),
+    # a loose ruled table's rows where its cells' borders break (tables.border_breaks): cells 0.17 -> 0.94
+    "tables_dev/rice_seed_disinfection": Floor(0.15, 0.96, None, 3, 0.93, 0, None, None),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00

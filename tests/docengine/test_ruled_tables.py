@@ -6,6 +6,7 @@ cells keeps its rows."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -165,7 +166,10 @@ def _wrapped(text: str, width: float) -> list[str]:
     return out
 
 
-def _treatments(c: object, every_row_ruled: bool) -> None:
+def _treatments(c: object, every_row_ruled: bool, borders: str = "whole", watermark: bool = False) -> None:
+    """The treatments table: verticals drawn whole, one piece per row (`"cells"`, as Word draws each cell's edges),
+    or as dashes of 4 points a point apart, each its own path (`"dashes"`); a large grey word drawn diagonally across
+    it (`watermark`, a trial driver's stamp), which no reading from the words' rows and columns gets past."""
     x0, top, lead = 60.0, 150.0, 11.0
     xs = [x0]
     for w in WIDTHS:
@@ -180,9 +184,26 @@ def _treatments(c: object, every_row_ruled: bool) -> None:
         y += lead * max(len(lines) for lines in cells) + 6
         bounds.append(y)
     for x in xs:
-        _line(c, x, bounds[0], x, bounds[-1])
+        if borders == "cells":
+            for a, b in itertools.pairwise(bounds):
+                _line(c, x, a, x, b)
+        elif borders == "dashes":
+            d = bounds[0]
+            while d < bounds[-1]:
+                _line(c, x, d, x, min(d + 4, bounds[-1]))
+                d += 5
+        else:
+            _line(c, x, bounds[0], x, bounds[-1])
     for yy in bounds if every_row_ruled else (bounds[0], bounds[1], bounds[-1]):
         _line(c, xs[0], yy, xs[-1], yy)
+    if watermark:
+        c.saveState()  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 60)  # type: ignore[attr-defined]
+        c.setFillGray(0.85)  # type: ignore[attr-defined]
+        c.translate(150, 600)  # type: ignore[attr-defined]
+        c.rotate(35)  # type: ignore[attr-defined]
+        c.drawString(0, 0, "SAMPLE")  # type: ignore[attr-defined]
+        c.restoreState()  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("every_row_ruled", [False, True], ids=["header ruled only", "full grid"])
@@ -234,3 +255,19 @@ def test_a_row_just_outside_the_rules_in_the_tables_columns_is_its_row(tmp_path:
     assert _rows(first) == [[f"{r}{k}" for k in range(5)] for r in range(4)]
     # the paragraph's last line, just above the second grid, changes column at word spaces: it stays text
     assert _rows(second)[0] == ["Name", "Kind", "Size"]
+
+
+def test_rows_ruled_only_by_breaks_in_the_cells_borders_are_rows(tmp_path: Path) -> None:
+    # Word's table with a trial driver's watermark: rules above and below the header only, every cell's vertical
+    # edges drawn apart, so the borders break where the rows part; the watermark defeats the reading from the words
+    layout = _layout(tmp_path / "word.pdf", lambda c: _treatments(c, False, "cells", watermark=True))
+    (table,) = _tables(layout)
+    assert _rows(table)[1:] == [list(row) for row in TREATMENTS[1:]]
+
+
+def test_dashed_borders_make_no_rows(tmp_path: Path) -> None:
+    # the same table with its verticals drawn as dashes, each its own path: they break every 5 points in every
+    # column alike, and no dash is as tall as a line of text, so the body stays one band (nothing says where it parts)
+    layout = _layout(tmp_path / "dashed.pdf", lambda c: _treatments(c, False, "dashes", watermark=True))
+    (table,) = _tables(layout)
+    assert len(_rows(table)) == 2
