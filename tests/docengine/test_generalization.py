@@ -258,3 +258,34 @@ def test_a_counted_page_number_below_the_margin_zone_never_joins_the_text(tmp_pa
     footers = [b for b in layout.blocks if b.kind is Kind.PAGE_FOOTER]
     assert [b.text for b in footers] == ["Seite 3 von 9"]
     assert all("Seite" not in b.text for b in layout.blocks if b.kind is not Kind.PAGE_FOOTER)
+
+
+COLUMN_WORDS = BODY[0].split()
+
+
+def test_a_column_whose_first_paragraph_ends_in_the_top_margin_zone_reads_in_its_column(tmp_path: Path) -> None:
+    # The IRS instructions' case: three columns start an inch from the top, inside the margin zone; the second
+    # column's first paragraph ends on its second line, a paragraph's space above the next. Its two lines stand on
+    # the rows of the first column's lines: they are the column's, read after the first column, not before the
+    # page. The running head set two lines above the columns stays apart, first.
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 9.5)  # type: ignore[attr-defined]
+        c.drawString(42, 770, "Page 4 of 48 Instructions for the form")  # type: ignore[attr-defined]
+        for col, x in enumerate((42, 222, 402)):
+            y = 750.0
+            for k in range(30):
+                if col == 1 and k == 2:
+                    y -= 6  # the paragraph's space after the second column's first paragraph
+                text = " ".join(COLUMN_WORDS[(7 * col + 3 * k + j) % len(COLUMN_WORDS)] for j in range(4 + k % 3))
+                if k == 0:
+                    text = f"First of column {col + 1} starts here"
+                if col == 1 and k == 1:
+                    text = "and its paragraph ends."
+                c.drawString(x, y, text)  # type: ignore[attr-defined]
+                y -= 11.5
+
+    (layout,) = _layouts(_pdf(tmp_path / "columns.pdf", page))
+    text = "\n".join(b.text for b in layout.blocks)
+    assert text.startswith("Page 4 of 48")
+    assert text.index("First of column 1") < text.index("First of column 2") < text.index("First of column 3")
+    assert text.index("and its paragraph ends.") < text.index("First of column 3")

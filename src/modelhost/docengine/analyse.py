@@ -317,10 +317,22 @@ def _margins(runs: list[Piece], content: PageContent, style: Style) -> tuple[lis
     middle = content.height / 2
     in_margin = {id(p) for p in margin}
     joined: set[int] = set()
-    for piece in sorted(margin, key=lambda p: min(abs(p.y0 - middle), abs(p.y1 - middle))):
+    nearest_first = sorted(margin, key=lambda p: min(abs(p.y0 - middle), abs(p.y1 - middle)))
+    for piece in nearest_first:
         if _continues_block(piece, body):
             body.append(piece)
             joined.add(id(piece))
+    # A column whose first paragraph ends inside the zone (the IRS instructions' second column: two lines, then a
+    # paragraph's space) does not reach the body by its spacing, but its lines stand on the rows of the columns
+    # beside it that did: a line on a body line's row, in its type, is the body's too; and then the lines above it.
+    row_joined = [p for p in nearest_first if id(p) not in joined and _on_body_row(p, body)]
+    if row_joined:
+        body += row_joined
+        joined |= {id(p) for p in row_joined}
+        for piece in nearest_first:
+            if id(piece) not in joined and _continues_block(piece, body):
+                body.append(piece)
+                joined.add(id(piece))
     top: list[Block] = []
     bottom: list[Block] = []
     for piece in runs:
@@ -330,6 +342,17 @@ def _margins(runs: list[Piece], content: PageContent, style: Style) -> tuple[lis
         elif id(piece) in in_margin and id(piece) not in joined:
             (top if piece.y1 <= MARGIN * content.height else bottom).append(margin_line(piece, style, content))
     return top, bottom, [p for p in runs if id(p) not in numbers and (id(p) in joined or id(p) not in in_margin)]
+
+
+def _on_body_row(piece: Piece, body: list[Piece]) -> bool:
+    """Whether `piece` stands on the row of a body line beside it: another column's line (not overlapping it across)
+    on its baseline and in its size, each within `LEADING_SLACK` of its size (columns of one text block share their
+    rows; a running head is set apart from them)."""
+    slack = LEADING_SLACK * piece.size
+    return any(
+        (p.x1 <= piece.x0 or piece.x1 <= p.x0) and abs(p.y1 - piece.y1) <= slack and abs(p.size - piece.size) <= slack
+        for p in body
+    )
 
 
 def _continues_block(piece: Piece, body: list[Piece]) -> bool:
