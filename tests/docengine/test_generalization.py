@@ -289,3 +289,39 @@ def test_a_column_whose_first_paragraph_ends_in_the_top_margin_zone_reads_in_its
     assert text.startswith("Page 4 of 48")
     assert text.index("First of column 1") < text.index("First of column 2") < text.index("First of column 3")
     assert text.index("and its paragraph ends.") < text.index("First of column 3")
+
+
+def test_text_turned_beside_upright_text_is_read_where_it_sits_and_a_margin_stamp_is_furniture(tmp_path: Path) -> None:
+    # The probe's turned text boxes: an upright page with a box of two lines turned a quarter (running up the page)
+    # beside its text, and a note upside down under it. Each reads upright on its own, where it sits: the box after
+    # the paragraphs above it, the note last. One sideways line alone in the side margin (arXiv's identifier) is a
+    # stamp: furniture, not text.
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        for k in range(6):
+            c.drawString(72, 700 - 13 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
+        c.saveState()  # type: ignore[attr-defined]
+        c.translate(300, 450)  # type: ignore[attr-defined]
+        c.rotate(90)  # type: ignore[attr-defined]
+        c.drawString(0, 0, "A label turned a quarter")  # type: ignore[attr-defined]
+        c.drawString(0, -13, "reads up the page here")  # type: ignore[attr-defined]
+        c.restoreState()  # type: ignore[attr-defined]
+        c.saveState()  # type: ignore[attr-defined]
+        c.translate(400, 300)  # type: ignore[attr-defined]
+        c.rotate(180)  # type: ignore[attr-defined]
+        c.drawString(0, 0, "A note set upside down")  # type: ignore[attr-defined]
+        c.restoreState()  # type: ignore[attr-defined]
+        c.saveState()  # type: ignore[attr-defined]
+        c.translate(30, 300)  # type: ignore[attr-defined]
+        c.rotate(90)  # type: ignore[attr-defined]
+        c.drawString(0, 0, "arXiv:2501.00089v1 [cs.CL] 30 Dec 2024")  # type: ignore[attr-defined]
+        c.restoreState()  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "turned.pdf", page))
+    body = [b.text for b in layout.blocks if b.kind not in (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)]
+    text = "\n".join(body)
+    assert "A label turned a quarter reads up the page here" in body
+    assert "A note set upside down" in body
+    assert text.index(BODY[1][:40]) < text.index("A label turned") < text.index("A note set upside down")
+    assert "arXiv" not in text
+    assert any(b.text.startswith("arXiv:2501.00089v1") for b in layout.blocks if b.kind is Kind.PAGE_HEADER)

@@ -14,7 +14,7 @@ import bisect
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from modelhost.docengine.backdrops import is_backdrop
@@ -114,7 +114,7 @@ def upright(content: PageContent) -> PageContent:
     """The page turned so that most of its text reads upright: a page whose words mostly run sideways or upside down
     on the displayed page (an upright page under /Rotate 90, a landscape table set sideways on a portrait page) is
     turned against their direction, its size, words, rules and images with it; other pages come back as they are.
-    Rotated words outside tables are dropped as margin stamps later, so without this such a page loses all its text."""
+    `analyse` reads the words of other directions apart, each direction upright on its own."""
     chars: Counter[int] = Counter()
     for word in content.words:
         chars[word.rotation] += len(word.text)
@@ -122,18 +122,7 @@ def upright(content: PageContent) -> PageContent:
     if turn == 0 or chars[turn] <= chars[0]:
         return content
     w, h = content.width, content.height
-
-    def point(x: float, y: float) -> tuple[float, float]:
-        # The inverse of turning the page clockwise by `turn` (how the page shows the text's direction).
-        if turn == 90:
-            return y, w - x
-        if turn == 270:
-            return h - y, x
-        return w - x, h - y
-
-    def box(b: BBox) -> BBox:
-        (ax, ay), (bx, by) = point(b[0], b[1]), point(b[2], b[3])
-        return (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
+    box = _turner(turn, w, h)
 
     def segment(s: Segment) -> Segment:
         x0, y0, x1, y1 = box((s.x0, s.y0, s.x1, s.y1))
@@ -149,6 +138,53 @@ def upright(content: PageContent) -> PageContent:
         images=tuple(replace(i, bbox=box(i.bbox)) for i in content.images),
         ocr_regions=tuple(box(b) for b in content.ocr_regions),
     )
+
+
+def _turner(turn: int, w: float, h: float) -> Callable[[BBox], BBox]:
+    """A box on a `w` by `h` page turned against text running `turn` degrees clockwise (so that text reads
+    upright)."""
+
+    def point(x: float, y: float) -> tuple[float, float]:
+        # The inverse of turning the page clockwise by `turn` (how the page shows the text's direction).
+        if turn == 90:
+            return y, w - x
+        if turn == 270:
+            return h - y, x
+        return w - x, h - y
+
+    def box(b: BBox) -> BBox:
+        (ax, ay), (bx, by) = point(b[0], b[1]), point(b[2], b[3])
+        return (min(ax, bx), min(ay, by), max(ax, bx), max(ay, by))
+
+    return box
+
+
+def _turned_blocks(words: list[Word], content: PageContent, upright_words: list[Word]) -> list[Block]:
+    """The page's text in other directions than its own (a label turned a quarter, a sideways table, a box upside
+    down), each direction read upright on its own: its words turned (`_turner`) make lines and paragraphs as any
+    text does, and each paragraph is a text block at its box on the page, so the reading order places it where it
+    sits. One sideways line standing in the side margin, wholly beside the page's upright text, is a margin stamp
+    (arXiv's identifier, a journal's banner): furniture by its direction and its place together."""
+    left = min((w.x0 for w in upright_words), default=content.width)
+    right = max((w.x1 for w in upright_words), default=0.0)
+    out: list[Block] = []
+    for turn in sorted({w.rotation for w in words}):
+        mine = [w for w in words if w.rotation == turn]
+        box = _turner(turn, content.width, content.height)
+        turned = [replace(w, bbox=box(w.bbox), rotation=0) for w in mine]
+        source = {id(t): w for t, w in zip(turned, mine, strict=True)}
+        found = [p for line in lines(turned) for p in pieces(line)]
+        for paragraph in paragraphs(sorted(found, key=lambda p: (p.y0, p.x0))):
+            originals = [source[id(w)] for piece in paragraph for w in piece.words]
+            bbox = (
+                min(w.x0 for w in originals),
+                min(w.y0 for w in originals),
+                max(w.x1 for w in originals),
+                max(w.y1 for w in originals),
+            )
+            stamp = len(paragraph) == 1 and turn in (90, 270) and (bbox[2] <= left or bbox[0] >= right)
+            out.append(Block(Kind.PAGE_HEADER if stamp else Kind.TEXT, bbox, join([p.text for p in paragraph])))
+    return out
 
 
 def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
@@ -182,8 +218,9 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             taken |= set(over) - _caption_words(over, words) - _running_in(over, words, taken, image.bbox)
         fixed.append(Block(Kind.PICTURE, image.bbox))
 
-    # Rotated words outside tables are margin stamps (arXiv's identifier) or sideways labels: not body text.
     free = [w for i, w in enumerate(words) if i not in taken and w.rotation == 0]
+    # Words in other directions outside tables and pictures: read upright on their own, placed where they sit.
+    fixed += _turned_blocks([w for i, w in enumerate(words) if i not in taken and w.rotation], content, free)
     index = {id(w): i for i, w in enumerate(free)}
     contents = find_contents([[index[id(w)] for w in line] for line in lines(free)], free)
     fixed += [Block(Kind.TABLE, toc.bbox, table=toc.table) for toc in contents]
