@@ -215,11 +215,14 @@ def test_a_table_of_wrapped_cells_reads_its_rows(tmp_path: Path, every_row_ruled
 
 def test_booktabs_rules_with_leaders_keep_the_first_figure_column_apart(tmp_path: Path) -> None:
     # the same table without its vertical rules: the columns come from gaps in the words' x coverage, which the
-    # labels' dot leaders, reaching to within a few points of the first figures, must not close
+    # labels' dot leaders, reaching to within a few points of the first figures, must not close; the rows come from
+    # the text lines, a label wrapped onto the line of its figures one row
     (table,) = _tables(_layout(tmp_path / "booktabs.pdf", lambda c: _statistical(c, groups=False)))
     rows = _rows(table)
-    assert rows[-len(LABELS) - 3][1:] == ["2000", "2005", "2010"] * 2  # two wrapped labels: two rows of their own
-    assert [row[1:] for row in rows if row[1] and row[1] != "2000" and row[0]] == [list(f) for f in FIGURES]
+    assert rows[-len(LABELS) - 1][1:] == ["2000", "2005", "2010"] * 2
+    body = rows[-len(LABELS) :]
+    assert [row[0].rstrip(" .") for row in body] == [" ".join(label) for label in LABELS]
+    assert [row[1:] for row in body] == [list(f) for f in FIGURES]
 
 
 def _grid_below_first_row(c: object) -> None:

@@ -447,6 +447,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
     lined_rows = not ruled_rows or not ruled_columns
     if lined_rows:
         ys = _lines([*ys, *_word_rows([words[i] for i in members], ys)])
+        ys = _wrapped_labels(ys, xs, [words[i] for i in members])
     rows, cols = len(ys) - 1, len(xs) - 1
     if rows < 2 or cols < 2:
         return None
@@ -542,6 +543,29 @@ def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int)
         if deep >= 2:
             return True
     return False
+
+
+def _wrapped_labels(ys: list[float], xs: list[float], words: list[Word]) -> list[float]:
+    """Row lines (read from text lines) less those under a label wrapped onto the line of its figures: a row holding
+    only its first cell, whose text runs on (no sentence's end) into the next row's first cell, which starts in
+    lowercase and has figures beside it ("Murder and nonnegligent" / "manslaughter ... 4.9 278.1"), as
+    `unruled._joined` reads it in a table without rules."""
+    slots: dict[tuple[int, int], list[Word]] = {}
+    for w in words:
+        slots.setdefault((_index(ys, (w.y0 + w.y1) / 2), _index(xs, (w.x0 + w.x1) / 2)), []).append(w)
+    cols = len(xs) - 1
+
+    def text(r: int, c: int) -> str:
+        return " ".join(w.text for w in sorted(slots.get((r, c), []), key=lambda w: w.x0))
+
+    drop: set[int] = set()
+    for r in range(len(ys) - 2):
+        upper, lower = text(r, 0), text(r + 1, 0)
+        alone = upper and not any(text(r, c) for c in range(1, cols))
+        beside = any(text(r + 1, c) for c in range(1, cols))
+        if alone and beside and lower[:1].islower() and upper[-1:] not in ".!?:;":
+            drop.add(r + 1)  # the line between row r and row r + 1
+    return [y for k, y in enumerate(ys) if k not in drop]
 
 
 def _index(lines: list[float], v: float) -> int:
