@@ -20,7 +20,7 @@ kept and not recognised again (pixels.Detection.known).
 
 How a line of such a page is read (pixels.PixelReader.recognise, each line the bundled recogniser doubts):
 - by the model that reads it (ScriptReader.read_line): the previous line's, then the page's, and when neither
-  reaches CHOOSE_CONF every other installed model, so a page may mix two scripts (a Korean paragraph on a Russian
+  reaches LINE_CONF every other installed model, so a page may mix two scripts (a Korean paragraph on a Russian
   page, a Greek line on an Arabic one);
 - word by word where the model doubts a word (latin_spans): the stretch of pixels between the word gaps around it
   is read by the bundled recogniser, whose confident Latin reading takes its place, in logical order ("Python"
@@ -87,6 +87,10 @@ CHOOSE_CONF = 65
 #: confidence or more; under it the line stays doubtful (a logo, a stamp, a word in a third script). Below the
 #: choice's bar: short lines (a page number, a two-word heading) score lower than long ones in the right script.
 LINE_CONF = 50
+#: A line no model of the page reads is read by every installed model only when it is at least this many times as
+#: wide as it is high (about four letters of an alphabet, two or three Hangul syllables): a crop of a glyph or two
+#: (a bullet, a "~") read at 93 in the Korean model on an Arabic page; a script's own confidence needs a few letters.
+SEARCH_WIDTH = 4
 #: A word the script model reads at less confidence than this is looked at again by the bundled recogniser (a
 #: Latin word inside an Arabic, Hebrew or Korean line: "Python" came out "+1"). Measured on lines rendered at
 #: 150 DPI (tests/docengine/test_pixel_scripts.py's pages): the script's own words read at 89-97 (Greek's longest,
@@ -339,15 +343,15 @@ class ScriptReader:
         text, margin = self._recognise(crop, model)
         return self._finish(crop, model, text, margin, latin)
 
-    def _recognise(self, crop: np.ndarray, model: str) -> tuple[str, int]:
+    def _recognise(self, crop: np.ndarray, model: str, retry: bool = True) -> tuple[str, int]:
         # The model's reading of the crop (its words stay in the model's instance until it reads another crop), and
-        # the margin it was read inside.
+        # the margin it was read inside; with `retry`, an empty reading is read again inside RETRY_MARGIN.
         from PIL import Image
 
         api = self._api(model)
         self.reads += 1
         gray = Image.fromarray(np.ascontiguousarray(crop[:, :, ::-1])).convert("L")
-        for margin in (MARGIN, RETRY_MARGIN):
+        for margin in (MARGIN, RETRY_MARGIN) if retry else (MARGIN,):
             api.SetImage(_prepared(gray, margin))
             text = " ".join(str(api.GetUTF8Text()).translate(BIDI_CONTROLS).split())
             if text:
@@ -374,27 +378,35 @@ class ScriptReader:
         """One BGR line crop read by the model that reads it best: its text, confidence, and that model.
 
         The models of `first` (the previous line's, then the page's) read it in turn, and the first to reach
-        CHOOSE_CONF reads it. When none does, every other installed model reads it too, and the best of them takes
+        LINE_CONF reads it. When neither does, every other installed model reads it too, and the best of them takes
         it if it reaches CHOOSE_CONF (a Korean paragraph on a page chosen Cyrillic, a Greek line on an Arabic
-        page); else the page's model (the last of `first`) keeps it. Only lines of a page in another script come
-        here (pixels.PixelReader.recognise), so a Latin page runs none of this; a page in one script costs one read
-        a line, as before, but for its short lines (under CHOOSE_CONF in their own script)."""
+        page); else the page's model (the last of `first`) keeps it. A crop under SEARCH_WIDTH heights wide is not
+        searched: a glyph or two is no evidence of a script (the Korean model read a lone "~" at 93).
+
+        Only lines of a page in another script come here (pixels.PixelReader.recognise), so a Latin page runs none
+        of this; a page in one script costs one read a line, as before, but for the lines its own model cannot
+        take (under LINE_CONF: a stamp, a logo, a line in a third script)."""
         order = list(dict.fromkeys(first))
-        order += [m for _, m in self.models if m not in order]
         readings: dict[str, tuple[str, int, float]] = {}
-        chosen = ""
-        for model in order:
-            text, margin = self._recognise(crop, model)
+
+        def attempt(model: str, retry: bool = True) -> float:
+            text, margin = self._recognise(crop, model, retry)
             readings[model] = (text, margin, float(self._api(model).MeanTextConf()) if text else 0.0)
-            if readings[model][2] >= CHOOSE_CONF:
-                chosen = model
-                break
-        if not chosen:
+            return readings[model][2]
+
+        height, width = crop.shape[:2]
+        chosen = order[-1]
+        if any(attempt(model) >= LINE_CONF for model in order):
+            chosen = next(iter(reversed(readings)))  # the one that reached it
+        elif width >= SEARCH_WIDTH * height:
+            for _, model in self.models:
+                if model not in readings:
+                    attempt(model, retry=False)  # the retry is for the right model's quirk, not the wrong ones'
             best = max(readings, key=lambda m: readings[m][2])
-            chosen = best if readings[best][2] >= CHOOSE_CONF else first[-1]
-            if chosen != order[len(readings) - 1]:  # its instance read another crop since: read this one again
-                text, margin = self._recognise(crop, chosen)
-                readings[chosen] = (text, margin, readings[chosen][2])
+            chosen = best if readings[best][2] >= CHOOSE_CONF else order[-1]
+        if chosen != next(iter(reversed(readings))) and readings[chosen][0]:
+            # its instance has read another crop since: this one again, for its words (_finish)
+            readings[chosen] = (*self._recognise(crop, chosen), readings[chosen][2])
         text, margin, _ = readings[chosen]
         return (*self._finish(crop, chosen, text, margin, latin), chosen)
 
