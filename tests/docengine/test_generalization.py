@@ -295,7 +295,7 @@ def test_text_turned_beside_upright_text_is_read_where_it_sits_and_a_margin_stam
     # The probe's turned text boxes: an upright page with a box of two lines turned a quarter (running up the page)
     # beside its text, and a note upside down under it. Each reads upright on its own, where it sits: the box after
     # the paragraphs above it, the note last. One sideways line alone in the side margin (arXiv's identifier) is a
-    # stamp: furniture, not text.
+    # stamp: furniture, not text; a diagram's short sideways labels are its own, not text.
     def page(c: object) -> None:
         c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
         for k in range(6):
@@ -316,6 +316,12 @@ def test_text_turned_beside_upright_text_is_read_where_it_sits_and_a_margin_stam
         c.rotate(90)  # type: ignore[attr-defined]
         c.drawString(0, 0, "arXiv:2501.00089v1 [cs.CL] 30 Dec 2024")  # type: ignore[attr-defined]
         c.restoreState()  # type: ignore[attr-defined]
+        for k in range(6):  # a network diagram's layers, each a short label turned a quarter
+            c.saveState()  # type: ignore[attr-defined]
+            c.translate(100 + 40 * k, 150)  # type: ignore[attr-defined]
+            c.rotate(90)  # type: ignore[attr-defined]
+            c.drawString(0, 0, f"3x3 conv, {64 * (k + 1)}")  # type: ignore[attr-defined]
+            c.restoreState()  # type: ignore[attr-defined]
 
     (layout,) = _layouts(_pdf(tmp_path / "turned.pdf", page))
     body = [b.text for b in layout.blocks if b.kind not in (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)]
@@ -324,4 +330,5 @@ def test_text_turned_beside_upright_text_is_read_where_it_sits_and_a_margin_stam
     assert "A note set upside down" in body
     assert text.index(BODY[1][:40]) < text.index("A label turned") < text.index("A note set upside down")
     assert "arXiv" not in text
+    assert "conv" not in text  # a diagram's short labels are the figure's, as labels over a picture are
     assert any(b.text.startswith("arXiv:2501.00089v1") for b in layout.blocks if b.kind is Kind.PAGE_HEADER)

@@ -73,6 +73,9 @@ LEADING_SLACK = 0.1
 #: furthest on the dev pages is a page title over a band, 4.3 heights; the covers' false headings stand over nothing
 #: for 10 heights or more (a selling point over the cover's URL) or to the page's foot.
 HEAD_REACH = 5.0
+#: A turned paragraph of one line under this many words is a figure's label (a network diagram's "3x3 conv, 128,
+#: /2", an axis's title), not text: a sentence's stretch has more.
+LABEL_WORDS = 5
 #: What heads nothing of the page's body: running heads, footers and page numbers.
 _FURNITURE = frozenset({Kind.PAGE_HEADER, Kind.PAGE_FOOTER})
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
@@ -163,8 +166,10 @@ def _turned_blocks(words: list[Word], content: PageContent, upright_words: list[
     """The page's text in other directions than its own (a label turned a quarter, a sideways table, a box upside
     down), each direction read upright on its own: its words turned (`_turner`) make lines and paragraphs as any
     text does, and each paragraph is a text block at its box on the page, so the reading order places it where it
-    sits. One sideways line standing in the side margin, wholly beside the page's upright text, is a margin stamp
-    (arXiv's identifier, a journal's banner): furniture by its direction and its place together."""
+    sits. A paragraph of one short line (under LABEL_WORDS words) is a figure's label, drawn in a diagram or along
+    an axis, and is left out as the labels over a picture are. One sideways line standing in the side margin, wholly
+    beside the page's upright text, is a margin stamp (arXiv's identifier, a journal's banner): furniture by its
+    direction and its place together."""
     left = min((w.x0 for w in upright_words), default=content.width)
     right = max((w.x1 for w in upright_words), default=0.0)
     out: list[Block] = []
@@ -175,6 +180,8 @@ def _turned_blocks(words: list[Word], content: PageContent, upright_words: list[
         source = {id(t): w for t, w in zip(turned, mine, strict=True)}
         found = [p for line in lines(turned) for p in pieces(line)]
         for paragraph in paragraphs(sorted(found, key=lambda p: (p.y0, p.x0))):
+            if len(paragraph) == 1 and len(paragraph[0].words) < LABEL_WORDS:
+                continue  # a label: a diagram's box, an axis's title (a figure's, as the labels over an image are)
             originals = [source[id(w)] for piece in paragraph for w in piece.words]
             bbox = (
                 min(w.x0 for w in originals),
