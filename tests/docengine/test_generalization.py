@@ -332,3 +332,45 @@ def test_text_turned_beside_upright_text_is_read_where_it_sits_and_a_margin_stam
     assert "arXiv" not in text
     assert "conv" not in text  # a diagram's short labels are the figure's, as labels over a picture are
     assert any(b.text.startswith("arXiv:2501.00089v1") for b in layout.blocks if b.kind is Kind.PAGE_HEADER)
+
+
+def test_a_page_of_tiny_diagram_labels_keeps_its_paragraph_as_text(tmp_path: Path) -> None:
+    # The GeoBase UML page's case: a paragraph of two lines (17 words, short enough for a heading) at 10 pt over a
+    # diagram of hundreds of short labels at 4.4 pt, more characters than the paragraph. The body size is the
+    # paragraph's (its lines are prose; the labels' are one to three words), so the paragraph is text, not a title
+    # or a heading (it came out as two title lines).
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawString(72, 720, "There are implied associations with all hydrographic features and the network")  # type: ignore[attr-defined]
+        c.drawString(72, 708, "could be defined through spatial analysis.")  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 4.4)  # type: ignore[attr-defined]
+        for row in range(24):
+            for col in range(4):
+                x, y = 72 + 120 * col + (37 * row + 53 * col) % 50, 660 - 20 * row - (11 * col) % 7
+                c.drawString(x, y, f"ShorelineEntity{row}{col}")  # type: ignore[attr-defined]
+                c.drawString(x, y - 6, f"+ NID: DT_UUID{col}")  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "diagram.pdf", page))
+    (para,) = [b for b in layout.blocks if b.text.startswith("There are implied")]
+    assert para.kind is Kind.TEXT
+    assert para.text.endswith("spatial analysis.")
+
+
+def test_a_plain_line_numbered_three_levels_deep_is_a_heading(tmp_path: Path) -> None:
+    # The GeoBase report sets its subsections plain, at body size: "3.1.4 Hydrographic" over its paragraph. A number
+    # three levels deep is a section's (a list counts with one number), so the line is a level-3 heading; a plain
+    # "2. Apply the rules" line stays a list item, and a long clause under a deep number stays text.
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawString(72, 720, "3.1.4 Hydrographic")  # type: ignore[attr-defined]
+        for k in range(4):
+            c.drawString(72, 696 - 12 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
+        c.drawString(72, 630, "2. Apply the rules")  # type: ignore[attr-defined]
+        c.drawString(72, 600, "4.2.1 The supplier shall deliver the goods to the buyer within thirty days")  # type: ignore[attr-defined]
+        for k in range(3):
+            c.drawString(72, 588 - 12 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
+
+    (layout,) = _layouts(_pdf(tmp_path / "deep.pdf", page))
+    kinds = {b.text: (b.kind, b.level) for b in layout.blocks}
+    assert kinds["3.1.4 Hydrographic"] == (Kind.SECTION_HEADER, 3)
+    assert all(b.kind is not Kind.SECTION_HEADER for b in layout.blocks if b.text != "3.1.4 Hydrographic")

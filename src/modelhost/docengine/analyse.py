@@ -73,6 +73,15 @@ LEADING_SLACK = 0.1
 #: furthest on the dev pages is a page title over a band, 4.3 heights; the covers' false headings stand over nothing
 #: for 10 heights or more (a selling point over the cover's URL) or to the page's foot.
 HEAD_REACH = 5.0
+#: A line piece of this many words is prose: a sentence's stretch. The narrowest columns of the dev pages and the
+#: probe (IRS instructions, 2.2 inch columns at 9.5 pt) set 5 to 7 words a line; a diagram's labels, a form's fields
+#: and a table's cells mostly 1 to 4.
+PROSE_WORDS = 5
+#: A size sets prose when at least this share of its characters stand in prose pieces (a body size: most of its
+#: lines are a paragraph's; the GeoBase UML page's 4.4 pt labels have 7 %, its 10 pt text 65 %)...
+PROSE_SHARE = 0.25
+#: ...in at least this many lines: a paragraph that wraps, not one long title line.
+PROSE_LINES = 2
 #: A turned paragraph of one line under this many words is a figure's label (a network diagram's "3x3 conv, 128,
 #: /2", an axis's title), not text: a sentence's stretch has more.
 LABEL_WORDS = 5
@@ -85,20 +94,42 @@ def document_style(contents: Iterable[PageContent]) -> Style:
     """The body size is the size most characters are set in (a mode, so headings never move it); every size clearly
     above it is a heading size; the largest is the title's when it is one block of lines at the first page's top."""
     chars: Counter[float] = Counter()
+    prose: Counter[float] = Counter()  # characters in prose lines (PROSE_WORDS), by size
+    prose_lines: Counter[float] = Counter()
     where: dict[float, set[tuple[int, float]]] = {}
     for content in map(upright, contents):
-        for word in content.words:
-            if word.rotation:
-                continue
+        flat = [w for w in content.words if not w.rotation]
+        for word in flat:
             size = round(word.size or word.height, 1)
             chars[size] += len(word.text)
             where.setdefault(size, set()).add((content.number, round(word.y0 / content.height, 3)))
+        for piece in (p for line in _layer_lines(flat) for p in pieces(line) if len(p.words) >= PROSE_WORDS):
+            size = round(piece.size, 1)
+            prose[size] += sum(len(w.text) for w in piece.words)
+            prose_lines[size] += 1
     if not chars:
         return Style(body_size=10.0)
-    body = chars.most_common(1)[0][0]
+    body = _body_size(chars, prose, prose_lines)
     heads = tuple(sorted((s for s in chars if s >= HEADING_RATIO * body), reverse=True))
     title = heads[0] if heads and _one_block_on_top(where[heads[0]]) else 0.0
     return Style(body_size=body, heading_sizes=heads, title_size=title)
+
+
+def _layer_lines(words: list[Word]) -> list[list[Word]]:
+    """The page's lines as its text layer gave them (`Word.line`, left to right), cheaply: the style is measured on
+    every page before any is analysed; where the producer knew no lines (OCR words), `lines` finds them."""
+    if any(w.line < 0 for w in words):
+        return lines(words)
+    return [sorted(group, key=lambda w: w.x0) for _, group in itertools.groupby(words, key=lambda w: w.line)]
+
+
+def _body_size(chars: Counter[float], prose: Counter[float], prose_lines: Counter[float]) -> float:
+    """The size most characters are set in, among the sizes that set prose: a size whose characters stand mostly in
+    short pieces (a diagram's labels, a form's fields, a table's cells: under PROSE_SHARE of them in lines of
+    PROSE_WORDS words) gives way to one that sets paragraphs (PROSE_LINES such lines at least). Where no size sets
+    prose (a page of labels, text set without spaces) the most characters still tell."""
+    sets_prose = [s for s in chars if prose_lines[s] >= PROSE_LINES and prose[s] >= PROSE_SHARE * chars[s]]
+    return max(sets_prose or chars, key=lambda s: chars[s])  # the first of equals, as Counter.most_common gives
 
 
 def _one_block_on_top(places: set[tuple[int, float]]) -> bool:

@@ -46,6 +46,9 @@ MATH_SHARE = 0.4
 SMALL_RATIO = 0.88
 #: Small type starting below this share of the page height is a footnote, marker or not (an e-mail under a column).
 FOOTNOTE_ZONE = 0.8
+#: A plain line under a number three levels deep is a heading up to this many words (a subsection's name; a longer
+#: line is a numbered clause of a contract or a standard, which runs on like a sentence).
+DEEP_WORDS = 8
 #: Deepest heading level (DocTags and Markdown both stop at 6).
 MAX_LEVEL = 6
 
@@ -225,6 +228,10 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
         # fluxes" in AASTeX); one to three words in capitals on a line of their own ("ABSTRACT"); or a label line
         # in italics (`italic_label`: the analysis keeps it only when text follows it).
         marked = bold or (numbered and (capitals or italic)) or (capitals and n_words <= 3) or counted
+        # A number three levels deep on a short line of its own ("3.1.4 Hydrographic", set plain in the GeoBase
+        # report): a list counts with one number, a section so deep only in a document's own numbering.
+        deep = numbered is not None and numbered.group(1).count(".") >= 2 and len(pieces) == 1
+        marked = marked or (deep and n_words <= DEEP_WORDS)
         marked = marked or italic_label(pieces, text)
         if not marked or size < SMALL_RATIO * body:
             return 0
