@@ -33,6 +33,16 @@ def _pdf(path: Path, *pages: Callable[[object], None], rename: tuple[bytes, byte
     return path
 
 
+def _turned(c: object, x: float, y: float, angle: int, *lines: str) -> None:
+    """Lines drawn turned `angle` degrees counter-clockwise about (x, y), 13 pt apart, as a rotated text box is."""
+    c.saveState()  # type: ignore[attr-defined]
+    c.translate(x, y)  # type: ignore[attr-defined]
+    c.rotate(angle)  # type: ignore[attr-defined]
+    for k, line in enumerate(lines):
+        c.drawString(0, -13 * k, line)  # type: ignore[attr-defined]
+    c.restoreState()  # type: ignore[attr-defined]
+
+
 _layouts = document_layouts
 
 
@@ -300,28 +310,11 @@ def test_text_turned_beside_upright_text_is_read_where_it_sits_and_a_margin_stam
         c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
         for k in range(6):
             c.drawString(72, 700 - 13 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
-        c.saveState()  # type: ignore[attr-defined]
-        c.translate(300, 450)  # type: ignore[attr-defined]
-        c.rotate(90)  # type: ignore[attr-defined]
-        c.drawString(0, 0, "A label turned a quarter")  # type: ignore[attr-defined]
-        c.drawString(0, -13, "reads up the page here")  # type: ignore[attr-defined]
-        c.restoreState()  # type: ignore[attr-defined]
-        c.saveState()  # type: ignore[attr-defined]
-        c.translate(400, 300)  # type: ignore[attr-defined]
-        c.rotate(180)  # type: ignore[attr-defined]
-        c.drawString(0, 0, "A note set upside down")  # type: ignore[attr-defined]
-        c.restoreState()  # type: ignore[attr-defined]
-        c.saveState()  # type: ignore[attr-defined]
-        c.translate(30, 300)  # type: ignore[attr-defined]
-        c.rotate(90)  # type: ignore[attr-defined]
-        c.drawString(0, 0, "arXiv:2501.00089v1 [cs.CL] 30 Dec 2024")  # type: ignore[attr-defined]
-        c.restoreState()  # type: ignore[attr-defined]
+        _turned(c, 300, 450, 90, "A label turned a quarter", "reads up the page here")
+        _turned(c, 400, 300, 180, "A note set upside down")
+        _turned(c, 30, 300, 90, "arXiv:2501.00089v1 [cs.CL] 30 Dec 2024")
         for k in range(6):  # a network diagram's layers, each a short label turned a quarter
-            c.saveState()  # type: ignore[attr-defined]
-            c.translate(100 + 40 * k, 150)  # type: ignore[attr-defined]
-            c.rotate(90)  # type: ignore[attr-defined]
-            c.drawString(0, 0, f"3x3 conv, {64 * (k + 1)}")  # type: ignore[attr-defined]
-            c.restoreState()  # type: ignore[attr-defined]
+            _turned(c, 100 + 40 * k, 150, 90, f"3x3 conv, {64 * (k + 1)}")
 
     (layout,) = _layouts(_pdf(tmp_path / "turned.pdf", page))
     body = [b.text for b in layout.blocks if b.kind not in (Kind.PAGE_HEADER, Kind.PAGE_FOOTER)]
@@ -374,3 +367,27 @@ def test_a_plain_line_numbered_three_levels_deep_is_a_heading(tmp_path: Path) ->
     kinds = {b.text: (b.kind, b.level) for b in layout.blocks}
     assert kinds["3.1.4 Hydrographic"] == (Kind.SECTION_HEADER, 3)
     assert all(b.kind is not Kind.SECTION_HEADER for b in layout.blocks if b.text != "3.1.4 Hydrographic")
+
+
+def test_a_turned_text_box_over_an_image_is_read_and_its_short_labels_are_not(tmp_path: Path) -> None:
+    # The probe's turned boxes drawn over an image: a box of two lines set upside down on a picture is text the
+    # page shows (a turned sentence is no figure label); a short axis label turned a quarter on the same picture is
+    # the picture's, as its upright labels are.
+    from PIL import Image
+
+    shade = tmp_path / "shade.png"
+    Image.new("RGB", (200, 150), (200, 200, 200)).save(shade)
+
+    def page(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        for k in range(6):
+            c.drawString(72, 700 - 13 * k, BODY[k % 2][:90])  # type: ignore[attr-defined]
+        c.drawImage(str(shade), 150, 300, width=200, height=150)  # type: ignore[attr-defined]
+        _turned(c, 330, 400, 180, "This is box text at bottom", "written up from the bottom")
+        _turned(c, 165, 320, 90, "Yield (t/ha)")
+
+    (layout,) = _layouts(_pdf(tmp_path / "boxed.pdf", page))
+    texts = [b.text for b in layout.blocks if b.kind is Kind.TEXT]
+    assert "This is box text at bottom written up from the bottom" in texts
+    assert any(b.kind is Kind.PICTURE for b in layout.blocks)
+    assert all("Yield" not in t for t in texts)

@@ -193,18 +193,13 @@ def _turner(turn: int, w: float, h: float) -> Callable[[BBox], BBox]:
     return box
 
 
-def _turned_blocks(words: list[Word], content: PageContent, upright_words: list[Word]) -> list[Block]:
-    """The page's text in other directions than its own (a label turned a quarter, a sideways table, a box upside
-    down), each direction read upright on its own: its words turned (`_turner`) make lines and paragraphs as any
-    text does, and each paragraph is a text block at its box on the page, so the reading order places it where it
-    sits. A paragraph of one short line (under LABEL_WORDS words) is a figure's label, drawn in a diagram or along
-    an axis, and is left out as the labels over a picture are. One sideways line standing in the side margin, wholly
-    beside the page's upright text, is a margin stamp (arXiv's identifier, a journal's banner): furniture by its
-    direction and its place together."""
-    left = min((w.x0 for w in upright_words), default=content.width)
-    right = max((w.x1 for w in upright_words), default=0.0)
-    out: list[Block] = []
-    for turn in sorted({w.rotation for w in words}):
+def _turned_paragraphs(words: list[Word], content: PageContent) -> list[tuple[int, list[Piece], list[Word]]]:
+    """The paragraphs of the page's text in other directions than its own, each direction read upright on its own:
+    its words turned (`_turner`) make lines and paragraphs as any text does. Each comes as its direction, its
+    turned pieces and its words as the page has them. A paragraph of one short line (under LABEL_WORDS words) is a
+    figure's label, drawn in a diagram or along an axis, and is left out as the labels over a picture are."""
+    out: list[tuple[int, list[Piece], list[Word]]] = []
+    for turn in sorted({w.rotation for w in words if w.rotation}):
         mine = [w for w in words if w.rotation == turn]
         box = _turner(turn, content.width, content.height)
         turned = [replace(w, bbox=box(w.bbox), rotation=0) for w in mine]
@@ -213,16 +208,41 @@ def _turned_blocks(words: list[Word], content: PageContent, upright_words: list[
         for paragraph in paragraphs(sorted(found, key=lambda p: (p.y0, p.x0))):
             if len(paragraph) == 1 and len(paragraph[0].words) < LABEL_WORDS:
                 continue  # a label: a diagram's box, an axis's title (a figure's, as the labels over an image are)
-            originals = [source[id(w)] for piece in paragraph for w in piece.words]
-            bbox = (
-                min(w.x0 for w in originals),
-                min(w.y0 for w in originals),
-                max(w.x1 for w in originals),
-                max(w.y1 for w in originals),
-            )
-            stamp = len(paragraph) == 1 and turn in (90, 270) and (bbox[2] <= left or bbox[0] >= right)
-            out.append(Block(Kind.PAGE_HEADER if stamp else Kind.TEXT, bbox, join([p.text for p in paragraph])))
+            out.append((turn, paragraph, [source[id(w)] for piece in paragraph for w in piece.words]))
     return out
+
+
+def _turned_blocks(words: list[Word], content: PageContent, upright_words: list[Word]) -> list[Block]:
+    """The page's text in other directions than its own (a label turned a quarter, a sideways table, a box upside
+    down): each paragraph (`_turned_paragraphs`) is a text block at its box on the page, so the reading order places
+    it where it sits. One sideways line standing in the side margin, wholly beside the page's upright text, is a
+    margin stamp (arXiv's identifier, a journal's banner): furniture by its direction and its place together."""
+    left = min((w.x0 for w in upright_words), default=content.width)
+    right = max((w.x1 for w in upright_words), default=0.0)
+    out: list[Block] = []
+    for turn, paragraph, originals in _turned_paragraphs(words, content):
+        bbox = (
+            min(w.x0 for w in originals),
+            min(w.y0 for w in originals),
+            max(w.x1 for w in originals),
+            max(w.y1 for w in originals),
+        )
+        stamp = len(paragraph) == 1 and turn in (90, 270) and (bbox[2] <= left or bbox[0] >= right)
+        out.append(Block(Kind.PAGE_HEADER if stamp else Kind.TEXT, bbox, join([p.text for p in paragraph])))
+    return out
+
+
+def _turned_text(over: list[int], words: list[Word], content: PageContent) -> set[int]:
+    """The words over a picture (`over`) that are turned text, not its labels: a box of sentences set sideways or
+    upside down over an image (`_turned_paragraphs`: more than a one-line label), which the page reads where it
+    sits."""
+    turned = [i for i in over if words[i].rotation]
+    if not turned:
+        return set()
+    index = {id(words[i]): i for i in turned}
+    return {
+        index[id(w)] for _, _, originals in _turned_paragraphs([words[i] for i in turned], content) for w in originals
+    }
 
 
 def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
@@ -253,7 +273,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         if area < BACKGROUND_SHARE * page_area and len(over) < BACKGROUND_WORDS:
             if is_backdrop(image.bbox, [words[i] for i in over]):
                 continue  # a shaded box or a banner drawn behind text: its words are the page's, and no picture
-            taken |= set(over) - _caption_words(over, words) - _running_in(over, words, taken, image.bbox)
+            kept = _caption_words(over, words) | _running_in(over, words, taken, image.bbox)
+            taken |= set(over) - kept - _turned_text(over, words, content)
         fixed.append(Block(Kind.PICTURE, image.bbox))
 
     free = [w for i, w in enumerate(words) if i not in taken and w.rotation == 0]
