@@ -674,20 +674,6 @@ def _ink_box(rgb: np.ndarray, quad: np.ndarray, scale: float) -> BBox:
     return x0 * scale, y0 * scale, x1 * scale, y1 * scale
 
 
-def line_ink(detection: Detection, index: int) -> BBox:
-    """Line `index`'s box in points trimmed to its ink on all four sides (its detected box when it holds none): what
-    the text layer's word boxes are, where the detector pads each line by about a third of its height all round."""
-    rgb = detection.image
-    x0, y0, x1, y1 = _pixel_box(rgb, detection.quads[index])
-    if x1 > x0 and y1 > y0:
-        ink = rgb[y0:y1, x0:x1].mean(axis=2) < INK
-        columns, rows = np.flatnonzero(ink.any(axis=0)), np.flatnonzero(ink.any(axis=1))
-        if len(columns):
-            x0, x1, y0, y1 = x0 + int(columns[0]), x0 + int(columns[-1]) + 1, y0 + int(rows[0]), y0 + int(rows[-1]) + 1
-    s = detection.scale
-    return x0 * s, y0 * s, x1 * s, y1 * s
-
-
 def _in_column(box: BBox, page_gutters: Sequence[BBox]) -> BBox:
     """A figure's box as the reading order sees it: cut back to one side of a gutter that runs down beside it when
     only a sliver of it (under FIGURE_SLIVER) lies across. The layout model boxes a drawing at a column's foot

@@ -11,11 +11,9 @@ heading is judged against the whole page even though its region is analysed alon
 The layout model's label decides what analysis cannot see in words alone: a `header`/`footer` region is page
 furniture, a `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes
 boxes a title together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a
-caption, an `equation` a formula, a `figure` a picture whose text is its own (a screenshot's labels, a diagram's
-boxes, a listing's keywords: left inside the picture, as the text path and docling's Markdown leave it; a line
-opening like a caption is kept, as the text path keeps it), unless its lines are a block of text the model boxed
-as a figure (`_text_block`: a shaded note, read as text with no picture) or the "figure" is most of the page
-(`PAGE_FIGURE`: a cover, whose lines are the page's text after the picture, headings included), a `table`
+caption, an `equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture,
+so no line RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's
+keywords are set big or bold too, unless the "figure" is most of the page, `PAGE_FIGURE`), a `table`
 a table built from its words' positions (scantable.py). Lines inside a ruled frame found in the pixels
 (pixelrules.py) are a `ruled` group whatever region holds them, analysed with its rules as a text-layer page is, so
 the ruled-table finder (tables.py) makes its grid.
@@ -26,12 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups, line_ink
+from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups
 from modelhost.backends.ocr.scantable import rows, table_block
 from modelhost.docengine.analyse import Style, analyse
-from modelhost.docengine.backdrops import is_backdrop
-from modelhost.docengine.classify import CAPTION, never_heading
-from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment, Word
+from modelhost.docengine.classify import never_heading
+from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
 MAX_TITLE_CHARS = 160
@@ -57,44 +54,17 @@ def blocks(reader: PixelReader, detection: Detection, style: Style | None = None
     """The page's blocks in reading order, each group recognised only when the consumer asks for its blocks."""
     style = style or page_style(detection)
     for group in groups(detection):
-        if group.label == "figure" and _text_block(detection, group):
-            group = replace(group, label="text")  # a boxed or shaded block of text: no picture, the page's text
-        elif group.label == "figure":
+        if group.label == "figure":
             yield Block(Kind.PICTURE, group.bbox)
         if not group.lines:
             continue
         words = reader.recognise(detection, group.lines)
-        x0, y0, x1, y1 = group.bbox
-        if group.label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * detection.width * detection.height:
-            words = _captions(words)  # a picture's own text stays in it, as the text path and docling leave it
         if words:
             # A ruled group is analysed with its rules, as a text-layer page is: the ruled-table finder builds
             # the grid from them, and what is no table reads as text.
             rules = tuple(r for r in detection.rulings if _within(r, group.bbox)) if group.label == "ruled" else ()
             content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
             yield from _labelled(group, analyse(content, style).blocks, style, content)
-
-
-def _text_block(detection: Detection, group: Group) -> bool:
-    """Whether a figure region's lines are a block of the page's text the layout model boxed as a figure (a shaded
-    note, a framed summary, a paragraph beside a drawing), by the text path's own rule for an image behind text
-    (backdrops.is_backdrop: the lines cover TEXT_COVER of the region, or one line fills a band). Each line counts by
-    its ink (pixels.line_ink), as text-layer words do: the detector's padded boxes doubled a diagram's cover. On the
-    corpus's dev pages, measured so: pictures (screenshots, diagrams, a syntax listing, labelled drawings) 0.03-0.21,
-    a Redbook paragraph boxed as a figure 0.47."""
-    if not group.lines:
-        return False
-    return is_backdrop(group.bbox, [Word("", line_ink(detection, i)) for i in group.lines])
-
-
-def _captions(words: list[Word]) -> list[Word]:
-    """Of a picture's words, the lines that open like a caption ("Figure 3-11 Selecting..."): the text path keeps
-    them too (analyse._caption_words); the rest is the picture's text, which docling's Markdown (and the text path)
-    leaves inside the picture, never in the page's text."""
-    lines: dict[int, list[Word]] = {}
-    for word in words:
-        lines.setdefault(word.line, []).append(word)
-    return [w for line in lines.values() if CAPTION.match(" ".join(w.text for w in line)) for w in line]
 
 
 def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: PageContent) -> Iterator[Block]:
