@@ -23,7 +23,8 @@ from PIL import Image
 
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader
-from modelhost.docengine.types import Block
+from modelhost.backends.ocr.scantable import table_block
+from modelhost.docengine.types import Block, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
 READ_DPI = 150
@@ -169,3 +170,37 @@ def test_a_shaded_header_row_is_the_first_row_of_its_table(reader: PixelReader) 
     # in pixels the band is no rule, the header row was left out of the table and read as loose text.
     image = scanned(table_page("grid", band=0.35, dpi=SCAN_DPI))
     assert grids(reader, image) == [[HEADER, *ROWS]]
+
+
+def _words(rows: list[list[tuple[float, str]]]) -> list[Word]:
+    # Detector lines as the recogniser gives them: one line per (x, text), rows 14 points apart, 10 points tall.
+    return [
+        Word(text, (x, 14.0 * r, x + 6.0 * len(text), 14.0 * r + 10), size=10.0, line=100 * r + c)
+        for r, row in enumerate(rows)
+        for c, (x, text) in enumerate(row)
+    ]
+
+
+def test_a_wrapped_cell_is_one_cell_and_a_row_of_figures_stays_a_row() -> None:
+    # A table region read from word positions made each wrapped cell's next line a row of its own.
+    block = table_block(
+        _words(
+            [
+                [(10, "Part"), (150, "Material"), (300, "Cost")],
+                [(10, "Bracket"), (150, "Steel sheet,"), (300, "14.20")],
+                [(150, "bent twice")],  # hangs under the row: its label's column empty
+                [(10, "Hinge"), (150, "Brass, cast and"), (300, "6.75")],
+                [(10, "drilled"), (150, "polished")],  # every cell runs on from the cell above
+                [(10, "Total"), (300, "20.95")],
+                [(300, "2.00")],  # a figure under a figure, its label's column empty: a row of its own
+            ]
+        )
+    )
+    assert block is not None and block.table is not None
+    assert _grid(block) == [
+        ["Part", "Material", "Cost"],
+        ["Bracket", "Steel sheet, bent twice", "14.20"],
+        ["Hinge drilled", "Brass, cast and polished", "6.75"],
+        ["Total", "", "20.95"],
+        ["", "", "2.00"],
+    ]

@@ -13,6 +13,7 @@ Used for regions the layout model labels `table` (scanpage.py). The rules, and w
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -25,6 +26,11 @@ T = TypeVar("T")
 #: A table needs this many rows and columns; fewer is text the layout model boxed as a table.
 MIN_ROWS = 2
 MIN_COLS = 2
+#: A figure (a cell that is a number, an amount or a percentage): a row of figures is a row of its own, never a
+#: wrapped cell's next line.
+_NUMBER = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*%?[)\]]?[*†‡]?$")
+#: A cell that does not end a sentence may run on into the line below it.
+_RUNS_ON = re.compile(r"[^.!?:;]$")
 
 
 def _box(items: Sequence[Word]) -> BBox:
@@ -105,8 +111,8 @@ def table_block(words: Sequence[Word]) -> Block | None:
             columns.append((x0, x1))
     if len(grid) < MIN_ROWS or len(columns) < MIN_COLS:
         return None
-    cells: list[Cell] = []
-    for r, row in enumerate(grid):
+    placed: list[dict[int, str]] = []
+    for row in grid:
         texts: dict[int, list[str]] = {}
         for box, text in row:
             centre = (box[0] + box[2]) / 2
@@ -115,5 +121,31 @@ def table_block(words: Sequence[Word]) -> Block | None:
                 key=lambda i: 0.0 if columns[i][0] <= centre <= columns[i][1] else abs(centre - sum(columns[i]) / 2),
             )
             texts.setdefault(col, []).append(text)
-        cells.extend(Cell(r, c, " ".join(t), header=r == 0) for c, t in sorted(texts.items()))
-    return Block(Kind.TABLE, _box(words), table=Table(len(grid), len(columns), tuple(cells)))
+        placed.append({c: " ".join(t) for c, t in texts.items()})
+    placed = _joined(placed, len(columns))
+    cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
+    return Block(Kind.TABLE, _box(words), table=Table(len(placed), len(columns), tuple(cells)))
+
+
+def _joined(table: list[dict[int, str]], columns: int) -> list[dict[int, str]]:
+    """Wrapped cells joined: a body row is the next line of the row above when each of its cells continues the cell
+    above it (lowercase after no sentence's end), or when it hangs under that row (its first column empty where most
+    rows fill it, another column empty too, only words under words, no figures). The evidence the text path joins
+    an unruled table's wrapped cells with (docengine.unruled); here on the cells' texts, as OCR gives no fonts."""
+    labelled = sum(1 for row in table[1:] if 0 in row)
+    out = table[:2]  # the header, and the first body row, which never joins the header
+    for row in table[2:]:
+        above = out[-1]
+        under = bool(row) and all(c in above for c in row)
+        hangs = (
+            0 not in row
+            and 2 * labelled > len(table) - 1
+            and len(row) < columns - 1
+            and not any(_NUMBER.match(text) or _NUMBER.match(above.get(c, "")) for c, text in row.items())
+        )
+        continues = all(_RUNS_ON.search(above.get(c, ".")) and text[:1].islower() for c, text in row.items())
+        if under and (hangs or continues):
+            out[-1] = {**above, **{c: f"{above[c]} {text}" for c, text in row.items()}}
+        else:
+            out.append(row)
+    return out
