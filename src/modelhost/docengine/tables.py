@@ -60,6 +60,8 @@ _LEADER_HEAD = re.compile(r"^(?:[.·…]\s*){3,}")
 #: A word of dots alone is a leader from this many dots (a run of ". . ." arrives as one-dot words only when the
 #: producer spaces them widely; one dot alone stays a word, as "." for "not available" in some statistics).
 LEADER_DOTS = 2
+#: A cell's text runs on into the cell below when it ends without a sentence's end and the next starts in lowercase.
+_RUNS_ON = re.compile(r"[^.!?:;]$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,14 +560,21 @@ def _wrapped_labels(ys: list[float], xs: list[float], words: list[Word]) -> list
     def text(r: int, c: int) -> str:
         return " ".join(w.text for w in sorted(slots.get((r, c), []), key=lambda w: w.x0))
 
-    drop: set[int] = set()
-    for r in range(len(ys) - 2):
-        upper, lower = text(r, 0), text(r + 1, 0)
-        alone = upper and not any(text(r, c) for c in range(1, cols))
-        beside = any(text(r + 1, c) for c in range(1, cols))
-        if alone and beside and lower[:1].islower() and upper[-1:] not in ".!?:;":
-            drop.add(r + 1)  # the line between row r and row r + 1
+    rows = [[text(r, c) for c in range(cols)] for r in range(len(ys) - 1)]
+    drop = {r + 1 for r in range(len(rows) - 1) if wraps_label(rows[r], rows[r + 1])}  # the line between r, r + 1
     return [y for k, y in enumerate(ys) if k not in drop]
+
+
+def continues(upper: str, lower: str) -> bool:
+    """Whether a cell's text `upper` runs on into the cell below (`lower`): no sentence's end, then lowercase."""
+    return _RUNS_ON.search(upper) is not None and lower[:1].islower()
+
+
+def wraps_label(above: Sequence[str], row: Sequence[str]) -> bool:
+    """Whether `row` (its cells' texts, the label first) is the last line of the label above, set on the line of its
+    figures (a statistical table sets a row's figures on its label's last line): the row above holds only its
+    label, this row's label continues it (`continues`), and figures stand beside it."""
+    return bool(above[0] and row[0]) and not any(above[1:]) and any(row[1:]) and continues(above[0], row[0])
 
 
 def _index(lines: list[float], v: float) -> int:

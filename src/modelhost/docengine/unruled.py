@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelhost.docengine.lines import Gutter, gutters, lines
-from modelhost.docengine.tables import FoundTable, cell_text, inked, rule_frames
+from modelhost.docengine.tables import FoundTable, cell_text, continues, inked, rule_frames, wraps_label
 from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: A column gap is at least this many ems of the row's font size. Word spaces are 0.25-0.33 em and justified text
@@ -124,8 +124,6 @@ STRIPE_SLACK = 6.0
 MAX_STRIPES = 2_000
 #: A list item's marker: a bullet, "1.", "(a)", "iv)". A column of these is a list's markers, not a table's column.
 _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxlc]{1,5}[.)])$")
-#: A cell's text runs on into the cell below when it ends without a sentence's end and the next starts in lowercase.
-_RUNS_ON = re.compile(r"[^.!?:;]$")
 #: A word that is nothing but an equation number, "(12)" or "(3a)".
 _EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 
@@ -564,22 +562,18 @@ def _flows(cells: list[str]) -> bool:
     broken over lines: "Implement roles and" / "separation of duties"): in at least half of its consecutive pairs,
     and at least twice. A table's cells start afresh; its wrapped cells were joined (`_joined`) before this."""
     pairs = list(itertools.pairwise(cells))
-    runs_on = sum(1 for a, b in pairs if _continues(a, b))
+    runs_on = sum(1 for a, b in pairs if continues(a, b))
     return runs_on >= 2 and 2 * runs_on >= len(pairs)
-
-
-def _continues(upper: str, lower: str) -> bool:
-    return _RUNS_ON.search(upper) is not None and lower[:1].islower()
 
 
 def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequence[Word], fixed: int) -> None:
     """Wrapped cells joined, in place: a row (below the first `fixed` rows, the header) is the next line of the row
-    above when its every filled cell continues the filled cell just above it (`_continues`: lowercase after no
+    above when its every filled cell continues the filled cell just above it (`tables.continues`: lowercase after no
     sentence's end), or, whatever the case, when it hangs under the row: its first column empty where most rows fill
     it (a row's label), another column empty too, and only words under words (no figures); or when the row above
-    holds only a label and this row's label continues it, its figures beside (a label wrapped onto the line its
-    figures stand on). A row of its own fills its label, or every other column (the rows under a group named once in
-    the first column). `members` (each grid row's rows) follows."""
+    holds only a label and this row's label continues it, its figures beside (`tables.wraps_label`). A row of its
+    own fills its label, or every other column (the rows under a group named once in the first column). `members`
+    (each grid row's rows) follows."""
     labelled = sum(1 for cells in grid[fixed:] if cells[0])
     r = fixed + 1
     while r < len(grid):
@@ -595,15 +589,8 @@ def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequen
             and len(filled) < len(row) - 1
             and all(a and not _NUMBER.match(a) and not _NUMBER.match(b) for a, b in filled)
         )
-        # a label wrapped onto the line of its figures (a statistical table sets the figures on a label's last
-        # line): the row above holds only its label, and this row's label continues it
-        wraps = (
-            bool(texts[0][0] and texts[0][1])
-            and not any(a for a, _ in texts[1:])
-            and any(b for _, b in texts[1:])
-            and _continues(*texts[0])
-        )
-        if filled and (hangs or wraps or all(a and _continues(a, b) for a, b in filled)):
+        wraps = wraps_label([a for a, _ in texts], [b for _, b in texts])
+        if filled and (hangs or wraps or all(a and continues(a, b) for a, b in filled)):
             for c, cell in enumerate(row):
                 above[c].extend(cell)
             members[r - 1].extend(members[r])
