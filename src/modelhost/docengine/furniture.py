@@ -73,20 +73,20 @@ def _edge(block: Block, layout: PageLayout) -> Kind | None:
     return None
 
 
-def _edge_repeats(layouts: Sequence[PageLayout]) -> set[tuple[int, int]]:
-    """(page, block index) of each edge block (`_edge`) outside the zones whose exact text is an edge block of the
-    same side on another page, at the same line height (HEIGHT_SLACK)."""
+def _edge_repeats(layouts: Sequence[PageLayout]) -> dict[tuple[int, int], Kind]:
+    """The side (`_edge`) of each edge block outside the zones, by (page, block index), whose exact text is an edge
+    block of the same side on another page, at the same line height (HEIGHT_SLACK)."""
     found: dict[tuple[Kind, str], list[tuple[int, int, float]]] = {}
     for n, layout in enumerate(layouts):
         for i, block in enumerate(layout.blocks):
             if block.text.strip() and _zone(block, layout) is None and (side := _edge(block, layout)) is not None:
                 height = block.bbox[3] - block.bbox[1]
                 found.setdefault((side, " ".join(block.text.split())), []).append((n, i, height))
-    out: set[tuple[int, int]] = set()
-    for copies in found.values():
+    out: dict[tuple[int, int], Kind] = {}
+    for (side, _), copies in found.items():
         for n, i, height in copies:
             if any(m != n and abs(h - height) <= HEIGHT_SLACK for m, _, h in copies):
-                out.add((n, i))
+                out[(n, i)] = side
     return out
 
 
@@ -117,8 +117,8 @@ def mark_furniture(layouts: Sequence[PageLayout]) -> list[PageLayout]:
                 repeated = seen[(zone, _key(block.text))] >= 2 or PAGE_NUMBER.match(block.text) is not None
                 if repeated or _set_as_running_head(block, zone, n, places):
                     block = replace(block, kind=zone, level=0)
-            elif (n, i) in edges and (side := _edge(block, layout)) is not None:
-                block = replace(block, kind=side, level=0)
+            elif (n, i) in edges:
+                block = replace(block, kind=edges[(n, i)], level=0)
             blocks.append(block)
         out.append(replace(layout, blocks=tuple(blocks)))
     return out
