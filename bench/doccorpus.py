@@ -14,8 +14,9 @@ Six groups, scored separately because they test different things:
 - `tables`: real tables from tabula-py's test files (three without rules, two statistical tables with leaders and
   spanning headers), against their cells (`tables/README.md` says where they come from, under which licence, and how
   their ground truth was made). Held out as a whole.
-- `tables-dev`: real ruled tables for developing table mechanisms on (`tables_dev/README.md`: seven pages of
-  ReportLab's user guide, BSD, and a two-page Chinese table shipped in a BSD-3 npm package), against their cells.
+- `tables-dev`: real tables for developing table mechanisms on (`tables_dev/README.md`: seven ruled pages of
+  ReportLab's user guide, BSD, a two-page Chinese table shipped in a BSD-3 npm package, and seven pages of booktabs-
+  style and partly ruled tables from booktabs' manual and R vignettes shipped in Debian), against their cells.
   Dev as a whole (`DEV_GROUPS`): the group one may look at, file by file, where `tables` is only measured.
 
 And two splits (`SPLITS`), which cut across the groups: `dev`, the files one may look at while changing the engine,

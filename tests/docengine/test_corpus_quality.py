@@ -88,6 +88,15 @@ FLOORS: dict[str, Floor] = {
     "tables_dev/reportlab_userguide_p89": Floor(4.83, 1.00, None, 2, 1.00, 0, None, None),
     # a loose ruled table's rows where its cells' borders break (tables.border_breaks): cells 0.17 -> 0.94
     "tables_dev/rice_seed_disinfection": Floor(0.15, 0.96, None, 3, 0.93, 0, None, None),
+    # seven pages without a full grid (booktabs rules, rules between column groups, columns read from alignment),
+    # added with their floors at 6e3e447's engine (issue 34, text-path tables)
+    "tables_dev/booktabs_p2": Floor(4.16, 1.00, None, 0, 0.76, 0, None, None),
+    "tables_dev/coin_maxtest_p3": Floor(13.07, 0.73, None, 2, 0.76, 0, None, None),
+    "tables_dev/coin_maxtest_p8": Floor(2.58, 1.00, None, 3, 0.32, 0, None, None),
+    "tables_dev/lme4_lmer_p30": Floor(0.51, 0.99, None, 2, 0.00, 0, None, None),
+    "tables_dev/pscl_countreg_p17": Floor(0.32, 0.98, None, 1, 0.12, 0, None, None),
+    "tables_dev/sandwich_cl_p22": Floor(4.55, 1.00, None, 6, 1.00, 0, None, None),
+    "tables_dev/xtable_gallery_p7": Floor(4.12, 1.00, None, 2, 1.00, 0, None, None),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00
