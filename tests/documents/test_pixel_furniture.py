@@ -1,12 +1,15 @@
 """Running heads and feet on pages read from their pixels: the document-level furniture pass (docengine.furniture)
-applies to them as to text-layer pages. Pages drawn with pymupdf, converted with `text_layer=False` (every page
-rendered and read by the real `ocr` model, as pdf-spec's pages arrive over the socket)."""
+applies to them as to text-layer pages, and a page alone loses a line as furniture only for a page-number pattern
+(the layout model's header/footer label alone deletes nothing: a one-page document's title set at the top edge is its
+title). Pages drawn with pymupdf, converted with `text_layer=False` (every page rendered and read by the real `ocr`
+model, as pdf-spec's pages arrive over the socket) or sent to the `ocr` model as pdf-spec sends them."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pymupdf = pytest.importorskip("pymupdf")
@@ -16,6 +19,7 @@ from modelhost.backends.ocr.model import OcrModel  # noqa: E402
 from modelhost.backends.ocr.pixels import PixelReader, models_folder  # noqa: E402
 from modelhost.documents import ConvertSettings, HostReader, convert  # noqa: E402
 from modelhost.host import Host  # noqa: E402
+from modelhost.inference.types import Message  # noqa: E402
 
 #: The running foot every page carries beside its page number, as the Redbook's pages do.
 FOOT = "Row and Column Access Control Support in IBM DB2 for i"
@@ -60,3 +64,72 @@ def test_a_running_foot_read_from_pixels_is_furniture_across_the_document(tmp_pa
     markdown = asyncio.run(main())
     assert all(f"Paragraph{n} about {topic}" in markdown for n, topic in enumerate(TOPICS, 1)), markdown
     assert FOOT not in markdown and "\n16\n" not in markdown, markdown
+
+
+#: A title set in the body's type at the top edge of a page, where the layout model boxes a page header.
+TITLE = "Quarterly report of the northern region"
+#: A running head every page of a report carries at its top edge, in the body's type.
+HEAD = "Annual review of the northern waters board"
+BODY = (
+    "The northern region sold more timber this quarter than in any quarter before, and its mills ran at full "
+    "capacity through the winter months while the southern mills stood idle for repairs. "
+)
+
+
+def report(path: Path, pages: int, head: str) -> Path:
+    """`pages` Letter pages, each with `head` at its top edge, two paragraphs, and its page number alone at its foot."""
+    doc = pymupdf.open()
+    for n in range(1, pages + 1):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((72, 40), head, fontsize=10, fontname="helv")
+        page.insert_textbox(pymupdf.Rect(72, 90, 540, 400), f"Part{n}. " + BODY * 5, fontsize=10, fontname="helv")
+        page.insert_textbox(pymupdf.Rect(72, 420, 540, 700), BODY * 4, fontsize=10, fontname="helv")
+        page.insert_text((300, 760), str(n + 6), fontsize=10, fontname="helv")
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def pixels(path: Path, dpi: int = 150) -> np.ndarray:
+    """The first page of `path` rendered as pdf-spec renders a page for the socket: RGB pixels, nothing else."""
+    with pymupdf.open(path) as doc:
+        pix = doc[0].get_pixmap(dpi=dpi)
+    return np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)[:, :, :3].copy()
+
+
+def test_a_lone_pages_title_at_the_top_edge_is_kept_and_its_page_number_is_furniture(
+    ocr_model: OcrModel, tmp_path: Path
+) -> None:
+    # Issue 34's "title deleted as a page header" on the pixel path: the layout model boxes a body-sized first line
+    # at the top edge as a header, and its label alone made it <page_header>, which pdf-spec (and docling's Markdown)
+    # leave out: the only copy of the line was lost. A page alone gives one evidence of furniture, a page number.
+    image = pixels(report(tmp_path / "report.pdf", 1, TITLE))
+    doctags = "".join(t.text for t in ocr_model.chat([Message("user", "Convert this page to docling.", (image,))]))
+    assert "<page_header>" not in doctags and f">{TITLE}</text>" in doctags, doctags
+    assert "<page_footer>" in doctags and doctags.count("<page_footer>") == 1, doctags
+    assert ">7</page_footer>" in doctags, doctags
+    markdown = "".join(t.text for t in ocr_model.chat([Message("user", "Convert this page to markdown.", (image,))]))
+    assert markdown.startswith(TITLE + "\n"), markdown
+    assert not markdown.rstrip().endswith("7"), markdown
+
+
+def test_a_running_head_read_from_pixels_repeats_and_is_furniture(tmp_path: Path) -> None:
+    # With the layout model (which boxes the head as a header on each page), the head is text on each page alone and
+    # furniture across the document, where it repeats on every page; the page numbers are furniture on each page.
+    model = OcrModel(PixelReader.load(), models_folder(), architecture="pp-ocr")
+
+    async def main() -> str:
+        host = Host.from_model(model, name="ocr")
+        await host.start()
+        try:
+            settings = ConvertSettings(dpi=150, text_layer=False)
+            conversion = await convert(report(tmp_path / "three.pdf", 3, HEAD), HostReader(host), settings)
+        finally:
+            await host.aclose()
+        heads = [p.doctags for p in conversion.pages if f">{HEAD}</page_header>" not in p.doctags]
+        assert not heads, heads
+        return conversion.render("md")
+
+    markdown = asyncio.run(main())
+    assert all(f"Part{n}." in markdown for n in (1, 2, 3)), markdown
+    assert HEAD not in markdown and not any(f"\n{n}\n" in markdown + "\n" for n in (7, 8, 9)), markdown

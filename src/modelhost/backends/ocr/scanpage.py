@@ -8,15 +8,22 @@ those words with the page's style, and yields the group's blocks. So a consumer 
 The page's style (body size, heading sizes) comes from the detected line heights, before any text is read, so a
 heading is judged against the whole page even though its region is analysed alone.
 
-The layout model's label decides what analysis cannot see in words alone: a `header`/`footer` region is page
-furniture, a `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes
-boxes a title together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a
-caption, an `equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture,
-so no line RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's
-keywords are set big or bold too, unless the "figure" is most of the page, `PAGE_FIGURE`), a `table`
-a table built from its words' positions (scantable.py). Lines inside a ruled frame found in the pixels
-(pixelrules.py) are a `ruled` group whatever region holds them, analysed with its rules as a text-layer page is, so
-the ruled-table finder (tables.py) makes its grid.
+The layout model's label decides what analysis cannot see in words alone, except furniture: a `header`/`footer`
+label alone deletes no line (a one-page document's title, a form's corner labels: over pdf-spec's socket the model
+sees one page, and its page header is left out of the Markdown). A line is furniture on one page only as a page
+number (furniture.PAGE_NUMBER, body-sized) in a header/footer region or in the page's top or bottom zone
+(furniture.ZONE); the rest of a header/footer region is text, never a heading unless set larger than the body, and
+the document-level pass (furniture.mark_furniture, run by documents/pipeline over every page of a conversion) makes
+it furniture where it repeats on other pages.
+
+A `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes boxes a title
+together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a caption, an
+`equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture, so no line
+RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's keywords are
+set big or bold too, unless the "figure" is most of the page, `PAGE_FIGURE`), a `table` a table built from its
+words' positions (scantable.py). Lines inside a ruled frame found in the pixels (pixelrules.py) are a `ruled` group
+whatever region holds them, analysed with its rules as a text-layer page is, so the ruled-table finder (tables.py)
+makes its grid.
 """
 
 from __future__ import annotations
@@ -26,22 +33,26 @@ from dataclasses import replace
 
 from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups
 from modelhost.backends.ocr.scantable import rows, table_block
-from modelhost.docengine.analyse import Style, analyse
+from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, Style, analyse
 from modelhost.docengine.classify import never_heading
+from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
 MAX_TITLE_CHARS = 160
 #: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
-#: boxed at the page's edge, read as text (a page header is left out of Markdown: its words would be lost).
+#: boxed at the page's edge (pdf-spec's table.pdf: its whole table), read as a text region, headings and all.
 FURNITURE_ROWS = 2
 #: A `figure` region over this share of the page is no picture but a page designed as one (a cover, a brochure)
 #: that the layout model boxed whole: its lines are the page's own text, headings included. On the corpus Redbook the
 #: pictures (screenshots, diagrams, a syntax listing) take 0.03-0.33 of their page, its two covers and its brochure
 #: page 0.59-0.71, where "DB2 for i Center of Excellence" and the back cover's heading are true headings.
 PAGE_FIGURE = 0.5
-#: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it.
-KINDS = {"header": Kind.PAGE_HEADER, "footer": Kind.PAGE_FOOTER, "caption": Kind.CAPTION, "equation": Kind.FORMULA}
+#: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it (a header/footer region's
+#: lines are furniture only as page numbers, `_page_number`).
+KINDS = {"caption": Kind.CAPTION, "equation": Kind.FORMULA}
+#: The side of the page each furniture label stands for.
+SIDES = {"header": Kind.PAGE_HEADER, "footer": Kind.PAGE_FOOTER}
 
 
 def page_style(detection: Detection) -> Style:
@@ -98,7 +109,34 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
             return
     kind = KINDS.get(label)
     for block in found:
-        yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
+        if (side := _page_number(block, label, style, content)) is not None:
+            yield replace(block, kind=side, level=0)
+        elif label in SIDES and block.kind is Kind.SECTION_HEADER:
+            # Small print the model boxed as a running head (its size is the body's, or it would be a title above):
+            # text until repetition across pages says furniture, never a heading.
+            yield replace(block, kind=Kind.TEXT, level=0)
+        else:
+            yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
+
+
+def _page_number(block: Block, label: str, style: Style, content: PageContent) -> Kind | None:
+    """PAGE_HEADER or PAGE_FOOTER for a block that is a lone page number ("7", "Page 7 of 18": furniture.PAGE_NUMBER,
+    set below `PAGE_NUMBER_SIZE` times the body, as the text path's `analyse` reads one) in a header/footer region or
+    in the top or bottom `ZONE` of the page: the one evidence a page alone gives. None for anything else (a figure's
+    numbers are its labels: an axis's ticks)."""
+    if label == "figure" or block.kind not in (Kind.TEXT, Kind.SECTION_HEADER):
+        return None
+    if PAGE_NUMBER.match(block.text.strip()) is None:
+        return None
+    if _size(block, content) >= PAGE_NUMBER_SIZE * style.body_size:
+        return None  # a chapter's big number, not a page's
+    if label in SIDES:
+        return SIDES[label]
+    if block.bbox[3] <= ZONE * content.height:
+        return Kind.PAGE_HEADER
+    if block.bbox[1] >= (1 - ZONE) * content.height:
+        return Kind.PAGE_FOOTER
+    return None
 
 
 def _size(block: Block, content: PageContent) -> float:
