@@ -274,3 +274,64 @@ def test_dashed_borders_make_no_rows(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "dashed.pdf", lambda c: _treatments(c, False, "dashes", watermark=True))
     (table,) = _tables(layout)
     assert len(_rows(table)) == 2
+
+
+#: A boxed table of models' estimates, pscl's countreg vignette's kind (tables_dev/pscl_countreg_p17): vertical rules
+#: part the label column and two groups of model columns only; each group's header is centred over its columns, each
+#: estimate's standard error stands on the line under it.
+MODEL_GROUPS = (("GLM", 3), ("zero-augmented", 2))
+MODELS = ("pois", "qpois", "nbin", "hurdle", "zinb")
+ESTIMATES = (
+    (
+        "(Intercept)",
+        ("1.029", "1.029", "0.929", "1.198", "1.194"),
+        ("(0.024)", "(0.062)", "(0.055)", "(0.059)", "(0.057)"),
+    ),
+    ("hosp", ("0.165", "0.165", "0.218", "0.212", "0.201"), ("(0.006)", "(0.016)", "(0.020)", "(0.021)", "(0.020)")),
+    (
+        "numchron",
+        ("0.147", "0.147", "0.175", "0.126", "0.129"),
+        ("(0.005)", "(0.012)", "(0.012)", "(0.012)", "(0.012)"),
+    ),
+)
+MODEL_RIGHTS = (245.0, 300.0, 355.0, 430.0, 485.0)  # each model column's right edge: figures set flush right
+GROUP_RULES = (80.0, 190.0, 375.0, 500.0)  # the box's sides and the two verticals between the groups
+
+
+def _grouped_models(c: object) -> None:
+    top, pitch = 150.0, 13.0
+    c.setLineWidth(0.5)  # type: ignore[attr-defined]
+    c.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+    k = 0
+    for g, (name, count) in enumerate(MODEL_GROUPS):
+        centre = (GROUP_RULES[g + 1] + GROUP_RULES[g + 2]) / 2
+        c.drawCentredString(centre, PAGE_TOP - top - 10, name)  # type: ignore[attr-defined]
+        for _ in range(count):
+            c.drawRightString(MODEL_RIGHTS[k], PAGE_TOP - top - 10 - pitch, MODELS[k])  # type: ignore[attr-defined]
+            k += 1
+    _text(c, 85, top + 10, "Model")
+    _text(c, 85, top + 10 + pitch, "Object")
+    y = top + 10 + 2 * pitch + 6
+    body_top = y - 9
+    for label, figures, errors in ESTIMATES:
+        for line, cells in ((label, figures), ("", errors)):
+            y += pitch
+            _text(c, 85, y, line)
+            for x, figure in zip(MODEL_RIGHTS, cells, strict=True):
+                c.drawRightString(x, PAGE_TOP - y, figure)  # type: ignore[attr-defined]
+    bottom = y + 5
+    for ry in (top, body_top, bottom):
+        _line(c, GROUP_RULES[0], ry, GROUP_RULES[-1], ry)
+    for x in GROUP_RULES:
+        _line(c, x, top, x, bottom)
+
+
+def test_verticals_between_column_groups_leave_each_groups_columns_to_the_words(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "models.pdf", _grouped_models))
+    rows = _rows(table)
+    # each group's header spans its columns (the verticals bound it), each model its own column
+    assert rows[0] == ["Model", "GLM", "GLM", "GLM", "zero-augmented", "zero-augmented"]
+    assert rows[1] == ["Object", *MODELS]
+    body = [[label, *figures] for label, figures, _ in ESTIMATES]
+    assert [row for row in rows[2:] if row[0]] == body
+    assert [row[1:] for row in rows[2:] if not row[0]] == [list(errors) for _, _, errors in ESTIMATES]

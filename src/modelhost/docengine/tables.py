@@ -7,9 +7,13 @@ How, and why each step:
   same extent (booktabs: `\\toprule`, `\\midrule`, `\\bottomrule`, no verticals). A lone rule (an underline, a
   footnote separator) or a box around one paragraph (1 x 1) is not a table.
 - The grid's row lines are the horizontal rules' y positions; its column lines the vertical rules' x positions.
-  Where a table has no interior verticals, columns come from the gaps in the words' x coverage; where it has no
-  interior horizontals, or no verticals at all (booktabs: a midrule under the header, then a band of rows), rows
-  come from the text lines (multi-line cells then read as rows: nothing better is known).
+  Where a table has no interior verticals, columns come from the gaps in the words' x coverage; where its verticals
+  part only groups of columns (a statistics table's `GLM | zero-augmented`, a boxed price list's label and figures
+  side by side), each band between two verticals is parted further where its words stand in columns
+  (`_band_columns`), and a header alone on its line in a band (centred over the band's columns) spans them; such a
+  table whose bands hold many lines reads a row a line. Where it has no interior horizontals, or no verticals at all
+  (booktabs: a midrule under the header, then a band of rows), rows come from the text lines (multi-line cells then
+  read as rows: nothing better is known).
 - Spans: two neighbouring grid slots are one cell when no rule separates them at that point (a header cell drawn
   over three columns). Every slot belongs to exactly one cell, so no cell is ever dropped, and every word goes to
   the cell under its centre.
@@ -34,6 +38,10 @@ STACK_GAP = 120.0
 MAX_RULES = 2_000
 #: A column gap in a table without vertical rules is at least this wide (points): wider than a word space.
 COLUMN_GAP = 6.0
+#: Text lines of a band between two vertical rules that must stand apart at a gap for it to part the band into
+#: columns (`_band_columns`): two lines side by side are a label and its value; three make columns, as
+#: `unruled.MIN_ROWS` asks of a table without rules.
+BAND_ROWS = 3
 #: At least this share of a table's cells hold text: a diagram of boxes and arrows has mostly empty "cells".
 MIN_FILLED = 0.4
 #: A cell with more words than this is running text in a frame, not a table cell.
@@ -92,8 +100,10 @@ def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
         merged: list[list[float]] = []
         for across, start, end, width in keyed:
             for m in reversed(merged[-8:]):
-                if abs(m[0] - across) <= LINE_MERGE / 2 and start <= m[2] + JOIN:
-                    m[2] = max(m[2], end)
+                # sorted by `across` first, a piece may start before the one it joins (its `across` a fraction
+                # larger): it extends it at both ends, and only a piece that meets it joins it
+                if abs(m[0] - across) <= LINE_MERGE / 2 and start <= m[2] + JOIN and end >= m[1] - JOIN:
+                    m[1], m[2] = min(m[1], start), max(m[2], end)
                     break
             else:
                 merged.append([across, start, end, width])
@@ -427,7 +437,9 @@ def _inside(word: Word, box: BBox) -> bool:
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
 
 
-def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> FoundTable | None:
+def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: bool = False) -> FoundTable | None:
+    """The table `group`'s rules make of the words not `taken`, or None. `lined`: its rows are the text lines between
+    its rules whatever they bound (a loose table whose bands are parted into columns by its words, `_band_columns`)."""
     horizontals = [s for s in group if s.horizontal]
     verticals = [s for s in group if not s.horizontal]
     if len(group) < 2 or not horizontals:
@@ -442,11 +454,15 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
     xs = _lines([box[0], box[2], *(s.x0 for s in verticals)])
     ruled_columns = len(xs) > 2
     ruled_rows = len(ys) > 2
+    soft: list[float] = []  # column lines read from the words inside a band between vertical rules
     if not ruled_columns:
         xs = _word_columns([words[i] for i in members], box)
+    else:
+        soft = _band_columns(xs, [words[i] for i in members])
+        xs = sorted([*xs, *soft])
     # Rows between rules are text lines when rules do not bound every row: no interior horizontal rule, or no
     # vertical rule at all (booktabs' midrule parts the header from a band of many rows, not one multi-line cell).
-    lined_rows = not ruled_rows or not ruled_columns
+    lined_rows = lined or not ruled_rows or not ruled_columns
     if lined_rows:
         ys = _lines([*ys, *_word_rows([words[i] for i in members], ys)])
         ys = _wrapped_labels(ys, xs, [words[i] for i in members])
@@ -457,6 +473,8 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
     def vertical_rule_at(x: float, y_mid: float) -> bool:
         if not ruled_columns:
             return True
+        if x in soft:
+            return x not in spanned.get(_index(ys, y_mid), ())
         return any(abs(s.x0 - x) <= LINE_MERGE and s.y0 - JOIN <= y_mid <= s.y1 + JOIN for s in verticals) or (
             x in (xs[0], xs[-1])
         )
@@ -475,6 +493,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
         c = _index(xs, cx)
         slot_words.setdefault((r, c), []).append(w)
 
+    spanned = _spanned(soft, xs, ys, slot_words) if soft else {}
     owner: dict[tuple[int, int], int] = {}
     cells: list[Cell] = []
     for r in range(rows):
@@ -531,6 +550,12 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int]) -> Foun
         if full_rows < 0.5 * rows:
             return None  # columns guessed from gaps must be filled on most rows, or they are no columns
     loose = not lined_rows and _banded(slot_words, rows, cols)
+    if loose and soft:
+        # bands of many lines whose words stand in columns: a table whose rules part its column groups and header
+        # only, read line by line in the columns the words give (the rules still bound the groups' headers)
+        return _table(group, words, taken, lined=True) or FoundTable(
+            box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose
+        )
     return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose)
 
 
@@ -545,6 +570,74 @@ def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int)
         if deep >= 2:
             return True
     return False
+
+
+def _pieces(words: Sequence[Word]) -> list[tuple[float, float]]:
+    """The x spans of one line's words, neighbours closer than `COLUMN_GAP` joined: the line's cells."""
+    spans = sorted(span for w in words if (span := inked(w)) is not None)
+    out: list[tuple[float, float]] = []
+    for x0, x1 in spans:
+        if out and x0 - out[-1][1] < COLUMN_GAP:
+            out[-1] = (out[-1][0], max(out[-1][1], x1))
+        else:
+            out.append((x0, x1))
+    return out
+
+
+def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
+    """Column lines inside the bands between a table's vertical rules (`xs`) where the rules part only groups of
+    columns: the middle of each x gap, at least `COLUMN_GAP` wide, that no line holding two cells or more in the band
+    covers, with `BAND_ROWS` such lines standing on both sides of it. A line of one cell in the band (a group header
+    centred over its columns, a label) closes no gap; a band of prose (one cell a line) is never parted."""
+    from modelhost.docengine.lines import lines
+
+    out: list[float] = []
+    for a, b in itertools.pairwise(xs):
+        band = [w for w in words if a < (w.x0 + w.x1) / 2 < b]
+        rows = [p for line in lines(band) if len(p := _pieces(line)) >= 2]
+        if len(rows) < BAND_ROWS:
+            continue
+        spans = sorted(span for row in rows for span in row)
+        end = spans[0][1]
+        for x0, x1 in spans[1:]:
+            if x0 - end >= COLUMN_GAP:
+                line_x = (end + x0) / 2
+                apart = sum(1 for row in rows if row[0][1] < line_x < row[-1][0])
+                if apart >= BAND_ROWS:
+                    out.append(line_x)
+            end = max(end, x1)
+    return out
+
+
+def _spanned(
+    soft: list[float], xs: list[float], ys: list[float], slot_words: dict[tuple[int, int], list[Word]]
+) -> dict[int, set[float]]:
+    """For each row, the `soft` column lines (`_band_columns`) its words run across: a cell's text crossing one spans
+    it, and a cell alone on its row in a band spans the whole band when it crosses a soft line or, above the band's
+    first row of several cells (a header), stands centred in the band (within `COLUMN_GAP`): a group's header
+    centred over its columns (`GLM` over four models), bounded by the vertical rules either side."""
+    from modelhost.docengine.lines import lines
+
+    hard = [x for x in xs if x not in soft]
+    out: dict[int, set[float]] = {}
+    for a, b in itertools.pairwise(hard):
+        inner = [x for x in soft if a < x < b]
+        if not inner:
+            continue
+        slots = [c for c in range(len(xs) - 1) if a <= (xs[c] + xs[c + 1]) / 2 <= b]
+        header = True  # no row of several cells in this band yet
+        for r in range(len(ys) - 1):
+            band = [w for c in slots for w in slot_words.get((r, c), [])]
+            cells = [p for line in lines(band) for p in _pieces(line)]
+            crossed = {x for x in inner for x0, x1 in cells if x0 < x < x1}
+            if len(cells) == 1:
+                centred = abs((cells[0][0] + cells[0][1]) / 2 - (a + b) / 2) <= COLUMN_GAP
+                if crossed or (header and centred):
+                    crossed = set(inner)
+            header = header and len(cells) < 2
+            if crossed:
+                out.setdefault(r, set()).update(crossed)
+    return out
 
 
 def _wrapped_labels(ys: list[float], xs: list[float], words: list[Word]) -> list[float]:
