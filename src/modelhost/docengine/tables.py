@@ -100,10 +100,8 @@ def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
         merged: list[list[float]] = []
         for across, start, end, width in keyed:
             for m in reversed(merged[-8:]):
-                # sorted by `across` first, a piece may start before the one it joins (its `across` a fraction
-                # larger): it extends it at both ends, and only a piece that meets it joins it
-                if abs(m[0] - across) <= LINE_MERGE / 2 and start <= m[2] + JOIN and end >= m[1] - JOIN:
-                    m[1], m[2] = min(m[1], start), max(m[2], end)
+                if abs(m[0] - across) <= LINE_MERGE / 2 and start <= m[2] + JOIN:
+                    m[2] = max(m[2], end)
                     break
             else:
                 merged.append([across, start, end, width])
