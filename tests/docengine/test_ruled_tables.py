@@ -335,3 +335,50 @@ def test_verticals_between_column_groups_leave_each_groups_columns_to_the_words(
     body = [[label, *figures] for label, figures, _ in ESTIMATES]
     assert [row for row in rows[2:] if row[0]] == body
     assert [row[1:] for row in rows[2:] if not row[0]] == [list(errors) for _, _, errors in ESTIMATES]
+
+
+#: Two tables of counts stacked under one stack of booktabs rules, each under its own centred title, coin's MAXtest
+#: vignette's kind (tables_dev/coin_maxtest_p8): a group label (`Male`, `Female`) alone in its column on a header row
+#: repeated inside each table, a rule under every header row, no rule under the first table.
+COUNT_HEADER = ("Control", "Early Onset", "Late Onset", "Total")
+COUNT_RIGHTS = (262.0, 312.0, 382.0, 440.0)  # each count column's left edge: counts set flush left
+LOCI = (
+    ("Locus A", (("CC", "75", "54", "29", "158"), ("CT", "93", "44", "13", "150"), ("TT", "14", "7", "4", "25"))),
+    ("Locus B", (("GG", "170", "71", "40", "281"), ("GA", "12", "33", "6", "51"), ("AA", "0", "1", "0", "1"))),
+)
+
+
+def _stacked_counts(c: object) -> None:
+    y, pitch = 150.0, 13.5
+    c.setLineWidth(0.4)  # type: ignore[attr-defined]
+    for title, body in LOCI:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawCentredString(309, PAGE_TOP - y, title)  # type: ignore[attr-defined]
+        y += 2 * pitch
+        for group in ("Male", "Female"):
+            _text(c, 150, y, group, size=10)
+            for x, name in zip(COUNT_RIGHTS, COUNT_HEADER, strict=True):
+                _text(c, x, y, name, size=10)
+            _line(c, 148, y + 4, 470, y + 4)
+            for row in body:
+                y += pitch
+                _text(c, 205, y, row[0], size=10)
+                for x, figure in zip(COUNT_RIGHTS, row[1:], strict=True):
+                    _text(c, x, y, figure, size=10)
+            y += pitch
+        y += pitch
+    _line(c, 148, y - 2 * pitch + 4, 470, y - 2 * pitch + 4)
+
+
+def test_two_tables_stacked_under_one_stack_of_rules_part_at_the_title_between_them(tmp_path: Path) -> None:
+    layout = _layout(tmp_path / "stacked.pdf", _stacked_counts)
+    tables = _tables(layout)
+    assert len(tables) == 2
+    for table, (title, body) in zip(tables, LOCI, strict=True):
+        rows = _rows(table)
+        # a title's line runs across the gap between two columns and closes none of them
+        assert rows[0] == ["Male", "", *COUNT_HEADER]
+        assert rows[1 : len(body) + 1] == [["", *row] for row in body]
+        assert all(title not in cell for row in rows for cell in row)
+    texts = [b.text for b in layout.blocks if b.kind is not Kind.TABLE]
+    assert "Locus B" in texts

@@ -242,9 +242,65 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
         if (t, above) not in sides or distance < sides[(t, above)][0]:
             sides[(t, above)] = (distance, ids)
     return [
-        _with_rows(table, words, sides.get((t, True), (0.0, ()))[1], sides.get((t, False), (0.0, ()))[1])
+        part
         for t, table in enumerate(found)
+        for part in _titled_parts(
+            _with_rows(table, words, sides.get((t, True), (0.0, ()))[1], sides.get((t, False), (0.0, ()))[1]), words
+        )
     ]
+
+
+def _titled_parts(found: FoundTable, words: Sequence[Word]) -> list[FoundTable]:
+    """An open table (rules across, none down) cut in two at a title between two tables under one stack of rules:
+    a row holding one cell alone (its words no column gap apart) that runs across a column line, centred in the
+    table (within `COLUMN_GAP`; a section label inside a table stands at the left, in its label column), with
+    `BAND_ROWS` rows of two cells or more both above and below it (`IL1B_511 locus` ... `TNFA_238 locus`, each
+    over its own table). The title is no cell of either part: it stays text."""
+    table = found.table
+    if not found.open or table.cols < 2:
+        return [found]
+    grid = table.grid()
+    filled = [sum(1 for k, cell in enumerate(row) if cell and cell.text and cell.col == k) for row in grid]
+    lines_x = _grid_lines(table)
+    if lines_x is None:
+        return [found]
+    centre = (found.bbox[0] + found.bbox[2]) / 2
+    for r, row in enumerate(grid):
+        if not filled[r] or sum(1 for n in filled[:r] if n >= 2) < BAND_ROWS:
+            continue
+        if sum(1 for n in filled[r + 1 :] if n >= 2) < BAND_ROWS:
+            break
+        bbox = next((c.bbox for c in row if c and c.bbox), None)
+        if bbox is None:
+            continue
+        mine = [words[i] for i in found.words if bbox[1] <= (words[i].y0 + words[i].y1) / 2 <= bbox[3]]
+        pieces = _pieces(mine)  # one cell to the reader, whichever slots its words' centres fell in
+        if len(pieces) != 1:
+            continue
+        x0, x1 = pieces[0]
+        if abs((x0 + x1) / 2 - centre) > COLUMN_GAP or not any(x0 < x < x1 for x in lines_x[1:-1]):
+            continue
+        return [
+            *_part(found, words, 0, r),
+            *_titled_parts(_part(found, words, r + 1, table.rows)[0], words),
+        ]
+    return [found]
+
+
+def _part(found: FoundTable, words: Sequence[Word], start: int, end: int) -> list[FoundTable]:
+    """Rows `start` to `end` (exclusive) of an open table as a table of their own, with the words under them."""
+    cells = [c for c in found.table.cells if start <= c.row < end]
+    boxes = [c.bbox for c in cells if c.bbox is not None]
+    if not boxes:
+        return []
+    y0, y1 = min(b[1] for b in boxes), max(b[3] for b in boxes)
+    ids = frozenset(i for i in found.words if y0 <= (words[i].y0 + words[i].y1) / 2 <= y1)
+    shifted = tuple(
+        Cell(c.row - start, c.col, c.text, min(c.row_span, end - c.row), c.col_span, c.row == start, c.bbox)
+        for c in cells
+    )
+    grid = Table(end - start, found.table.cols, shifted)
+    return [FoundTable((found.bbox[0], y0, found.bbox[2], y1), grid, ids, found.open, found.loose)]
 
 
 def _within(rules: Sequence[Segment], box: BBox) -> list[Segment]:
@@ -677,7 +733,24 @@ def _index(lines: list[float], v: float) -> int:
 
 def _word_columns(words: list[Word], box: BBox) -> list[float]:
     # Column lines at the middle of every x gap no word's ink covers (a table without vertical rules; a label's dot
-    # leaders cover none: `inked`).
+    # leaders cover none: `inked`). Where `BAND_ROWS` lines hold two cells or more, a line of one short cell
+    # (under half the table's width) centred in the table (within `COLUMN_GAP`) closes no gap: a title over a table
+    # stacked under another (two tables under one stack of booktabs rules), a header over all the columns.
+    from modelhost.docengine.lines import lines
+
+    rows = [(line, _pieces(line)) for line in lines(words)]
+    if sum(1 for _, pieces in rows if len(pieces) >= 2) >= BAND_ROWS:
+        middle, width = (box[0] + box[2]) / 2, box[2] - box[0]
+        words = [
+            w
+            for line, pieces in rows
+            if not (
+                len(pieces) == 1
+                and pieces[0][1] - pieces[0][0] < width / 2
+                and abs((pieces[0][0] + pieces[0][1]) / 2 - middle) <= COLUMN_GAP
+            )
+            for w in line
+        ]
     spans = sorted(span for w in words if (span := inked(w)) is not None) or sorted((w.x0, w.x1) for w in words)
     lines = [box[0]]
     end = spans[0][1]
