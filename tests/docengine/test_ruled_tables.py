@@ -382,3 +382,77 @@ def test_two_tables_stacked_under_one_stack_of_rules_part_at_the_title_between_t
         assert all(title not in cell for row in rows for cell in row)
     texts = [b.text for b in layout.blocks if b.kind is not Kind.TABLE]
     assert "Locus B" in texts
+
+
+#: A long two-column list between booktabs rules, lme4's vignette's kind (tables_dev/lme4_lmer_p30): a method's name and
+#: what it returns, the bottom rule far below the head (more than `tables.STACK_GAP`), two descriptions wrapped onto a
+#: second line whose first column is blank.
+METHODS = (
+    ("anova", ("Decomposition of fixed-effects contributions", "or model comparison.")),
+    ("coef", ("Sum of the random and fixed effects for each level.",)),
+    ("confint", ("Confidence intervals on linear mixed-model parameters.",)),
+    ("deviance", ("Minus twice maximum log-likelihood.",)),
+    ("fitted", ("Fitted values given conditional modes.",)),
+    ("logLik", ("Maximum log-likelihood.",)),
+    ("nobs", ("Number of observations.",)),
+    ("plot", ("Diagnostic plots for mixed-model fits.",)),
+    ("predict", ("Various types of predicted values.",)),
+    ("ranef", ("Conditional modes of the random effects.",)),
+    ("refit", ("A model refitted to a new set of observations", "of the response variable.")),
+    ("sigma", ("Residual standard deviation.",)),
+)
+
+
+def _method_list(c: object) -> None:
+    top, pitch = 120.0, 13.5
+    c.setLineWidth(0.6)  # type: ignore[attr-defined]
+    _line(c, 80, top, 540, top)
+    _text(c, 85, top + 11, "Generic", size=10)
+    _text(c, 190, top + 11, "Brief description of return value", size=10)
+    _line(c, 80, top + 15, 540, top + 15)
+    y = top + 15
+    for name, description in METHODS:
+        for k, line in enumerate(description):
+            y += pitch
+            if k == 0:
+                _text(c, 85, y, name, "Courier", 10)
+            _text(c, 190, y, line, size=10)
+    _line(c, 80, y + 5, 540, y + 5)
+
+
+def _ruled_columns_of_prose(c: object) -> None:
+    # a rule over a title, one under it, two columns of running text and a rule at the foot: no table
+    words = [
+        "the",
+        "model",
+        "is",
+        "fitted",
+        "by",
+        "maximum",
+        "likelihood",
+        "and",
+        "its",
+        "random",
+        "effects",
+        "are",
+        "predicted",
+        "by",
+    ]
+    _line(c, 80, 100, 540, 100)
+    _text(c, 250, 114, "Linear mixed models", size=12)
+    _line(c, 80, 122, 540, 122)
+    for r in range(24):
+        for x in (80.0, 320.0):
+            line = " ".join(words[(r + k) % len(words)] for k in range(7))
+            _text(c, x, 140 + 13 * r, line, size=10)
+    _line(c, 80, 140 + 13 * 24, 540, 140 + 13 * 24)
+
+
+def test_a_booktabs_head_and_a_far_bottom_rule_bracket_a_long_list(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "methods.pdf", _method_list))
+    assert _rows(table) == [
+        ["Generic", "Brief description of return value"],
+        *[[name, " ".join(description)] for name, description in METHODS],
+    ]
+    # two columns of prose between the same rules: a gutter open on every line, but running text in the first column
+    assert not _tables(_layout(tmp_path / "prose.pdf", _ruled_columns_of_prose))

@@ -42,6 +42,9 @@ COLUMN_GAP = 6.0
 #: columns (`_band_columns`): two lines side by side are a label and its value; three make columns, as
 #: `unruled.MIN_ROWS` asks of a table without rules.
 BAND_ROWS = 3
+#: A table's first column holds fewer words than this on most lines (`_bracketed`): labels and names; a column of
+#: prose holds 8-12 words a line (`unruled.PROSE_WORDS` asks the same of a table's columns).
+LABEL_WORDS = 5
 #: At least this share of a table's cells hold text: a diagram of boxes and arrows has mostly empty "cells".
 MIN_FILLED = 0.4
 #: A cell with more words than this is running text in a frame, not a table cell.
@@ -155,6 +158,56 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
     return out
 
 
+def _bracketed(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[Segment]]:
+    """`groups` with a booktabs head (two rules of one extent, a header row between them: `\\toprule`, `\\midrule`)
+    joined to the lone rule of the same extent that closes its body further down than `STACK_GAP` (`\\bottomrule`
+    under a long table), where the lines between stand in columns: a column gap (`COLUMN_GAP`) that every line
+    leaves open, a first column of short cells (a label, a name: under `LABEL_WORDS` words on most lines) and
+    `BAND_ROWS` lines or more. Two columns of prose under a rule keep a gutter open too, but their first column is
+    running text."""
+    from modelhost.docengine.lines import lines
+
+    out: list[list[Segment]] = []
+    skip: set[int] = set()
+    for k, group in enumerate(groups):
+        if k in skip:
+            continue
+        head = sorted(group, key=lambda s: s.y0)
+        if len(head) == 2 and all(s.horizontal for s in head) and head[1].y0 - head[0].y0 <= STACK_GAP / 2:
+            mid = head[1]
+            below = [
+                (j, g[0])
+                for j, g in enumerate(groups)
+                if j != k
+                and len(g) == 1
+                and g[0].horizontal
+                and g[0].y0 - mid.y0 > STACK_GAP
+                and abs(g[0].x0 - mid.x0) <= 3 * JOIN
+                and abs(g[0].x1 - mid.x1) <= 3 * JOIN
+            ]
+            if below:
+                j, bottom = min(below, key=lambda jb: jb[1].y0)
+                body = [
+                    w
+                    for w in words
+                    if w.rotation == 0
+                    and mid.x0 - JOIN <= w.x0
+                    and w.x1 <= mid.x1 + JOIN
+                    and mid.y0 < (w.y0 + w.y1) / 2 < bottom.y0
+                ]
+                rows = lines(body)
+                xs = _word_columns(body, (mid.x0, mid.y0, mid.x1, bottom.y0)) if body else []
+                if len(rows) >= BAND_ROWS and len(xs) > 2:
+                    first = [sum(1 for w in row if (w.x0 + w.x1) / 2 < xs[1]) for row in rows]
+                    labels = sorted(first)[len(first) // 2]
+                    if labels < LABEL_WORDS:
+                        out.append([*group, bottom])
+                        skip.add(j)
+                        continue
+        out.append(group)
+    return out
+
+
 def _lines(values: Sequence[float]) -> list[float]:
     out: list[float] = []
     for v in sorted(values):
@@ -217,7 +270,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     found: list[FoundTable] = []
     taken: set[int] = set()
     rules = rules[:MAX_RULES]
-    for group in _groups(merge_rules(rules)):
+    for group in _bracketed(_groups(merge_rules(rules)), words):
         table = _table(group, words, taken)
         if table is not None and table.loose:
             # a band of many lines: where the borders break at row boundaries (Word's cells), those are its rows
@@ -698,7 +751,7 @@ def _wrapped_labels(ys: list[float], xs: list[float], words: list[Word]) -> list
     """Row lines (read from text lines) less those under a label wrapped onto the line of its figures: a row holding
     only its first cell, whose text runs on (no sentence's end) into the next row's first cell, which starts in
     lowercase and has figures beside it ("Murder and nonnegligent" / "manslaughter ... 4.9 278.1"), as
-    `unruled._joined` reads it in a table without rules."""
+    `unruled._joined` reads it in a table without rules; and less those over a row of wrapped cells (`wraps_cells`)."""
     slots: dict[tuple[int, int], list[Word]] = {}
     for w in words:
         slots.setdefault((_index(ys, (w.y0 + w.y1) / 2), _index(xs, (w.x0 + w.x1) / 2)), []).append(w)
@@ -708,13 +761,23 @@ def _wrapped_labels(ys: list[float], xs: list[float], words: list[Word]) -> list
         return " ".join(w.text for w in sorted(slots.get((r, c), []), key=lambda w: w.x0))
 
     rows = [[text(r, c) for c in range(cols)] for r in range(len(ys) - 1)]
-    drop = {r + 1 for r in range(len(rows) - 1) if wraps_label(rows[r], rows[r + 1])}  # the line between r, r + 1
+    drop = {  # the line between r and r + 1
+        r + 1 for r in range(len(rows) - 1) if wraps_label(rows[r], rows[r + 1]) or wraps_cells(rows[r], rows[r + 1])
+    }
     return [y for k, y in enumerate(ys) if k not in drop]
 
 
 def continues(upper: str, lower: str) -> bool:
     """Whether a cell's text `upper` runs on into the cell below (`lower`): no sentence's end, then lowercase."""
     return _RUNS_ON.search(upper) is not None and lower[:1].islower()
+
+
+def wraps_cells(above: Sequence[str], row: Sequence[str]) -> bool:
+    """Whether `row` (its cells' texts, the label first) holds the next lines of the cells above it: no label of its
+    own, and each of its cells that holds text continues the cell above (`continues`: "Decomposition of fixed-effects
+    contributions" / "or model comparison."). A row of its own with no label ("" | "each" | "0.01" under "Gnat" |
+    "per gram" | "13.65") has a cell that does not (a figure)."""
+    return not row[0] and any(row[1:]) and all(continues(a, b) for a, b in zip(above[1:], row[1:], strict=False) if b)
 
 
 def wraps_label(above: Sequence[str], row: Sequence[str]) -> bool:
