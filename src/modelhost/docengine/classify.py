@@ -68,6 +68,9 @@ _ADDRESS = re.compile(r"\w[./]\w+/|@\w|www\.|\.(?:com|org|net)\b|^[A-Z]+-\d+(?:-
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[A-Za-z]\.[A-Za-z]")
 #: An equals sign between terms: an equation's, never a heading's.
 _EQUATION = re.compile(r"\S\s*=\s*\S")
+#: Two or more affiliation marks glued to a name ("JOHN F. WU1,2,3": read from pixels, the superscripts sit on the
+#: line): an author line's, never a heading's. One mark alone is left be: "H2O", "COVID19" end so too.
+_AFFILIATIONS = re.compile(r"[^\W\d_]\d{1,2}(?:,\d{1,2})+(?:\s|$)")
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")
 #: A counted line's opening: a section number (NUMBERED) or a number in parentheses or with one ("(1)", "1)").
 _COUNTED = re.compile(r"^\(?\d{1,2}\)\s+\S")
@@ -155,9 +158,15 @@ def _display_math(pieces: Sequence[Piece], text: str) -> bool:
 
 def never_heading(text: str) -> bool:
     """Text no heading is, whatever its size or the layout model's label: a web or mail address (set in bold on a
-    cover), a clause that goes on (ending in `,` `;` `:`; `ENABLE ;` of an SQL listing), or an equation (`a2 + 8 =
-    12`, which the layout model boxed as a title on code_and_formula's page read from pixels)."""
-    return bool(_ADDRESS.search(text)) or text.endswith((",", ";", ":")) or _EQUATION.search(text) is not None
+    cover), a clause that goes on (ending in `,` `;` `:`; `ENABLE ;` of an SQL listing), an equation (`a2 + 8 =
+    12`, which the layout model boxed as a title on code_and_formula's page read from pixels), or an author line
+    with its affiliation marks (`_AFFILIATIONS`)."""
+    return (
+        bool(_ADDRESS.search(text))
+        or text.endswith((",", ";", ":"))
+        or _EQUATION.search(text) is not None
+        or _AFFILIATIONS.search(text) is not None
+    )
 
 
 def counts_on(pieces: Sequence[Piece], block: Block, neighbours: Sequence[Block]) -> Block:
@@ -198,6 +207,17 @@ def italic_label(pieces: Sequence[Piece], text: str) -> bool:
     )
 
 
+def unworded(text: str, size: float, body: float) -> bool:
+    """Text whose characters name no section, whatever its size or the layout model's label: under two letters (tick
+    labels, page numbers, table fragments; a chapter's number set 1.5 times the body, `size` against `body`, is the
+    exception), or more digits than letters unless numbered as a section (an issue number, "제1695호", "No. 1695"; an
+    ISSN; a date; a figure)."""
+    letters = sum(c.isalpha() for c in text)
+    if letters < 2:
+        return not (text.strip(".").isdigit() and size >= 1.5 * body)
+    return sum(c.isdigit() for c in text) > letters and not NUMBERED.match(text)
+
+
 def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style) -> int:
     """The heading level of a paragraph (1 = top), or 0 when it is no heading."""
     body = style.body_size
@@ -206,10 +226,8 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
         return 0
     letters = sum(c.isalpha() for c in text)
     big = size >= HEADING_RATIO * body
-    if letters < 2 and not (text.strip(".").isdigit() and size >= 1.5 * body):
-        return 0  # tick labels, page numbers, table fragments; a chapter's big number is the exception
-    if letters >= 2 and sum(c.isdigit() for c in text) > letters and not NUMBERED.match(text):
-        return 0  # mostly digits: an issue number ("제1695호", "No. 1695"), a date, a figure, not a section's name
+    if unworded(text, size, body):
+        return 0  # tick labels, page numbers, issue numbers, dates
     if never_heading(text) or (text.endswith(".") and n_words > 6 and not big):
         return 0  # a sentence, not a heading
     bold = all(w.bold for p in pieces for w in p.words)

@@ -34,7 +34,7 @@ from dataclasses import replace
 from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups
 from modelhost.backends.ocr.scantable import rows, table_block
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, Style, analyse
-from modelhost.docengine.classify import never_heading
+from modelhost.docengine.classify import never_heading, unworded
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
@@ -98,10 +98,11 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
             yield from _split_title(found, larger, style, content)
             return
         text = " ".join(b.text for b in found if b.text)
-        if len(text) <= MAX_TITLE_CHARS and not never_heading(text):
+        size = max(w.size for w in content.words)
+        # The label does not make a heading of what no heading's words are: an ISSN line, a lone section number.
+        if len(text) <= MAX_TITLE_CHARS and not never_heading(text) and not unworded(text, size, style.body_size):
             level = min((b.level for b in found if b.kind is Kind.SECTION_HEADER and b.level), default=0)
             if not level:
-                size = max(w.size for w in content.words)
                 level = 1 + sum(1 for s in style.heading_sizes if s > size * 1.01)
             bbox = (min(b.bbox[0] for b in found), min(b.bbox[1] for b in found),
                     max(b.bbox[2] for b in found), max(b.bbox[3] for b in found))  # fmt: skip
@@ -160,7 +161,7 @@ def _split_title(found: tuple[Block, ...], larger: list[bool], style: Style, con
     placed = False
     for block, big in zip(found, larger, strict=True):
         if big:
-            if not placed and not never_heading(text):
+            if not placed and not never_heading(text) and not unworded(text, size, style.body_size):
                 yield heading
             elif not placed:
                 yield from (replace(b, kind=Kind.TEXT, level=0) for b in head)
