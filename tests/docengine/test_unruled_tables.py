@@ -669,3 +669,41 @@ def test_a_label_wrapped_onto_the_line_of_its_figures_is_one_cell(tmp_path: Path
         "Arson",
     ]
     assert [row[1:] for row in _rows(table)][1:] == [list(row[1:]) for row in OFFENCES]
+
+
+#: A report's small table set in a monospaced font, pdf2docx's sample letter's kind (tables_dev/pdf2docx_table_stream):
+#: the column names in bold oblique on a grey band of their own, the rows in Courier, no rule.
+VEHICLES = (
+    ("Make", "Model", "Color", "Tag", "Barcode"),
+    ("Toyota", "Camry", "Brown", "111AAA", "22222"),
+    ("Toyota", "Prius", "Grey", "222BBB", "33333"),
+)
+
+
+def _monospaced_table(band: str) -> Draw:
+    """The vehicles table under three lines of prose; `band`: "header" (grey behind the header row alone), "all" (a
+    listing's shaded box behind every line) or "none"."""
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 24
+        c.setFillGray(0.85)  # type: ignore[attr-defined]
+        if band == "header":
+            c.rect(95, y - 3, 330, 12, stroke=0, fill=1)  # type: ignore[attr-defined]
+        elif band == "all":
+            c.rect(95, y - 3 - 12 * (len(VEHICLES) - 1), 330, 12 * len(VEHICLES), stroke=0, fill=1)  # type: ignore[attr-defined]
+        c.setFillGray(0)  # type: ignore[attr-defined]
+        for k, row in enumerate(VEHICLES):
+            font = "Courier-BoldOblique" if k == 0 else "Courier"
+            for x, text in zip((100, 170, 240, 300, 360), row, strict=True):
+                _text(c, x, y - 12 * k, text, font, 9)
+        _prose(c, 72, y - 12 * len(VEHICLES) - 20, 90, 3, start=40)
+
+    return draw
+
+
+def test_a_monospaced_table_whose_header_stands_on_a_band_of_its_own_is_a_table(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "band.pdf", _monospaced_table("header")))
+    assert _rows(table) == [list(row) for row in VEHICLES]
+    # the same lines shaded all alike, or not at all, stay a code listing (a bold first line is a keyword's)
+    assert _tables(_layout(tmp_path / "shaded.pdf", _monospaced_table("all"))) == []
+    assert _tables(_layout(tmp_path / "plain.pdf", _monospaced_table("none"))) == []

@@ -408,7 +408,10 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     groups = [[r] for r in grid_rows]
     _joined(cells_words, groups, words, len(spanning))
     plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
-    if not _evidence(plain, cells_words, [rows[r] for r in body], words, _striped([rows[r] for r in body], fills)):
+    banded = _header_band([rows[r] for r in grid_rows], fills)
+    if not _evidence(
+        plain, cells_words, [rows[r] for r in body], words, _striped([rows[r] for r in body], fills), banded
+    ):
         return None
     header = _font_header(cells_words, words)
     members = frozenset(i for r in grid_rows for i in rows[r].words)
@@ -443,10 +446,12 @@ def _evidence(
     body: list[_Row],
     words: Sequence[Word],
     striped: bool = False,
+    banded: bool = False,
 ) -> bool:
     """Whether a run's cells read as a table (see the module docstring, step 3): `plain` the rows without spanning
     header cells, `grid` every row, `body` the run's own rows (for their pitch), `striped` whether zebra stripes band
-    them (`_striped`: a sign as strong as a header in another font)."""
+    them (`_striped`: a sign as strong as a header in another font), `banded` whether a shaded band lies behind its
+    first row alone (`_header_band`)."""
     cols = len(grid[0])
     if sum(1 for cells in grid if sum(1 for c in cells if c) >= 2) < MIN_ROWS:
         return False
@@ -457,8 +462,12 @@ def _evidence(
     every = [i for cells in grid for cell in cells for i in cell]
     if sum(1 for i in every if words[i].math) > MATH_SHARE * len(every):
         return False  # display equations, their numbers aligned at the right
-    if sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every):
-        return False  # a code listing aligned with spaces (the ruled tables' rule, `tables._table`)
+    if sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every) and not (
+        banded and _font_header(grid, words)
+    ):
+        # a code listing aligned with spaces (the ruled tables' rule, `tables._table`); a monospaced table's header
+        # row stands in another face on a shaded band of its own (a listing's shading, if any, lies behind it all)
+        return False
     if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
         return False  # equations in a text font, numbered
     prose = sum(1 for cells in column if cells and (_flows(cells) or _long(cells)))
@@ -507,6 +516,23 @@ def _striped(body: list[_Row], fills: Sequence[BBox]) -> bool:
         len(set(shaded)) >= MIN_STRIPES
         and len(shaded) == len(set(shaded))
         and all((a >= 0) != (b >= 0) for a, b in itertools.pairwise(bands))
+    )
+
+
+def _header_band(grid_rows: list[_Row], fills: Sequence[BBox]) -> bool:
+    """Whether a shaded band lies behind the first row alone: a fill reaching across the rows' extent (within
+    `STRIPE_SLACK`) behind the first row's middle and not behind the second's (a header band, as a report's
+    monospaced tables set their column names on grey; a listing's shaded box lies behind all its lines)."""
+    if len(grid_rows) < 2 or not fills:
+        return False
+    x0, x1 = min(r.x0 for r in grid_rows), max(r.x1 for r in grid_rows)
+    first, second = grid_rows[0], grid_rows[1]
+    return any(
+        f[0] <= x0 + STRIPE_SLACK
+        and f[2] >= x1 - STRIPE_SLACK
+        and f[1] <= (first.y0 + first.y1) / 2 <= f[3]
+        and not f[1] <= (second.y0 + second.y1) / 2 <= f[3]
+        for f in fills[:MAX_STRIPES]
     )
 
 
