@@ -799,9 +799,9 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
     # leaders cover none: `inked`). Where `BAND_ROWS` lines hold two cells or more, a line of one short cell
     # (under half the table's width) centred in the table (within `COLUMN_GAP`) closes no gap: a title over a table
     # stacked under another (two tables under one stack of booktabs rules), a header over all the columns.
-    from modelhost.docengine.lines import lines
+    from modelhost.docengine.lines import lines as text_lines
 
-    rows = [(line, _pieces(line)) for line in lines(words)]
+    rows = [(line, _pieces(line)) for line in text_lines(words)]
     if sum(1 for _, pieces in rows if len(pieces) >= 2) >= BAND_ROWS:
         middle, width = (box[0] + box[2]) / 2, box[2] - box[0]
         words = [
