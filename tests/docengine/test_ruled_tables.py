@@ -456,3 +456,50 @@ def test_a_booktabs_head_and_a_far_bottom_rule_bracket_a_long_list(tmp_path: Pat
     ]
     # two columns of prose between the same rules: a gutter open on every line, but running text in the first column
     assert not _tables(_layout(tmp_path / "prose.pdf", _ruled_columns_of_prose))
+
+
+#: A grid of a catalogue's columns, IBM Redbooks' kind (born-digital redp5110_sampled): the description cells are
+#: paragraphs, two of which hold a list of values set in two at a tab stop ("- ALLOWED:" then what it means).
+CATALOGUE = (
+    ("FUNCTION_ID", "VARCHAR(30)", ("ID of the function.",)),
+    ("USER_NAME", "VARCHAR(10)", ("Name of the user profile that has a usage", "setting for this function.")),
+    (
+        "USAGE",
+        "VARCHAR(7)",
+        ("Usage setting:", ("- ALLOWED:", "The profile may use it."), ("- DENIED:", "It may not.")),
+    ),
+    (
+        "USER_TYPE",
+        "VARCHAR(5)",
+        ("Type of user profile:", ("- USER:", "The profile is a user."), ("- GROUP:", "A group.")),
+    ),
+)
+
+
+def _catalogue(c: object) -> None:
+    xs, top = (80.0, 180.0, 260.0, 520.0), 120.0
+    y = top
+    rules = [y]
+    for name, kind, description in CATALOGUE:
+        _text(c, xs[0] + 4, y + 11, name)
+        _text(c, xs[1] + 4, y + 11, kind)
+        for k, line in enumerate(description):
+            if isinstance(line, tuple):
+                _text(c, xs[2] + 4, y + 11 + 11 * k, line[0])
+                _text(c, xs[2] + 70, y + 11 + 11 * k, line[1])
+            else:
+                _text(c, xs[2] + 4, y + 11 + 11 * k, line)
+        y += 11 * len(description) + 6
+        rules.append(y)
+    for ry in rules:
+        _line(c, xs[0], ry, xs[-1], ry)
+    for x in xs:
+        _line(c, x, top, x, y)
+
+
+def test_a_description_holding_a_list_set_at_a_tab_stop_stays_one_column(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "catalogue.pdf", _catalogue))
+    rows = _rows(table)
+    assert [len(row) for row in rows] == [3] * len(CATALOGUE)
+    flat = [" ".join(part if isinstance(part, str) else " ".join(part) for part in d) for _, _, d in CATALOGUE]
+    assert [row[2] for row in rows] == flat

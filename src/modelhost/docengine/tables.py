@@ -694,14 +694,17 @@ def _pieces(words: Sequence[Word]) -> list[tuple[float, float]]:
 def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
     """Column lines inside the bands between a table's vertical rules (`xs`) where the rules part only groups of
     columns: the middle of each x gap, at least `COLUMN_GAP` wide, that no line holding two cells or more in the band
-    covers, with `BAND_ROWS` such lines standing on both sides of it. A line of one cell in the band (a group header
-    centred over its columns, a label) closes no gap; a band of prose (one cell a line) is never parted."""
+    covers, with `BAND_ROWS` such lines standing on both sides of it, and more of them than lines of the band running
+    across it. A line of one cell in the band (a group header centred over its columns, a label) closes no gap; a
+    band of prose (one cell a line) is never parted, nor one whose cells are paragraphs with a few lines set in two
+    (a description holding a list of values and their meanings, `- ALLOWED:  The user ...`)."""
     from modelhost.docengine.lines import lines
 
     out: list[float] = []
     for a, b in itertools.pairwise(xs):
         band = [w for w in words if a < (w.x0 + w.x1) / 2 < b]
-        rows = [p for line in lines(band) if len(p := _pieces(line)) >= 2]
+        every = [_pieces(line) for line in lines(band)]
+        rows = [p for p in every if len(p) >= 2]
         if len(rows) < BAND_ROWS:
             continue
         spans = sorted(span for row in rows for span in row)
@@ -710,7 +713,8 @@ def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
             if x0 - end >= COLUMN_GAP:
                 line_x = (end + x0) / 2
                 apart = sum(1 for row in rows if row[0][1] < line_x < row[-1][0])
-                if apart >= BAND_ROWS:
+                across = sum(1 for p in every if any(s < line_x < e for s, e in p))
+                if apart >= BAND_ROWS and apart > across:
                     out.append(line_x)
             end = max(end, x1)
     return out
