@@ -503,3 +503,46 @@ def test_a_description_holding_a_list_set_at_a_tab_stop_stays_one_column(tmp_pat
     assert [len(row) for row in rows] == [3] * len(CATALOGUE)
     flat = [" ".join(part if isinstance(part, str) else " ".join(part) for part in d) for _, _, d in CATALOGUE]
     assert [row[2] for row in rows] == flat
+
+
+#: booktabs' own example (tables_dev/booktabs_p2): a header `Item` over two columns with a `\cmidrule` under it, a
+#: right-aligned price column; set twice, a short paragraph between, the two closer than `tables.STACK_GAP`.
+PRICES = (("Gnat", "per gram", "13.65"), ("", "each", "0.01"), ("Gnu", "stuffed", "92.50"), ("Emu", "stuffed", "33.33"))
+
+
+def _booktabs_twice(c: object) -> None:
+    top = 120.0
+    for _ in range(2):
+        c.setLineWidth(0.8)  # type: ignore[attr-defined]
+        _line(c, 250, top, 410, top)
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        c.drawCentredString(305, PAGE_TOP - top - 12, "Item")  # type: ignore[attr-defined]
+        c.setLineWidth(0.4)  # type: ignore[attr-defined]
+        _line(c, 252, top + 16, 358, top + 16)
+        for x, name in ((255.0, "Animal"), (310.0, "Description")):
+            _text(c, x, top + 28, name, size=10)
+        c.drawRightString(408, PAGE_TOP - top - 28, "Price ($)")  # type: ignore[attr-defined]
+        _line(c, 250, top + 33, 410, top + 33)
+        y = top + 33
+        for animal, description, price in PRICES:
+            y += 12
+            _text(c, 255, y, animal, size=10)
+            _text(c, 310, y, description, size=10)
+            c.drawRightString(408, PAGE_TOP - y, price)  # type: ignore[attr-defined]
+        c.setLineWidth(0.8)  # type: ignore[attr-defined]
+        _line(c, 250, y + 5, 410, y + 5)
+        for k in range(3):  # a paragraph wider than the table between the two
+            _text(
+                c,
+                150,
+                y + 30 + 12 * k,
+                "It takes much less work to lay this out as a formal table, and we can be sure.",
+            )
+        top = y + 70
+
+
+def test_a_cmidrule_spreads_its_header_and_a_paragraph_parts_two_stacks_of_rules(tmp_path: Path) -> None:
+    tables = _tables(_layout(tmp_path / "booktabs.pdf", _booktabs_twice))
+    assert len(tables) == 2
+    for table in tables:
+        assert _rows(table) == [["Item", "Item", ""], ["Animal", "Description", "Price ($)"], *map(list, PRICES)]

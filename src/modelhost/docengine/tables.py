@@ -122,8 +122,9 @@ def _touch(a: Segment, b: Segment) -> bool:
 
 def _groups(rules: list[Segment]) -> list[list[Segment]]:
     """Connected groups of touching rules; then groups of horizontal rules only, of the same extent and stacked
-    within `STACK_GAP`, joined (booktabs draws no verticals). A framed box below a ruled table is never joined to it:
-    only rule-only-horizontal groups stack."""
+    within `STACK_GAP`, joined (booktabs draws no verticals), with a narrower lone rule inside a stack's extent
+    joined where the stack goes on below it (a `\\cmidrule` between the top rule and the midrule). A framed box below
+    a ruled table is never joined to it: only rule-only-horizontal groups stack."""
     parent = list(range(len(rules)))
 
     def find(i: int) -> int:
@@ -142,9 +143,12 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
     touching = list(groups.values())
     flat = sorted((g for g in touching if all(s.horizontal for s in g)), key=lambda g: g[0].y0)
     out = [g for g in touching if not all(s.horizontal for s in g)]
+    pending: list[list[Segment]] = []  # narrower rules under the last stack's rule, waiting for its next one
     for group in flat:
         last = out[-1] if out and all(s.horizontal for s in out[-1]) else None
-        rule, prev = group[0], (last[-1] if last else None)
+        rule = group[0]
+        # the stack's last rule of its full extent: a `\\cmidrule` between two of them does not break the stack
+        prev = max(last, key=lambda s: (s.x1 - s.x0 >= _extent(last) - 2 * JOIN, s.y0)) if last else None
         if (
             last is not None
             and prev is not None
@@ -152,9 +156,56 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
             and abs(rule.x1 - prev.x1) <= 3 * JOIN
             and 0 <= rule.y0 - prev.y0 <= STACK_GAP
         ):
+            last.extend([s for g in pending for s in g])
             last.extend(group)
+            pending = []
+        elif (
+            last is not None
+            and prev is not None
+            and len(group) == 1
+            and prev.x0 - JOIN <= rule.x0
+            and rule.x1 <= prev.x1 + JOIN
+            and 0 <= rule.y0 - prev.y0 <= STACK_GAP
+        ):
+            pending.append(list(group))
         else:
+            out.extend(pending)
+            pending = []
             out.append(list(group))
+    out.extend(pending)
+    return out
+
+
+def _extent(rules: Sequence[Segment]) -> float:
+    return max(s.x1 for s in rules) - min(s.x0 for s in rules)
+
+
+def _unstacked(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[Segment]]:
+    """`groups` with each stack of horizontal rules cut between two of its rules where a line of words between them
+    reaches beyond the stack's extent (by more than `COLUMN_GAP`): a paragraph between two booktabs tables set
+    closer than `STACK_GAP`, whose bottom and top rules would otherwise stack them into one."""
+    from modelhost.docengine.lines import lines
+
+    out: list[list[Segment]] = []
+    for group in groups:
+        if len(group) < 2 or not all(s.horizontal for s in group):
+            out.append(group)
+            continue
+        x0, x1 = min(s.x0 for s in group), max(s.x1 for s in group)
+        ordered = sorted(group, key=lambda s: s.y0)
+        ys = sorted({round(s.y0, 1) for s in ordered})
+        near = [w for w in words if w.rotation == 0 and ys[0] < (w.y0 + w.y1) / 2 < ys[-1]]
+        cuts = []
+        for line in lines(near):
+            if min(w.x0 for w in line) < x0 - COLUMN_GAP or max(w.x1 for w in line) > x1 + COLUMN_GAP:
+                cuts.append((line[0].y0 + line[0].y1) / 2)
+        part: list[Segment] = []
+        for rule in ordered:
+            if part and any(part[-1].y0 < y < rule.y0 for y in cuts):
+                out.append(part)
+                part = []
+            part.append(rule)
+        out.append(part)
     return out
 
 
@@ -270,7 +321,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     found: list[FoundTable] = []
     taken: set[int] = set()
     rules = rules[:MAX_RULES]
-    for group in _bracketed(_groups(merge_rules(rules)), words):
+    for group in _bracketed(_unstacked(_groups(merge_rules(rules)), words), words):
         table = _table(group, words, taken)
         if table is not None and table.loose:
             # a band of many lines: where the borders break at row boundaries (Word's cells), those are its rows
@@ -562,8 +613,10 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     ruled_columns = len(xs) > 2
     ruled_rows = len(ys) > 2
     soft: list[float] = []  # column lines read from the words inside a band between vertical rules
+    # rules under some columns only (a `\\cmidrule`): the header just above one spans the columns it stands over
+    partial = [h for h in horizontals if h.x1 - h.x0 < box[2] - box[0] - 2 * JOIN] if not verticals else []
     if not ruled_columns:
-        xs = _word_columns([words[i] for i in members], box)
+        xs = _word_columns([words[i] for i in members if not _over(words[i], partial)], box)
     else:
         soft = _band_columns(xs, [words[i] for i in members])
         xs = sorted([*xs, *soft])
@@ -579,7 +632,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
 
     def vertical_rule_at(x: float, y_mid: float) -> bool:
         if not ruled_columns:
-            return True
+            return not any(x0 + JOIN < x < x1 - JOIN for x0, x1 in spanning.get(_index(ys, y_mid), ()))
         if x in soft:
             return x not in spanned.get(_index(ys, y_mid), ())
         return any(abs(s.x0 - x) <= LINE_MERGE and s.y0 - JOIN <= y_mid <= s.y1 + JOIN for s in verticals) or (
@@ -601,6 +654,11 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         slot_words.setdefault((r, c), []).append(w)
 
     spanned = _spanned(soft, xs, ys, slot_words) if soft else {}
+    spanning: dict[int, list[tuple[float, float]]] = {}  # per row, the extents of the partial rules just under it
+    for rule in partial:
+        above = [w for w in (words[i] for i in members) if _over(w, [rule])]
+        if above:
+            spanning.setdefault(_index(ys, (above[0].y0 + above[0].y1) / 2), []).append((rule.x0, rule.x1))
     owner: dict[tuple[int, int], int] = {}
     cells: list[Cell] = []
     for r in range(rows):
@@ -664,6 +722,15 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
             box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose
         )
     return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose)
+
+
+def _over(word: Word, rules: Sequence[Segment]) -> bool:
+    """Whether `word` stands just over one of `rules` (its centre within one and a half of its heights above the rule)
+    and within its extent (`JOIN`): a header over the columns a partial rule underlines."""
+    cy, height = (word.y0 + word.y1) / 2, word.y1 - word.y0
+    return any(
+        0 < rule.y0 - cy <= 1.5 * height and rule.x0 - JOIN <= word.x0 and word.x1 <= rule.x1 + JOIN for rule in rules
+    )
 
 
 def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int) -> bool:
