@@ -24,7 +24,7 @@ from PIL import Image
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader
 from modelhost.backends.ocr.scantable import table_block
-from modelhost.docengine.types import Block, Word
+from modelhost.docengine.types import Block, Kind, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
 READ_DPI = 150
@@ -203,4 +203,90 @@ def test_a_wrapped_cell_is_one_cell_and_a_row_of_figures_stays_a_row() -> None:
         ["Hinge drilled", "Brass, cast and polished", "6.75"],
         ["Total", "", "20.95"],
         ["", "", "2.00"],
+    ]
+
+
+#: ReportLab's example grids: cells named by their row and column, thin grey rules, a black box around the table.
+NUMBERS = [[f"{r}{c}" for c in range(5)] for r in range(4)]
+#: Cells shaded as the user guide's style examples shade them (pink, lavender, orange, khaki), none two side by side.
+SHADES = {(0, 0): "pink", (1, 1): "lavender", (2, 2): "orange", (0, 3): "khaki", (3, 4): "orange"}
+
+
+def number_grid_page(shaded: bool, dpi: int = READ_DPI) -> np.ndarray:
+    """A Letter page with a 4 x 5 grid of short cells ("00".."34") between two paragraphs, ruled in 0.5 pt grey
+    inside a 2 pt black box, rasterised at `dpi`; with `shaded`, the SHADES cells are filled in colour."""
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas as pdfcanvas
+
+    out = io.BytesIO()
+    c = pdfcanvas.Canvas(out, pagesize=letter)
+    c.setFont("Helvetica", 10)
+    top = _paragraph(c, 720.0, PROSE) - 30
+    left, width, height = 240.0, 23.3, 18.0
+    for (r, col), name in SHADES.items() if shaded else ():
+        c.setFillColor(getattr(colors, name))
+        c.rect(left + col * width, top - (r + 1) * height, width, height, stroke=0, fill=1)
+    c.setFillColor(colors.black)
+    for r, row in enumerate(NUMBERS):
+        for col, text in enumerate(row):
+            c.drawString(left + col * width + 6, top - (r + 1) * height + 5, text)
+    c.setStrokeColor(colors.grey)
+    c.setLineWidth(0.5)
+    for r in range(len(NUMBERS) + 1):
+        c.line(left, top - r * height, left + 5 * width, top - r * height)
+    for col in range(6):
+        c.line(left + col * width, top, left + col * width, top - 4 * height)
+    c.setStrokeColor(colors.black)
+    c.setLineWidth(2)
+    c.rect(left, top - 4 * height, 5 * width, 4 * height, stroke=1, fill=0)
+    _paragraph(c, top - 4 * height - 30, AFTER)
+    c.showPage()
+    c.save()
+    doc = pdfium.PdfDocument(out.getvalue())
+    try:
+        return np.asarray(doc[0].render(scale=dpi / 72).to_pil().convert("RGB"))
+    finally:
+        doc.close()
+
+
+def test_a_ruled_grid_the_layout_model_boxes_as_a_figure_is_a_table_not_a_picture(reader: PixelReader) -> None:
+    # The layout model boxes a grid of short cells as a figure (and an equation): a ruled frame inside a figure was
+    # taken for part of the drawing, and the grid came out as a picture and three formulas.
+    image = number_grid_page(shaded=False)
+    found = list(scanpage.blocks(reader, reader.detect(image, READ_DPI)))
+    assert [_grid(b) for b in found if b.table is not None] == [NUMBERS]
+    assert not [b for b in found if b.kind is Kind.PICTURE]
+
+
+def test_rules_between_shaded_cells_part_them(reader: PixelReader) -> None:
+    # A born-digital page read from its pixels (as modelhost-pixels and pdf-spec's socket read one): a grey rule
+    # beside a coloured cell is lighter than text ink and one thick blob with the cell for the light threshold, so
+    # no grid was found at all. Read as valleys darker than both their sides, every rule of the grid is found.
+    image = number_grid_page(shaded=True)
+    assert grids(reader, image) == [NUMBERS]
+
+
+def test_a_label_set_close_to_its_description_stays_in_its_column() -> None:
+    # A two-column list (a method and what it returns, lme4's table): where a long label ends close to its
+    # description, the two detector lines sit under two line heights apart and were one cell; every row so joined
+    # covered the column gap, the region had one column, and the table was read as paragraphs.
+    block = table_block(
+        _words(
+            [
+                [(10, "Generic (Section)"), (120, "Brief description")],
+                [(10, "anova"), (120, "Decomposition of effects")],
+                [(10, "confint (5.2.6)"), (120, "Confidence intervals")],
+                [(10, "deviance (5.2.2)"), (120, "Minus twice the log-likelihood")],  # 14 points apart: under 2 lines
+                [(10, "coef"), (120, "Sum of the effects")],
+            ]
+        )
+    )
+    assert block is not None and block.table is not None
+    assert _grid(block) == [
+        ["Generic (Section)", "Brief description"],
+        ["anova", "Decomposition of effects"],
+        ["confint (5.2.6)", "Confidence intervals"],
+        ["deviance (5.2.2)", "Minus twice the log-likelihood"],
+        ["coef", "Sum of the effects"],
     ]

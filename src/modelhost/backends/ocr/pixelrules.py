@@ -21,6 +21,11 @@ In pixels a vertical rule that crosses a band merges into the band's ink and see
 corpus page's column rules stop at its shaded header row, which was left out of its table); so a vertical ending
 at a band's edge inside its width is continued through it, and `fill_rules` then makes the band's edges rules (a band
 crossed by a vertical). A band no rule meets (a banner, a shaded note) gives none.
+Rules beside or between coloured cells are lighter than ink and, for the light threshold, one thick blob with the
+cell they edge: a third pass finds every thin valley of grey darker than both its sides (`_valleys`, whatever the
+sides' colours), and the passes' pieces of one rule are put on one line before they are joined (`_snapped`). A ruled
+frame inside a region the layout model calls a figure is a table when its rules make a grid (`ruled_grid`; the model
+boxes grids of short cells as figures), and part of the drawing otherwise.
 The rules found are bounded (`tables.MAX_RULES`, the longest kept): a page of hatching must not make the table
 finder's pairwise grouping run for minutes.
 """
@@ -28,11 +33,12 @@ finder's pairwise grouping run for minutes.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
 
-from modelhost.docengine.tables import JOIN, MAX_RULES, fill_rules, merge_rules
+from modelhost.docengine.tables import JOIN, LINE_MERGE, MAX_RULES, fill_rules, merge_rules
 from modelhost.docengine.types import BBox, Segment
 
 #: A pixel darker than this (0-255 grey) is ink (the pixel path's own threshold, pixels.INK).
@@ -47,6 +53,11 @@ INK = 128
 #: rule running along a row of them is one thick blob with them (the ReportLab guide's tables with orange and blue
 #: cells lost every horizontal rule); the ink pass still finds it, as before.
 RULE_CONTRAST = 32
+#: A valley (`_valleys`) this much darker (0-255 grey) than the lighter of what lies either side of it is a rule: a
+#: depth is measured against the darker side, and a 0.5 pt grey rule between an orange cell (grey 173) and a white one,
+#: read at 150 DPI, is only 28 darker than the orange (ReportLab's guide's grids); paper grain and a scan's noise make
+#: no straight run as long as a rule (`MIN_RULE_POINTS`, `VERTICAL_LINES`).
+VALLEY_CONTRAST = 16
 #: Shortest horizontal rule, points: a third of an inch, longer than any glyph stroke of body or heading type.
 MIN_RULE_POINTS = 24.0
 #: Shortest vertical rule, in the page's detected line heights: longer than a glyph's stem, as long as a row.
@@ -56,6 +67,9 @@ MAX_THICKNESS_POINTS = 3.0
 #: A shaded band is a table's row: at most this many text lines tall (a header of up to two lines and its padding);
 #: taller filled areas are pictures, and without a line height it is at most 3 x 12 points.
 BAND_LINES = 3.0
+#: A ruled frame is a grid (a table's rules, not a drawing's box) with this many rule positions each way or more: its
+#: two edges and one rule between, so two rows and two columns of cells. A framed picture has two each way.
+GRID_LINES = 3
 #: A shaded band's ink covers at least this share of its box: the text set on it leaves holes (the Korean corpus
 #: page's header row, three short words on the shading, is ~0.8 ink), a picture's dark patch is ragged.
 BAND_FILLED = 0.5
@@ -79,13 +93,53 @@ def find_rulings(rgb: np.ndarray, scale: float, line_height: float = 0.0) -> tup
     lengths = (horizontal_px, vertical_px)
     light, bands, shaded = _runs((gray < paper - RULE_CONTRAST).astype(np.uint8), scale, lengths, thick_px, band_px)
     found, _, _ = _runs((gray < INK).astype(np.uint8), scale, lengths, thick_px, 0.0, shaded)
+    valleys = _valleys(gray, scale, lengths, thick_px)
     del gray
-    # the same rule found in both passes is one rule (merge_rules joins collinear pieces within a point)
-    rules = merge_rules([*found, *light])
+    # the same rule found in several passes is one rule (merge_rules joins collinear pieces within a point)
+    rules = merge_rules(_snapped([*found, *light, *valleys]))
     if len(rules) > MAX_RULES:
         rules = sorted(rules, key=lambda s: -s.length)[:MAX_RULES]
     rules += _through_bands(bands[:MAX_RULES], rules)
     return (*rules, *fill_rules(bands[:MAX_RULES], rules))
+
+
+def _snapped(rules: Sequence[Segment]) -> list[Segment]:
+    """The rules with collinear pieces on one coordinate across them (the first of each run of coordinates within
+    `LINE_MERGE` / 2): passes find one rule a pixel wider or narrower, so its centre half a pixel apart, and
+    `merge_rules`, which sorts pieces by that coordinate before their start, then joined a piece that starts earlier
+    to one that starts later, losing its first part (a table's column rule kept only below a shaded row)."""
+    out: list[Segment] = []
+    for horizontal in (True, False):
+        base = last = -1e9
+        for s in sorted((s for s in rules if s.horizontal == horizontal), key=lambda s: s.y0 if horizontal else s.x0):
+            across = s.y0 if horizontal else s.x0
+            if across - last > LINE_MERGE / 2:
+                base = across
+            last = across
+            out.append(
+                Segment(s.x0, base, s.x1, base, s.width) if horizontal else Segment(base, s.y0, base, s.y1, s.width)
+            )
+    return out
+
+
+def ruled_grid(frame: BBox, rules: Sequence[Segment]) -> bool:
+    """Whether the rules inside `frame` make a grid: `GRID_LINES` distinct horizontal positions and as many vertical
+    ones, each rule at least a third of the frame across (a drawing's short ticks and arrows are no grid lines)."""
+    x0, y0, x1, y1 = frame
+    for horizontal in (True, False):
+        across = x1 - x0 if horizontal else y1 - y0
+        positions = sorted(
+            s.y0 if horizontal else s.x0
+            for s in rules
+            if s.horizontal == horizontal
+            and s.length >= across / 3
+            and x0 - JOIN <= s.x0 <= s.x1 <= x1 + JOIN
+            and y0 - JOIN <= s.y0 <= s.y1 <= y1 + JOIN
+        )
+        distinct = len(positions[:1]) + sum(1 for a, b in itertools.pairwise(positions) if b - a > LINE_MERGE)
+        if distinct < GRID_LINES:
+            return False
+    return True
 
 
 def _runs(
@@ -127,6 +181,20 @@ def _runs(
                 mid = (x0 + x1) / 2
                 found.append(Segment(float(mid), float(y0), float(mid), float(y1), float(w * scale)))
     return found, bands, shaded
+
+
+def _valleys(gray: np.ndarray, scale: float, lengths: tuple[int, int], thick_px: int) -> list[Segment]:
+    """The rules that are thin valleys of grey, at least `VALLEY_CONTRAST` darker than what lies on both their sides,
+    whatever that is: a rule between or across coloured cells. A black-hat transform (the closing less the image)
+    with a square kernel wider than the thickest rule measures each valley's depth, where two rules cross too; a
+    step from one cell's colour to the next is no valley, a filled area wider than the kernel neither."""
+    import cv2
+
+    across = 2 * thick_px + 1  # wider than any rule, so a rule's valley is closed over; odd, so centred
+    kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (across, across))
+    valleys = (cv2.morphologyEx(gray, cv2.MORPH_BLACKHAT, kernel) > VALLEY_CONTRAST).astype(np.uint8)
+    rules, _, _ = _runs(valleys, scale, lengths, thick_px, 0.0)
+    return rules
 
 
 def _through_bands(bands: list[BBox], rules: list[Segment]) -> list[Segment]:

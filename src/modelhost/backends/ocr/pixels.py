@@ -44,7 +44,7 @@ import numpy as np
 
 from modelhost.backends.ocr import orientation, rapid
 from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
-from modelhost.backends.ocr.pixelrules import find_rulings
+from modelhost.backends.ocr.pixelrules import find_rulings, ruled_grid
 from modelhost.backends.ocr.scantable import table_runs
 from modelhost.backends.ocr.scripts import BUNDLED, LINE_CONF, SAMPLE_LINES, Choice, ScriptReader
 from modelhost.docengine.lines import gutters, rtl
@@ -604,11 +604,13 @@ def groups(detection: Detection) -> list[Group]:
     out: list[Group] = []
     # A ruled frame's lines are read together as a "ruled" group, whatever region the layout model put them in
     # (it boxed pdf-spec's ruled table as a page header): the rules, not the region, say where the table is. A
-    # frame inside a figure is part of the drawing.
+    # frame inside a figure is part of the drawing, unless its rules make a grid (pixelrules.ruled_grid): the model
+    # boxes ruled tables of short cells as figures (ReportLab's guide's grids of "00".."34").
     figures = [r.bbox for r in regions if r.label == "figure"]
     ruled: set[int] = set()
     for frame in table_frames(detection.rulings):
-        if any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures):
+        in_figure = any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
+        if in_figure and not ruled_grid(frame, detection.rulings):
             continue
         held = [i for i, b in enumerate(boxes) if i not in ruled and _centre_inside(b, frame)]
         if held:
@@ -636,6 +638,9 @@ def groups(detection: Detection) -> list[Group]:
                 cells = {i for row in run for i in row}
                 out.append(Group("table", _union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
+        framed = any(g.label == "ruled" and _overlap(g.bbox, region.bbox) >= 0.8 * _area(g.bbox) for g in out)
+        if not m and region.label == "figure" and framed:
+            continue  # a "figure" whose every line is in the ruled grids it holds is those tables, no picture
         if m or region.label in ("figure", "table"):
             bbox = region.bbox
             if m and region.label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):

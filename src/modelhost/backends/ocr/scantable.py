@@ -7,7 +7,9 @@ Used for regions the layout model labels `table` (scanpage.py). The rules, and w
   misread a row whose cells' boxes differ by a pixel or two (CER 6% against 0% on the test page).
 - Lines of a row closer than CELL_GAP_HEIGHTS line heights are one cell (a phrase the detector cut in two).
 - Columns are the union of the cells' horizontal extents, so right-aligned numbers of different widths still land
-  in one column; a row's cell goes to the column holding its centre. The first row is the header.
+  in one column; a row's cell goes to the column holding its centre. Where that union leaves one column (rows whose
+  cells sit close enough to join bridge the gap), the columns are where the lines stand aligned down the rows and
+  few lines cross (`_aligned_columns`), and lines of two columns are never one cell. The first row is the header.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from modelhost.docengine.types import BBox, Block, Cell, Kind, Table, Word
 CELL_GAP_HEIGHTS = 2.0
 T = TypeVar("T")
 
+#: A gap that at most this share of a table region's rows cross with a detector line may part its columns
+#: (`_aligned_columns`): a title or a header line set across the columns crosses it in a row or two, and a lone
+#: crossing row already closed lme4's method table (31 rows, a label and a description 1.5 line heights apart).
+GAP_CROSSING = 0.1
 #: A table needs this many rows and columns; fewer is text the layout model boxed as a table.
 MIN_ROWS = 2
 MIN_COLS = 2
@@ -84,13 +90,59 @@ def table_runs(lines: Sequence[tuple[BBox, T]]) -> list[list[list[T]]]:
     return runs
 
 
-def _cells(row: list[tuple[BBox, str]]) -> list[tuple[BBox, str]]:
+def _column(box: BBox, columns: Sequence[tuple[float, float]]) -> int:
+    # The column holding the box's centre, else the one whose middle is nearest it.
+    centre = (box[0] + box[2]) / 2
+    return min(
+        range(len(columns)),
+        key=lambda i: 0.0 if columns[i][0] <= centre <= columns[i][1] else abs(centre - sum(columns[i]) / 2),
+    )
+
+
+def _aligned_columns(lined: Sequence[Sequence[tuple[BBox, str]]]) -> list[tuple[float, float]]:
+    """The columns of a table region whose cells some rows bridge: the x ranges its detector lines cover, parted at
+    each gap that no more than `GAP_CROSSING` of its rows cross with a line and where lines of `MIN_ROWS` rows or more
+    end (left of it) or start (right of it) within a line height: a column's edge, aligned down the rows, where a
+    phrase the detector cut in two leaves a gap in one row only."""
+    lines = [box for row in lined for box, _ in row]
+    if not lines:
+        return []
+    allowed = int(GAP_CROSSING * len(lined))
+    height = sorted(b[3] - b[1] for b in lines)[len(lines) // 2]
+    events = sorted([(b[0], 1) for b in lines] + [(b[2], -1) for b in lines], key=lambda e: (e[0], -e[1]))
+    columns: list[tuple[float, float]] = []
+    depth, start = 0, events[0][0]
+    for x, step in events:
+        before = depth
+        depth += step
+        if before > allowed >= depth:
+            columns.append((start, x))
+        elif before <= allowed < depth:
+            # no column's edge: the gap is inside a column, which runs on
+            start = columns.pop()[0] if columns and not _edge(lines, columns[-1][1], x, height) else x
+    if depth > allowed:
+        columns.append((start, events[-1][0]))
+    return columns
+
+
+def _edge(lines: Sequence[BBox], left: float, right: float, height: float) -> bool:
+    """Whether the gap from `left` to `right` is a column's edge: `MIN_ROWS` lines end at its left or start at its
+    right, each within a line height."""
+    ends = sum(1 for b in lines if left - height <= b[2] <= left + height)
+    starts = sum(1 for b in lines if right - height <= b[0] <= right + height)
+    return max(ends, starts) >= MIN_ROWS
+
+
+def _cells(row: list[tuple[BBox, str]], columns: Sequence[tuple[float, float]] = ()) -> list[tuple[BBox, str]]:
+    """A row's detector lines joined into cells: neighbours closer than CELL_GAP_HEIGHTS line heights, in one column
+    of `columns` when they are given."""
     merged: list[tuple[BBox, str]] = []
     for box, text in row:
         if merged:
             (px0, py0, px1, py1), ptext = merged[-1]
             height = min(box[3] - box[1], py1 - py0)
-            if box[0] - px1 < CELL_GAP_HEIGHTS * height:
+            apart = bool(columns) and _column(box, columns) != _column((px0, py0, px1, py1), columns)
+            if box[0] - px1 < CELL_GAP_HEIGHTS * height and not apart:
                 merged[-1] = ((px0, min(py0, box[1]), max(px1, box[2]), max(py1, box[3])), f"{ptext} {text}")
                 continue
         merged.append((box, text))
@@ -101,7 +153,8 @@ def table_block(words: Sequence[Word]) -> Block | None:
     """The words as a TABLE block, or None when they do not form at least MIN_ROWS x MIN_COLS cells."""
     if not words:
         return None
-    grid = [_cells(row) for row in rows(_lines(words))]
+    lined = rows(_lines(words))
+    grid = [_cells(row) for row in lined]
     spans = sorted((box[0], box[2]) for row in grid for box, _ in row)
     columns: list[tuple[float, float]] = []
     for x0, x1 in spans:
@@ -109,18 +162,18 @@ def table_block(words: Sequence[Word]) -> Block | None:
             columns[-1] = (columns[-1][0], max(columns[-1][1], x1))
         else:
             columns.append((x0, x1))
+    if len(columns) < MIN_COLS:
+        # cells of two columns the detector's lines sit close enough to join bridge the gap in some rows: the
+        # columns where the lines themselves stand aligned, and no two lines across a column gap are one cell
+        columns = _aligned_columns(lined)
+        grid = [_cells(row, columns) for row in lined]
     if len(grid) < MIN_ROWS or len(columns) < MIN_COLS:
         return None
     placed: list[dict[int, str]] = []
     for row in grid:
         texts: dict[int, list[str]] = {}
         for box, text in row:
-            centre = (box[0] + box[2]) / 2
-            col = min(
-                range(len(columns)),
-                key=lambda i: 0.0 if columns[i][0] <= centre <= columns[i][1] else abs(centre - sum(columns[i]) / 2),
-            )
-            texts.setdefault(col, []).append(text)
+            texts.setdefault(_column(box, columns), []).append(text)
         placed.append({c: " ".join(t) for c, t in texts.items()})
     placed = _joined(placed, len(columns))
     cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
