@@ -16,8 +16,9 @@ Six groups, scored separately because they test different things:
   their ground truth was made). Held out as a whole.
 - `tables-dev`: real tables for developing table mechanisms on (`tables_dev/README.md`: seven ruled pages of
   ReportLab's user guide, BSD, a two-page Chinese table shipped in a BSD-3 npm package, and seven pages of booktabs-
-  style and partly ruled tables from booktabs' manual and R vignettes shipped in Debian), against their cells.
-  Dev as a whole (`DEV_GROUPS`): the group one may look at, file by file, where `tables` is only measured.
+  style and partly ruled tables from booktabs' manual and R vignettes shipped in Debian), against their cells; and
+  scans of four of those pages (`scan/scan_tablesdev_NAME`, against `tables_dev/NAME.md`). Dev as a whole
+  (`DEV_GROUPS`): the group one may look at, file by file, where `tables` is only measured.
 
 And two splits (`SPLITS`), which cut across the groups: `dev`, the files one may look at while changing the engine,
 and `held-out`, the files only measured (see `HELD_OUT` and `HELD_OUT_GROUPS`). `gnarly/` has no ground truth and is
@@ -256,6 +257,11 @@ def entries(root: Path = CORPUS) -> list[Entry]:
         stem = pdf.stem.removeprefix("scan_")
         if stem.startswith("pdfspec_"):
             out.append(Entry(f"scan/{pdf.stem}", "scan", pdf, spec / f"{stem.removeprefix('pdfspec_')}.gold.md"))
+        elif stem.startswith("tablesdev_"):
+            # a scan of a tables_dev page: scored with that group, whose references hold only the tables (so its
+            # CER counts the page's prose as errors and would swamp the scan group's)
+            truth = root / "tables_dev" / f"{stem.removeprefix('tablesdev_')}.md"
+            out.append(Entry(f"scan/{pdf.stem}", "tables-dev", pdf, truth))
         elif page := _SCAN_PAGE.match(stem):
             truth = _truth_of(gt, page["stem"])
             out.append(Entry(f"scan/{pdf.stem}", "scan", pdf, truth, (int(page["page"]),)))

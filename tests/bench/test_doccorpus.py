@@ -158,6 +158,11 @@ def test_the_dev_tables_group_holds_each_pages_tables_as_its_readme_counts() -> 
         "lme4_lmer_p30": (1, 66),
         "usda_ag_energy_roundup": (1, 166),
         "pdf2docx_table_stream": (2, 28),
+        # scans of four of them (scan/), against the same references
+        "scan/scan_tablesdev_lme4_lmer_p30": (1, 66),
+        "scan/scan_tablesdev_pscl_countreg_p17": (1, 186),
+        "scan/scan_tablesdev_sandwich_cl_p22": (1, 44),
+        "scan/scan_tablesdev_xtable_gallery_p7": (1, 121),
     }
     for entry in entries:
         assert all(len(row) == len(t[0]) for t in entry.reference().tables for row in t), entry.name
