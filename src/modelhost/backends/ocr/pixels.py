@@ -6,7 +6,9 @@ the rapidocr wheel) and the layout model (`layoutmodel.py`), loaded once per pro
     detect(image, dpi) -> Detection     text-line boxes, the page's orientation (orientation.py), layout regions,
                                         ruling lines (pixelrules.py)
     groups(detection) -> [Group]        lines gathered into ruled frames and the layout model's regions, in order
-    recognise(detection, lines) -> [Word]   only the lines asked for: the `ocr` model streams region by region
+    recognise(detection, lines) -> [Word]   only the lines asked for: the `ocr` model streams region by region;
+                                        a contents entry's dot leaders, which no box holds, counted in the
+                                        pixels of the gap after it (leader_dots)
     read(image, dpi) -> PageContent     all of it at once, for `analyse()` (docdoors' engine)
     ocr_regions(image, regions, dpi)    words inside boxes of an otherwise born-digital page (figures, inserts)
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import math
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -101,6 +104,19 @@ BOLD_STROKE = 1.45
 BODY_STROKE_SHARE = 0.3
 #: A pixel darker than this (0-255, the mean of its channels) is ink.
 INK = 128
+#: Dot leaders ("Preface . . . . . xi"): the detector boxes the words on each side of a run of dots and leaves the
+#: dots out, so the recogniser never sees them; `leader_dots` counts them in the pixels of the gap. A run is at
+#: least LEADER_MIN_DOTS dots (an ellipsis is three, as tables.LEADER_DOTS reads a word of dots on the text path)...
+LEADER_MIN_DOTS = 3
+#: ...each at most LEADER_DOT of the line's box high and wide (a period of the body face at 150 DPI is 3-4 px in a
+#: 24-28 px detector box, ~0.15; a letter's stem or a dash is as tall as the x-height, ~0.4 of the box, or wider)...
+LEADER_DOT = 0.25
+#: ...its centre in the lower half of the box (on the baseline, where a period sits; a middle dot or a bullet stands
+#: higher and is no leader)...
+LEADER_LOW = 0.5
+#: ...and evenly set: every step between neighbouring dots within this share of their median step (leaders are one
+#: glyph repeated at one advance; a row of full stops and stray specks is not).
+LEADER_EVEN = 0.3
 #: The bound of a page image: an axis of at most 2^16 and 128 MiB of RGB, the inferd wire's own bounds.
 MAX_IMAGE_AXIS = 1 << 16
 MAX_IMAGE_PIXELS = (128 << 20) // 3
@@ -390,7 +406,8 @@ class PixelReader:
             if doubtful:
                 self.unreadable_lines += 1
             if text.strip() and score >= TEXT_SCORE:
-                words.extend(_words(detection, index, text.strip(), score))
+                dots = leader_dots(detection, index)
+                words.extend(_words(detection, index, " ".join([text.strip(), *["."] * dots]), score))
         return words
 
     def read(self, image: Any, dpi: float, number: int = 1) -> PageContent:
@@ -480,6 +497,54 @@ def _pixel_box(rgb: np.ndarray, quad: np.ndarray) -> tuple[int, int, int, int]:
     height, width = rgb.shape[:2]
     x0, y0 = max(0, int(quad[:, 0].min())), max(0, int(quad[:, 1].min()))
     return x0, y0, min(width, math.ceil(quad[:, 0].max())), min(height, math.ceil(quad[:, 1].max()))
+
+
+def leader_dots(detection: Detection, index: int) -> int:
+    """The dot leaders after line `index`: the dots printed in the gap between it and the next line to its right on
+    its row (a contents entry and its page number), 0 where the gap holds none or anything else.
+
+    The detector leaves the dots between two boxes out (a contents page's leaders came out of the Redbook's pages as
+    nothing, where the text layer and the reference hold ". . . ."). A gap is a leader when every blob of ink in it
+    (a blob cut by the gap's ends aside) is a dot (LEADER_DOT), on the baseline (LEADER_LOW), at least
+    LEADER_MIN_DOTS of them, evenly set (LEADER_EVEN); a word the detector missed, a rule or a drawing is not. The
+    dots go to the line on the gap's left (on a right-to-left contents page, its page number).
+    """
+    rgb = detection.image
+    _, y0, x1, y1 = _pixel_box(rgb, detection.quads[index])
+    height = y1 - y0
+    if height < 2:
+        return 0
+    # the nearest box to the right on the row: sharing over half the lower one's height (all lines at once)
+    quads = np.asarray(detection.quads)
+    tops, bottoms, lefts = quads[:, :, 1].min(axis=1), quads[:, :, 1].max(axis=1), quads[:, :, 0].min(axis=1)
+    shared = np.minimum(bottoms, y1) - np.maximum(tops, y0)
+    beside = (lefts >= x1) & (shared * 2 > np.minimum(bottoms - tops, height))
+    if not beside.any():
+        return 0
+    right = int(lefts[beside].min())
+    if right - x1 < LEADER_MIN_DOTS * 2:
+        return 0
+    import cv2
+
+    ink = np.ascontiguousarray((rgb[y0:y1, x1:right].mean(axis=2) < INK).astype(np.uint8))
+    count, _, stats, centres = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    width = right - x1
+    dots: list[float] = []
+    for k in range(1, count):
+        left, _top, w, h, _area = (int(v) for v in stats[k])
+        if left == 0 or left + w >= width:
+            continue  # a blob cut by the gap's ends: a letter of the boxes beside it, or a dot half inside one
+        if w > LEADER_DOT * height or h > LEADER_DOT * height or centres[k][1] < LEADER_LOW * height:
+            return 0
+        dots.append(float(centres[k][0]))
+    if len(dots) < LEADER_MIN_DOTS:
+        return 0
+    dots.sort()
+    steps = [b - a for a, b in itertools.pairwise(dots)]
+    usual = sorted(steps)[len(steps) // 2]
+    if usual <= 0 or any(abs(step - usual) > LEADER_EVEN * usual for step in steps):
+        return 0
+    return len(dots)
 
 
 def _stroke(rgb: np.ndarray, quad: np.ndarray) -> float:
