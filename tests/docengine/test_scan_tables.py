@@ -120,8 +120,13 @@ def table_page(
             c.line(x, edges[0], x, edges[-1])
     c.setFont("Helvetica", 10)
     _paragraph(c, y - 20, AFTER)
-    c.showPage()
-    c.save()
+    return _rendered(c, out, dpi)
+
+
+def _rendered(canvas: object, out: io.BytesIO, dpi: int) -> np.ndarray:
+    """The one page drawn on `canvas` (a reportlab canvas writing into `out`), rasterised at `dpi`."""
+    canvas.showPage()  # type: ignore[attr-defined]
+    canvas.save()  # type: ignore[attr-defined]
     doc = pdfium.PdfDocument(out.getvalue())
     try:
         return np.asarray(doc[0].render(scale=dpi / 72).to_pil().convert("RGB"))
@@ -241,13 +246,7 @@ def number_grid_page(shaded: bool, dpi: int = READ_DPI) -> np.ndarray:
     c.setLineWidth(2)
     c.rect(left, top - 4 * height, 5 * width, 4 * height, stroke=1, fill=0)
     _paragraph(c, top - 4 * height - 30, AFTER)
-    c.showPage()
-    c.save()
-    doc = pdfium.PdfDocument(out.getvalue())
-    try:
-        return np.asarray(doc[0].render(scale=dpi / 72).to_pil().convert("RGB"))
-    finally:
-        doc.close()
+    return _rendered(c, out, dpi)
 
 
 def test_a_ruled_grid_the_layout_model_boxes_as_a_figure_is_a_table_not_a_picture(reader: PixelReader) -> None:
