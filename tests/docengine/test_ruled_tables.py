@@ -7,6 +7,7 @@ cells keeps its rows."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,14 @@ def _text(c: object, x: float, top: float, text: str, font: str = "Helvetica", s
 
 def _line(c: object, x0: float, top0: float, x1: float, top1: float) -> None:
     c.line(x0, PAGE_TOP - top0, x1, PAGE_TOP - top1)  # type: ignore[attr-defined]
+
+
+def _grid(c: object, xs: Sequence[float], ys: Sequence[float]) -> None:
+    """Horizontal rules at `ys` across `xs`' extent, and vertical rules at `xs` from the first of `ys` to the last."""
+    for y in ys:
+        _line(c, xs[0], y, xs[-1], y)
+    for x in xs:
+        _line(c, x, ys[0], x, ys[-1])
 
 
 def _tables(layout: PageLayout) -> list[Block]:
@@ -319,11 +328,7 @@ def _grouped_models(c: object) -> None:
             _text(c, 85, y, line)
             for x, figure in zip(MODEL_RIGHTS, cells, strict=True):
                 c.drawRightString(x, PAGE_TOP - y, figure)  # type: ignore[attr-defined]
-    bottom = y + 5
-    for ry in (top, body_top, bottom):
-        _line(c, GROUP_RULES[0], ry, GROUP_RULES[-1], ry)
-    for x in GROUP_RULES:
-        _line(c, x, top, x, bottom)
+    _grid(c, GROUP_RULES, (top, body_top, y + 5))
 
 
 def test_verticals_between_column_groups_leave_each_groups_columns_to_the_words(tmp_path: Path) -> None:
@@ -491,10 +496,7 @@ def _catalogue(c: object) -> None:
                 _text(c, xs[2] + 4, y + 11 + 11 * k, line)
         y += 11 * len(description) + 6
         rules.append(y)
-    for ry in rules:
-        _line(c, xs[0], ry, xs[-1], ry)
-    for x in xs:
-        _line(c, x, top, x, y)
+    _grid(c, xs, rules)
 
 
 def test_a_description_holding_a_list_set_at_a_tab_stop_stays_one_column(tmp_path: Path) -> None:
