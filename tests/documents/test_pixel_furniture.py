@@ -133,3 +133,31 @@ def test_a_running_head_read_from_pixels_repeats_and_is_furniture(tmp_path: Path
     markdown = asyncio.run(main())
     assert all(f"Part{n}." in markdown for n in (1, 2, 3)), markdown
     assert HEAD not in markdown and not any(f"\n{n}\n" in markdown + "\n" for n in (7, 8, 9)), markdown
+
+
+def test_a_running_foot_read_back_from_doctags_repeats_despite_the_grid() -> None:
+    # dmca_summary read from pixels: its foot "December 1998" stands just above the bottom tenth (so only the edge
+    # repetition can tell it), and read back from DocTags its three copies are 8, 9 and 10 grid steps tall (1.6 pt
+    # each on a Letter page): no two within the text layer's HEIGHT_SLACK, all within a step at each edge.
+    from modelhost.docengine.emit import GRID
+    from modelhost.docengine.furniture import mark_furniture
+    from modelhost.docengine.types import Block, Kind, PageLayout
+
+    step = 792 / GRID
+    layouts = [
+        PageLayout(
+            n,
+            612,
+            792,
+            (
+                Block(Kind.TEXT, (72, 100, 540, 300), f"Section {n} of the summary, a paragraph of its own."),
+                Block(Kind.TEXT, (72, 320, 540, 600), "Another paragraph under it, of the body."),
+                Block(Kind.TEXT, (270, 445 * step, 340, (445 + tall) * step), "December 1998"),
+            ),
+        )
+        for n, tall in ((1, 10), (2, 8), (3, 9))
+    ]
+    assert all(b.kind is Kind.TEXT for page in mark_furniture(layouts) for b in page.blocks)
+    marked = mark_furniture(layouts, 2 * step)
+    assert [[b.kind for b in page.blocks][-1] for page in marked] == [Kind.PAGE_FOOTER] * 3
+    assert all(b.kind is Kind.TEXT for page in marked for b in page.blocks[:2])

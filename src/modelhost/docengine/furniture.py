@@ -73,9 +73,9 @@ def _edge(block: Block, layout: PageLayout) -> Kind | None:
     return None
 
 
-def _edge_repeats(layouts: Sequence[PageLayout]) -> dict[tuple[int, int], Kind]:
+def _edge_repeats(layouts: Sequence[PageLayout], slack: float) -> dict[tuple[int, int], Kind]:
     """The side (`_edge`) of each edge block outside the zones, by (page, block index), whose exact text is an edge
-    block of the same side on another page, at the same line height (HEIGHT_SLACK)."""
+    block of the same side on another page, at the same line height (within `slack` points)."""
     found: dict[tuple[Kind, str], list[tuple[int, int, float]]] = {}
     for n, layout in enumerate(layouts):
         for i, block in enumerate(layout.blocks):
@@ -85,7 +85,7 @@ def _edge_repeats(layouts: Sequence[PageLayout]) -> dict[tuple[int, int], Kind]:
     out: dict[tuple[int, int], Kind] = {}
     for (side, _), copies in found.items():
         for n, i, height in copies:
-            if any(m != n and abs(h - height) <= HEIGHT_SLACK for m, _, h in copies):
+            if any(m != n and abs(h - height) <= slack for m, _, h in copies):
                 out[(n, i)] = side
     return out
 
@@ -94,8 +94,10 @@ def _key(text: str) -> str:
     return re.sub(r"\d+", "#", " ".join(text.lower().split()))
 
 
-def mark_furniture(layouts: Sequence[PageLayout]) -> list[PageLayout]:
-    """The layouts with repeated headers, footers and page numbers re-labelled PAGE_HEADER / PAGE_FOOTER."""
+def mark_furniture(layouts: Sequence[PageLayout], height_slack: float = HEIGHT_SLACK) -> list[PageLayout]:
+    """The layouts with repeated headers, footers and page numbers re-labelled PAGE_HEADER / PAGE_FOOTER.
+    `height_slack` is how far two copies of a running head outside the zones may differ in line height: HEIGHT_SLACK
+    on text-layer pages, more where boxes were read back from DocTags' coarser grid (documents/pipeline)."""
     seen: Counter[tuple[Kind, str]] = Counter()
     for layout in layouts:
         keys = {(zone, _key(b.text)) for b in layout.blocks if (zone := _zone(b, layout)) is not None and b.text}
@@ -107,7 +109,7 @@ def mark_furniture(layouts: Sequence[PageLayout]) -> list[PageLayout]:
             zone = _zone(block, layout)
             if zone is not None and block.text and seen[(zone, _key(block.text))] >= 2:
                 places.append((n, zone, block.bbox[1], block.bbox[3] - block.bbox[1]))
-    edges = _edge_repeats(layouts)
+    edges = _edge_repeats(layouts, height_slack)
     out: list[PageLayout] = []
     for n, layout in enumerate(layouts):
         blocks = []

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modelhost.docengine.emit import doctags_page, to_docling
-from modelhost.docengine.furniture import mark_furniture
+from modelhost.docengine.emit import GRID, doctags_page, to_docling
+from modelhost.docengine.furniture import HEIGHT_SLACK, mark_furniture
 from modelhost.docengine.sandbox import page_ranges
 from modelhost.docengine.source import DocumentError, check_dpi, parse_pages
 from modelhost.docengine.types import PageLayout
@@ -186,7 +186,11 @@ def _assemble(stem: str, results: list[PageResult], parts: dict[int, Any]) -> tu
     that its first line repeats on every page)."""
     read = {r.number: r.layout if r.layout is not None else read_page(r) for r in results}
     layouts = {number: layout for number, layout in read.items() if layout is not None}
-    marked = dict(zip(layouts, mark_furniture(list(layouts.values())), strict=True)) if layouts else {}
+    # A box read back from DocTags is in whole steps of the grid (a 500th of the page side), so two copies of one
+    # running foot can differ in height by a step at each edge (dmca_summary's "December 1998" on pixels: 8-10 steps).
+    steps = [2 * layout.height / GRID for r in results if r.layout is None and (layout := layouts.get(r.number))]
+    slack = max([HEIGHT_SLACK, *steps])
+    marked = dict(zip(layouts, mark_furniture(list(layouts.values()), slack), strict=True)) if layouts else {}
     results = [
         dataclasses.replace(r, doctags=doctags_page(marked[r.number]))
         if r.number in marked and (r.layout is not None or marked[r.number] != layouts[r.number])
