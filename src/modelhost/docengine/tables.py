@@ -27,6 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from modelhost.docengine.lines import lines as text_lines
 from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: Rules (and rule ends) this close (points) touch: pieces of one rule, or a horizontal meeting a vertical.
@@ -184,8 +185,6 @@ def _unstacked(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[
     """`groups` with each stack of horizontal rules cut between two of its rules where a line of words between them
     reaches beyond the stack's extent (by more than `COLUMN_GAP`): a paragraph between two booktabs tables set
     closer than `STACK_GAP`, whose bottom and top rules would otherwise stack them into one."""
-    from modelhost.docengine.lines import lines
-
     out: list[list[Segment]] = []
     for group in groups:
         if len(group) < 2 or not all(s.horizontal for s in group):
@@ -196,7 +195,7 @@ def _unstacked(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[
         ys = sorted({round(s.y0, 1) for s in ordered})
         near = [w for w in words if w.rotation == 0 and ys[0] < (w.y0 + w.y1) / 2 < ys[-1]]
         cuts = []
-        for line in lines(near):
+        for line in text_lines(near):
             if min(w.x0 for w in line) < x0 - COLUMN_GAP or max(w.x1 for w in line) > x1 + COLUMN_GAP:
                 cuts.append((line[0].y0 + line[0].y1) / 2)
         part: list[Segment] = []
@@ -216,8 +215,6 @@ def _bracketed(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[
     leaves open, a first column of short cells (a label, a name: under `LABEL_WORDS` words on most lines) and
     `BAND_ROWS` lines or more. Two columns of prose under a rule keep a gutter open too, but their first column is
     running text."""
-    from modelhost.docengine.lines import lines
-
     out: list[list[Segment]] = []
     skip: set[int] = set()
     for k, group in enumerate(groups):
@@ -246,7 +243,7 @@ def _bracketed(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[
                     and w.x1 <= mid.x1 + JOIN
                     and mid.y0 < (w.y0 + w.y1) / 2 < bottom.y0
                 ]
-                rows = lines(body)
+                rows = text_lines(body)
                 xs = _word_columns(body, (mid.x0, mid.y0, mid.x1, bottom.y0)) if body else []
                 if len(rows) >= BAND_ROWS and len(xs) > 2:
                     first = [sum(1 for w in row if (w.x0 + w.x1) / 2 < xs[1]) for row in rows]
@@ -449,8 +446,6 @@ def _outer_lines(
         return []
     pitch = heights[len(heights) // 2]
     top, bottom = found.bbox[1], found.bbox[3]
-    from modelhost.docengine.lines import lines
-
     # the words whose middles lie within one row's height above or below (`by_y`: middles sorted, so a page of many
     # tables and words looks at each table's two bands only)
     end = len(words)  # past every index: (y, end) sorts after every word at height y
@@ -467,7 +462,7 @@ def _outer_lines(
     ]
     index = {id(words[i]): i for i in near}
     out: list[tuple[tuple[int, ...], bool, float]] = []
-    for line in lines([words[i] for i in near]):
+    for line in text_lines([words[i] for i in near]):
         ids = tuple(sorted(index[id(w)] for w in line))
         columns = {_column_of(words[i], xs) for i in ids}
         if None in columns or len(columns) < 2 or 2 * len(columns) < table.cols:
@@ -737,10 +732,8 @@ def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int)
     """Whether some row of the grid holds `LOOSE_LINES` text lines or more in two of its slots or more: a band of
     many rows between two rules (see `FoundTable.loose`). A row of wrapped cells holds that many lines too; the
     unruled reading then finds no more rows, and the ruled one stays."""
-    from modelhost.docengine.lines import lines
-
     for r in range(rows):
-        deep = sum(1 for c in range(cols) if len(lines(slot_words.get((r, c), []))) >= LOOSE_LINES)
+        deep = sum(1 for c in range(cols) if len(text_lines(slot_words.get((r, c), []))) >= LOOSE_LINES)
         if deep >= 2:
             return True
     return False
@@ -765,12 +758,10 @@ def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
     across it. A line of one cell in the band (a group header centred over its columns, a label) closes no gap; a
     band of prose (one cell a line) is never parted, nor one whose cells are paragraphs with a few lines set in two
     (a description holding a list of values and their meanings, `- ALLOWED:  The user ...`)."""
-    from modelhost.docengine.lines import lines
-
     out: list[float] = []
     for a, b in itertools.pairwise(xs):
         band = [w for w in words if a < (w.x0 + w.x1) / 2 < b]
-        every = [_pieces(line) for line in lines(band)]
+        every = [_pieces(line) for line in text_lines(band)]
         rows = [p for p in every if len(p) >= 2]
         if len(rows) < BAND_ROWS:
             continue
@@ -794,8 +785,6 @@ def _spanned(
     it, and a cell alone on its row in a band spans the whole band when it crosses a soft line or, above the band's
     first row of several cells (a header), stands centred in the band (within `COLUMN_GAP`): a group's header
     centred over its columns (`GLM` over four models), bounded by the vertical rules either side."""
-    from modelhost.docengine.lines import lines
-
     hard = [x for x in xs if x not in soft]
     out: dict[int, set[float]] = {}
     for a, b in itertools.pairwise(hard):
@@ -806,7 +795,7 @@ def _spanned(
         header = True  # no row of several cells in this band yet
         for r in range(len(ys) - 1):
             band = [w for c in slots for w in slot_words.get((r, c), [])]
-            cells = [p for line in lines(band) for p in _pieces(line)]
+            cells = [p for line in text_lines(band) for p in _pieces(line)]
             crossed = {x for x in inner for x0, x1 in cells if x0 < x < x1}
             if len(cells) == 1:
                 centred = abs((cells[0][0] + cells[0][1]) / 2 - (a + b) / 2) <= COLUMN_GAP
@@ -870,8 +859,6 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
     # leaders cover none: `inked`). Where `BAND_ROWS` lines hold two cells or more, a line of one short cell
     # (under half the table's width) centred in the table (within `COLUMN_GAP`) closes no gap: a title over a table
     # stacked under another (two tables under one stack of booktabs rules), a header over all the columns.
-    from modelhost.docengine.lines import lines as text_lines
-
     rows = [(line, _pieces(line)) for line in text_lines(words)]
     if sum(1 for _, pieces in rows if len(pieces) >= 2) >= BAND_ROWS:
         middle, width = (box[0] + box[2]) / 2, box[2] - box[0]
@@ -901,9 +888,7 @@ def _word_rows(words: list[Word], rules: list[float]) -> list[float]:
     band between two horizontal rules (`rules`, top to bottom), halfway between neighbouring lines' centres. Glyph
     boxes of tightly set lines overlap, so a line is not found as a gap in the words' vertical coverage (a sweep for
     such gaps put a whole band of rows into one cell)."""
-    from modelhost.docengine.lines import lines
-
-    centres = sorted((min(w.y0 for w in line) + max(w.y1 for w in line)) / 2 for line in lines(words) if line)
+    centres = sorted((min(w.y0 for w in line) + max(w.y1 for w in line)) / 2 for line in text_lines(words) if line)
     return [
         (a + b) / 2
         for a, b in itertools.pairwise(centres)
@@ -913,9 +898,7 @@ def _word_rows(words: list[Word], rules: list[float]) -> list[float]:
 
 def cell_text(words: list[Word]) -> str:
     """A cell's words as its text: lines top to bottom (by overlap), each in reading order; rotated words after."""
-    from modelhost.docengine.lines import lines
-
-    flat = " ".join(" ".join(w.text for w in line) for line in lines(words))
+    flat = " ".join(" ".join(w.text for w in line) for line in text_lines(words))
     # Rotated header text (read bottom to top or top to bottom) joins after: its words are in drawing order.
     turned = " ".join(w.text for w in words if w.rotation != 0)
     return f"{flat} {turned}".strip()
