@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pypdfium2 as pdfium
 import pytest
@@ -12,6 +13,9 @@ from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import PageContent, PageLayout
+
+if TYPE_CHECKING:
+    from modelhost.backends.ocr.pixels import PixelReader
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "documents"
 
@@ -61,3 +65,14 @@ def document_layouts(path: Path) -> list[PageLayout]:
         doc.close()
     style = document_style(contents)
     return mark_furniture([analyse(content, style) for content in contents])
+
+
+@pytest.fixture(scope="module")
+def reader() -> Iterator[PixelReader]:
+    """The pixel reader with the real PP-OCR and layout models from the wheels, loaded once per test module (a test
+    module that uses it skips first where rapidocr is not installed: the import is here, not at the top)."""
+    from modelhost.backends.ocr.pixels import PixelReader
+
+    r = PixelReader.load()
+    yield r
+    r.close()

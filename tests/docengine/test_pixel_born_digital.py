@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -20,13 +19,6 @@ from modelhost.backends.ocr.pixels import PixelReader
 
 #: The render resolution: documents.settings' default, the one `convert` gives the `ocr` model.
 DPI = 150
-
-
-@pytest.fixture(scope="module")
-def reader() -> Iterator[PixelReader]:
-    r = PixelReader.load()
-    yield r
-    r.close()
 
 
 def render(draw: object) -> np.ndarray:

@@ -4,7 +4,6 @@ and read by the real detector, layout model and recogniser (the `--no-text-layer
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -32,13 +31,6 @@ FILL = (
 )
 LEFT = [f"Leftpara{n} {FILL}" for n in ("one", "two")]
 RIGHT = [f"Rightpara{n} {FILL}" for n in ("one", "two")]
-
-
-@pytest.fixture(scope="module")
-def reader() -> Iterator[PixelReader]:
-    r = PixelReader.load()
-    yield r
-    r.close()
 
 
 def _figure(page: object, rect: object, labels: list[str], caption: str) -> None:

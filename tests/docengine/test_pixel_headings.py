@@ -8,8 +8,6 @@ whose affiliation marks the recogniser glues to the name.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -26,13 +24,6 @@ BODY = (
     "capacity through the winter months while the southern mills stood idle for repairs. "
 )
 DPI = 150
-
-
-@pytest.fixture(scope="module")
-def reader() -> Iterator[PixelReader]:
-    r = PixelReader.load()
-    yield r
-    r.close()
 
 
 def read(reader: PixelReader, lines: list[tuple[float, str, float, str]]) -> list[Block]:

@@ -13,7 +13,6 @@ import io
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -43,13 +42,6 @@ HEBREW = ["הוועדה התכנסה בראשון לחודש ובחנה", "את 
 RUSSIAN = ["Комитет собрался первого числа месяца", "и рассмотрел отчёты за год. Его члены", "согласились, что резервы"]
 GREEK = ["Η επιτροπή συνεδρίασε την πρώτη του μήνα", "και εξέτασε τους λογαριασμούς του έτους", "τα μέλη συμφώνησαν"]
 KOREAN = ["위원회는 이달 첫날 모여 올해의", "보고서를 검토하였고 위원들은", "준비금이 충분하다는 데 동의하였다"]
-
-
-@pytest.fixture(scope="module")
-def reader() -> Iterator[PixelReader]:
-    r = PixelReader.load()
-    yield r
-    r.close()
 
 
 def _korean_font(size: int) -> object:

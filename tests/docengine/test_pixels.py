@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ from modelhost.errors import InvalidInputError
 from modelhost.testing.pages import cer
 
 from .conftest import corpus
-
-
-@pytest.fixture(scope="module")
-def reader() -> Iterator[PixelReader]:
-    r = PixelReader.load()
-    yield r
-    r.close()
 
 
 def render(relative: str, dpi: float, index: int = 0) -> np.ndarray:

@@ -9,7 +9,6 @@ default) so each costs a few seconds on 2 cores.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -50,13 +49,6 @@ PROSE = (
     "can plan the next batch of orders before the end of the month."
 )
 AFTER = "After the table the text goes on with a paragraph that explains the figures above in plain words."
-
-
-@pytest.fixture(scope="module")
-def reader() -> Iterator[PixelReader]:
-    r = PixelReader.load()
-    yield r
-    r.close()
 
 
 def _paragraph(canvas: object, y: float, text: str, size: float = 10.0) -> float:
