@@ -70,6 +70,9 @@ BAND_LINES = 3.0
 #: A ruled frame is a grid (a table's rules, not a drawing's box) with this many rule positions each way or more: its
 #: two edges and one rule between, so two rows and two columns of cells. A framed picture has two each way.
 GRID_LINES = 3
+#: A grid line of `ruled_grid` runs at least this share of its frame across: a table's lattice (every rule from border
+#: to border), where a syntax diagram's boxes, a screenshot's panes and arrows draw rules across part of it only.
+LATTICE = 0.9
 #: A shaded band's ink covers at least this share of its box: the text set on it leaves holes (the Korean corpus
 #: page's header row, three short words on the shading, is ~0.8 ink), a picture's dark patch is ragged.
 BAND_FILLED = 0.5
@@ -124,7 +127,8 @@ def _snapped(rules: Sequence[Segment]) -> list[Segment]:
 
 def ruled_grid(frame: BBox, rules: Sequence[Segment]) -> bool:
     """Whether the rules inside `frame` make a grid: `GRID_LINES` distinct horizontal positions and as many vertical
-    ones, each rule at least a third of the frame across (a drawing's short ticks and arrows are no grid lines)."""
+    ones, each rule running `LATTICE` of the frame across (a drawing's ticks, arrows and part-width boxes are no grid
+    lines: a syntax diagram in the Redbook read as an 8-column table while a third of the frame was enough)."""
     x0, y0, x1, y1 = frame
     for horizontal in (True, False):
         across = x1 - x0 if horizontal else y1 - y0
@@ -132,7 +136,7 @@ def ruled_grid(frame: BBox, rules: Sequence[Segment]) -> bool:
             s.y0 if horizontal else s.x0
             for s in rules
             if s.horizontal == horizontal
-            and s.length >= across / 3
+            and s.length >= LATTICE * across
             and x0 - JOIN <= s.x0 <= s.x1 <= x1 + JOIN
             and y0 - JOIN <= s.y0 <= s.y1 <= y1 + JOIN
         )
