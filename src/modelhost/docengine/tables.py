@@ -739,16 +739,21 @@ def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int)
     return False
 
 
-def _pieces(words: Sequence[Word]) -> list[tuple[float, float]]:
-    """The x spans of one line's words, neighbours closer than `COLUMN_GAP` joined: the line's cells."""
-    spans = sorted(span for w in words if (span := inked(w)) is not None)
+def _joined_spans(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The x spans, sorted, with neighbours closer than `COLUMN_GAP` joined: what stands between two of the result is
+    a column gap."""
     out: list[tuple[float, float]] = []
-    for x0, x1 in spans:
+    for x0, x1 in sorted(spans):
         if out and x0 - out[-1][1] < COLUMN_GAP:
             out[-1] = (out[-1][0], max(out[-1][1], x1))
         else:
             out.append((x0, x1))
     return out
+
+
+def _pieces(words: Sequence[Word]) -> list[tuple[float, float]]:
+    """The x spans of one line's words, neighbours closer than `COLUMN_GAP` joined: the line's cells."""
+    return _joined_spans([span for w in words if (span := inked(w)) is not None])
 
 
 def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
@@ -765,16 +770,12 @@ def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
         rows = [p for p in every if len(p) >= 2]
         if len(rows) < BAND_ROWS:
             continue
-        spans = sorted(span for row in rows for span in row)
-        end = spans[0][1]
-        for x0, x1 in spans[1:]:
-            if x0 - end >= COLUMN_GAP:
-                line_x = (end + x0) / 2
-                apart = sum(1 for row in rows if row[0][1] < line_x < row[-1][0])
-                across = sum(1 for p in every if any(s < line_x < e for s, e in p))
-                if apart >= BAND_ROWS and apart > across:
-                    out.append(line_x)
-            end = max(end, x1)
+        for left, right in itertools.pairwise(_joined_spans([span for row in rows for span in row])):
+            line_x = (left[1] + right[0]) / 2
+            apart = sum(1 for row in rows if row[0][1] < line_x < row[-1][0])
+            across = sum(1 for p in every if any(s < line_x < e for s, e in p))
+            if apart >= BAND_ROWS and apart > across:
+                out.append(line_x)
     return out
 
 
@@ -872,15 +873,8 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
             )
             for w in line
         ]
-    spans = sorted(span for w in words if (span := inked(w)) is not None) or sorted((w.x0, w.x1) for w in words)
-    lines = [box[0]]
-    end = spans[0][1]
-    for x0, x1 in spans[1:]:
-        if x0 - end >= COLUMN_GAP:
-            lines.append((end + x0) / 2)
-        end = max(end, x1)
-    lines.append(box[2])
-    return lines
+    spans = _pieces(words) or _joined_spans([(w.x0, w.x1) for w in words])
+    return [box[0], *((left[1] + right[0]) / 2 for left, right in itertools.pairwise(spans)), box[2]]
 
 
 def _word_rows(words: list[Word], rules: list[float]) -> list[float]:
