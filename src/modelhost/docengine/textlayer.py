@@ -18,9 +18,12 @@ tests/docengine/test_textlayer.py for what is pinned):
 What "usable" means, and why each test: a page with no characters is a scan (OCR it all); U+FFFD and characters
 whose font had no ToUnicode map are codes, not text (a page of them OCRs better than it reads); private-use code
 points are the same story for symbol fonts; text drawn invisible (render mode 3) over an image is someone else's OCR
-layer, often poor, so the page is OCRed again and the region list says where. A page where such characters are a
-minority (under `BAD_SHARE`) keeps its layer, its garbled words (control characters, U+FFFD) moved out of the
-words into `ocr_regions`; private-use glyphs stay words (symbol-font bullets are private-use and are list markers).
+layer, often poor, so the page is OCRed again and the region list says where. A layer whose words are letters no
+language writes (a letter three times running in a tenth of the words, a fifth of the Latin words without a
+vowel: `_mismapped`) comes from fonts whose ToUnicode maps lie, and is read from pixels too. A page where such
+characters are a minority (under `BAD_SHARE`) keeps its layer, its garbled words (control characters, U+FFFD) moved
+out of the words into `ocr_regions`; private-use glyphs stay words (symbol-font bullets are private-use and are
+list markers).
 
 Every loop over the page's objects is bounded (`MAX_OBJECTS`, `MAX_FORM_DEPTH`): a Form XObject that draws itself,
 or a page of a million tiny paths, must not make this walk run away (issue 25's 733-byte PDF).
@@ -100,6 +103,19 @@ PHANTOM_GAP = 0.1
 MERGE_PAD = 12.0
 #: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold).
 BOLD_WEIGHT = 600
+#: A text layer whose letters no language writes is not the page's text, whatever pdfium decoded: a font whose
+#: ToUnicode map sends several glyphs to one letter (right_to_left_02: its Arabic kashida and joining glyphs all
+#: came out as "و", "قويوووة"), or shifts every code (a CID font read without its map: glyph ids minus 29 turn
+#: "the" into "WKH"). Two statistics of the layer's own words, each far from any language's:
+#: - a letter written three times running inside a word. Clean pages of the corpus (dev, five scripts): at most 2%
+#:   of their words of three letters or more ("www" in the Redbook's URLs); right_to_left_02 has 30%.
+REPEAT_SHARE = 0.1
+#: - a Latin-script word of four letters or more with no vowel letter. Clean pages of the corpus (dev): at most 2%
+#:   (acronyms: "SDSS", "HTML"); English shifted by three letters (the drawn test page) has over a third.
+VOWELLESS_SHARE = 0.2
+#: Words (counted by each statistic) a page needs before either share says anything: a page of ten words, or a
+#: table of codes, is too little evidence to take a text layer away.
+MIN_EVIDENCE_WORDS = 20
 
 # pdfium's font descriptor flags (PDF 32000-1, table 123).
 _FIXED_PITCH = 1
@@ -183,6 +199,8 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
     words = _fixed_pitch([_cleaned(w) for w in every if not _garbled(w.text)])
     images = tuple(largest_images(objects.images))
     usability = _verdict(chars, objects, images)
+    if usability is Usability.USABLE and _mismapped(words):
+        usability = Usability.MISMAPPED
     regions: tuple[BBox, ...] = ()
     if usability is not Usability.USABLE:
         regions = ((0.0, 0.0, float(width), float(height)),)
@@ -749,6 +767,42 @@ def _verdict(chars: list[_Char], objects: _Objects, images: tuple[ImageRegion, .
     if invisible > (1 - BAD_SHARE) * len(glyphs) and images:
         return Usability.INVISIBLE
     return Usability.USABLE
+
+
+#: Vowel letters of the Latin script (y counts: "rhythm", "by"), accented ones included, for VOWELLESS_SHARE.
+_VOWELS = frozenset("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœāăąēĕėęěīįōőūůűų")
+
+
+def _mismapped(words: tuple[Word, ...]) -> bool:
+    """True when the layer's words are letters no language writes (REPEAT_SHARE, VOWELLESS_SHARE): its fonts'
+    ToUnicode maps lie, and the page is read from its pixels. Only the words' own letters are looked at, so the
+    cost is one pass over the page's words."""
+    # A word's letters between the punctuation around it ("dog." is "dog", "(WKH" is "wkh").
+    cores = (_core(w.text).lower() for w in words)
+    lettered = [w for w in cores if sum(c.isalpha() for c in w) >= 3]
+    tripled = sum(any(_tripled(w, i) for i in range(len(w) - 2)) for w in lettered)
+    if len(lettered) >= MIN_EVIDENCE_WORDS and tripled >= REPEAT_SHARE * len(lettered):
+        return True
+    latin = [w for w in lettered if len(w) >= 4 and all(c in _VOWELS or ("a" <= c <= "z") for c in w)]
+    vowelless = sum(not _VOWELS.intersection(w) for w in latin)
+    return len(latin) >= MIN_EVIDENCE_WORDS and vowelless >= VOWELLESS_SHARE * len(latin)
+
+
+def _tripled(word: str, i: int) -> bool:
+    # The letter at `i` stands three times running, and it is a letter that stands for a sound: not a modifier
+    # letter (Lm), of which the Arabic tatweel "ـ" is one, drawn three and more times running to stretch a justified
+    # word ("مايــــــــة" in a clean heading).
+    c = word[i]
+    return c == word[i + 1] == word[i + 2] and c.isalpha() and unicodedata.category(c) != "Lm"
+
+
+def _core(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and not text[start].isalnum():
+        start += 1
+    while end > start and not text[end - 1].isalnum():
+        end -= 1
+    return text[start:end]
 
 
 def _covered(box: BBox, words: tuple[Word, ...]) -> bool:

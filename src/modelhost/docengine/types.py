@@ -121,6 +121,7 @@ class Usability(enum.StrEnum):
     PRIVATE_USE = "private_use"  # glyphs mapped into the private-use area: the text is not the text
     NO_UNICODE = "no_unicode"  # fonts without a ToUnicode map: codes that are not characters
     INVISIBLE = "invisible"  # render mode 3 (an OCR layer) under a scan image: re-read, the layer may be poor
+    MISMAPPED = "mismapped"  # letters no language writes (a ToUnicode map that lies): the text is not the page's
 
 
 @dataclass(frozen=True, slots=True)

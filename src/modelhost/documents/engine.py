@@ -14,9 +14,10 @@ its part or nothing (a stage that does not apply to the page leaves it as it is)
 measured by editing the list.
 
 - Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
-  whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer), or whose
-  words all vanish in its layout, is rendered and read by `reader` (the `ocr` model, a DocTags VLM, or a socket).
-  `settings.text_layer=False` sends every page to it.
+  whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer, letters no
+  language writes), or whose words all vanish in its layout, is rendered and read by `reader` (the `ocr` model, a
+  DocTags VLM, or a socket); `PageResult.why` says why a layer was set aside. `settings.text_layer=False` sends
+  every page to it.
 - With `settings.pictures`, a usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a
   pasted screenshot: its `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is
   read by `reader` like a page; text that reads like text joins the layout after its picture.
@@ -47,7 +48,7 @@ from modelhost.docengine.emit import doctags_page
 from modelhost.docengine.memory import release_freed_memory
 from modelhost.docengine.sandbox import PageError, Sandbox, shared_sandbox
 from modelhost.docengine.source import Source
-from modelhost.docengine.types import BBox, PageContent, PageLayout
+from modelhost.docengine.types import BBox, PageContent, PageLayout, Usability
 from modelhost.documents.pictures import (
     answer_blocks,
     carries_text,
@@ -83,6 +84,15 @@ TEXT_LAYER = "text layer"
 #: the `ocr` model answers one.
 BLANK = "blank"
 EMPTY_PAGE = "<doctag></doctag>"
+#: Why a PDF page that has a text layer was read from its pixels instead, by the layer's verdict (`PageResult.why`;
+#: the summary line names such pages). A page with no text at all (a scan) needs no reason.
+SET_ASIDE = {
+    Usability.REPLACEMENT: "its text layer's characters are U+FFFD",
+    Usability.PRIVATE_USE: "its text layer's characters are private-use codes",
+    Usability.NO_UNICODE: "its text layer's fonts have no Unicode map",
+    Usability.INVISIBLE: "its text layer is an invisible OCR layer over an image",
+    Usability.MISMAPPED: "its text layer's letters are not the page's (a font maps glyphs to wrong characters)",
+}
 #: Rows compared at once when judging a page blank: 64 rows of a 6250-pixel-wide page are 1.2 MB of comparison.
 BLANK_BAND = 64
 
@@ -98,7 +108,8 @@ class PageResult:
     and the pipeline drops it as soon as the page's part of the document is built, so no page image outlives its
     page. `layout` (plain data, kilobytes) is kept to the end, where the document-level furniture pass needs every
     page's. `warning` is what the reader found doubtful about the page ("" when nothing): the `ocr` model's warning
-    that most of the page's lines are in a script it cannot read."""
+    that most of the page's lines are in a script it cannot read. `why` says why a PDF page with a text layer was
+    read from its pixels instead (SET_ASIDE; "" for every other page)."""
 
     number: int
     doctags: str
@@ -110,6 +121,7 @@ class PageResult:
     layout: PageLayout | None = None
     image: Any = None
     warning: str = ""
+    why: str = ""
 
     @property
     def partial(self) -> bool:
@@ -143,6 +155,7 @@ class _Work:
     layout: PageLayout | None = None
     image: Any = None
     warning: str = ""
+    why: str = ""  # why its text layer was set aside (SET_ASIDE)
     #: A text-layer page's picture regions to read: each box (points) and its pixels.
     crops: list[tuple[BBox, Any]] = field(default_factory=list)
     seconds: float = 0.0
@@ -163,7 +176,10 @@ def lay_out(work: _Work) -> None:
     all vanish in the layout (every one dropped as a stamp in some direction nobody reads) is no page to yield
     empty: it is left without a layout, so its pixels are read instead, or it is Unread, never silently blank."""
     content = work.content
-    if content is None or not content.usable:
+    if content is None:
+        return
+    if not content.usable:
+        work.why = SET_ASIDE.get(content.usability, "")
         return
     layout = analyse(content, page_style(content, work.style))
     if layout.blocks or not content.words:
@@ -331,6 +347,7 @@ class DocumentEngine:
                     reader.name,
                     image=image,
                     warning=answer.warning,
+                    why=prepared.why,
                 )
                 del image
                 # The consumer is done with the page (it asked for the next one): what reading it freed goes back to

@@ -236,7 +236,8 @@ def default_engine() -> DocumentEngine:
 
 
 def summary(conversion: Conversion) -> str:
-    """One line: pages, time, rate, which pages are partial, which carry a warning, and which could not be read."""
+    """One line: pages, time, rate, which pages are partial, which carry a warning, which were read from their
+    pixels although they have a text layer (and why), and which could not be read."""
     line = (
         f"{conversion.name}: {len(conversion.pages)} pages in {conversion.seconds:.1f} s "
         f"({conversion.pages_per_second:.2f} pages/s"
@@ -251,6 +252,10 @@ def summary(conversion: Conversion) -> str:
     if warnings:
         first = min(warnings)
         line += f"; warnings on pages {page_ranges(warnings)} (page {first}: {warnings[first]})"
+    aside = {p.number: p.why for p in conversion.pages if p.why}
+    if aside:
+        first = min(aside)
+        line += f"; text layers set aside on pages {page_ranges(aside)} (page {first}: {aside[first]})"
     if conversion.unread:
         first = min(conversion.unread)
         line += f"; pages not read: {page_ranges(conversion.unread)} (page {first} {conversion.unread[first]})"
