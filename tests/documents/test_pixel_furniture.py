@@ -161,3 +161,40 @@ def test_a_running_foot_read_back_from_doctags_repeats_despite_the_grid() -> Non
     marked = mark_furniture(layouts, 2 * step)
     assert [[b.kind for b in page.blocks][-1] for page in marked] == [Kind.PAGE_FOOTER] * 3
     assert all(b.kind is Kind.TEXT for page in marked for b in page.blocks[:2])
+
+
+def summary_page(path: Path, under: str | None) -> Path:
+    """A Letter page of two paragraphs whose running foot (a title, a date, "Page 2") stands an inch and a quarter up,
+    at 0.89 of the page (outside the bottom tenth), with `under` drawn below it near the edge when given."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 90, 540, 380), BODY * 5, fontsize=10, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(72, 400, 540, 660), BODY * 4, fontsize=10, fontname="helv")
+    page.insert_text((110, 715), "Copyright Office Summary", fontsize=10, fontname="helv")
+    page.insert_text((270, 715), "December 1998", fontsize=10, fontname="helv")
+    page.insert_text((480, 715), "Page 2", fontsize=10, fontname="helv")
+    if under is not None:
+        page.insert_text((72, 770), under, fontsize=10, fontname="helv")
+    doc.save(path)
+    doc.close()
+    return path
+
+
+@pytest.mark.parametrize("under", [None, "Footnote 3: the office published the summary in print as well."])
+def test_a_page_number_as_the_pages_last_line_above_the_bottom_tenth_is_furniture(
+    tmp_path: Path, under: str | None
+) -> None:
+    # dmca_summary on pixels kept "Page 2" as text: its foot stands at 0.89 of the page, outside the bottom tenth, the
+    # layout model labels the line text, and its number differs on every page, so nothing repeats. The text path reads
+    # a lone number that is its page's last line in the bottom fifth as the page's number; so does the pixel path now.
+    # Where a line stands below it, it is not the page's last and stays text (a list's or a table's lone number).
+    from modelhost.backends.ocr import scanpage
+    from modelhost.docengine.types import Kind
+
+    reader = PixelReader.load(layout=False)
+    try:
+        blocks = scanpage.read_layout(reader, pixels(summary_page(tmp_path / "summary.pdf", under)), 150).blocks
+    finally:
+        reader.close()
+    kinds = [b.kind for b in blocks if b.text.strip() == "Page 2"]
+    assert kinds == ([Kind.PAGE_FOOTER] if under is None else [Kind.TEXT]), blocks

@@ -11,8 +11,9 @@ heading is judged against the whole page even though its region is analysed alon
 The layout model's label decides what analysis cannot see in words alone, except furniture: a `header`/`footer`
 label alone deletes no line (a one-page document's title, a form's corner labels: over pdf-spec's socket the model
 sees one page, and its page header is left out of the Markdown). A line is furniture on one page only as a page
-number (furniture.PAGE_NUMBER, body-sized) in a header/footer region or in the page's top or bottom zone
-(furniture.ZONE); the rest of a header/footer region is text, never a heading unless set larger than the body, and
+number (furniture.PAGE_NUMBER, body-sized) in a header/footer region, in the page's top or bottom zone
+(furniture.ZONE), or as the page's first or last line in its top or bottom fifth (analyse.PAGE_NUMBER_ZONE, the
+text path's rule); the rest of a header/footer region is text, never a heading unless set larger than the body, and
 the document-level pass (furniture.mark_furniture, run by documents/pipeline over every page of a conversion) makes
 it furniture where it repeats on other pages.
 
@@ -33,7 +34,7 @@ from dataclasses import replace
 
 from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups
 from modelhost.backends.ocr.scantable import rows, table_block
-from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, Style, analyse
+from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import never_heading, unworded
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
@@ -64,6 +65,10 @@ def page_style(detection: Detection) -> Style:
 def blocks(reader: PixelReader, detection: Detection, style: Style | None = None) -> Iterator[Block]:
     """The page's blocks in reading order, each group recognised only when the consumer asks for its blocks."""
     style = style or page_style(detection)
+    boxes = [detection.box(i) for i in range(len(detection.quads))]
+    # The bottom of the page's highest line and the top of its lowest: a block above the one (below the other) has
+    # no line of the page wholly above (below) it, as a page's own number has.
+    ends = (min((b[3] for b in boxes), default=0.0), max((b[1] for b in boxes), default=detection.height))
     for group in groups(detection):
         if group.label == "figure":
             yield Block(Kind.PICTURE, group.bbox)
@@ -75,10 +80,12 @@ def blocks(reader: PixelReader, detection: Detection, style: Style | None = None
             # the grid from them, and what is no table reads as text.
             rules = tuple(r for r in detection.rulings if _within(r, group.bbox)) if group.label == "ruled" else ()
             content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
-            yield from _labelled(group, analyse(content, style).blocks, style, content)
+            yield from _labelled(group, analyse(content, style).blocks, style, content, ends)
 
 
-def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: PageContent) -> Iterator[Block]:
+def _labelled(
+    group: Group, found: tuple[Block, ...], style: Style, content: PageContent, ends: tuple[float, float]
+) -> Iterator[Block]:
     label = group.label
     if label in ("header", "footer") and max(w.size for w in content.words) > style.body_size * 1.01:
         label = "title"  # CDLA calls a page's big first heading a header; furniture is small print
@@ -110,7 +117,7 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
             return
     kind = KINDS.get(label)
     for block in found:
-        if (side := _page_number(block, label, style, content)) is not None:
+        if (side := _page_number(block, label, style, content, ends)) is not None:
             yield replace(block, kind=side, level=0)
         elif label in SIDES and block.kind is Kind.SECTION_HEADER:
             # Small print the model boxed as a running head (its size is the body's, or it would be a title above):
@@ -120,11 +127,15 @@ def _labelled(group: Group, found: tuple[Block, ...], style: Style, content: Pag
             yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
 
 
-def _page_number(block: Block, label: str, style: Style, content: PageContent) -> Kind | None:
+def _page_number(
+    block: Block, label: str, style: Style, content: PageContent, ends: tuple[float, float]
+) -> Kind | None:
     """PAGE_HEADER or PAGE_FOOTER for a block that is a lone page number ("7", "Page 7 of 18": furniture.PAGE_NUMBER,
-    set below `PAGE_NUMBER_SIZE` times the body, as the text path's `analyse` reads one) in a header/footer region or
-    in the top or bottom `ZONE` of the page: the one evidence a page alone gives. None for anything else (a figure's
-    numbers are its labels: an axis's ticks)."""
+    set below `PAGE_NUMBER_SIZE` times the body, as the text path's `analyse` reads one) in a header/footer region,
+    in the top or bottom `ZONE` of the page, or as the page's first or last line inside `PAGE_NUMBER_ZONE` (`ends`:
+    the bottom of the page's highest line and the top of its lowest; the text path's rule, which a page whose foot
+    sits an inch up needs: dmca_summary's "Page 2" at 0.89 of the page, beside its running foot): the one evidence a
+    page alone gives. None for anything else (a figure's numbers are its labels: an axis's ticks)."""
     if label == "figure" or block.kind not in (Kind.TEXT, Kind.SECTION_HEADER):
         return None
     if PAGE_NUMBER.match(block.text.strip()) is None:
@@ -136,6 +147,11 @@ def _page_number(block: Block, label: str, style: Style, content: PageContent) -
     if block.bbox[3] <= ZONE * content.height:
         return Kind.PAGE_HEADER
     if block.bbox[1] >= (1 - ZONE) * content.height:
+        return Kind.PAGE_FOOTER
+    first, last = ends
+    if block.bbox[1] < first and block.bbox[3] <= PAGE_NUMBER_ZONE * content.height:
+        return Kind.PAGE_HEADER
+    if block.bbox[3] > last and block.bbox[1] >= (1 - PAGE_NUMBER_ZONE) * content.height:
         return Kind.PAGE_FOOTER
     return None
 
