@@ -5,7 +5,8 @@ the same page with a true map stays on its text layer, and no model reads it.
 The pages are drawn here with reportlab in an embedded TrueType font (whose subset reportlab maps with a ToUnicode
 CMap, one `<code> <unicode>` line a glyph), and the map is then rewritten as lying producers write theirs: each
 letter shifted along the alphabet (a CID font read by glyph id: "the" comes out "wkh"), or the Arabic kashida glyph
-mapped to waw (right_to_left_02's class: "قويوووة" where the page prints a stretched "قويـــة").
+mapped to waw (right_to_left_02's class: "قويوووة" where the page prints a stretched "قويـــة"); and a Type3 font
+whose glyphs are named g1..gN, read as its codes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import PageContent, Usability
 from modelhost.documents import ConvertSettings, HostReader, convert, summary
 from modelhost.host import Host
+from modelhost.testing.hostile_pdfs import _pdf, _stream, _text_page
 from modelhost.testing.pages import cer
 
 from .test_convert import _Unclosable
@@ -103,6 +105,35 @@ def _kashida_as_waw(c: str) -> str:
     return "\u0648" if c == "\u0640" else c
 
 
+def _type3(path: Path, first: int) -> Path:
+    """PROSE in a Type3 font whose glyphs are named g1..gN (no ToUnicode: the names say nothing), the letters coded
+    in alphabetical order from `first`, word spaces left as gaps (as TeX's bitmap fonts are set). From 97 the codes
+    happen to be ASCII's, and the page reads; from 33 they are punctuation and digits."""
+    text = " ".join(PROSE * 3)
+    letters = sorted(set(text) - {" "})
+    code = {ch: first + i for i, ch in enumerate(letters)}
+    n = len(letters)
+    procs = b" ".join(b"/g%d %d 0 R" % (i + 1, 7 + i) for i in range(n))
+    names = b" ".join(b"/g%d" % (i + 1) for i in range(n))
+    font = (
+        b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 600 700] /FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << "
+        + procs
+        + b" >> /Encoding << /Type /Encoding /Differences [%d %s] >> /FirstChar %d /LastChar %d /Widths [%s] "
+        % (first, names, first, first + n - 1, b" ".join([b"600"] * n))
+        + b"/Resources << >> >>"
+    )
+    words = text.split()
+    shown = [
+        b"[" + b" -600 ".join(b"<%s>" % bytes(code[c] for c in w).hex().encode() for w in words[i : i + 9]) + b"] TJ T*"
+        for i in range(0, len(words), 9)
+    ]
+    content = b"BT /F1 12 Tf 14 TL 72 720 Td " + b" ".join(shown) + b" ET"
+    glyph = _stream(b"", b"600 0 0 0 500 600 d1 50 0 400 600 re f")  # each glyph a bar: only its code matters here
+    catalog, pages = b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"
+    path.write_bytes(_pdf([catalog, pages, _text_page(b"", 4, 5), _stream(b"", content), font, b"<< >>"] + [glyph] * n))
+    return path
+
+
 def _layer(path: Path) -> PageContent:
     doc = pdfium.PdfDocument(str(path))
     try:
@@ -122,6 +153,12 @@ def test_kashidas_mapped_to_a_letter_are_no_text(tmp_path: Path) -> None:
     content = _layer(_drawn(tmp_path / "lies.pdf", KASHIDA_LINES, _kashida_as_waw, right=True))
     assert any("\u0648" * 3 in w.text for w in content.words)
     assert content.usability is Usability.MISMAPPED
+
+
+@pytest.mark.parametrize(("first", "verdict"), [(33, Usability.MISMAPPED), (97, Usability.USABLE)])
+def test_a_type3_font_named_g1_to_gn_reads_as_its_codes(tmp_path: Path, first: int, verdict: Usability) -> None:
+    content = _layer(_type3(tmp_path / "type3.pdf", first))
+    assert content.usability is verdict, [w.text for w in content.words[:8]]
 
 
 @pytest.mark.parametrize(("lines", "right"), [(PROSE * 3, False), (KASHIDA_LINES, True)], ids=["latin", "kashida"])

@@ -20,7 +20,8 @@ whose font had no ToUnicode map are codes, not text (a page of them OCRs better 
 points are the same story for symbol fonts; text drawn invisible (render mode 3) over an image is someone else's OCR
 layer, often poor, so the page is OCRed again and the region list says where. A layer whose words are letters no
 language writes (a letter three times running in a tenth of the words, a fifth of the Latin words without a
-vowel: `_mismapped`) comes from fonts whose ToUnicode maps lie, and is read from pixels too. A page where such
+vowel, digits and punctuation in no order numbers take: `_mismapped`) comes from fonts whose ToUnicode maps lie (or
+Type3 fonts read as their codes), and is read from pixels too. A page where such
 characters are a minority (under `BAD_SHARE`) keeps its layer, its garbled words (control characters, U+FFFD) moved
 out of the words into `ocr_regions`; private-use glyphs stay words (symbol-font bullets are private-use and are
 list markers).
@@ -34,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -113,6 +115,10 @@ REPEAT_SHARE = 0.1
 #: - a Latin-script word of four letters or more with no vowel letter. Clean pages of the corpus (dev): at most 2%
 #:   (acronyms: "SDSS", "HTML"); English shifted by three letters (the drawn test page) has over a third.
 VOWELLESS_SHARE = 0.2
+#: - a word of three characters or more, digits among them, with no letter, that is written as no number is
+#:   (NUMBER): a Type3 font whose glyphs are named g1..gN and coded from 33 up reads as "4(%", "15)#+". Clean pages of
+#:   the corpus (dev): at most 13% (ReportLab's guide's code, "1<<14"); such a drawn page 90%.
+SOUP_SHARE = 0.4
 #: Words (counted by each statistic) a page needs before either share says anything: a page of ten words, or a
 #: table of codes, is too little evidence to take a text layer away.
 MIN_EVIDENCE_WORDS = 20
@@ -769,6 +775,9 @@ def _verdict(chars: list[_Char], objects: _Objects, images: tuple[ImageRegion, .
     return Usability.USABLE
 
 
+#: How numbers are written, for SOUP_SHARE: signs, currency and brackets or quotes before; digits with their
+#: separators (1,234.5, 12:30, 3/4, 1-6, 4~12); a percent, a dagger, brackets, quotes or punctuation after.
+_NUMBER = re.compile(r"[(\[{'\"‘“$€£¥±+\-−–#<>≤≥~≈]*[\d.,:/\-–~]*\d[\d.,:/\-–~]*[%‰)\]}'\"’”*†‡]*[.,;:)\]]*")
 #: Vowel letters of the Latin script (y counts: "rhythm", "by"), accented ones included, for VOWELLESS_SHARE.
 _VOWELS = frozenset("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýÿœāăąēĕėęěīįōőūůűų")
 
@@ -785,7 +794,19 @@ def _mismapped(words: tuple[Word, ...]) -> bool:
         return True
     latin = [w for w in lettered if len(w) >= 4 and all(c in _VOWELS or ("a" <= c <= "z") for c in w)]
     vowelless = sum(not _VOWELS.intersection(w) for w in latin)
-    return len(latin) >= MIN_EVIDENCE_WORDS and vowelless >= VOWELLESS_SHARE * len(latin)
+    if len(latin) >= MIN_EVIDENCE_WORDS and vowelless >= VOWELLESS_SHARE * len(latin):
+        return True
+    long = [w.text for w in words if len(w.text) >= 3]
+    soup = sum(_soup(text) for text in long)
+    return len(long) >= MIN_EVIDENCE_WORDS and soup >= SOUP_SHARE * len(long)
+
+
+def _soup(text: str) -> bool:
+    # Digits and punctuation with no letter, in no order numbers are written in; a leader or a rule ("....",
+    # "----") is one character repeated, and a word of signs alone ("-->", "/**") is code, not soup.
+    if any(c.isalpha() for c in text) or not any(c.isdigit() for c in text) or len(set(text)) == 1:
+        return False
+    return _NUMBER.fullmatch(text) is None
 
 
 def _tripled(word: str, i: int) -> bool:
