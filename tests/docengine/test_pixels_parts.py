@@ -167,7 +167,8 @@ def _labelled(label: str, box: tuple[float, float, float, float], *lines: str, b
     content = PageContent(1, 612, 792, words=words)
     style = Style(body_size=10.0)
     found = analyse(content, style).blocks
-    return list(scanpage._labelled(Group(label, box, list(range(len(lines)))), found, style, content))
+    ends = (min(w.bbox[3] for w in words), max(w.bbox[1] for w in words))  # the page's highest and lowest lines
+    return list(scanpage._labelled(Group(label, box, list(range(len(lines)))), found, style, content, ends))
 
 
 def test_text_drawn_in_a_picture_is_never_a_heading_unless_the_picture_is_the_page() -> None:
@@ -187,6 +188,15 @@ def test_a_title_region_of_code_or_a_line_of_capitals_naming_code_is_no_heading(
     code = _labelled("text", (72, 100, 400, 112), "ALTER TABLE BANK_SCHEMA.CUSTOMERS", bold=False)
     assert [b.kind for b in code] == [Kind.TEXT]
     assert [b.kind for b in _labelled("text", (72, 100, 400, 112), "ABSTRACT", bold=False)] == [Kind.SECTION_HEADER]
+
+
+def test_a_numbered_line_the_layout_model_calls_a_caption_or_a_title_keeps_its_number() -> None:
+    # An assembly drawing's steps under its pictures ("1. Strip the cable"): analysis reads each as a list item (its
+    # number a marker), the layout model boxes it as a caption, and the caption lost the number.
+    step = _labelled("caption", (10, 200, 300, 212), "1. Strip the cable", bold=False)
+    assert [(b.kind, b.text) for b in step] == [(Kind.CAPTION, "1. Strip the cable")]
+    title = _labelled("title", (72, 100, 300, 112), "2. Results")
+    assert [b.text for b in title] == ["2. Results"]
 
 
 def test_a_rapidocr_without_the_loaders_the_pixel_path_uses_is_a_load_error_naming_its_version() -> None:

@@ -104,7 +104,7 @@ def _labelled(
         if any(larger) and not all(larger):
             yield from _split_title(found, larger, style, content)
             return
-        text = " ".join(b.text for b in found if b.text)
+        text = " ".join(_printed(b) for b in found if b.text)
         size = max(w.size for w in content.words)
         # The label does not make a heading of what no heading's words are: an ISSN line, a lone section number.
         if len(text) <= MAX_TITLE_CHARS and not never_heading(text) and not unworded(text, size, style.body_size):
@@ -124,7 +124,17 @@ def _labelled(
             # text until repetition across pages says furniture, never a heading.
             yield replace(block, kind=Kind.TEXT, level=0)
         else:
-            yield replace(block, kind=kind, level=0) if kind is not None and block.kind is not Kind.TABLE else block
+            if kind is not None and block.kind is not Kind.TABLE:
+                # a caption "1. Strip the cable" that analysis read as a list item keeps its number
+                yield replace(block, kind=kind, level=0, text=_printed(block), marker="", ordered=False)
+            else:
+                yield block
+
+
+def _printed(block: Block) -> str:
+    # A block's text as printed: a list item's marker ("1.", "•") back in front of it, for a block that becomes a
+    # kind without markers (a caption, a heading), which would otherwise lose its number.
+    return f"{block.marker} {block.text}" if block.marker else block.text
 
 
 def _page_number(
