@@ -707,3 +707,77 @@ def test_a_monospaced_table_whose_header_stands_on_a_band_of_its_own_is_a_table(
     # the same lines shaded all alike, or not at all, stay a code listing (a bold first line is a keyword's)
     assert _tables(_layout(tmp_path / "shaded.pdf", _monospaced_table("all"))) == []
     assert _tables(_layout(tmp_path / "plain.pdf", _monospaced_table("none"))) == []
+
+
+HALVES = [
+    [("Item", "Count", "Share"), ("Apples", "1,204", "31.0%"), ("Pears", "987", "25.4%"),
+     ("Plums", "1,655", "42.6%"), ("Cherries", "402", "10.3%"), ("Quinces", "88", "2.3%")],
+    [("Item", "Count", "Share"), ("Lemons", "2,310", "40.1%"), ("Limes", "1,045", "18.1%"),
+     ("Oranges", "1,990", "34.5%"), ("Grapefruit", "417", "7.2%"), ("Kumquats", "9", "0.2%")],
+]  # fmt: skip
+
+
+def _halves(c: object, repeat: bool) -> None:
+    # One list set in two halves side by side, each under its own header (a page that saves room); without `repeat`
+    # the right half heads its figures with other words ("Region", "2021", "2022"): one table of six columns.
+    y = _prose(c, 72, 780, 90, 3) - 30
+    for x, half in zip((72, 320), HALVES, strict=True):
+        for k, (name, count, share) in enumerate(half):
+            font = "Helvetica-Bold" if k == 0 else "Helvetica"
+            if k == 0 and x == 320 and not repeat:
+                name, count, share = "Region", "2021", "2022"
+            _text(c, x, y - 12 * k, name, font)
+            _right(c, x + 140, y - 12 * k, count, font)
+            _right(c, x + 200, y - 12 * k, share, font)
+    _prose(c, 72, y - 12 * 8, 90, 3, start=40)
+
+
+def test_two_tables_side_by_side_under_the_same_header_are_two_tables(tmp_path: Path) -> None:
+    # Read as one table of six columns, the second half's cells paired with the first's rows (issue 34).
+    tables = _tables(_layout(tmp_path / "halves.pdf", lambda c: _halves(c, repeat=True)))
+    assert [_rows(t) for t in tables] == [[list(row) for row in half] for half in HALVES]
+    assert tables[0].bbox[2] < tables[1].bbox[0]
+
+
+def test_a_table_whose_header_does_not_repeat_stays_one_table(tmp_path: Path) -> None:
+    (table,) = _tables(_layout(tmp_path / "whole.pdf", lambda c: _halves(c, repeat=False)))
+    assert _rows(table)[0] == ["Item", "Count", "Share", "Region", "2021", "2022"]
+
+
+def test_years_repeated_under_two_groups_stay_one_table(tmp_path: Path) -> None:
+    # "2010 2011 | 2010 2011" repeats, but the second half starts with figures, not labels: one table.
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        head = ["Region", "2010", "2011", "2010", "2011"]
+        body = [["North", "12", "14", "11", "13"], ["South", "9", "10", "8", "12"], ["East", "22", "21", "20", "25"],
+                ["West", "5", "7", "6", "6"]]  # fmt: skip
+        for k, row in enumerate([head, *body]):
+            for j, text in enumerate(row):
+                (_text if j == 0 else _right)(c, 72 + 90 * j + (0 if j == 0 else 50), y - 12 * k, text)
+        _prose(c, 72, y - 12 * 7, 90, 3, start=40)
+
+    tables = _tables(_layout(tmp_path / "years.pdf", draw))
+    assert len(tables) == 1
+
+
+def test_a_table_of_records_whose_names_and_addresses_fill_their_columns_keeps_them(tmp_path: Path) -> None:
+    # A list of contributions: names and addresses of one length fill their narrow columns as a newspaper's justified
+    # lines do, and were taken for two columns of prose (their gutter cut every row, and the table kept only its
+    # last three columns); the amount on every row says these are a table's rows.
+    names = ["Alabama", "Alaska", "Arizona", "Arkansas", "Colorado", "Delaware", "Florida", "Georgia"]
+    rows = [("Contributor", "Address", "Employer", "Date", "Amount")] + [
+        (f"{name} Holdings LLC", f"{100 + 37 * k} Main Street Apt {k}",
+         "Acme Corporation" if k % 2 else "Self employed", f"0{1 + k}/1{k}/2012", f"${250 * (k + 1):,}.00")
+        for k, name in enumerate(names)
+    ]  # fmt: skip
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        for k, row in enumerate(rows):
+            font = "Helvetica-Bold" if k == 0 else "Helvetica"
+            for j, (x, text) in enumerate(zip((40, 200, 330, 460, 555), row, strict=True)):
+                (_right if j == 4 else _text)(c, x, y - 10 * k, text, font, 8)
+        _prose(c, 72, y - 10 * len(rows) - 20, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "records.pdf", draw))
+    assert _rows(table) == [list(row) for row in rows]

@@ -14,7 +14,9 @@ page never shows all of that at once:
 - display equations with their numbers: the words are set in math fonts;
 - code aligned with spaces: monospace; a chart's tick labels: cut by the chart's axes; a paper's authors: centred, or
   records read down (each row one kind of line in all its cells: names, departments, e-mail addresses);
-- narrow justified columns, whose stretched word spaces line up by chance: lines filling their column beside a gutter.
+- narrow justified columns, whose stretched word spaces line up by chance: lines filling their column beside a gutter
+  (a table of records fills such columns too, names and addresses of one length, but its lines hold figures:
+  `_figured`).
 
 How:
 1. Rows are the lines of the words no earlier stage took (`lines.lines`), never crossing a prose gutter; each row is
@@ -31,6 +33,8 @@ How:
    columns are a paper's authors).
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
    it with their spans (a header cell "Year ended" centred over two columns of figures).
+5. Two tables side by side (a list set in two halves, each under the same header) part where the header repeats
+   (`_side_by_side`).
 
 A page read from pixels is left alone: OCR gives no fonts and its boxes wobble by a few pixels, and the layout model
 marks its tables.
@@ -39,6 +43,7 @@ marks its tables.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import re
 import statistics
@@ -186,9 +191,51 @@ def find_unruled(
         table = _table(run, rows, words, stripes)
         if table is None or table.words & taken or any(_cuts(frame, table.bbox) for frame in frames):
             continue
-        found.append(table)
+        found.extend(_side_by_side(table, words))
         taken |= table.words
     return found
+
+
+def _side_by_side(found: FoundTable, words: Sequence[Word]) -> list[FoundTable]:
+    """The table parted into the two tables set side by side that it reads (a page that saves room sets a long list
+    in two halves, each with its own header): its columns halve where the first row's header texts repeat in the
+    same order, and each half starts with a column of labels (words, not figures, in most of its body cells); no
+    cell spans the middle. Years repeated under two groups ("2010 2011 | 2010 2011" under "Men" and "Women") are
+    one table: there the second half starts with figures. Anything else: the table as it is."""
+    table = found.table
+    half = table.cols // 2
+    if table.cols < 4 or table.cols % 2 or any(c.col < half < c.col + c.col_span for c in table.cells):
+        return [found]
+    grid = table.grid()
+    head = [cell.text.casefold() if cell else "" for cell in grid[0]]
+    if not all(head) or head[:half] != head[half:]:
+        return [found]
+    for col in (0, half):
+        labels = [cell.text for row in grid[1:] if (cell := row[col]) is not None and cell.text]
+        if not labels or sum(1 for t in labels if _NUMBER.match(t)) * 2 >= len(labels):
+            return [found]
+    cut = next(c.bbox[0] for c in table.cells if c.col == half and c.bbox is not None)
+    out = []
+    for left in (True, False):
+        side = frozenset(i for i in found.words if ((words[i].x0 + words[i].x1) / 2 < cut) == left)
+        kept = [c for c in table.cells if (c.col < half) == left]
+        filled = sorted({c.row for c in kept if c.text})
+        if not side or not filled:
+            continue
+        renumber = {r: n for n, r in enumerate(filled)}
+        cells = tuple(
+            dataclasses.replace(c, row=renumber[c.row], col=c.col if left else c.col - half)
+            for c in kept
+            if c.row in renumber
+        )
+        box = (
+            min(words[i].x0 for i in side),
+            min(words[i].y0 for i in side),
+            max(words[i].x1 for i in side),
+            max(words[i].y1 for i in side),
+        )
+        out.append(FoundTable(box, Table(len(filled), half, cells), side))
+    return out if len(out) == 2 else [found]
 
 
 def _cuts(frame: BBox, box: BBox) -> bool:
@@ -241,6 +288,7 @@ def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gut
     out = []
     for gutter in weighed:
         rows = [row for row, y in spans if gutter.y0 <= y <= gutter.y1]
+        crossing = [line for line in plain if gutter.y0 <= (line[0].y0 + line[0].y1) / 2 <= gutter.y1]
         beside = [
             (sum(1 for _, x1 in row if x1 <= gutter.x0 + 1), sum(1 for x0, _ in row if x0 >= gutter.x1 - 1))
             for row in rows
@@ -260,9 +308,27 @@ def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gut
             [[s for s in row if start - 1 <= s[0] and s[1] <= gutter.x0 + 1] for row in rows],
             [[s for s in row if gutter.x1 - 1 <= s[0] and s[1] <= end + 1] for row in rows],
         )
-        if all(_full([line for line in column if line]) for column in columns):
+        if all(_full([line for line in column if line]) for column in columns) and not _figured(crossing):
             out.append(gutter)
     return out
+
+
+def _figured(crossing: list[list[Word]]) -> bool:
+    """Whether most lines (`NUMERIC_SHARE`) hold a figure standing a column gap apart from its neighbours: the rows of
+    a table of records (a name, an address, an employer, then an amount), whose narrow columns of names and addresses
+    fill their width as justified lines do; a page of narrow prose columns has running text across every gutter."""
+    if len(crossing) < MIN_ROWS:
+        return False
+    figured = 0
+    for line in crossing:
+        ordered = sorted(line, key=lambda w: w.x0)
+        pieces: list[list[Word]] = [[ordered[0]]]
+        for a, b in itertools.pairwise(ordered):
+            if b.x0 - a.x1 >= COLUMN_GAP_EM * max(a.size or a.height, b.size or b.height, 1.0):
+                pieces.append([])
+            pieces[-1].append(b)
+        figured += any(_NUMBER.match(" ".join(w.text for w in piece)) for piece in pieces)
+    return figured >= NUMERIC_SHARE * len(crossing)
 
 
 def _full(column: list[list[tuple[float, float]]]) -> bool:
