@@ -204,3 +204,25 @@ def test_a_true_page_is_its_text_layer_and_no_model_reads_it(ocr_model: OcrModel
     assert reads == 0 and conversion.pages[0].via == "text layer"
     assert " ".join(conversion.render("md").split()) == " ".join(PROSE * 3)
     assert "set aside" not in summary(conversion)
+
+
+#: Welsh, whose w and y are vowels: a page of such words is a fifth vowelless to the Latin statistic, and true.
+WELSH = [
+    "cwtch crwth cwrw llwch cwch trwm bwrdd twrch gwlff cwrdd",
+    "hwn yw'r cwch a'r bwrdd trwm yn y cwm ger y llwch",
+]
+
+
+def test_a_true_layer_the_statistics_doubt_is_kept_when_its_pixels_agree(ocr_model: OcrModel, tmp_path: Path) -> None:
+    path = _drawn(tmp_path / "welsh.pdf", WELSH * 6)
+    assert _layer(path).usability is Usability.MISMAPPED  # doubted...
+    conversion, reads = _convert(ocr_model, path)
+    assert reads == 1  # ...so its pixels were read, and agree with it: the layer is the page's text
+    assert conversion.pages[0].via == "text layer" and "set aside" not in summary(conversion)
+    assert " ".join(conversion.render("md").split()) == " ".join(WELSH * 6)
+
+
+def test_a_doubted_layer_is_kept_where_no_model_reads_pixels(tmp_path: Path) -> None:
+    path = _drawn(tmp_path / "lies.pdf", PROSE * 3, _shifted)
+    conversion = asyncio.run(convert(path, None, ConvertSettings(), docling=False))
+    assert conversion.pages[0].via == "text layer" and not conversion.unread  # the layer is all there is
