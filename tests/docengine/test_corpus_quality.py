@@ -110,6 +110,10 @@ FLOORS: dict[str, Floor] = {
     "tables_dev/pscl_countreg_p17": Floor(0.33, 1.00, None, 1, 1.00, 0, None, None),
     "tables_dev/sandwich_cl_p22": Floor(4.55, 1.00, None, 6, 1.00, 0, None, None),
     "tables_dev/xtable_gallery_p7": Floor(4.12, 1.00, None, 2, 1.00, 0, None, None),
+    # fcolumn's manual (issue 34, text-path tables): financial statements, a balance sheet's two sides and a project's
+    # expenses beside its income in one tabular, sum rules under the figures only; pymupdf4llm 0.55 and 0.23
+    "tables_dev/fcolumn_p2": Floor(8.89, 1.00, None, 1, 1.00, 0, None, None),
+    "tables_dev/fcolumn_p6": Floor(5.98, 1.00, None, 1, 1.00, 0, None, None),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00
