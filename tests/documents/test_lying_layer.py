@@ -23,12 +23,13 @@ import pytest
 from modelhost.backends.ocr.model import OcrModel
 from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import PageContent, Usability
-from modelhost.documents import ConvertSettings, HostReader, convert, summary
+from modelhost.documents import ConvertSettings, convert, summary
 from modelhost.host import Host
 from modelhost.testing.hostile_pdfs import _pdf, _stream, _text_page
 from modelhost.testing.pages import cer
 
 from .test_convert import _Unclosable
+from .test_pictures import _Counting
 
 #: Fonts shipped with the system's fonts-dejavu (Latin and Arabic both).
 _DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -166,16 +167,6 @@ def test_the_same_pages_with_true_maps_keep_their_layer(tmp_path: Path, lines: l
     # Kashidas are drawn three at a time here too: a modifier letter stretching a word is no letter tripled.
     content = _layer(_drawn(tmp_path / "true.pdf", lines, right=right))
     assert content.usability is Usability.USABLE and content.ocr_regions == ()
-
-
-class _Counting(HostReader):
-    def __init__(self, host: Host) -> None:
-        super().__init__(host)
-        self.reads = 0
-
-    async def read(self, image: Any, *, max_tokens: int = 8192) -> Any:
-        self.reads += 1
-        return await super().read(image, max_tokens=max_tokens)
 
 
 def _convert(ocr_model: OcrModel, path: Path) -> tuple[Any, int]:
