@@ -781,3 +781,41 @@ def test_a_table_of_records_whose_names_and_addresses_fill_their_columns_keeps_t
 
     (table,) = _tables(_layout(tmp_path / "records.pdf", draw))
     assert _rows(table) == [list(row) for row in rows]
+
+
+def _wrapped_header(c: object, header_font: str) -> None:
+    # Column names too long for their figures wrap onto a second line, both lines bold over regular figures.
+    y = _prose(c, 72, 780, 90, 3) - 30
+    xs = (72, 230, 300, 370, 440)
+    for k, line in enumerate([("", "Total", "Urban", "Net", "Median"), ("State", "population", "population",
+                                                                      "migration", "income")]):  # fmt: skip
+        for j, (x, text) in enumerate(zip(xs, line, strict=True)):
+            (_text if j == 0 else _right)(c, x, y - 11 * k, text, header_font)
+    for k, row in enumerate(WRAPPED_BODY):
+        for j, (x, text) in enumerate(zip(xs, row, strict=True)):
+            (_text if j == 0 else _right)(c, x, y - 26 - 11 * k, text)
+    _prose(c, 72, y - 26 - 11 * len(WRAPPED_BODY) - 20, 90, 3, start=40)
+
+
+WRAPPED_BODY = [
+    ("Alabama", "42,411", "37,979", "-1,204", "51,734"),
+    ("Alaska", "53,895", "31,431", "2,310", "77,790"),
+    ("Arizona", "71,104", "60,022", "9,887", "61,529"),
+    ("Arkansas", "30,115", "17,950", "-402", "49,475"),
+]
+
+
+def test_a_header_wrapped_onto_two_lines_is_one_header_row(tmp_path: Path) -> None:
+    # Each column's name on two bold lines is one header cell ("Total population"), not two rows of halves.
+    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", lambda c: _wrapped_header(c, "Helvetica-Bold")))
+    assert _rows(table) == [
+        ["State", "Total population", "Urban population", "Net migration", "Median income"],
+        *[list(row) for row in WRAPPED_BODY],
+    ]
+
+
+def test_two_header_lines_in_the_body_face_stay_two_rows(tmp_path: Path) -> None:
+    # Nothing sets the two lines apart from the body: no evidence that they are one header, so each is a row.
+    (table,) = _tables(_layout(tmp_path / "plain.pdf", lambda c: _wrapped_header(c, "Helvetica")))
+    assert _rows(table)[:2] == [["", "Total", "Urban", "Net", "Median"], ["State", "population", "population",
+                                                                          "migration", "income"]]  # fmt: skip

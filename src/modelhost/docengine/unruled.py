@@ -32,7 +32,8 @@ How:
    columns or more, or zebra stripes banding the rows (`_striped`), not every column centred (centred names in
    columns are a paper's authors).
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
-   it with their spans (a header cell "Year ended" centred over two columns of figures).
+   it with their spans (a header cell "Year ended" centred over two columns of figures); a header wrapped onto two
+   lines in its own face, each piece over one column, is one row (`_stacked_header`).
 5. Two tables side by side (a list set in two halves, each under the same header) part where the header repeats
    (`_side_by_side`).
 
@@ -472,7 +473,8 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     if _records([cells for r, cells in zip(grid_rows, cells_words, strict=True) if r not in spanning], words):
         return None  # a paper's authors side by side, read line by line before any line is taken for a wrapped cell
     groups = [[r] for r in grid_rows]
-    _joined(cells_words, groups, words, len(spanning))
+    fixed = _stacked_header(cells_words, groups, spanning, rows, words, separators)
+    _joined(cells_words, groups, words, fixed)
     plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
     banded = _header_band([rows[r] for r in grid_rows], fills)
     if not _evidence(
@@ -504,6 +506,46 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
         max(words[i].y1 for i in members),
     )
     return FoundTable(box, Table(len(groups), cols, tuple(cells)), members)
+
+
+def _stacked_header(
+    grid: list[list[list[int]]],
+    members: list[list[int]],
+    spanning: set[int],
+    rows: list[_Row],
+    words: Sequence[Word],
+    separators: list[tuple[float, float]],
+) -> int:
+    """A header whose cells wrap onto a second line ("Total" over "population", "Median" over "income") joined into
+    one row, in place, and the count of header rows left at the top for `_joined` to keep apart. Two lines at the
+    top are one header row when both are set in one face that is not the body's (a bold header over regular figures)
+    and the upper line's every piece stands over a single column (a group's header over several columns spans them:
+    `_spans`, it is a row of its own). `members` (each grid row's rows) follows."""
+    fixed = len(spanning)
+    head = max(fixed, 1)  # the header's last line: the lowest spanning row, or the first row
+    if len(grid) < MIN_ROWS + 2 or head > MAX_HEADER_ROWS:
+        return fixed
+    upper, lower = members[head - 1][0], members[head][0]
+    spans = _spans(rows[upper], words, separators)
+    top = [i for cell in grid[head - 1] for i in cell]
+    under = [i for cell in grid[head] for i in cell]
+    body = [i for cells in grid[head + 1 :] for cell in cells for i in cell]
+    if (
+        spans is None
+        or any(end - start > 1 for start, end in spans)
+        or not top
+        or not under
+        or not body
+        or lower in spanning
+        or _face(top, words) != _face(under, words)
+        or _face(under, words) == _face(body, words)
+    ):
+        return fixed
+    for c, cell in enumerate(grid[head]):
+        grid[head - 1][c].extend(cell)
+    members[head - 1].extend(members[head])
+    del grid[head], members[head]
+    return head
 
 
 def _evidence(
