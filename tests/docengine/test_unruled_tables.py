@@ -819,3 +819,26 @@ def test_two_header_lines_in_the_body_face_stay_two_rows(tmp_path: Path) -> None
     (table,) = _tables(_layout(tmp_path / "plain.pdf", lambda c: _wrapped_header(c, "Helvetica")))
     assert _rows(table)[:2] == [["", "Total", "Urban", "Net", "Median"], ["State", "population", "population",
                                                                           "migration", "income"]]  # fmt: skip
+
+
+def _index(c: object) -> None:
+    # A book's index in three columns: each entry's page numbers set three to a line, justified across the same
+    # width, so that the numbers of consecutive lines stand one under another like a table's columns.
+    pages = iter(range(3, 10_000, 7))
+    for x, entries in zip((60, 240, 420), (("alpha", "beta", "gamma"), ("kappa", "lambda", "mu"),
+                                            ("sigma", "tau", "upsilon")), strict=True):  # fmt: skip
+        y = 780.0
+        for entry in entries:
+            _text(c, x, y, entry, size=9)
+            numbers = [f"{next(pages)}," for _ in range(11)] + [str(next(pages))]
+            for k in range(0, len(numbers), 3):
+                for j, number in enumerate(numbers[k : k + 3]):
+                    _text(c, x + 40 + 40 * j, y, number, size=9)
+                y -= 11
+            y -= 4
+
+
+def test_an_index_whose_justified_page_numbers_line_up_is_no_table(tmp_path: Path) -> None:
+    # Numbers ending in commas, one under another down the lines, read as tables of page numbers (issue 34: seven
+    # such tables on a drawn index page, two on the index of a LaTeX package's manual); a list run on is no table.
+    assert _tables(_layout(tmp_path / "index.pdf", _index)) == []

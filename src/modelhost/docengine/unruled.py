@@ -11,6 +11,8 @@ page never shows all of that at once:
   text on both sides cuts rows apart before anything else is looked at, so a table inside one column is read alone);
 - a numbered or bulleted list: the gap after the markers stays empty, but the first column is list markers;
 - a table of contents with dot leaders: already read as a table by `leaders` before this stage runs;
+- an index: its page numbers justified three or four to a line stand one under another, but its pieces end mid-list,
+  with a comma or a range's dash (`_RUNS_INTO_NEXT`);
 - display equations with their numbers: the words are set in math fonts;
 - code aligned with spaces: monospace; a chart's tick labels: cut by the chart's axes; a paper's authors: centred, or
   records read down (each row one kind of line in all its cells: names, departments, e-mail addresses);
@@ -130,6 +132,9 @@ STRIPE_SLACK = 6.0
 MAX_STRIPES = 2_000
 #: A list item's marker: a bullet, "1.", "(a)", "iv)". A column of these is a list's markers, not a table's column.
 _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\uf0b7\uf0a7]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)]|\(?[ivxlc]{1,5}[.)])$")
+#: A piece of text that runs on into the next: it ends with a comma or a range's dash ("26, 88," or "167–", an index's
+#: page numbers broken wherever the justified line ends). A table's cells are whole: a figure, a name, a phrase.
+_RUNS_INTO_NEXT = re.compile(r"\S[,–]$")
 #: A word that is nothing but an equation number, "(12)" or "(3a)".
 _EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 
@@ -578,6 +583,9 @@ def _evidence(
         return False
     if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
         return False  # equations in a text font, numbered
+    filled = [t for cells in column for t in cells]
+    if 2 * sum(1 for t in filled if _RUNS_INTO_NEXT.search(t)) >= len(filled):
+        return False  # a list run on across the lines (an index's page numbers, justified): its pieces end mid-list
     prose = sum(1 for cells in column if cells and (_flows(cells) or _long(cells)))
     if 2 * prose >= cols:
         return False  # columns of running text (two columns of prose, a sidebar, a glossary's definitions)
