@@ -116,9 +116,14 @@ REPEAT_SHARE = 0.1
 #:   (acronyms: "SDSS", "HTML"); English shifted by three letters (the drawn test page) has over a third.
 VOWELLESS_SHARE = 0.2
 #: - a word of three characters or more, digits among them, with no letter, that is written as no number is
-#:   (NUMBER): a Type3 font whose glyphs are named g1..gN and coded from 33 up reads as "4(%", "15)#+". Clean pages of
+#:   (_NUMBER): a Type3 font whose glyphs are named g1..gN and coded from 33 up reads as "4(%", "15)#+". Clean pages of
 #:   the corpus (dev): at most 13% (ReportLab's guide's code, "1<<14"); such a drawn page 90%.
 SOUP_SHARE = 0.4
+#: Characters of a word matched against _NUMBER at most: the longest numbers written (a 30-digit figure with its
+#: separators) are shorter, and the pattern may backtrack over a word's length squared: a hostile page's one word
+#: of 200,000 digits must cost no more than a short one. A longer word (a leader run into its page number) is not
+#: counted.
+NUMBER_LENGTH = 64
 #: Words (counted by each statistic) a page needs before either share says anything: a page of ten words, or a
 #: table of codes, is too little evidence to take a text layer away.
 MIN_EVIDENCE_WORDS = 20
@@ -804,9 +809,9 @@ def _mismapped(words: tuple[Word, ...]) -> bool:
 def _soup(text: str) -> bool:
     # Digits and punctuation with no letter, in no order numbers are written in; a leader or a rule ("....",
     # "----") is one character repeated, and a word of signs alone ("-->", "/**") is code, not soup.
-    if any(c.isalpha() for c in text) or not any(c.isdigit() for c in text) or len(set(text)) == 1:
+    if len(text) > NUMBER_LENGTH or any(c.isalpha() for c in text) or not any(c.isdigit() for c in text):
         return False
-    return _NUMBER.fullmatch(text) is None
+    return len(set(text)) > 1 and _NUMBER.fullmatch(text) is None
 
 
 def _tripled(word: str, i: int) -> bool:
