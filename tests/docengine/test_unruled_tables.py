@@ -842,3 +842,36 @@ def test_an_index_whose_justified_page_numbers_line_up_is_no_table(tmp_path: Pat
     # Numbers ending in commas, one under another down the lines, read as tables of page numbers (issue 34: seven
     # such tables on a drawn index page, two on the index of a LaTeX package's manual); a list run on is no table.
     assert _tables(_layout(tmp_path / "index.pdf", _index)) == []
+
+
+DONORS = [
+    ("Name", "City", "Amount"),
+    ("Smith, John", "Boston", "250.00"),
+    ("Doe, Jane", "Chicago", "1,000.00"),
+    ("Brown, Peter", "Denver", "75.00"),
+    ("Washington-Montgomery, Alexandra", "Philadelphia", "500.00"),
+    ("Lee, Ann", "Austin", "20.00"),
+    ("Green, Tom", "Miami", "300.00"),
+]
+
+
+def _donors(c: object, gap: float) -> None:
+    # A dense list: the longest name runs to `gap` ems of the next column, under a column gap.
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    y = _prose(c, 72, 780, 90, 3) - 30
+    city = 72 + stringWidth(DONORS[4][0], "Helvetica", 9) + gap * 9
+    for k, (name, town, amount) in enumerate(DONORS):
+        font = "Helvetica-Bold" if k == 0 else "Helvetica"
+        _text(c, 72, y - 11 * k, name, font, 9)
+        _text(c, city, y - 11 * k, town, font, 9)
+        _right(c, city + 110, y - 11 * k, amount, font, 9)
+    _prose(c, 72, y - 11 * len(DONORS) - 20, 90, 3, start=40)
+
+
+def test_a_long_cell_set_tight_against_the_next_column_stays_in_its_row_and_column(tmp_path: Path) -> None:
+    # 0.6 em between the longest name and its city, under `unruled.COLUMN_GAP_EM`: the row closed the column gap, and
+    # the table stopped above it (the rows below were lost). The space there is the row's widest and ends where the
+    # cities start: a tight fit, not a line across the columns.
+    (table,) = _tables(_layout(tmp_path / "donors.pdf", lambda c: _donors(c, 0.6)))
+    assert _rows(table) == [list(row) for row in DONORS]

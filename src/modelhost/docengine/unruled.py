@@ -26,8 +26,9 @@ How:
    leaders close no gap (`tables.inked`).
 2. Runs: consecutive rows, each at most `ROW_GAP` line heights below the last, that leave the same x ranges (at
    least a column gap wide) empty: the run's separators. A run starts at a row of two segments or more; a row joins
-   it when it keeps every separator the run has; anything else (a paragraph's line across the columns, a blank
-   stretch) ends it.
+   it when it keeps every separator the run has (in a run of three columns or more, all but one that it fills only by
+   a tight fit: a long cell run to within a space of the next column, `_tight`); anything else (a paragraph's line
+   across the columns, a blank stretch) ends it.
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
    (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
    words, and a positive sign: a numeric column; or, for a table of words, a header row set in another font or three
@@ -150,6 +151,7 @@ class _Row:
     y1: float
     gaps: list[tuple[float, float]]  # the x ranges, a column gap wide, its words leave empty between its extremes
     segments: int
+    spaces: list[tuple[float, float, float]] = dataclasses.field(default_factory=list)  # narrower: (from, to, size)
 
     @property
     def height(self) -> float:
@@ -355,10 +357,13 @@ def _row(members: list[int], words: Sequence[Word]) -> _Row:
     ]
     spans = sorted((x0, x1, words[i].size or words[i].height) for (x0, x1), i in ink)
     gaps: list[tuple[float, float]] = []
+    spaces: list[tuple[float, float, float]] = []
     end, size = spans[0][1], spans[0][2]
     for x0, x1, s in spans[1:]:
         if x0 - end >= COLUMN_GAP_EM * max(size, s, 1.0):
             gaps.append((end, x0))
+        elif x0 > end:
+            spaces.append((end, x0, max(size, s, 1.0)))
         end, size = max(end, x1), s
     return _Row(
         words=members,
@@ -368,6 +373,7 @@ def _row(members: list[int], words: Sequence[Word]) -> _Row:
         y1=max(words[i].y1 for i in members),
         gaps=gaps,
         segments=len(gaps) + 1,
+        spaces=spaces,
     )
 
 
@@ -383,6 +389,7 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
     free = _free(row)
     starts = [f0 for f0, _ in free]
     out = []
+    tight = False  # a row may close one separator of a table of three columns or more by a tight fit (`_tight`)
     for a, b in separators:
         best: tuple[float, float] | None = None
         # The free ranges are sorted and apart: only those from the one holding `a` up to `b` can overlap.
@@ -392,10 +399,24 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
             lo, hi = max(a, f0), min(b, f1)
             if hi - lo >= least and (best is None or hi - lo > best[1] - best[0]):
                 best = (lo, hi)
+        if best is None and len(separators) >= 2 and not tight and _tight(row, a, b):
+            best, tight = (a, b), True
         if best is None:
             return None
         out.append(best)
     return out
+
+
+def _tight(row: _Row, a: float, b: float) -> bool:
+    """Whether `row` fills the separator (a, b) only by a tight fit: a long cell runs into it, and the widest space
+    of the row, narrower than a column gap, ends where the next column's cells start (within `FLUSH_EM`): "Washington-
+    Montgomery, Alexandra" set against "Philadelphia" in a dense list. The separator stays as the other rows make it."""
+    if not row.spaces:
+        return False
+    k = max(range(len(row.spaces)), key=lambda n: row.spaces[n][1] - row.spaces[n][0])
+    start, end, size = row.spaces[k]
+    others = [t - f for n, (f, t, _) in enumerate(row.spaces) if n != k]
+    return a < start and abs(end - b) <= FLUSH_EM * size and all(w < end - start for w in others)
 
 
 def _runs(rows: list[_Row]) -> list[_Run]:
@@ -466,14 +487,22 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     above, spanning = _above(run, body[0], rows, words)
     grid_rows = above + body
     middles = [(a + b) / 2 for a, b in separators]
+    starts = [b for _, b in separators]  # where each column's cells start, after the first
+    # rows that close a column gap by a tight fit (`_tight`): their words go by where their ink starts
+    tight = {r for r in body if any(_keeps([separator], rows[r]) is None for separator in separators)}
     cells_words: list[list[list[int]]] = []
     for r in grid_rows:
         by_col: list[list[int]] = [[] for _ in range(cols)]
         for i in rows[r].words:
-            # a word by the centre of its ink; leader dots go with the label they run from (their left end)
+            # a word by the centre of its ink, or in a row that runs a long cell tight against the next column by
+            # where its ink starts (the column its cells start at); leader dots go with the label they run from
+            # (their left end)
             ink = inked(words[i])
-            centre = words[i].x0 if ink is None else (ink[0] + ink[1]) / 2
-            by_col[bisect.bisect_left(middles, centre)].append(i)
+            if ink is None or r not in tight:
+                by_col[bisect.bisect_left(middles, words[i].x0 if ink is None else (ink[0] + ink[1]) / 2)].append(i)
+            else:
+                slack = FLUSH_EM * (words[i].size or words[i].height)
+                by_col[bisect.bisect_right(starts, ink[0] + slack)].append(i)
         cells_words.append(by_col)
     if _records([cells for r, cells in zip(grid_rows, cells_words, strict=True) if r not in spanning], words):
         return None  # a paper's authors side by side, read line by line before any line is taken for a wrapped cell
