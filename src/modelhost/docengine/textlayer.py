@@ -21,10 +21,10 @@ points are the same story for symbol fonts; text drawn invisible (render mode 3)
 layer, often poor, so the page is OCRed again and the region list says where. A layer whose words are letters no
 language writes (a letter three times running in a tenth of the words, a fifth of the Latin words without a
 vowel, digits and punctuation in no order numbers take: `_mismapped`) comes from fonts whose ToUnicode maps lie (or
-Type3 fonts read as their codes), and is read from pixels too. A page where such
-characters are a minority (under `BAD_SHARE`) keeps its layer, its garbled words (control characters, U+FFFD) moved
-out of the words into `ocr_regions`; private-use glyphs stay words (symbol-font bullets are private-use and are
-list markers).
+Type3 fonts read as their codes): it is doubted (`Usability.MISMAPPED`), and read from pixels where they disagree
+with it (documents/engine.py). A page where such characters are a minority (under `BAD_SHARE`) keeps its layer,
+its garbled words (control characters, U+FFFD) moved out of the words into `ocr_regions`; private-use glyphs stay
+words (symbol-font bullets are private-use and are list markers).
 
 Every loop over the page's objects is bounded (`MAX_OBJECTS`, `MAX_FORM_DEPTH`): a Form XObject that draws itself,
 or a page of a million tiny paths, must not make this walk run away (issue 25's 733-byte PDF).
@@ -108,7 +108,9 @@ BOLD_WEIGHT = 600
 #: A text layer whose letters no language writes is not the page's text, whatever pdfium decoded: a font whose
 #: ToUnicode map sends several glyphs to one letter (right_to_left_02: its Arabic kashida and joining glyphs all
 #: came out as "و", "قويوووة"), or shifts every code (a CID font read without its map: glyph ids minus 29 turn
-#: "the" into "WKH"). Two statistics of the layer's own words, each far from any language's:
+#: "the" into "WKH"), or a Type3 font read as its codes. Three statistics of the layer's own words, each far from any
+#: language's (each only doubts the layer: documents.engine reads the page's pixels and keeps the layer where they
+#: agree with it):
 #: - a letter written three times running inside a word. Clean pages of the corpus (dev, five scripts): at most 2%
 #:   of their words of three letters or more ("www" in the Redbook's URLs); right_to_left_02 has 30%.
 REPEAT_SHARE = 0.1
@@ -788,9 +790,9 @@ _VOWELS = frozenset("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüý�
 
 
 def _mismapped(words: tuple[Word, ...]) -> bool:
-    """True when the layer's words are letters no language writes (REPEAT_SHARE, VOWELLESS_SHARE): its fonts'
-    ToUnicode maps lie, and the page is read from its pixels. Only the words' own letters are looked at, so the
-    cost is one pass over the page's words."""
+    """True when the layer's words are letters no language writes (REPEAT_SHARE, VOWELLESS_SHARE, SOUP_SHARE): its
+    fonts' ToUnicode maps likely lie. Only the words' own characters are looked at, so the cost is one pass over the
+    page's words."""
     # A word's letters between the punctuation around it ("dog." is "dog", "(WKH" is "wkh").
     cores = (_core(w.text).lower() for w in words)
     lettered = [w for w in cores if sum(c.isalpha() for c in w) >= 3]
