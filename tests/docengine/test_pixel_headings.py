@@ -3,7 +3,7 @@
 Pages drawn here with pymupdf and read from their pixels only (the real PP-OCR and layout models from the wheels),
 as pdf-spec's socket sends them. Each test draws the class of page that gave false headings on born-digital pages
 read from pixels (issue 34): an ISSN line set large (the layout model boxes it as a title), an author line in capitals
-whose affiliation marks the recogniser glues to the name.
+whose affiliation marks the recogniser glues to the name, a section's number set big in a box beside its title.
 """
 
 from __future__ import annotations
@@ -65,3 +65,21 @@ def test_an_author_line_with_its_affiliation_marks_is_no_heading(reader: PixelRe
     )
     assert headings(blocks) == ["Timber yields of the northern mills"], blocks
     assert any(b.text == "JOHN F. WU1,2,3" and b.kind is Kind.TEXT for b in blocks), blocks
+
+
+def test_a_section_number_set_beside_its_heading_is_part_of_it(reader: PixelReader) -> None:
+    # A Korean report numbers each section with a big digit in a box left of the section's title, on its line: the
+    # digit alone was read as a heading of its own ("2", normal_4pages), a chapter's big number being one when it
+    # stands alone on its line. Beside a heading on its line, it is that heading's number.
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.draw_rect(pymupdf.Rect(72, 100, 100, 128), color=(0.1, 0.2, 0.5), fill=(0.1, 0.2, 0.5))
+    page.insert_text((79, 122), "2", fontsize=22, fontname="hebo", color=(1, 1, 1))
+    page.insert_text((110, 121), "Coverage of the insurance policies", fontsize=16, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 150, 540, 370), BODY * 6, fontsize=10, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(72, 390, 540, 600), BODY * 4, fontsize=10, fontname="helv")
+    pix = page.get_pixmap(dpi=DPI)
+    image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)[:, :, :3].copy()
+    doc.close()
+    blocks = list(scanpage.read_layout(reader, image, DPI).blocks)
+    assert headings(blocks) == ["2 Coverage of the insurance policies"], blocks

@@ -25,6 +25,10 @@ set big or bold too, unless the "figure" is most of the page, `PAGE_FIGURE`), a 
 words' positions (scantable.py). Lines inside a ruled frame found in the pixels (pixelrules.py) are a `ruled` group
 whatever region holds them, analysed with its rules as a text-layer page is, so the ruled-table finder (tables.py)
 makes its grid.
+
+A section number set as a block of its own beside its heading (a big digit in a box, left of the title on its line)
+is joined to that heading (`_numbered`): alone it read as a heading of its own, as a chapter's big number alone on its
+line is.
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from modelhost.backends.ocr.pixels import Detection, Group, PixelReader, body_style_sizes, groups
+from modelhost.backends.ocr.pixels import (
+    Detection,
+    Group,
+    PixelReader,
+    body_style_sizes,
+    groups,
+    without_turned_labels,
+)
 from modelhost.backends.ocr.scantable import rows, table_block
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import never_heading, unworded
@@ -64,7 +75,46 @@ def page_style(detection: Detection) -> Style:
 
 def blocks(reader: PixelReader, detection: Detection, style: Style | None = None) -> Iterator[Block]:
     """The page's blocks in reading order, each group recognised only when the consumer asks for its blocks."""
-    style = style or page_style(detection)
+    return _numbered(_read(reader, detection, style or page_style(detection)))
+
+
+def _numbered(found: Iterator[Block]) -> Iterator[Block]:
+    """`found` with a heading's number joined to it: a section number set as a block of its own (big, in a box or a
+    circle: normal_4pages' "2" beside "코로나-19 관련 보험 현황") on the line of the heading it numbers, read as a
+    heading of its own (a chapter's big number alone on its line is one: classify.unworded). A lone number is held
+    back until the next block shows whether a heading stands beside it."""
+    held: Block | None = None
+    for block in found:
+        if held is not None:
+            if _beside(held, block):
+                x0, y0, x1, y1 = block.bbox
+                bbox = (min(x0, held.bbox[0]), min(y0, held.bbox[1]), max(x1, held.bbox[2]), max(y1, held.bbox[3]))
+                block = replace(block, text=f"{held.text.strip()} {block.text}", bbox=bbox)
+            else:
+                yield held
+            held = None
+        if block.kind is Kind.SECTION_HEADER and block.text.strip().rstrip(".").isdigit():
+            held = block
+        else:
+            yield block
+    if held is not None:
+        yield held
+
+
+def _beside(number: Block, heading: Block) -> bool:
+    """Whether `heading` is a heading on `number`'s line (their boxes share half the shorter one's height), starting to
+    its right within the heading's own line height (the gap of a number set beside its title, not a column's)."""
+    if heading.kind is not Kind.SECTION_HEADER or not heading.text.strip():
+        return False
+    n, h = number.bbox, heading.bbox
+    shared = min(n[3], h[3]) - max(n[1], h[1])
+    height = h[3] - h[1]
+    touch = 1.0  # points: two blocks' boxes read from one line may overlap by a pixel at 150 DPI
+    return shared >= 0.5 * min(n[3] - n[1], height) and n[2] - touch <= h[0] <= n[2] + height
+
+
+def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[Block]:
+    """Each group's blocks in reading order, as analysed and labelled."""
     boxes = [detection.box(i) for i in range(len(detection.quads))]
     # The bottom of the page's highest line and the top of its lowest: a block above the one (below the other) has
     # no line of the page wholly above (below) it, as a page's own number has.
@@ -75,6 +125,9 @@ def blocks(reader: PixelReader, detection: Detection, style: Style | None = None
         if not group.lines:
             continue
         words = reader.recognise(detection, group.lines)
+        x0, y0, x1, y1 = group.bbox
+        if group.label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * detection.width * detection.height:
+            words = without_turned_labels(words)
         if words:
             # A ruled group is analysed with its rules, as a text-layer page is: the ruled-table finder builds
             # the grid from them, and what is no table reads as text.
