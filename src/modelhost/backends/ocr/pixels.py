@@ -38,6 +38,7 @@ import importlib.util
 import itertools
 import math
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
 from modelhost.backends.ocr.pixelrules import find_rulings, ruled_grid
 from modelhost.backends.ocr.scantable import table_runs
 from modelhost.backends.ocr.scripts import BUNDLED, LINE_CONF, SAMPLE_LINES, Choice, ScriptReader
+from modelhost.docengine.analyse import LABEL_WORDS
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
@@ -64,6 +66,12 @@ REC_BATCH = 6
 #: batch's widest, and padding changes what the recogniser reads: batched with a much wider line, scanned.pdf's
 #: "Release 1.18.19" came out "Release1.18.19". Less padding is also less wasted compute.
 RATIO_SPREAD = 1.5
+#: A line crop at least this many times taller than wide is turned a quarter before it is read, as RapidOCR's
+#: get_rotate_crop_image turns it (its own 1.5): `_direction` must know which crops the recogniser read turned.
+TALL_CROP = 1.5
+#: A line more than this many degrees off level and off vertical is set at a slant on purpose (a stamp, a diagonal
+#: label in a diagram: 30-60 degrees), not a skewed scan's line (a few degrees; orientation turns pages by quarters).
+SLANT = 15
 #: A line whose recogniser score is under this is dropped, as RapidOCR drops it (its `Global.text_score`).
 TEXT_SCORE = 0.5
 #: A line the recogniser reads with less confidence than this is doubtful. Measured with the bundled recogniser at
@@ -389,6 +397,7 @@ class PixelReader:
             texts, scores = rapid.recognise(self._rec, [crops[i] for i in batch])
             for index, text, score in zip(batch, texts, scores, strict=False):
                 read[index] = (text, score)
+        turned = self._read_turned(detection, read, crops) if detection.script is None else set()
         self.recognised_lines += len(set(lines))
         words: list[Word] = []
         model = detection.script.model if detection.script is not None else ""  # the last line's script model
@@ -407,8 +416,33 @@ class PixelReader:
                 self.unreadable_lines += 1
             if text.strip() and score >= TEXT_SCORE:
                 dots = leader_dots(detection, index)
-                words.extend(_words(detection, index, " ".join([text.strip(), *["."] * dots]), score))
+                text = " ".join([text.strip(), *["."] * dots])
+                words.extend(_words(detection, index, text, score, turned=index in turned))
         return words
+
+    def _read_turned(
+        self, detection: Detection, read: dict[int, tuple[str, float]], crops: dict[int, np.ndarray]
+    ) -> set[int]:
+        # The lines set upside down on an upright page: a label turned 180 degrees, vertical text that runs bottom to
+        # top (the crop of a tall line is turned a quarter one way, so half of vertical lines come out upside down),
+        # a diagonal stamp. The page's vote (orientation.page_rotation) turns the page, not a line. Each doubtful line
+        # is read again turned half round, and the turned reading replaces the first in `read` where the recogniser
+        # is sure of it and surer than of the first; those lines are returned. Only doubtful lines pay for a second
+        # reading, and an upright line read turned comes out as glyph soup the recogniser doubts.
+        doubtful = [i for i, (text, score) in read.items() if _doubtful(text, score)]
+        flipped = {
+            i: np.ascontiguousarray(np.rot90(crops[i] if i in crops else _crop(detection.image, detection.quads[i]), 2))
+            for i in doubtful
+        }
+        turned: set[int] = set()
+        for batch in _batches(flipped):
+            self.recognition_calls += 1
+            texts, scores = rapid.recognise(self._rec, [flipped[i] for i in batch])
+            for index, text, score in zip(batch, texts, scores, strict=False):
+                if not _doubtful(text, score) and score > read[index][1]:
+                    read[index] = (text, score)
+                    turned.add(index)
+        return turned
 
     def read(self, image: Any, dpi: float, number: int = 1) -> PageContent:
         """The whole page read at once: every line's words, for `analyse()`."""
@@ -625,15 +659,29 @@ def line_size(detection: Detection, index: int) -> float:
     return size
 
 
-def _words(detection: Detection, index: int, text: str, score: float) -> list[Word]:
-    # A line's words share its box, split along x by their share of the characters (a proportional font's average;
-    # the recogniser gives no word positions without a second pass). CJK lines without spaces stay one word. A line
-    # mostly of right-to-left letters (Arabic, Hebrew) is set from the right: its first word, in the logical order
-    # the recognisers give, is the rightmost, as docengine.lines reads such a line back.
+def _words(detection: Detection, index: int, text: str, score: float, *, turned: bool = False) -> list[Word]:
+    # A line's words share its box, split along its direction by their share of the characters (a proportional
+    # font's average; the recogniser gives no word positions without a second pass). CJK lines without spaces stay
+    # one word. A line mostly of right-to-left letters (Arabic, Hebrew) is set from its end: its first word, in the
+    # logical order the recognisers give, is the rightmost, as docengine.lines reads such a line back. A line that
+    # runs down, up or upside down (`_direction`; `turned`: read turned half round) carries that rotation, so
+    # analysis reads it upright on its own as it reads the text layer's turned words, never across the page's lines.
+    # A line set at a slant (a stamp, a diagram's diagonal label) is read as a level line through its centre: its
+    # upright box would cover the lines around it.
     x0, y0, x1, y1 = detection.box(index)
+    quad = detection.quads[index]
+    rotation, slant = _direction(quad, text, turned)
     letters = [c for c in text if c.isalpha()]
-    backwards = 2 * sum(1 for c in letters if rtl(c)) > len(letters)
-    size = line_size(detection, index) * detection.scale
+    backwards = (2 * sum(1 for c in letters if rtl(c)) > len(letters)) != (rotation in (180, 270))
+    if slant:
+        middle = float(quad[:, 1].mean()) * detection.scale
+        half = _thickness(quad) * detection.scale / 2
+        y0, y1 = max(y0, middle - half), min(y1, middle + half)
+    if rotation in (90, 270) or slant:  # the letters' height is across the quad, not the box's height
+        size = font_size(_thickness(quad), detection.body_height) * detection.scale
+    else:
+        size = line_size(detection, index) * detection.scale
+    low, high = (y0, y1) if rotation in (90, 270) else (x0, x1)
     stroke = detection.strokes[index] if index < len(detection.strokes) else 0.0
     bold = detection.body_stroke > 0 and stroke >= BOLD_STROKE * detection.body_stroke
     tokens = text.split()
@@ -641,14 +689,47 @@ def _words(detection: Detection, index: int, text: str, score: float) -> list[Wo
     out = []
     pos = 0
     for token in tokens:
-        start = x0 + (x1 - x0) * pos / total
+        start = low + (high - low) * pos / total
         pos += len(token)
-        end = x0 + (x1 - x0) * pos / total
+        end = low + (high - low) * pos / total
         pos += 1
         if backwards:
-            start, end = x0 + x1 - end, x0 + x1 - start
-        out.append(Word(token, (start, y0, end, y1), size=size, bold=bold, line=index, score=score))
+            start, end = low + high - end, low + high - start
+        bbox = (x0, start, x1, end) if rotation in (90, 270) else (start, y0, end, y1)
+        out.append(Word(token, bbox, size=size, bold=bold, rotation=rotation, line=index, score=score))
     return out
+
+
+def without_turned_labels(words: Sequence[Word]) -> list[Word]:
+    """`words` without the short lines set in another direction: in a picture those are its labels (a network
+    diagram's "3x3 conv, 64" running up its boxes, an axis's title), which the text path leaves out of a page as
+    `analyse` does a turned one-line paragraph under LABEL_WORDS words; a turned line of a sentence's length stays."""
+    counts = Counter(w.line for w in words)
+    return [w for w in words if not w.rotation or counts[w.line] >= LABEL_WORDS]
+
+
+def _direction(quad: np.ndarray, text: str, turned: bool) -> tuple[int, bool]:
+    # The clockwise direction (0, 90, 180, 270) a line's text runs on the page, and whether it is set at a slant.
+    # The recogniser reads a crop turned level (rapid.rotate_crop: a crop TALL_CROP times taller than wide is turned
+    # a quarter anticlockwise, so it reads down the page from the quad's first corner to its last), and `turned`
+    # half round again. A tall box of one character is a tall glyph ("1", "l"), not a line running down: two
+    # characters side by side are at least as wide as they are tall, so a tall box of two or more is text set
+    # vertically. A line more than SLANT off every axis runs left to right (0) or right to left (180), at a slant.
+    width = max(float(np.linalg.norm(quad[0] - quad[1])), float(np.linalg.norm(quad[2] - quad[3])), 1.0)
+    height = max(float(np.linalg.norm(quad[0] - quad[3])), float(np.linalg.norm(quad[1] - quad[2])))
+    vertical = height >= TALL_CROP * width and len(text.replace(" ", "")) >= 2
+    dx, dy = quad[3] - quad[0] if vertical else quad[1] - quad[0]
+    angle = (math.degrees(math.atan2(float(dy), float(dx))) + (180 if turned else 0)) % 360
+    axis = round(angle / 90) * 90 % 360
+    if abs((angle - axis + 180) % 360 - 180) > SLANT:
+        return (0 if (angle + 90) % 360 < 180 else 180), True
+    return (axis if vertical or turned else 0), False
+
+
+def _thickness(quad: np.ndarray) -> float:
+    # The height of a line's letters: the shorter side of its quad.
+    sides = [float(np.linalg.norm(quad[k] - quad[(k + 1) % 4])) for k in range(4)]
+    return min(max(sides[0], sides[2]), max(sides[1], sides[3]))
 
 
 def _moved(word: Word, bbox: BBox) -> Word:
