@@ -72,11 +72,17 @@ def table_page(
     dpi: int = READ_DPI,
     band: float | None = None,
     rows: list[list[str]] | None = None,
+    pitch: float = 18.0,
+    tight: bool = False,
+    left: float = COLUMNS[0],
 ) -> np.ndarray:
     """A Letter page holding one table, rasterised at `dpi`: `rules` is "grid" (every row and column ruled),
-    "rows" (horizontal rules only, between all rows) or "none" (columns of whitespace); rules are `width` points
-    wide in `grey` (0 black, 1 white). With `band`, the header row is set white on a band shaded that grey, and
-    the rules start under it (a report's coloured header row). `rows` replaces ROWS; a cell's "\n" wraps it."""
+    "rows" (horizontal rules only, between all rows), "booktabs" (a rule above and under the header and one under
+    the last row) or "none" (columns of whitespace); rules are `width` points wide in `grey` (0 black, 1 white). With
+    `band`, the header row is set white on a band shaded that grey, and the rules start under it (a report's coloured
+    header row). `rows` replaces ROWS; a cell's "\n" wraps it. Rows are `pitch` points apart (plus 1.2 sizes a
+    wrapped line); 18 is a spread table, LaTeX sets 10 point rows 12 apart. With `tight`, each column is as wide as
+    its widest cell and 12 points more (LaTeX's `\tabcolsep` on both sides), not at COLUMNS, from `left` on."""
     from reportlab.lib.pagesizes import letter
     from reportlab.pdfgen import canvas as pdfcanvas
 
@@ -84,7 +90,14 @@ def table_page(
     c = pdfcanvas.Canvas(out, pagesize=letter)
     c.setFont("Helvetica", 10)
     y = _paragraph(c, 720.0, PROSE) - 20
-    size, pitch = 9.5, 18.0
+    size = 9.5
+    body = rows or ROWS
+    columns, right = COLUMNS, RIGHT
+    if tight:
+        cells = [[line for row in [HEADER, *body] for line in row[k].split("\n")] for k in range(len(HEADER))]
+        widths = [max(c.stringWidth(line, "Helvetica-Bold", size) for line in column) for column in cells]
+        columns = tuple(left + sum(widths[:k]) + 12 * k for k in range(len(widths)))
+        right = columns[-1] + widths[-1] + 12
     c.setLineWidth(width)
     c.setStrokeGray(grey)
     edges = [y + size + 2]  # each rule's height: above the header, then under every row
@@ -92,11 +105,11 @@ def table_page(
         c.setFillGray(band)
         c.rect(COLUMNS[0], y - 6, RIGHT - COLUMNS[0], size + 8, stroke=0, fill=1)
         c.setFillGray(1.0)
-    for n, row in enumerate([HEADER, *(rows or ROWS)]):
+    for n, row in enumerate([HEADER, *body]):
         c.setFont("Helvetica-Bold" if n == 0 else "Helvetica", size)
         if n == 1:
             c.setFillGray(0.0)
-        for x, text in zip(COLUMNS, row, strict=True):
+        for x, text in zip(columns, row, strict=True):
             for k, line in enumerate(text.split("\n")):  # a wrapped cell: its lines at the text's leading
                 c.drawString(x + 4, y - 1.2 * size * k, line)
         y -= 1.2 * size * (max(text.count("\n") for text in row))
@@ -104,11 +117,13 @@ def table_page(
         y -= pitch
     if band is not None:
         edges = edges[1:]  # the band is the header row's top and bottom
+    if rules == "booktabs":
+        edges = [edges[0], edges[1], edges[-1]]
     if rules != "none":
         for edge in edges:
-            c.line(COLUMNS[0], edge, RIGHT, edge)
+            c.line(columns[0], edge, right, edge)
     if rules == "grid":
-        for x in COLUMNS[1:] if band is not None else (*COLUMNS, RIGHT):
+        for x in columns[1:] if band is not None else (*columns, right):
             c.line(x, edges[0], x, edges[-1])
     c.setFont("Helvetica", 10)
     _paragraph(c, y - 20, AFTER)
@@ -169,6 +184,24 @@ def test_a_shaded_header_row_is_the_first_row_of_its_table(reader: PixelReader) 
     assert grids(reader, image) == [[HEADER, *ROWS]]
 
 
+def test_a_booktabs_table_set_tight_is_read_by_its_columns(reader: PixelReader) -> None:
+    # Three horizontal rules (booktabs) around columns 12 points apart (LaTeX's spacing): the detector pads each line
+    # past its ink, the recogniser's words share the padded box, and the ruled-table finder, which finds columns as
+    # gaps no word covers, found every gap covered by some row, no table, and the table the layout model boxed came
+    # out as paragraphs and headings. Its detector lines' positions (scantable) read it as a table region's.
+    image = scanned(table_page("booktabs", dpi=SCAN_DPI, pitch=12.0, tight=True))
+    assert grids(reader, image) == [[HEADER, *ROWS]]
+
+
+def test_a_table_the_layout_model_boxes_as_a_figure_too_is_no_picture(reader: PixelReader) -> None:
+    # A small table centred on the page (booktabs' manual) is boxed twice by the layout model, as a table and as a
+    # figure over it; the table region takes the lines and the figure, holding none, came out as an empty picture.
+    image = scanned(table_page("booktabs", dpi=SCAN_DPI, pitch=12.0, tight=True, left=230.0))
+    found = list(scanpage.blocks(reader, reader.detect(image, READ_DPI)))
+    assert [_grid(b) for b in found if b.table is not None] == [[HEADER, *ROWS]]
+    assert not [b for b in found if b.kind is Kind.PICTURE]
+
+
 def _words(rows: list[list[tuple[float, str]]]) -> list[Word]:
     # Detector lines as the recogniser gives them: one line per (x, text), rows 14 points apart, 10 points tall.
     return [
@@ -200,6 +233,42 @@ def test_a_wrapped_cell_is_one_cell_and_a_row_of_figures_stays_a_row() -> None:
         ["Hinge drilled", "Brass, cast and polished", "6.75"],
         ["Total", "", "20.95"],
         ["", "", "2.00"],
+    ]
+
+
+def test_a_listing_whose_comments_end_in_one_column_is_no_table() -> None:
+    # A code box the layout model boxes as a table: two comments' closing marks stand aligned past the lines, and
+    # the rest are lines of one cell. Columns read from gaps must hold cells on most rows, as the text path asks.
+    lines = [
+        [(10, "/* Active Row Access Control"), (200, "*/")],
+        [(10, "/* Active Column Access Control"), (200, "*/")],
+        [(10, "ALTER TABLE EMPLOYEES")],
+        [(10, "ACTIVATE ROW ACCESS CONTROL")],
+        [(10, "ACTIVATE COLUMN ACCESS CONTROL;")],
+    ]
+    assert table_block(_words(lines)) is None
+
+
+def test_a_full_row_in_lowercase_is_a_row_not_the_line_of_a_wrapped_row() -> None:
+    # A code table's rows start in lowercase (`random | (g)lmer | m_re`, then `gee | geeglm | m_gee`): each of them
+    # "continued" the cell above, so the last two rows were one. A row that fills every column the row above fills
+    # is a row; a wrapped row leaves its short cells' columns empty.
+    block = table_block(
+        _words(
+            [
+                [(10, "Label"), (150, "Model"), (300, "Matrix")],
+                [(10, "basic"), (150, "lm"), (300, "sandwich(m)")],
+                [(10, "random"), (150, "lmer"), (300, "vcov(m_re)")],
+                [(10, "gee"), (150, "geeglm"), (300, "vbeta")],
+            ]
+        )
+    )
+    assert block is not None and block.table is not None
+    assert _grid(block) == [
+        ["Label", "Model", "Matrix"],
+        ["basic", "lm", "sandwich(m)"],
+        ["random", "lmer", "vcov(m_re)"],
+        ["gee", "geeglm", "vbeta"],
     ]
 
 

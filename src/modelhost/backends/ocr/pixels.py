@@ -118,6 +118,10 @@ BOLD_STROKE = 1.45
 BODY_STROKE_SHARE = 0.3
 #: A pixel darker than this (0-255, the mean of its channels) is ink.
 INK = 128
+#: A gap in a line's ink at least this many times its size parts two cells the detector read as one line (a booktabs
+#: table's columns are 12 points apart at 10 point type: 1.2 sizes, more beside a short cell); a word space is
+#: 0.25-0.35 of the size, ~0.6 in a loosely justified line (`ink_placed`).
+COLUMN_GAP = 0.8
 #: Dot leaders ("Preface . . . . . xi"): the detector boxes the words on each side of a run of dots and leaves the
 #: dots out, so the recogniser never sees them; `leader_dots` counts them in the pixels of the gap. A run is at
 #: least LEADER_MIN_DOTS dots (an ellipsis is three, as tables.LEADER_DOTS reads a word of dots on the text path)...
@@ -738,6 +742,77 @@ def _thickness(quad: np.ndarray) -> float:
     return min(max(sides[0], sides[2]), max(sides[1], sides[3]))
 
 
+def ink_placed(detection: Detection, words: Sequence[Word]) -> list[Word]:
+    """The words of each detector line placed on the line's ink, not on its box: the detector pads a box past its ink
+    by ~0.3 of a line height at each end, and a line's words share it by character count, so two columns' words
+    seemed to touch across a 12 point gap and a gap inside one line (two cells the detector read as one) was no gap.
+    The line's ink is parted at each gap of `COLUMN_GAP` sizes or more, each gap given to the space between tokens
+    nearest it by character share, and each part's tokens share its ink by character count. For table regions and
+    ruled frames, whose columns are read from these positions."""
+    by_line: dict[int, list[Word]] = {}
+    for word in words:
+        by_line.setdefault(word.line, []).append(word)
+    out: list[Word] = []
+    for index, line in by_line.items():
+        line.sort(key=lambda w: w.x0)
+        parts = _ink_parts(detection, index, max(w.size for w in line))
+        if not parts or any(w.rotation for w in line) or any(rtl(c) for w in line for c in w.text):
+            out.extend(line)  # no ink found, or a line the page's words read right to left or turned: as it was
+            continue
+        out.extend(_placed(line, parts))
+    return out
+
+
+def _ink_parts(detection: Detection, index: int, size: float) -> list[tuple[float, float]]:
+    """The x ranges (points) of a detector line's ink, parted at gaps of `COLUMN_GAP` sizes or more; [] for none."""
+    if index >= len(detection.quads) or size <= 0:
+        return []
+    x0, y0, x1, y1 = _pixel_box(detection.image, detection.quads[index])
+    if x1 <= x0 or y1 <= y0:
+        return []
+    inked = np.flatnonzero((detection.image[y0:y1, x0:x1].mean(axis=2) < INK).any(axis=0))
+    if not len(inked):
+        return []
+    wide = np.flatnonzero(np.diff(inked) > COLUMN_GAP * size / detection.scale)
+    starts = [inked[0], *(inked[i + 1] for i in wide)]
+    ends = [*(inked[i] + 1 for i in wide), inked[-1] + 1]
+    return [((x0 + a) * detection.scale, (x0 + b) * detection.scale) for a, b in zip(starts, ends, strict=True)]
+
+
+def _placed(line: list[Word], parts: list[tuple[float, float]]) -> list[Word]:
+    """A line's words (left to right) spread over its ink `parts`: each gap between parts goes to the space between
+    words whose place by character share is nearest it, right of the last gap's; a gap with no space left is ink of
+    one word (a wide letter pair), the part joined with the next."""
+    total = sum(len(w.text) for w in line) + len(line) - 1
+    left, right = parts[0][0], parts[-1][1]
+    spaces, pos = [], 0
+    for word in line[:-1]:
+        pos += len(word.text)
+        spaces.append(left + (right - left) * (pos + 0.5) / total)
+        pos += 1
+    cuts: list[int] = []  # the space index each kept gap parts at
+    kept = [parts[0]]
+    for (_, g0), (g1, end) in itertools.pairwise(parts):
+        free = [k for k in range(len(spaces)) if not cuts or k > cuts[-1]]
+        if free:
+            cuts.append(min(free, key=lambda k: abs(spaces[k] - (g0 + g1) / 2)))
+            kept.append((g1, end))
+        else:
+            kept[-1] = (kept[-1][0], end)
+    out: list[Word] = []
+    bounds = [0, *(k + 1 for k in cuts), len(line)]
+    for (a, b), (p0, p1) in zip(itertools.pairwise(bounds), kept, strict=True):
+        words = line[a:b]
+        chars = sum(len(w.text) for w in words) + len(words) - 1
+        pos = 0
+        for word in words:
+            start = p0 + (p1 - p0) * pos / chars
+            pos += len(word.text)
+            out.append(_moved(word, (start, word.y0, p0 + (p1 - p0) * pos / chars, word.y1)))
+            pos += 1
+    return out
+
+
 def _moved(word: Word, bbox: BBox) -> Word:
     return Word(word.text, bbox, word.font, word.size, word.bold, word.italic, word.monospace, word.math,
                 word.rotation, word.line, word.score)  # fmt: skip
@@ -802,7 +877,14 @@ def groups(detection: Detection) -> list[Group]:
                 out.append(Group("table", _union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
         framed = any(g.label == "ruled" and _overlap(g.bbox, region.bbox) >= 0.8 * _area(g.bbox) for g in out)
-        if not m and region.label == "figure" and framed:
+        # the model boxes a table both as a table and as a figure (booktabs' manual, lme4's method list): a figure
+        # that holds no line and lies (0.8 of it) in a ruled frame or in a region the model calls a table is that
+        # table, whose lines the frame or the table region took, no picture
+        tabled = any(
+            _overlap(box, region.bbox) >= 0.8 * _area(region.bbox)
+            for box in [*(g.bbox for g in out if g.label == "ruled"), *(r.bbox for r in regions if r.label == "table")]
+        )
+        if not m and region.label == "figure" and (framed or tabled):
             continue  # a "figure" whose every line is in the ruled grids it holds is those tables, no picture
         if m or region.label in ("figure", "table"):
             bbox = region.bbox

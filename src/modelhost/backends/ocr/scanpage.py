@@ -43,9 +43,10 @@ from modelhost.backends.ocr.pixels import (
     PixelReader,
     body_style_sizes,
     groups,
+    ink_placed,
     without_turned_labels,
 )
-from modelhost.backends.ocr.scantable import rows, table_block
+from modelhost.backends.ocr.scantable import in_table_region, rows, table_block
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import never_heading, unworded
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
@@ -124,12 +125,25 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
         x0, y0, x1, y1 = group.bbox
         if group.label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * detection.width * detection.height:
             words = without_turned_labels(words)
+        if words and group.label in ("ruled", "table"):
+            words = ink_placed(detection, words)  # columns are read from where the words stand
         if words:
             # A ruled group is analysed with its rules, as a text-layer page is: the ruled-table finder builds
             # the grid from them, and what is no table reads as text.
             rules = tuple(r for r in detection.rulings if _within(r, group.bbox)) if group.label == "ruled" else ()
             content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
-            yield from _labelled(group, analyse(content, style).blocks, style, content, ends)
+            found = analyse(content, style).blocks
+            if (
+                rules
+                and not any(b.kind is Kind.TABLE for b in found)
+                and in_table_region(group.bbox, detection.regions)
+            ):
+                # rules the ruled-table finder makes no table of (booktabs' three rules and no vertical: it reads
+                # columns as gaps no word covers, and a row whose OCR'd cells sit close covers one) where the layout
+                # model boxed a table: read from the detector lines' positions, as a table region is (scantable)
+                table = table_block(content.words)
+                found = (table,) if table is not None else found
+            yield from _labelled(group, found, style, content, ends)
 
 
 def _labelled(

@@ -2,7 +2,8 @@
 
 Used for regions the layout model labels `table` (scanpage.py). The rules, and why each is the one it is:
 - Words of one detector line stay in one cell: the detector already splits a row at wide gaps, so one line is one
-  phrase (a cell's text).
+  phrase (a cell's text); where it did not, the words placed on the line's ink (pixels.ink_placed) stand `PART_GAP`
+  apart and part it.
 - Lines are gathered into rows when they overlap vertically by half the smaller height; sorting by centre alone
   misread a row whose cells' boxes differ by a pixel or two (CER 6% against 0% on the test page).
 - Lines of a row closer than CELL_GAP_HEIGHTS line heights are one cell (a phrase the detector cut in two).
@@ -19,17 +20,27 @@ import re
 from collections.abc import Sequence
 from typing import TypeVar
 
-from modelhost.docengine.types import BBox, Block, Cell, Kind, Table, Word
+from modelhost.docengine.types import BBox, Block, Cell, Kind, Region, Table, Word
 
 #: Two lines of a row further apart than this many line heights are two cells. Word gaps are ~0.3 heights.
 CELL_GAP_HEIGHTS = 2.0
+#: Words of one detector line this many sizes apart are two cells: ink_placed parts a line only at gaps of
+#: pixels.COLUMN_GAP (0.8) sizes, and words it spreads over one part by character share stand ~0.5 size apart (one
+#: space's share), so 0.7 tells them apart.
+PART_GAP = 0.7
 T = TypeVar("T")
 
 #: A gap that at most this share of a table region's rows cross with a detector line may part its columns
 #: (`_aligned_columns`): a title or a header line set across the columns crosses it in a row or two, and a lone
 #: crossing row already closed lme4's method table (31 rows, a label and a description 1.5 line heights apart).
 GAP_CROSSING = 0.1
-#: A table needs this many rows and columns; fewer is text the layout model boxed as a table.
+#: A ruled frame whose rules the ruled-table finder makes no table of is read from its words' positions when the layout
+#: model boxed at least this share of it as a table (`in_table_region`): two kinds of evidence agree on a table. Half,
+#: as the model's box and the rules' frame differ by padding and by a caption the model includes.
+TABLE_REGION = 0.5
+#: A table needs this many rows and columns; fewer is text the layout model boxed as a table. More than half its rows
+#: hold cells in two columns or more, as the text path asks of columns guessed from gaps (tables._table): a code
+#: listing whose two comments end at one column, a list item's marker set apart from its text, are no tables.
 MIN_ROWS = 2
 MIN_COLS = 2
 #: A figure (a cell that is a number, an amount or a percentage): a row of figures is a row of its own, never a
@@ -44,10 +55,23 @@ def _box(items: Sequence[Word]) -> BBox:
 
 
 def _lines(words: Sequence[Word]) -> list[tuple[BBox, str]]:
+    """Each detector line's words as a box and its text, a line parted where two of its words stand `PART_GAP`
+    sizes apart or more (two cells the detector read as one line, its words placed on their ink:
+    pixels.ink_placed)."""
     by_line: dict[int, list[Word]] = {}
     for word in words:
         by_line.setdefault(word.line, []).append(word)
-    return [(_box(ws), " ".join(w.text for w in sorted(ws, key=lambda w: w.x0))) for ws in by_line.values()]
+    out: list[tuple[BBox, str]] = []
+    for ws in by_line.values():
+        ws.sort(key=lambda w: w.x0)
+        part = [ws[0]]
+        for a, b in itertools.pairwise(ws):
+            if b.x0 - a.x1 >= PART_GAP * max(a.size, b.size):
+                out.append((_box(part), " ".join(w.text for w in part)))
+                part = []
+            part.append(b)
+        out.append((_box(part), " ".join(w.text for w in part)))
+    return out
 
 
 def rows(lines: Sequence[tuple[BBox, T]]) -> list[list[tuple[BBox, T]]]:
@@ -176,8 +200,23 @@ def table_block(words: Sequence[Word]) -> Block | None:
             texts.setdefault(_column(box, columns), []).append(text)
         placed.append({c: " ".join(t) for c, t in texts.items()})
     placed = _joined(placed, len(columns))
+    if 2 * sum(1 for row in placed if len(row) >= MIN_COLS) <= len(placed):
+        return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
     cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
     return Block(Kind.TABLE, _box(words), table=Table(len(placed), len(columns), tuple(cells)))
+
+
+def in_table_region(frame: BBox, regions: Sequence[Region]) -> bool:
+    """Whether the layout model boxed most of a ruled frame (`TABLE_REGION` of its area) as a table."""
+    area = max(frame[2] - frame[0], 0.0) * max(frame[3] - frame[1], 0.0)
+    for region in regions:
+        if region.label != "table":
+            continue
+        x0, y0, x1, y1 = region.bbox
+        inside = max(0.0, min(x1, frame[2]) - max(x0, frame[0])) * max(0.0, min(y1, frame[3]) - max(y0, frame[1]))
+        if area > 0 and inside >= TABLE_REGION * area:
+            return True
+    return False
 
 
 def _joined(table: list[dict[int, str]], columns: int) -> list[dict[int, str]]:
@@ -196,7 +235,11 @@ def _joined(table: list[dict[int, str]], columns: int) -> list[dict[int, str]]:
             and len(row) < columns - 1
             and not any(_NUMBER.match(text) or _NUMBER.match(above.get(c, "")) for c, text in row.items())
         )
-        continues = all(_RUNS_ON.search(above.get(c, ".")) and text[:1].islower() for c, text in row.items())
+        # a row filling every column the row above fills is a row of its own, lowercase or not (a code table's
+        # `random | (g)lmer | m_re` over `gee | geeglm | m_gee`): a wrapped row leaves its short cells' columns empty
+        continues = len(row) < len(above) and all(
+            _RUNS_ON.search(above.get(c, ".")) and text[:1].islower() for c, text in row.items()
+        )
         if under and (hangs or continues):
             out[-1] = {**above, **{c: f"{above[c]} {text}" for c, text in row.items()}}
         else:
