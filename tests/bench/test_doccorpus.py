@@ -158,6 +158,8 @@ def test_the_dev_tables_group_holds_each_pages_tables_as_its_readme_counts() -> 
         "lme4_lmer_p30": (1, 66),
         "usda_ag_energy_roundup": (1, 166),
         "pdf2docx_table_stream": (2, 28),
+        "fcolumn_p2": (1, 20),
+        "fcolumn_p6": (2, 48),
         # scans of four of them (scan/), against the same references
         "scan/scan_tablesdev_lme4_lmer_p30": (1, 66),
         "scan/scan_tablesdev_pscl_countreg_p17": (1, 186),
