@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from modelhost.backends.ocr.pixels import (
-    PAGE_FIGURE,
     Detection,
     Group,
     PixelReader,
@@ -57,6 +56,11 @@ MAX_TITLE_CHARS = 160
 #: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
 #: boxed at the page's edge (pdf-spec's table.pdf: its whole table), read as a text region, headings and all.
 FURNITURE_ROWS = 2
+#: A `figure` region over this share of the page is no picture but a page designed as one (a cover, a brochure)
+#: that the layout model boxed whole: its lines are the page's own text, headings included. On the corpus Redbook the
+#: pictures (screenshots, diagrams, a syntax listing) take 0.03-0.33 of their page, its two covers and its brochure
+#: page 0.59-0.71, where "DB2 for i Center of Excellence" and the back cover's heading are true headings.
+PAGE_FIGURE = 0.5
 #: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it (a header/footer region's
 #: lines are furniture only as page numbers, `_page_number`).
 KINDS = {"caption": Kind.CAPTION, "equation": Kind.FORMULA}
