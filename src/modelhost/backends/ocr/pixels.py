@@ -526,8 +526,16 @@ def _crop(rgb: np.ndarray, quad: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rapid.rotate_crop(rgb, quad)[:, :, ::-1])
 
 
+def _sides(quad: np.ndarray) -> tuple[float, float]:
+    # A line quad's width (first corner to second) and height (first to last), each the longer of its two sides, as
+    # rapid.rotate_crop measures the crop it cuts.
+    width = max(float(np.linalg.norm(quad[0] - quad[1])), float(np.linalg.norm(quad[2] - quad[3])))
+    height = max(float(np.linalg.norm(quad[0] - quad[3])), float(np.linalg.norm(quad[1] - quad[2])))
+    return width, height
+
+
 def _line_height(quad: np.ndarray) -> float:
-    return max(float(np.linalg.norm(quad[0] - quad[3])), float(np.linalg.norm(quad[1] - quad[2])), 1.0)
+    return max(_sides(quad)[1], 1.0)
 
 
 def _pixel_box(rgb: np.ndarray, quad: np.ndarray) -> tuple[int, int, int, int]:
@@ -677,12 +685,13 @@ def _words(detection: Detection, index: int, text: str, score: float, *, turned:
     rotation, slant = _direction(quad, text, turned)
     letters = [c for c in text if c.isalpha()]
     backwards = (2 * sum(1 for c in letters if rtl(c)) > len(letters)) != (rotation in (180, 270))
+    thickness = min(_sides(quad))  # the letters' height: the quad's shorter side
     if slant:
         middle = float(quad[:, 1].mean()) * detection.scale
-        half = _thickness(quad) * detection.scale / 2
+        half = thickness * detection.scale / 2
         y0, y1 = max(y0, middle - half), min(y1, middle + half)
     if rotation in (90, 270) or slant:  # the letters' height is across the quad, not the box's height
-        size = font_size(_thickness(quad), detection.body_height) * detection.scale
+        size = font_size(thickness, detection.body_height) * detection.scale
     else:
         size = line_size(detection, index) * detection.scale
     low, high = (y0, y1) if rotation in (90, 270) else (x0, x1)
@@ -719,21 +728,14 @@ def _direction(quad: np.ndarray, text: str, turned: bool) -> tuple[int, bool]:
     # half round again. A tall box of one character is a tall glyph ("1", "l"), not a line running down: two
     # characters side by side are at least as wide as they are tall, so a tall box of two or more is text set
     # vertically. A line more than SLANT off every axis runs left to right (0) or right to left (180), at a slant.
-    width = max(float(np.linalg.norm(quad[0] - quad[1])), float(np.linalg.norm(quad[2] - quad[3])), 1.0)
-    height = max(float(np.linalg.norm(quad[0] - quad[3])), float(np.linalg.norm(quad[1] - quad[2])))
-    vertical = height >= TALL_CROP * width and len(text.replace(" ", "")) >= 2
+    width, height = _sides(quad)
+    vertical = height >= TALL_CROP * max(width, 1.0) and len(text.replace(" ", "")) >= 2
     dx, dy = quad[3] - quad[0] if vertical else quad[1] - quad[0]
     angle = (math.degrees(math.atan2(float(dy), float(dx))) + (180 if turned else 0)) % 360
     axis = round(angle / 90) * 90 % 360
     if abs((angle - axis + 180) % 360 - 180) > SLANT:
         return (0 if (angle + 90) % 360 < 180 else 180), True
     return (axis if vertical or turned else 0), False
-
-
-def _thickness(quad: np.ndarray) -> float:
-    # The height of a line's letters: the shorter side of its quad.
-    sides = [float(np.linalg.norm(quad[k] - quad[(k + 1) % 4])) for k in range(4)]
-    return min(max(sides[0], sides[2]), max(sides[1], sides[3]))
 
 
 def ink_placed(detection: Detection, words: Sequence[Word]) -> list[Word]:
