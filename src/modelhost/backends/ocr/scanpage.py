@@ -126,8 +126,7 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
         if not group.lines:
             continue
         words = reader.recognise(detection, group.lines)
-        x0, y0, x1, y1 = group.bbox
-        if group.label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * detection.width * detection.height:
+        if _picture(group, detection.width, detection.height):
             words = without_turned_labels(words)
         if words and group.label in ("ruled", "table"):
             words = ink_placed(detection, words)  # columns are read from where the words stand
@@ -163,8 +162,7 @@ def _labelled(
         if table is not None:
             yield table
             return
-    x0, y0, x1, y1 = group.bbox
-    if label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * content.width * content.height:
+    if _picture(group, content.width, content.height):
         found = tuple(replace(b, kind=Kind.TEXT, level=0) if b.kind is Kind.SECTION_HEADER else b for b in found)
     if label == "title" and found:
         larger = [_size(b, content) > style.body_size * 1.01 for b in found]
@@ -196,6 +194,12 @@ def _labelled(
                 yield replace(block, kind=kind, level=0, text=_printed(block), marker="", ordered=False)
             else:
                 yield block
+
+
+def _picture(group: Group, width: float, height: float) -> bool:
+    """Whether `group` is a figure region that is a picture on the page, not a page designed as one (`PAGE_FIGURE`)."""
+    x0, y0, x1, y1 = group.bbox
+    return group.label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * width * height
 
 
 def _printed(block: Block) -> str:
