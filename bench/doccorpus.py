@@ -15,8 +15,9 @@ Six groups, scored separately because they test different things:
   spanning headers), against their cells (`tables/README.md` says where they come from, under which licence, and how
   their ground truth was made). Held out as a whole.
 - `tables-dev`: real tables for developing table mechanisms on (`tables_dev/README.md`: seven ruled pages of
-  ReportLab's user guide, BSD, a two-page Chinese table shipped in a BSD-3 npm package, and seven pages of booktabs-
-  style and partly ruled tables from booktabs' manual and R vignettes shipped in Debian), against their cells; and
+  ReportLab's user guide, BSD, a two-page Chinese table shipped in a BSD-3 npm package, seven pages of booktabs-
+  style and partly ruled tables from booktabs' manual and R vignettes shipped in Debian, and more since, four of
+  them texinfo tables with no rule at all from the Octave and R manuals), against their cells; and
   scans of four of those pages (`scan/scan_tablesdev_NAME`, against `tables_dev/NAME.md`). Dev as a whole
   (`DEV_GROUPS`): the group one may look at, file by file, where `tables` is only measured.
 

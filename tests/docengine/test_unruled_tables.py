@@ -875,3 +875,202 @@ def test_a_long_cell_set_tight_against_the_next_column_stays_in_its_row_and_colu
     # cities start: a tight fit, not a line across the columns.
     (table,) = _tables(_layout(tmp_path / "donors.pdf", lambda c: _donors(c, 0.6)))
     assert _rows(table) == [list(row) for row in DONORS]
+
+
+# Tables without rules whose cells are names (issue 34, tables with no rules at all): lowercase names and program
+# identifiers in columns (a manual's tables of functions, types and arguments, texinfo's `@multitable`), each line a
+# row of its own. What tells them from wrapped cells and code listings is the page's geometry and fonts: a line wraps
+# only when the next word would not have fitted after it in its column, and a listing has no header row in a text face
+# over its columns (tables_dev/octave_p916, octave_p1033, rintro_p42 and rexts_p199 are real pages of the kind).
+
+
+def _columns(rows: list[tuple[str, ...]], xs: tuple[float, ...], fonts: tuple[str, ...], header: str) -> Draw:
+    """`rows` under prose, the first one (the column names) in `header`, the others' columns in `fonts`, at `xs`;
+    prose again below."""
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 24
+        for k, row in enumerate(rows):
+            for j, (x, text) in enumerate(zip(xs, row, strict=True)):
+                _text(c, x, y - 13 * k, text, header if k == 0 else fonts[j])
+        _prose(c, 72, y - 13 * len(rows) - 20, 90, 3, start=36)
+
+    return draw
+
+
+#: Lowercase names in three columns, the first column as long as its widest cell: "log normal" is close enough to
+#: its column's width that "logistic" does not fit after it, and yet each line is a row (the row fills every column,
+#: as the row above does).
+SHAPES = [
+    ("Shape", "Function", "Arguments"),
+    ("circle", "circ", "radius, centre"),
+    ("ellipse", "ellip", "axes, angle"),
+    ("log normal", "lnorm", "meanlog, sdlog"),
+    ("logistic", "logis", "location, scale"),
+    ("rectangle", "rect", "width, height"),
+    ("rounded square", "rsquare", "side, radius"),
+    ("triangle", "tri", "base, apex"),
+]
+
+
+def test_lowercase_names_in_columns_keep_one_row_per_line(tmp_path: Path) -> None:
+    # At the parent every lowercase line was taken for the next line of the cell above: 8 rows read as 2.
+    draw = _columns(SHAPES, (90, 200, 280), ("Helvetica", "Courier", "Courier"), "Helvetica-Bold")
+    (table,) = _tables(_layout(tmp_path / "shapes.pdf", draw))
+    assert _rows(table) == [list(row) for row in SHAPES]
+
+
+#: A manual's table of C++ types (texinfo's @multitable: no rules): the column names in the text face, every cell an
+#: identifier in Courier, the later ones with digits.
+TYPES = [
+    ("Type", "Accessor", "Header"),
+    ("RowVector", "row_vector_value", "dRowVector.h"),
+    ("ColumnVector", "column_vector_value", "dColVector.h"),
+    ("boolMatrix", "bool_matrix_value", "boolMatrix.h"),
+    ("charMatrix", "char_matrix_value", "chMatrix.h"),
+    ("int8NDArray", "int8_array_value", "int8NDArray.h"),
+    ("int16NDArray", "int16_array_value", "int16NDArray.h"),
+    ("uint8NDArray", "uint8_array_value", "uint8NDArray.h"),
+]
+
+
+def test_identifiers_in_courier_under_column_names_in_the_text_face_are_a_table(tmp_path: Path) -> None:
+    # At the parent: a code listing by its monospace share, and rows of one kind read down (records).
+    draw = _columns(TYPES, (72, 200, 350), ("Courier",) * 3, "Helvetica")
+    (table,) = _tables(_layout(tmp_path / "types.pdf", draw))
+    assert _rows(table) == [list(row) for row in TYPES]
+
+
+#: Operators and the methods that overload them (monospace) beside a description in the text face.
+OPERATORS = [
+    ("Operation", "Method", "Description"),
+    ("a + b", "plus (a, b)", "Binary addition"),
+    ("a - b", "minus (a, b)", "Binary subtraction"),
+    ("a .* b", "times (a, b)", "Element-wise multiplication"),
+    ("a * b", "mtimes (a, b)", "Matrix multiplication"),
+    ("a < b", "lt (a, b)", "Less than"),
+    ("a <= b", "le (a, b)", "Less than or equal to"),
+    ("a:b", "colon (a, b)", "Two element range"),
+]
+
+
+def test_operators_and_method_names_beside_descriptions_are_a_table(tmp_path: Path) -> None:
+    # At the parent the two monospace columns "flowed" (lowercase after lowercase): columns of running text.
+    draw = _columns(OPERATORS, (72, 170, 280), ("Courier", "Courier", "Helvetica"), "Helvetica")
+    (table,) = _tables(_layout(tmp_path / "operators.pdf", draw))
+    assert _rows(table) == [list(row) for row in OPERATORS]
+
+
+def test_a_description_wrapped_at_its_column_width_is_still_one_cell(tmp_path: Path) -> None:
+    # The line breaks because "and" does not fit after "returns its length": the lower line goes on the cell.
+    rows = [
+        ("Name", "Description"),
+        ("nchar", "counts the characters of a string and"),
+        ("", "returns its length"),
+        ("substr", "extracts a part"),
+        ("toupper", "converts to capitals"),
+        ("paste", "joins strings"),
+    ]
+    draw = _columns(rows, (72, 160), ("Courier", "Helvetica"), "Helvetica-Bold")
+    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", draw))
+    assert _rows(table)[1] == ["nchar", "counts the characters of a string and returns its length"]
+    assert len(_rows(table)) == 5
+
+
+def test_a_code_listing_under_a_line_of_text_stays_code(tmp_path: Path) -> None:
+    # Monospace lines aligned in columns under a sentence in the text face: the sentence is one piece over no
+    # column, so no header names the columns, and the listing stays a listing.
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 24
+        _text(c, 72, y, "The loop below counts down:")
+        listing = [("mov", "ecx, 10", "; the count"), ("dec", "ecx", "; one less"), ("jnz", "loop", "; again")]
+        for k, line in enumerate(listing, start=1):
+            for x, text in zip((90, 140, 260), line, strict=True):
+                _text(c, x, y - 12 * k, text, "Courier", 9)
+        _prose(c, 72, y - 12 * 5 - 20, 90, 3, start=36)
+
+    assert _tables(_layout(tmp_path / "listing.pdf", draw)) == []
+
+
+#: Labels run to their figures with dot leaders, spaced (". . .") as statistical abstracts set them or glued ("....").
+LED = [
+    ("Robbery", "408.2", "417.1"),
+    ("Weapons; carrying, possessing, etc.", "159.8", "166.3"),
+    ("Arson", "12.3", "11.9"),
+    ("Vandalism", "270.4", "252.7"),
+]
+
+
+def test_dot_leaders_are_no_part_of_the_label_they_lead_from(tmp_path: Path) -> None:
+    # At the parent the label cell kept its leaders ("Robbery . . . . . . ."), which no reader reads as its text.
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 24
+        for k, (label, *figures) in enumerate(LED):
+            dots = " ." * (40 - len(label)) if k % 2 == 0 else "." * (60 - len(label))
+            _text(c, 72, y - 12 * k, f"{label}{'' if k % 2 == 0 else ' '}{dots}", size=9)
+            for j, figure in enumerate(figures):
+                c.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+                c.drawRightString(330 + 60 * j, y - 12 * k, figure)  # type: ignore[attr-defined]
+        _prose(c, 72, y - 12 * len(LED) - 20, 90, 3, start=36)
+
+    (table,) = _tables(_layout(tmp_path / "leaders.pdf", draw))
+    assert _rows(table) == [list(row) for row in LED]
+
+
+#: Measurements right-aligned under column names wider than their figures, numbered rows (R's data frames printed
+#: with their row names), the names reaching out over the gap towards the row numbers.
+FLOWERS = [
+    ("", "Sepal.Length", "Sepal.Width", "Petal.Length", "Species"),
+    ("1", "5.1", "3.5", "1.4", "setosa"),
+    ("2", "4.9", "3.0", "1.4", "setosa"),
+    ("3", "7.0", "3.2", "4.7", "versicolor"),
+    ("4", "6.3", "3.3", "6.0", "virginica"),
+    ("5", "5.8", "2.7", "5.1", "virginica"),
+]
+
+
+def test_column_names_wider_than_their_figures_head_their_own_columns(tmp_path: Path) -> None:
+    # At the parent "Sepal.Length" reached past the middle of the gap before it and was taken to span the row
+    # numbers' column too; the next name then shared a column with it, and the header row was lost.
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 24
+        for k, row in enumerate(FLOWERS):
+            c.setFont("Times-Roman", 10)  # type: ignore[attr-defined]
+            for x, text in zip((90, 150, 220, 290, 360), row, strict=True):
+                c.drawRightString(x, y - 12 * k, text)  # type: ignore[attr-defined]
+        _prose(c, 72, y - 12 * len(FLOWERS) - 20, 90, 3, start=36)
+
+    (table,) = _tables(_layout(tmp_path / "flowers.pdf", draw))
+    assert _rows(table) == [list(row) for row in FLOWERS]
+
+
+#: A balance sheet's two sides in one table with no rule, lowercase labels (fcolumn's manual sets its example so),
+#: under a title centred on the whole table.
+SHEET = [
+    ("properties", "31 dec 2014", "debts", "31 dec 2014"),
+    ("house", "200.000,00", "equity capital", "50.000,00"),
+    ("bank account", "-603,23", "mortgage", "150.000,00"),
+    ("savings", "28.000,00", "", ""),
+    ("cash", "145,85", "profit", "27.542,62"),
+]
+
+
+def test_a_title_centred_on_the_table_is_no_header_of_its_middle_columns(tmp_path: Path) -> None:
+    # Read as a header, "Balance sheet" spanned the two middle columns; it is the table's title, and stays text.
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 24
+        c.setFont("Helvetica-Bold", 10)  # type: ignore[attr-defined]
+        c.drawCentredString(260, y, "Balance sheet")  # type: ignore[attr-defined]
+        for k, row in enumerate(SHEET, start=1):
+            for j, text in enumerate(row):
+                c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+                if j % 2:
+                    c.drawRightString((230, 450)[j // 2], y - 13 * k, text)  # type: ignore[attr-defined]
+                else:
+                    c.drawString((72, 290)[j // 2], y - 13 * k, text)  # type: ignore[attr-defined]
+        _prose(c, 72, y - 13 * 7 - 20, 90, 3, start=36)
+
+    layout = _layout(tmp_path / "sheet.pdf", draw)
+    (table,) = _tables(layout)
+    assert _rows(table) == [list(row) for row in SHEET]
+    assert any(b.text == "Balance sheet" for b in layout.blocks if b.kind is not Kind.TABLE)

@@ -67,6 +67,8 @@ LOOSE_LINES = 3
 
 #: Trailing leader dots of a word ("offenses......", "Total . . ."): three or more (an ellipsis is three).
 _LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
+#: Leader dots ending a cell's text: four or more, so that an ellipsis ("and so on...") stays the text's.
+_LEADERS = re.compile(r"(?:[.·…]\s*){4,}$")
 #: Leading leader dots, touching the figure they lead to ("......204.5"): three or more.
 _LEADER_HEAD = re.compile(r"^(?:[.·…]\s*){3,}")
 #: A word of dots alone is a leader from this many dots (a run of ". . ." arrives as one-dot words only when the
@@ -895,7 +897,21 @@ def cell_text(words: list[Word]) -> str:
     flat = " ".join(" ".join(w.text for w in line) for line in text_lines(words))
     # Rotated header text (read bottom to top or top to bottom) joins after: its words are in drawing order.
     turned = " ".join(w.text for w in words if w.rotation != 0)
-    return f"{flat} {turned}".strip()
+    return _without_leaders(f"{flat} {turned}".strip())
+
+
+def _without_leaders(text: str) -> str:
+    """A label's text less the dot leaders it runs to its figures with ("Robbery . . . . . ." is "Robbery"): they are
+    the gap between the columns drawn in dots, no part of the label (a table of contents' entries lose theirs too:
+    `leaders`). The dot that ends the label's last word, spaced off from the leaders ("etc. . . ."), stays; a cell of
+    dots alone (a figure not available) is left as it is."""
+    tail = _LEADERS.search(text)
+    bare = text[: tail.start()].rstrip() if tail else text
+    if not tail or not bare.strip(" .·…"):
+        return text
+    if text[len(bare)] == "." and text[len(bare) + 1 : len(bare) + 2].isspace():
+        bare += "."
+    return bare
 
 
 def inked(word: Word) -> tuple[float, float] | None:

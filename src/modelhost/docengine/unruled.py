@@ -14,8 +14,13 @@ page never shows all of that at once:
 - an index: its page numbers justified three or four to a line stand one under another, but its pieces end mid-list,
   with a comma or a range's dash (`_RUNS_INTO_NEXT`);
 - display equations with their numbers: the words are set in math fonts;
-- code aligned with spaces: monospace; a chart's tick labels: cut by the chart's axes; a paper's authors: centred, or
-  records read down (each row one kind of line in all its cells: names, departments, e-mail addresses);
+- a paragraph's lines broken at its width: a line runs on into the next only where the next line's first word would
+  not have fitted after it (`_wrapped`), so a column of short lowercase names ("beta" over "binomial") or of program
+  identifiers is no running text, and a row filling every column under another is a row of its own;
+- code aligned with spaces: monospace (unless a header row in a text face names its columns); a chart's tick labels:
+  cut by the chart's axes; a paper's authors: centred, or records read down (each row one kind of line in all its
+  cells: names, departments, e-mail addresses; the kind changing from row to row, where a table's changes between
+  groups only);
 - narrow justified columns, whose stretched word spaces line up by chance: lines filling their column beside a gutter
   (a table of records fills such columns too, names and addresses of one length, but its lines hold figures:
   `_figured`).
@@ -35,7 +40,8 @@ How:
    columns or more, or zebra stripes banding the rows (`_striped`), not every column centred (centred names in
    columns are a paper's authors).
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
-   it with their spans (a header cell "Year ended" centred over two columns of figures); a header wrapped onto two
+   it with their spans (a header cell "Year ended" centred over two columns of figures; a name wider than its column
+   of figures overhangs the gap beside it without spanning the column beyond: `_reaches`); a header wrapped onto two
    lines in its own face, each piece over one column, is one row (`_stacked_header`).
 5. Two tables side by side (a list set in two halves, each under the same header) part where the header repeats
    (`_side_by_side`).
@@ -55,7 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelhost.docengine.lines import Gutter, gutters, lines
-from modelhost.docengine.tables import FoundTable, cell_text, continues, inked, rule_frames, wraps_label
+from modelhost.docengine.tables import COLUMN_GAP, FoundTable, cell_text, continues, inked, rule_frames, wraps_label
 from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: A column gap is at least this many ems of the row's font size. Word spaces are 0.25-0.33 em and justified text
@@ -103,6 +109,15 @@ MATH_SHARE = 0.5
 #: A run this share of whose words are monospace is a code listing with its comments aligned, not a table (the share
 #: `tables` uses for a framed listing).
 CODE_SHARE = 0.8
+#: A line ran on into the next only when the next line's first word would not have fitted after it: the narrowest
+#: word space a line breaker allows, in ems of the type size (TeX shrinks its 0.333 em space to 0.222 em; Word and
+#: LibreOffice set 0.25-0.28 em). A cell that stops short of its column's widest line by more than that space and the
+#: next word was not wrapped: it ended, and the line below is a row of its own ("beta" over "binomial").
+WRAP_SPACE_EM = 0.2
+#: Row pairs whose kind of line (`_records`) must change for the rows to be records read down: every line of a
+#: paper's author block differs from the one above (a name, a department, an address, an e-mail); a table's rows
+#: change kind only between groups (identifiers without digits, then with: "Matrix" over "int8NDArray").
+RECORD_CHANGES = 0.5
 #: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
 MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
@@ -136,6 +151,10 @@ _MARKER = re.compile(r"^(?:[•·▪◦‣●○■□➢►▶✓✔\-–—*\u
 #: A piece of text that runs on into the next: it ends with a comma or a range's dash ("26, 88," or "167–", an index's
 #: page numbers broken wherever the justified line ends). A table's cells are whole: a figure, a name, a phrase.
 _RUNS_INTO_NEXT = re.compile(r"\S[,–]$")
+#: A name from a program (`bool_matrix_value`, `boolMatrix`, `int8NDArray`, `dMatrix.h`): an underscore, a digit, a
+#: capital after a lowercase letter or a dot between letters in its first word. Running text goes on with words; a
+#: column of such names under one another is a table's, each its own cell.
+_IDENTIFIER = re.compile(r"^\S*(?:_|\d|[a-z][A-Z]|[A-Za-z]\.[A-Za-z])")
 #: A word that is nothing but an equation number, "(12)" or "(3a)".
 _EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 
@@ -605,17 +624,22 @@ def _evidence(
     if sum(1 for i in every if words[i].math) > MATH_SHARE * len(every):
         return False  # display equations, their numbers aligned at the right
     if sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every) and not (
-        banded and _font_header(grid, words)
+        (banded or _text_header(grid, words)) and _font_header(grid, words)
     ):
         # a code listing aligned with spaces (the ruled tables' rule, `tables._table`); a monospaced table's header
-        # row stands in another face on a shaded band of its own (a listing's shading, if any, lies behind it all)
+        # row stands in another face on a shaded band of its own (a listing's shading, if any, lies behind it all),
+        # or in a text face over its columns (a listing's lines are all monospace, its comments too)
         return False
     if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
         return False  # equations in a text font, numbered
     filled = [t for cells in column for t in cells]
     if 2 * sum(1 for t in filled if _RUNS_INTO_NEXT.search(t)) >= len(filled):
         return False  # a list run on across the lines (an index's page numbers, justified): its pieces end mid-list
-    prose = sum(1 for cells in column if cells and (_flows(cells) or _long(cells)))
+    ids = [[cells[c] for cells in plain if cells[c]] for c in range(cols)]
+    rights = _rights(plain, words)
+    prose = sum(
+        1 for c, cells in enumerate(column) if cells and (_flows(cells, ids[c], words, rights[c]) or _long(cells))
+    )
     if 2 * prose >= cols:
         return False  # columns of running text (two columns of prose, a sidebar, a glossary's definitions)
     pitches = [b.y0 - a.y0 for a, b in itertools.pairwise(body)]
@@ -701,7 +725,9 @@ def _records(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
         if len(kind) > 1:
             return False
         kinds.extend(kind)
-    return len(set(kinds[1:])) >= 2
+    below = kinds[1:]
+    changes = sum(1 for a, b in itertools.pairwise(below) if a != b)
+    return len(set(below)) >= 2 and changes >= RECORD_CHANGES * (len(below) - 1)
 
 
 def _centred(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
@@ -728,13 +754,51 @@ def _long(cells: list[str]) -> bool:
     return statistics.median(len(t.split()) for t in cells) >= PROSE_WORDS
 
 
-def _flows(cells: list[str]) -> bool:
+def _flows(cells: list[str], ids: list[list[int]], words: Sequence[Word], right: float) -> bool:
     """Whether a column's text runs on from cell to cell, as the lines of a paragraph do (a sidebar's phrases
     broken over lines: "Implement roles and" / "separation of duties"): in at least half of its consecutive pairs,
-    and at least twice. A table's cells start afresh; its wrapped cells were joined (`_joined`) before this."""
-    pairs = list(itertools.pairwise(cells))
-    runs_on = sum(1 for a, b in pairs if continues(a, b))
+    and at least twice. A table's cells start afresh; its wrapped cells were joined (`_joined`) before this. `ids`
+    are the cells' words and `right` the column's right end: a cell runs on only where it fills its line
+    (`_filled`) and was wrapped (`_wrapped`), so a column of lowercase names ("beta", "binom") does not flow."""
+    pairs = list(itertools.pairwise(zip(cells, ids, strict=True)))
+    left = min((words[i].x0 for cell in ids for i in cell), default=right)
+    runs_on = sum(
+        1
+        for (a, u), (b, v) in pairs
+        if continues(a, b)
+        and not _IDENTIFIER.match(b)
+        and _filled(u, words, left, right)
+        and _wrapped(u, v, words, right)
+    )
     return runs_on >= 2 and 2 * runs_on >= len(pairs)
+
+
+def _filled(cell: list[int], words: Sequence[Word], left: float, right: float) -> bool:
+    """Whether a cell's line is one of running text by its shape: two words or more (no one sets prose a word to a
+    line: a column a word wide is a list of names), reaching across `FULL_LINE` of its column (left to right), as a
+    wrapped line of a paragraph does."""
+    return len(cell) >= 2 and max(words[i].x1 for i in cell) - left >= FULL_LINE * (right - left)
+
+
+def _rights(grid: list[list[list[int]]], words: Sequence[Word]) -> list[float]:
+    """Each column's right end: where its widest line ends (a cell's text wraps at its column's width, which is at
+    least that)."""
+    cols = len(grid[0]) if grid else 0
+    return [max((words[i].x1 for cells in grid for i in cells[c]), default=float("inf")) for c in range(cols)]
+
+
+def _wrapped(upper: list[int], lower: list[int], words: Sequence[Word], right: float) -> bool:
+    """Whether the line of `upper` (a cell's words) was broken before `lower`'s first word because that word did not
+    fit after it within the column's right end `right` (`WRAP_SPACE_EM` of space between): a line breaker moves a
+    word down only when it does not fit. A line ending in a hyphen was broken inside a word, which may fit whole."""
+    if not upper or not lower:
+        return False
+    last = max((words[i] for i in upper), key=lambda w: w.x1)
+    first = min((words[i] for i in lower), key=lambda w: w.x0)
+    if last.text.endswith(("-", "\u00ad")):
+        return True
+    space = WRAP_SPACE_EM * (last.size or last.height)
+    return last.x1 + space + (first.x1 - first.x0) > right
 
 
 def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequence[Word], fixed: int) -> None:
@@ -746,6 +810,7 @@ def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequen
     own fills its label, or every other column (the rows under a group named once in the first column). `members`
     (each grid row's rows) follows."""
     labelled = sum(1 for cells in grid[fixed:] if cells[0])
+    rights = _rights(grid[fixed:], words)
     r = fixed + 1
     while r < len(grid):
         above, row = grid[r - 1], grid[r]
@@ -761,7 +826,15 @@ def _joined(grid: list[list[list[int]]], members: list[list[int]], words: Sequen
             and all(a and not _NUMBER.match(a) and not _NUMBER.match(b) for a, b in filled)
         )
         wraps = wraps_label([a for a, _ in texts], [b for _, b in texts])
-        if filled and (hangs or wraps or all(a and continues(a, b) for a, b in filled)):
+        # every cell wrapped at once, in a row filling every column under another: rows of short lowercase names
+        # ("log-normal" | "lnorm" | "meanlog, sdlog" over "logistic" | "logis" | ...), each line a row of its own
+        full = all(above) and all(row)
+        runs_on = not full and all(
+            a and continues(a, b) and _wrapped(above[c], row[c], words, rights[c])
+            for c, (a, b) in enumerate(texts)
+            if b
+        )
+        if filled and (hangs or wraps or runs_on):
             for c, cell in enumerate(row):
                 above[c].extend(cell)
             members[r - 1].extend(members[r])
@@ -777,6 +850,13 @@ def _font_header(grid: list[list[list[int]]], words: Sequence[Word]) -> bool:
     if not first or not rest:
         return False
     return _face(first, words) != _face(rest, words)
+
+
+def _text_header(grid: list[list[list[int]]], words: Sequence[Word]) -> bool:
+    """Whether the first row names two columns or more in a text face (no monospace word): column names over a
+    table of identifiers ("Type", "Function", "Source Code" over C++ names)."""
+    first = [cell for cell in grid[0] if cell]
+    return len(first) >= 2 and not any(words[i].monospace for cell in first for i in cell)
 
 
 def _face(ids: list[int], words: Sequence[Word]) -> tuple[bool, str, float]:
@@ -814,7 +894,7 @@ def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tu
                 out[:0] = pending
                 pending = []
         elif _spans(row, words, run.separators) is not None and (
-            row.segments >= 2 or row.x0 > sum(run.separators[0]) / 2
+            row.segments >= 2 or (row.x0 > sum(run.separators[0]) / 2 and not _title(row, run))
         ):
             out[:0] = [k, *pending]
             pending = []
@@ -826,9 +906,19 @@ def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tu
     return out, spanning
 
 
+def _title(row: _Row, run: _Run) -> bool:
+    """Whether a lone piece of text over the run is centred on it (within `tables.COLUMN_GAP`): the table's title set
+    inside it ("Balance sheet" over a statement's two sides), as the ruled finder reads a short centred line, not
+    a group's header, which is centred over the columns it names."""
+    return abs((row.x0 + row.x1) / 2 - (run.x0 + run.x1) / 2) <= COLUMN_GAP
+
+
 def _spans(row: _Row, words: Sequence[Word], separators: list[tuple[float, float]]) -> list[tuple[int, int]] | None:
     """A header row's cells as column ranges [start, end): each segment covers the columns its extent reaches into;
-    None when two segments share a column. Columns no segment covers are cells of their own (empty)."""
+    None when two segments share a column. Columns no segment covers are cells of their own (empty). A segment
+    reaching past a column gap's middle covers the column beyond only if it reaches that column's words too (the
+    separators run from one column's widest cell to the next one's): a header wider than its column of right-aligned
+    figures ("Sepal.Length" over "5.1") overhangs into the gap before it, not into the column of row numbers there."""
     bounds = [(a + b) / 2 for a, b in separators]
     segments: list[tuple[float, float]] = []
     for i in sorted(row.words, key=lambda i: words[i].x0):
@@ -842,6 +932,11 @@ def _spans(row: _Row, words: Sequence[Word], separators: list[tuple[float, float
     for x0, x1 in segments:
         start = sum(1 for b in bounds if x0 > b)
         end = sum(1 for b in bounds if x1 > b) + 1
+        # trimmed to the columns whose words it reaches (column c runs from separator c-1's end to separator c's
+        # start), unless that leaves none (a segment inside a gap)
+        reached = [c for c in range(start, end) if _reaches(x0, x1, separators, c)]
+        if reached:
+            start, end = reached[0], reached[-1] + 1
         if start < col:
             return None
         out.extend((c, c + 1) for c in range(col, start))
@@ -849,3 +944,11 @@ def _spans(row: _Row, words: Sequence[Word], separators: list[tuple[float, float
         col = end
     out.extend((c, c + 1) for c in range(col, len(bounds) + 1))
     return out
+
+
+def _reaches(x0: float, x1: float, separators: list[tuple[float, float]], c: int) -> bool:
+    """Whether the x range (x0, x1) overlaps column `c`'s words: from the end of the separator before it to the start
+    of the one after it."""
+    lo = separators[c - 1][1] if c > 0 else float("-inf")
+    hi = separators[c][0] if c < len(separators) else float("inf")
+    return min(x1, hi) > max(x0, lo)
