@@ -1074,3 +1074,34 @@ def test_a_title_centred_on_the_table_is_no_header_of_its_middle_columns(tmp_pat
     (table,) = _tables(layout)
     assert _rows(table) == [list(row) for row in SHEET]
     assert any(b.text == "Balance sheet" for b in layout.blocks if b.kind is not Kind.TABLE)
+
+
+#: A statistical table's two-level header: each group's name centred over its three columns of right-aligned figures
+#: (narrower than the three together, so its ends reach only two of them), the years under it.
+GROUPS = ("Total arrests", "Under 18 years", "Rate per 100,000")
+
+
+def test_a_groups_header_centred_over_three_columns_spans_all_three(tmp_path: Path) -> None:
+    # At the parent "Total arrests" spanned the two columns its ends reached, and the third's header cell was empty.
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        for g, name in enumerate(GROUPS):
+            left = 240 + 100 * g
+            c.setFont("Helvetica", 8)  # type: ignore[attr-defined]
+            c.drawCentredString(left + 43, y, name)  # type: ignore[attr-defined]
+            for j, year in enumerate(("2000", "2005", "2009")):
+                _right(c, left + 28 + 31 * j, y - 10, year, size=8)
+        _text(c, 72, y - 10, "Offense charged", size=8)
+        for k, label in enumerate(("Total", "Robbery", "Arson", "Vandalism", "Fraud")):
+            _text(c, 72, y - 22 - 10 * k, label, size=8)
+            for j in range(9):
+                _right(
+                    c, 240 + 100 * (j // 3) + 28 + 31 * (j % 3), y - 22 - 10 * k, f"{100 + 37 * k + j:,}.{j}", size=8
+                )
+        _prose(c, 72, y - 90, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "groups.pdf", draw))
+    rows = _rows(table)
+    assert rows[0] == ["", *(name for name in GROUPS for _ in range(3))]
+    assert rows[1] == ["Offense charged", *(["2000", "2005", "2009"] * 3)]
+    assert len(rows) == 7

@@ -114,6 +114,9 @@ CODE_SHARE = 0.8
 #: LibreOffice set 0.25-0.28 em). A cell that stops short of its column's widest line by more than that space and the
 #: next word was not wrapped: it ended, and the line below is a row of its own ("beta" over "binomial").
 WRAP_SPACE_EM = 0.2
+#: A group's header is widened over the free columns beside it only when that centres it better by more than this
+#: many points (`_centred_span`): centring is set to a point or so; a header already centred on its span stays.
+CENTRE_SLACK = 2.0
 #: Row pairs whose kind of line (`_records`) must change for the rows to be records read down: every line of a
 #: paper's author block differs from the one above (a name, a department, an address, an e-mail); a table's rows
 #: change kind only between groups (identifiers without digits, then with: "Matrix" over "int8NDArray").
@@ -540,7 +543,7 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     cells: list[Cell] = []
     for r, (group, by_col) in enumerate(zip(groups, cells_words, strict=True)):
         top, bottom = rows[group[0]].y0, max(rows[k].y1 for k in group)
-        spans = _spans(rows[group[0]], words, separators) if group[0] in spanning else None
+        spans = _spans(rows[group[0]], words, separators, (run.x0, run.x1)) if group[0] in spanning else None
         for start, end in spans or [(c, c + 1) for c in range(cols)]:
             cells.append(
                 Cell(
@@ -913,12 +916,20 @@ def _title(row: _Row, run: _Run) -> bool:
     return abs((row.x0 + row.x1) / 2 - (run.x0 + run.x1) / 2) <= COLUMN_GAP
 
 
-def _spans(row: _Row, words: Sequence[Word], separators: list[tuple[float, float]]) -> list[tuple[int, int]] | None:
+def _spans(
+    row: _Row,
+    words: Sequence[Word],
+    separators: list[tuple[float, float]],
+    extent: tuple[float, float] | None = None,
+) -> list[tuple[int, int]] | None:
     """A header row's cells as column ranges [start, end): each segment covers the columns its extent reaches into;
     None when two segments share a column. Columns no segment covers are cells of their own (empty). A segment
     reaching past a column gap's middle covers the column beyond only if it reaches that column's words too (the
     separators run from one column's widest cell to the next one's): a header wider than its column of right-aligned
-    figures ("Sepal.Length" over "5.1") overhangs into the gap before it, not into the column of row numbers there."""
+    figures ("Sepal.Length" over "5.1") overhangs into the gap before it, not into the column of row numbers there.
+    Given the table's `extent` (left, right), a group's header over two columns or more spans the free columns beside
+    it too where that centres it over its columns (`_centred_span`): "Total arrests" centred over three columns of
+    right-aligned figures reaches only two of them."""
     bounds = [(a + b) / 2 for a, b in separators]
     segments: list[tuple[float, float]] = []
     for i in sorted(row.words, key=lambda i: words[i].x0):
@@ -939,11 +950,46 @@ def _spans(row: _Row, words: Sequence[Word], separators: list[tuple[float, float
             start, end = reached[0], reached[-1] + 1
         if start < col:
             return None
-        out.extend((c, c + 1) for c in range(col, start))
         out.append((start, end))
         col = end
-    out.extend((c, c + 1) for c in range(col, len(bounds) + 1))
-    return out
+    if extent is not None:  # left to right, each seeing its left neighbour's widened span
+        for k, segment in enumerate(segments):
+            if out[k][1] - out[k][0] >= 2:
+                out[k] = _centred_span(segment, out, k, separators, extent)
+    cells: list[tuple[int, int]] = []
+    col = 0
+    for start, end in out:
+        cells.extend((c, c + 1) for c in range(col, start))
+        cells.append((start, end))
+        col = end
+    cells.extend((c, c + 1) for c in range(col, len(bounds) + 1))
+    return cells
+
+
+def _centred_span(
+    segment: tuple[float, float],
+    spans: list[tuple[int, int]],
+    k: int,
+    separators: list[tuple[float, float]],
+    extent: tuple[float, float],
+) -> tuple[int, int]:
+    """Segment `k`'s span (`spans[k]`) widened over the columns free beside it (up to its neighbours' spans) to the
+    range whose words' extent it is centred over best: a group's header is centred over the columns it names (as
+    `tables` reads a band's header between vertical rules). Only a centring better by more than `CENTRE_SLACK`
+    counts: a span it is already centred on stays. Column c's words run from separator c-1's end to separator c's
+    start; the first and last columns end at the table's `extent`."""
+    start, end = spans[k]
+    low = spans[k - 1][1] if k > 0 else 0
+    high = spans[k + 1][0] if k + 1 < len(spans) else len(separators) + 1
+    middle = (segment[0] + segment[1]) / 2
+
+    def off(s: int, e: int) -> float:
+        left = separators[s - 1][1] if s > 0 else extent[0]
+        right = separators[e - 1][0] if e - 1 < len(separators) else extent[1]
+        return abs((left + right) / 2 - middle)
+
+    best = min(((s, e) for s in range(low, start + 1) for e in range(end, high + 1)), key=lambda r: off(*r))
+    return best if off(*best) < off(start, end) - CENTRE_SLACK else (start, end)
 
 
 def _reaches(x0: float, x1: float, separators: list[tuple[float, float]], c: int) -> bool:
