@@ -877,6 +877,27 @@ def test_a_long_cell_set_tight_against_the_next_column_stays_in_its_row_and_colu
     assert _rows(table) == [list(row) for row in DONORS]
 
 
+def test_a_long_cell_one_word_space_from_the_next_column_stays_in_its_row_and_column(tmp_path: Path) -> None:
+    # One word space (Helvetica's is 0.278 em) between the longest name and its city, as wide as the spaces inside
+    # the name, and each amount set half an em before its currency: only where the tight space ends, at the cities'
+    # left edge, says the column starts there. At the parent the row ended the table (the space was not its widest).
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    def draw(c: object) -> None:
+        y = _prose(c, 72, 780, 90, 3) - 30
+        city = 72 + stringWidth(DONORS[4][0], "Helvetica", 9) + 0.278 * 9
+        for k, (name, town, amount) in enumerate(DONORS):
+            font = "Helvetica-Bold" if k == 0 else "Helvetica"
+            _text(c, 72, y - 11 * k, name, font, 9)
+            _text(c, city, y - 11 * k, town, font, 9)
+            _right(c, city + 110, y - 11 * k, amount, font, 9)
+            _text(c, city + 110 + 4.5, y - 11 * k, "Currency" if k == 0 else "USD", font, 9)
+        _prose(c, 72, y - 11 * len(DONORS) - 20, 90, 3, start=40)
+
+    (table,) = _tables(_layout(tmp_path / "donors.pdf", draw))
+    assert [row[:2] for row in _rows(table)] == [list(row[:2]) for row in DONORS]
+
+
 # Tables without rules whose cells are names (issue 34, tables with no rules at all): lowercase names and program
 # identifiers in columns (a manual's tables of functions, types and arguments, texinfo's `@multitable`), each line a
 # row of its own. What tells them from wrapped cells and code listings is the page's geometry and fonts: a line wraps

@@ -430,15 +430,13 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
 
 
 def _tight(row: _Row, a: float, b: float) -> bool:
-    """Whether `row` fills the separator (a, b) only by a tight fit: a long cell runs into it, and the widest space
-    of the row, narrower than a column gap, ends where the next column's cells start (within `FLUSH_EM`): "Washington-
-    Montgomery, Alexandra" set against "Philadelphia" in a dense list. The separator stays as the other rows make it."""
-    if not row.spaces:
-        return False
-    k = max(range(len(row.spaces)), key=lambda n: row.spaces[n][1] - row.spaces[n][0])
-    start, end, size = row.spaces[k]
-    others = [t - f for n, (f, t, _) in enumerate(row.spaces) if n != k]
-    return a < start and abs(end - b) <= FLUSH_EM * size and all(w < end - start for w in others)
+    """Whether `row` fills the separator (a, b) only by a tight fit: a long cell runs into it, and a space of the row,
+    narrower than a column gap, ends where the next column's cells start (within `FLUSH_EM`): "Washington-Montgomery,
+    Alexandra" set against "Philadelphia" in a dense list, or "RODRIGUEZ PINGITORE" one word space from "CLAUDIA
+    MONICA" (as wide as the spaces inside the names, so only where it ends tells it). A line across the columns is no
+    such row: it closes the run's other separators too (`_keeps` lets a row fill one by a tight fit). The separator
+    stays as the other rows make it."""
+    return any(a < f and abs(t - b) <= FLUSH_EM * size for f, t, size in row.spaces)
 
 
 def _runs(rows: list[_Row]) -> list[_Run]:
