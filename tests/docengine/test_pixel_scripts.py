@@ -147,6 +147,40 @@ def test_latin_words_inside_another_script_read_as_latin_in_their_place(
     assert cer(expected, text) <= 0.05, text  # each in its logical place: a Latin word out of order is far above
 
 
+#: Korean sets a Latin word or code in brackets between a noun and its particle, with no space on either side: the
+#: gaps around the Latin word hold Hangul, which the bundled recogniser cannot read.
+KOREAN_GLUED = [
+    "이번 보고서는 세계보건기구(WHO)가 발표한 자료를",
+    "바탕으로 유행(Pandemic)의 단계와 분석 도구(Python)를",
+    "설명하며 분류 코드(U07.1)는 부록에 실었다",
+]
+#: A Korean page with a line that starts in Latin: the bundled recogniser reads its Latin words sure and leaves the
+#: syllables after them out ("(Measurable Risk)"), so its reading of that line looks Latin.
+KOREAN_LATIN_FIRST = [*KOREAN, "(Measurable Risk)을 보장한다"]
+
+
+@needs_models
+@needs_font
+def test_latin_words_glued_to_korean_syllables_read_as_latin(reader: PixelReader) -> None:
+    text = text_of(reader, script_page(KOREAN_GLUED, korean=True))
+    expected = " ".join(KOREAN_GLUED)
+    # Before: each Latin run was read by the Korean model alone ("(WHO)" as "(/10)", "U07.1" as "007.1"): the
+    # stretch read again by the bundled recogniser ran out to the spaces, over Hangul it has no letters for.
+    assert [w for w in ("WHO", "Pandemic", "Python", "U07") if w not in text] == [], text
+    assert cer(expected, text) <= 0.05, text
+
+
+@needs_models
+@needs_font
+def test_a_korean_line_starting_in_latin_keeps_its_syllables(reader: PixelReader) -> None:
+    text = text_of(reader, script_page(KOREAN_LATIN_FIRST, korean=True))
+    expected = " ".join(KOREAN_LATIN_FIRST)
+    # Before: the bundled recogniser's sure Latin reading of the last line was kept, "(Measurable Risk)", its
+    # syllables lost.
+    assert [w for w in ("Measurable", "Risk", "보장한다") if w not in text] == [], text
+    assert cer(expected, text) <= 0.05, text
+
+
 def mixed_page(blocks: list[tuple[list[str], str]]) -> np.ndarray:
     """A letter page at 150 DPI of paragraphs in turn, each `(lines, how)`: "rtl" right-aligned in DejaVu Sans,
     "korean" in the CJK font, else left-aligned in DejaVu Sans."""

@@ -50,7 +50,15 @@ from modelhost.backends.ocr import orientation, rapid
 from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
 from modelhost.backends.ocr.pixelrules import find_rulings, ruled_grid
 from modelhost.backends.ocr.scantable import table_runs
-from modelhost.backends.ocr.scripts import BUNDLED, LINE_CONF, SAMPLE_LINES, Choice, ScriptReader
+from modelhost.backends.ocr.scripts import (
+    BUNDLED,
+    CHOOSE_CONF,
+    LINE_CONF,
+    SAMPLE_LINES,
+    Choice,
+    ScriptReader,
+    script_letters,
+)
 from modelhost.docengine.analyse import LABEL_WORDS
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
@@ -408,14 +416,20 @@ class PixelReader:
         for index in lines:
             text, score = read.get(index, ("", 0.0))
             doubtful = _doubtful(text, score)
-            if (doubtful or not _latin(text)) and detection.script is not None and self._scripts is not None:
+            if detection.script is not None and self._scripts is not None:
                 # each line in the model that reads it (scripts.read_line: a page may mix two scripts), the last
-                # line's tried first, as a paragraph's lines share one
+                # line's tried first, as a paragraph's lines share one. A line the bundled recogniser reads sure and
+                # Latin is read too, and given up only where the script model reads it as sure, with its own letters
+                # in it: the bundled one leaves out the letters it has not got and is sure of the rest (a Korean
+                # line "... 현재 '코로나바이러스감염" came out "2020.3.30.0“" at 0.95), and a URL stays Latin.
+                sure = not doubtful and _latin(text)
                 crop = crops[index] if index in crops else _crop(detection.image, detection.quads[index])
                 first = (model, detection.script.model)
-                other, confidence, model = self._scripts.read_line(crop, first, self._latin)
-                if confidence >= LINE_CONF and any(c.isalnum() for c in other):
-                    text, score, doubtful = other, confidence / 100, False
+                other, confidence, chosen = self._scripts.read_line(crop, first, self._latin)
+                if not sure or (confidence >= CHOOSE_CONF and script_letters(other)):
+                    model = chosen
+                    if confidence >= LINE_CONF and any(c.isalnum() for c in other):
+                        text, score, doubtful = other, confidence / 100, False
             if doubtful:
                 self.unreadable_lines += 1
             if text.strip() and score >= TEXT_SCORE:

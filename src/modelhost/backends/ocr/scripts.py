@@ -24,7 +24,11 @@ How a line of such a page is read (pixels.PixelReader.recognise, each line the b
   page, a Greek line on an Arabic one);
 - word by word where the model doubts a word (latin_spans): the stretch of pixels between the word gaps around it
   is read by the bundled recogniser, whose confident Latin reading takes its place, in logical order ("Python"
-  inside an Arabic line stays left to right where it was typed).
+  inside an Arabic line stays left to right where it was typed); where a Latin word is glued to the script's
+  letters with no space (Korean's "세계보건기구(WHO)가"), the stretch is cut at the syllables the model is sure of.
+A line the bundled recogniser reads sure and Latin on such a page is read by the script model too, and taken from it
+where that reads letters of its script in it, sure (pixels.PixelReader.recognise): the bundled recogniser leaves
+out the letters it has not got and is sure of the rest.
 """
 
 from __future__ import annotations
@@ -204,9 +208,12 @@ def _logical(drawn: str) -> str:
 def _joined(words: Sequence[TessWord], texts: Sequence[str] | None = None) -> str:
     # The line's text from its words in reading order: two neighbours are one word when no blank lies between them
     # on the page (Tesseract cuts Korean words into syllables with none between them). The blank between two
-    # neighbours is counted at the left of the one drawn on the right.
+    # neighbours is counted at the left of the one drawn on the right. A word emptied by latin_spans (its stretch's
+    # reading stands at the first word inside it) brings no blank of its own.
     out = ""
     for k, word in enumerate(words):
+        if texts is not None and not texts[k]:
+            continue
         if k:
             prev = words[k - 1]
             right = word if word.x0 >= prev.x0 else prev
@@ -232,10 +239,25 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
             else:
                 runs.append([k])
     stretches: list[tuple[int, int]] = []
-    for span in runs + [[k] for run in runs if len(run) > 1 for k in run]:
-        found = _stretch(crop, words, span)
+    spans = runs + [[k] for run in runs if len(run) > 1 for k in run]
+    # Each span's stretch out to the word gaps, then (used only where that one fails) its stretch cut at the
+    # script letters glued to it (_stretch's `glued`), before the next span's: Korean sets a Latin word in brackets
+    # between a noun and its particle with no space, "세계보건기구(WHO)가", so the gaps hold Hangul the bundled
+    # recogniser cannot read. Only a span holding a foreign word (_foreign) is cut so, less the syllables it ends in
+    # (_trimmed): a doubted syllable alone ("의") is no Latin word.
+    glued: set[tuple[int, int]] = set()
+    inner = [_trimmed(words, span) for span in spans]
+    candidates = [
+        (part, cut)
+        for span, core in zip(spans, inner, strict=True)
+        for part, cut in [(span, False), (core, True)]
+        if not cut or any(_foreign(words[k]) for k in core)
+    ]
+    for span, cut in candidates:
+        found = _stretch(crop, words, span, cut)
         if found is not None and found not in stretches:
             stretches.append(found)
+            glued.update([found] if cut else [])
     texts, scores = latin([np.ascontiguousarray(crop[:, a:b]) for a, b in stretches]) if stretches else ([], [])
     replaced: dict[int, tuple[str, float]] = {}
     for (a, b), text, score in zip(stretches, texts, scores, strict=False):
@@ -243,7 +265,18 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
         inside = [k for k, w in enumerate(words) if a <= (w.x0 + w.x1) / 2 < b]
         if not inside or any(k in replaced for k in inside) or score < LATIN_SCORE or not _latin_letters(text):
             continue
-        if len(inside) > 1 and any(words[k].confidence >= KEEP_CONF and _script_letters(words[k].text) for k in inside):
+        if (a, b) in glued:
+            # Cut at glued syllables, the stretch may still hold syllables of the script (Tesseract's box of a
+            # misread Latin word reaches over the particle after it), which the bundled recogniser leaves out
+            # silently: it read "(U00~U99)에 해" as "(U00~U99)". So only the foreign words inside give way, and a
+            # stray letter (_stray: "Python" read "(6/0", "ㅁ", "700)"); every syllable stays where it stands. And
+            # the reading must hold a Latin letter: figures alone ("10)") are no Latin word the model missed.
+            inside = [k for k in inside if not script_letters(words[k].text) or _stray(words[k].text)]
+            if not inside or not any(c.isalpha() for c in text):
+                continue
+        elif len(inside) > 1 and any(
+            words[k].confidence >= KEEP_CONF and script_letters(words[k].text) for k in inside
+        ):
             continue  # a word the script model reads well is no part of a Latin word beside it
         replaced[inside[0]] = (text, score * 100)
         replaced.update({k: ("", score * 100) for k in inside[1:]})
@@ -252,10 +285,42 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
     return _joined(words, pieces), sum(confidences) / len(confidences)
 
 
-def _stretch(crop: np.ndarray, words: Sequence[TessWord], span: Sequence[int]) -> tuple[int, int] | None:
+def _foreign(word: TessWord) -> bool:
+    # A word the script model doubts (under KEEP_CONF) and reads with none of its own letters: a Latin word or code
+    # it misread ("(WHO)" as "(/10)" at 16). A number it nearly trusts ("1695" at 89) is not: Tesseract may box the
+    # syllable beside it over its first figure, and a stretch cut at that box takes the figure off.
+    return word.confidence < KEEP_CONF and not script_letters(word.text)
+
+
+def _stray(text: str) -> bool:
+    # A word of letters that stand in no word alone: Hangul's jamo, which Korean writes only inside syllable blocks
+    # (a block is one character of its own, "HANGUL SYLLABLE ..."); Tesseract's Korean model reads a Latin letter
+    # it cannot place as one ("h" of "Python" as "ㅁ").
+    return all(unicodedata.name(c, "").startswith("HANGUL LETTER") for c in text if c.isalpha())
+
+
+def _trimmed(words: Sequence[TessWord], span: Sequence[int]) -> list[int]:
+    # A run of doubted words less the syllables at its ends the script model still reads in its own letters at
+    # KEEP_CONF: the particle glued after a Latin word ("Risk)을", "을" at 83, boxed inside "Risk)"'s box) is no part
+    # of it, and the stretch is cut at it.
+    span = list(span)
+    while span and words[span[0]].confidence >= KEEP_CONF and script_letters(words[span[0]].text):
+        span.pop(0)
+    while span and words[span[-1]].confidence >= KEEP_CONF and script_letters(words[span[-1]].text):
+        span.pop()
+    return span
+
+
+def _stretch(
+    crop: np.ndarray, words: Sequence[TessWord], span: Sequence[int], glued: bool = False
+) -> tuple[int, int] | None:
     """The columns of a BGR line crop from the word gap before a run of its words to the word gap after it: a
     white stretch at least a fifth of the line's height wide (a space is a quarter to a third of an em; the gaps
-    between the letters of a word, a few pixels), or the crop's end. None when that holds nothing."""
+    between the letters of a word, a few pixels), or the crop's end. None when that holds nothing.
+
+    With `glued`, the stretch stops short of any neighbour the script model reads in its own letters at KEEP_CONF
+    or more (a syllable glued to a bracketed Latin word): its box bounds the stretch, as a gap would. None when no
+    such neighbour lies inside the stretch (the stretch without `glued` is the same)."""
     height, width = crop.shape[:2]
     x0, x1 = min(words[k].x0 for k in span), max(words[k].x1 for k in span)
     # Tesseract's box of a word it misread can reach over a neighbour (an Arabic line's "Python" boxed across the
@@ -277,11 +342,20 @@ def _stretch(crop: np.ndarray, words: Sequence[TessWord], span: Sequence[int]) -
     stop = max(x1 - gap, start)
     while stop < width and not (stop + gap <= width and blank[stop : stop + gap].all()):
         stop += 1
+    if glued:
+        kept = [w for w in others if w.confidence >= KEEP_CONF and script_letters(w.text)]
+        cut = (
+            max([w.x1 for w in kept if w.x0 + w.x1 < 2 * middle and w.x1 > start] + [start]),
+            min([w.x0 for w in kept if w.x0 + w.x1 >= 2 * middle and w.x0 < stop] + [stop]),
+        )
+        if cut == (start, stop) or cut[1] <= cut[0]:
+            return None
+        start, stop = cut
     return (start, stop) if ink[:, start:stop].any() else None
 
 
-def _script_letters(text: str) -> bool:
-    # Letters of a script other than Latin (the script model's own).
+def script_letters(text: str) -> bool:
+    """Whether the text has a letter of a script other than Latin (a script model's own)."""
     return any(c.isalpha() and not unicodedata.name(c, "").startswith("LATIN") for c in text)
 
 
