@@ -22,8 +22,8 @@ from PIL import Image
 
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader
-from modelhost.backends.ocr.scantable import table_block
-from modelhost.docengine.types import Block, Kind, Word
+from modelhost.backends.ocr.scantable import refined, table_block
+from modelhost.docengine.types import Block, Cell, Kind, Segment, Table, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
 READ_DPI = 150
@@ -75,6 +75,9 @@ def table_page(
     pitch: float = 18.0,
     tight: bool = False,
     left: float = COLUMNS[0],
+    header: list[str] | None = None,
+    divider: int = 0,
+    gap: float = 12.0,
 ) -> np.ndarray:
     """A Letter page holding one table, rasterised at `dpi`: `rules` is "grid" (every row and column ruled),
     "rows" (horizontal rules only, between all rows), "booktabs" (a rule above and under the header and one under
@@ -82,7 +85,9 @@ def table_page(
     `band`, the header row is set white on a band shaded that grey, and the rules start under it (a report's coloured
     header row). `rows` replaces ROWS; a cell's "\n" wraps it. Rows are `pitch` points apart (plus 1.2 sizes a
     wrapped line); 18 is a spread table, LaTeX sets 10 point rows 12 apart. With `tight`, each column is as wide as
-    its widest cell and 12 points more (LaTeX's `\tabcolsep` on both sides), not at COLUMNS, from `left` on."""
+    its widest cell and `gap` points more (LaTeX's `\tabcolsep` on both sides: 12), not at COLUMNS, from `left` on.
+    `header` replaces HEADER (tight columns only); with `divider`, a vertical rule runs between the rules before column
+    `divider` (a booktabs table whose column groups are parted by one rule)."""
     from reportlab.lib.pagesizes import letter
     from reportlab.pdfgen import canvas as pdfcanvas
 
@@ -92,12 +97,13 @@ def table_page(
     y = _paragraph(c, 720.0, PROSE) - 20
     size = 9.5
     body = rows or ROWS
+    head = header or HEADER
     columns, right = COLUMNS, RIGHT
     if tight:
-        cells = [[line for row in [HEADER, *body] for line in row[k].split("\n")] for k in range(len(HEADER))]
+        cells = [[line for row in [head, *body] for line in row[k].split("\n")] for k in range(len(head))]
         widths = [max(c.stringWidth(line, "Helvetica-Bold", size) for line in column) for column in cells]
-        columns = tuple(left + sum(widths[:k]) + 12 * k for k in range(len(widths)))
-        right = columns[-1] + widths[-1] + 12
+        columns = tuple(left + sum(widths[:k]) + gap * k for k in range(len(widths)))
+        right = columns[-1] + widths[-1] + gap
     c.setLineWidth(width)
     c.setStrokeGray(grey)
     edges = [y + size + 2]  # each rule's height: above the header, then under every row
@@ -105,7 +111,7 @@ def table_page(
         c.setFillGray(band)
         c.rect(COLUMNS[0], y - 6, RIGHT - COLUMNS[0], size + 8, stroke=0, fill=1)
         c.setFillGray(1.0)
-    for n, row in enumerate([HEADER, *body]):
+    for n, row in enumerate([head, *body]):
         c.setFont("Helvetica-Bold" if n == 0 else "Helvetica", size)
         if n == 1:
             c.setFillGray(0.0)
@@ -125,6 +131,8 @@ def table_page(
     if rules == "grid":
         for x in columns[1:] if band is not None else (*columns, right):
             c.line(x, edges[0], x, edges[-1])
+    if divider:
+        c.line(columns[divider], edges[0], columns[divider], edges[-1])
     c.setFont("Helvetica", 10)
     _paragraph(c, y - 20, AFTER)
     return _rendered(c, out, dpi)
@@ -202,6 +210,35 @@ def test_a_table_the_layout_model_boxes_as_a_figure_too_is_no_picture(reader: Pi
     assert not [b for b in found if b.kind is Kind.PICTURE]
 
 
+#: A table of counts under column headings far wider than their figures (a vignette's genotype table): set tight, the
+#: headings stand a few points apart, closer than the figures' columns.
+#: Points between the columns of the counts table: `\tabcolsep` set to 4 points a side, as dense tables set it (the
+#: detector reads headings 6 points apart as one line, which no reading of positions parts).
+GAP = 8.0
+COUNTS_HEADER = ["Group", "Type", "Control", "Treated", "Recovered", "Relapsed"]
+COUNTS = [
+    ["Case", "aa", "75", "54", "29", "18"],
+    ["Case", "Ab", "93", "44", "13", "20"],
+    ["Case", "bb", "14", "27", "34", "25"],
+    ["Control", "aa", "76", "26", "17", "19"],
+    ["Control", "Ab", "69", "20", "10", "39"],
+    ["Control", "bb", "18", "35", "42", "25"],
+]
+
+
+def test_a_booktabs_table_of_counts_keeps_its_tight_headings_apart(reader: PixelReader) -> None:
+    # Top, mid and bottom rules and one vertical between the labels and the counts: the ruled-table finder reads the
+    # columns as gaps no word covers, the detector's boxes padded past the ink cover the headings' narrow gaps, and
+    # the four headings over the counts came out as one cell spanning four columns. Read from the detector lines'
+    # positions, every heading and every count is a cell of its own.
+    image = scanned(
+        table_page(
+            "booktabs", dpi=SCAN_DPI, pitch=12.0, tight=True, header=COUNTS_HEADER, rows=COUNTS, divider=2, gap=GAP
+        )
+    )
+    assert grids(reader, image) == [[COUNTS_HEADER, *COUNTS]]
+
+
 def _words(rows: list[list[tuple[float, str]]]) -> list[Word]:
     # Detector lines as the recogniser gives them: one line per (x, text), rows 14 points apart, 10 points tall.
     return [
@@ -234,6 +271,29 @@ def test_a_wrapped_cell_is_one_cell_and_a_row_of_figures_stays_a_row() -> None:
         ["Total", "", "20.95"],
         ["", "", "2.00"],
     ]
+
+
+def _ruled(rows: list[list[str]]) -> tuple[Block, ...]:
+    # What the ruled-table finder made of a frame: one table of these rows.
+    cells = tuple(Cell(r, c, text) for r, row in enumerate(rows) for c, text in enumerate(row))
+    return (Block(Kind.TABLE, (0.0, 0.0, 400.0, 100.0), table=Table(len(rows), len(rows[0]), cells)),)
+
+
+#: A frame of booktabs rules (top, under the header, bottom): no vertical, so no grid.
+BOOKTABS = [Segment(0.0, y, 400.0, y, 0.5) for y in (-2.0, 12.0, 100.0)]
+
+
+def test_a_frame_without_a_grid_keeps_its_rows_and_takes_the_columns_its_lines_part() -> None:
+    # Positions part columns the ruled-table finder joined (the header's tight words), never rows: a code box's
+    # stacked lines (`SELECT function_id,` over `user_name,`) are one cell of the finder's, and read from positions
+    # alone each line was a row of its own.
+    lines = [[(10, "Label"), (150, "Model"), (300, "Matrix")], [(10, "basic"), (150, "lm"), (300, "sandwich")]]
+    joined = _ruled([["Label", "Model Matrix"], ["basic", "lm sandwich"]])
+    parted = refined(joined, _words(lines), BOOKTABS, (0.0, 0.0, 400.0, 100.0))
+    assert [_grid(b) for b in parted] == [[["Label", "Model", "Matrix"], ["basic", "lm", "sandwich"]]]
+    stacked = [[(10, "SELECT"), (150, "function_id,")], [(150, "user_name,")], [(10, "FROM"), (150, "usage")]]
+    code = _ruled([["SELECT", "function_id, user_name,"], ["FROM", "usage"]])
+    assert refined(code, _words(stacked), BOOKTABS, (0.0, 0.0, 400.0, 100.0)) == code
 
 
 def test_a_listing_whose_comments_end_in_one_column_is_no_table() -> None:

@@ -47,7 +47,7 @@ from modelhost.backends.ocr.pixels import (
     ink_placed,
     without_turned_labels,
 )
-from modelhost.backends.ocr.scantable import in_table_region, rows, table_block, table_runs
+from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block, table_runs
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import never_heading, unworded
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
@@ -155,6 +155,8 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
                 # model boxed a table: read from the detector lines' positions, as a table region is (scantable)
                 table = table_block(content.words)
                 found = (table,) if table is not None else found
+            elif rules and in_table_region(group.bbox, detection.regions):
+                found = refined(found, content.words, rules, group.bbox)
             yield from _labelled(group, found, style, content, ends)
 
 

@@ -6,11 +6,15 @@ Used for regions the layout model labels `table` (scanpage.py). The rules, and w
   apart and part it.
 - Lines are gathered into rows when they overlap vertically by half the smaller height; sorting by centre alone
   misread a row whose cells' boxes differ by a pixel or two (CER 6% against 0% on the test page).
-- Lines of a row closer than CELL_GAP_HEIGHTS line heights are one cell (a phrase the detector cut in two).
-- Columns are the union of the cells' horizontal extents, so right-aligned numbers of different widths still land
-  in one column; a row's cell goes to the column holding its centre. Where that union leaves one column (rows whose
-  cells sit close enough to join bridge the gap), the columns are where the lines stand aligned down the rows and
-  few lines cross (`_aligned_columns`), and lines of two columns are never one cell. The first row is the header.
+- Columns are the union of the detector lines' horizontal extents, so right-aligned numbers of different widths
+  still land in one column, a range that lines of fewer than MIN_ROWS rows make being no column (`_line_columns`);
+  a row's cell goes to the column holding its centre. Where that union leaves one column (a line set across the
+  columns bridges every gap), the columns are where the lines stand aligned down the rows and few lines cross
+  (`_aligned_columns`). The first row is the header.
+- Lines of a row in one column closer than CELL_GAP_HEIGHTS line heights are one cell (a phrase the detector cut in
+  two); lines of two columns never are.
+- A ruled frame whose rules make no grid (booktabs, a rule between column groups) and whose table the ruled-table
+  finder reads with fewer cells than the lines' positions give is read from the positions (`refined`).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TypeVar
 
-from modelhost.docengine.types import BBox, Block, Cell, Kind, Region, Table, Word
+from modelhost.backends.ocr.pixelrules import ruled_grid
+from modelhost.docengine.types import BBox, Block, Cell, Kind, Region, Segment, Table, Word
 
 #: Two lines of a row further apart than this many line heights are two cells. Word gaps are ~0.3 heights.
 CELL_GAP_HEIGHTS = 2.0
@@ -149,6 +155,28 @@ def _aligned_columns(lined: Sequence[Sequence[tuple[BBox, str]]]) -> list[tuple[
     return columns
 
 
+def _line_columns(lined: Sequence[Sequence[tuple[BBox, str]]]) -> list[tuple[float, float]]:
+    """The columns of a table region: the x ranges its detector lines cover, a range holding lines of fewer than
+    `MIN_ROWS` rows joined to its nearer neighbour (a phrase the detector cut in two, a column of one row only). The
+    lines themselves, not cells joined first: a header set tight (coin's `gadd(Xi) gdom(Xi) grec(Xi)`, 2 to 5 points
+    apart) joined into one cell that spanned three columns of figures, and the columns below with it."""
+    spans = sorted((box[0], box[2], r) for r, row in enumerate(lined) for box, _ in row)
+    columns: list[tuple[float, float, set[int]]] = []
+    for x0, x1, r in spans:
+        if columns and x0 <= columns[-1][1]:
+            columns[-1] = (columns[-1][0], max(columns[-1][1], x1), columns[-1][2] | {r})
+        else:
+            columns.append((x0, x1, {r}))
+    while len(columns) > 1 and (thin := [i for i, c in enumerate(columns) if len(c[2]) < MIN_ROWS]):
+        i = thin[0]
+        left = columns[i][0] - columns[i - 1][1] if i > 0 else float("inf")
+        right = columns[i + 1][0] - columns[i][1] if i + 1 < len(columns) else float("inf")
+        j = i - 1 if left <= right else i + 1
+        a, b = columns[min(i, j)], columns[max(i, j)]
+        columns[min(i, j) : max(i, j) + 1] = [(a[0], max(a[1], b[1]), a[2] | b[2])]
+    return [(x0, x1) for x0, x1, _ in columns]
+
+
 def _edge(lines: Sequence[BBox], left: float, right: float, height: float) -> bool:
     """Whether the gap from `left` to `right` is a column's edge: `MIN_ROWS` lines end at its left or start at its
     right, each within a line height."""
@@ -178,19 +206,12 @@ def table_block(words: Sequence[Word]) -> Block | None:
     if not words:
         return None
     lined = rows(_lines(words))
-    grid = [_cells(row) for row in lined]
-    spans = sorted((box[0], box[2]) for row in grid for box, _ in row)
-    columns: list[tuple[float, float]] = []
-    for x0, x1 in spans:
-        if columns and x0 <= columns[-1][1]:
-            columns[-1] = (columns[-1][0], max(columns[-1][1], x1))
-        else:
-            columns.append((x0, x1))
+    columns = _line_columns(lined)
     if len(columns) < MIN_COLS:
-        # cells of two columns the detector's lines sit close enough to join bridge the gap in some rows: the
-        # columns where the lines themselves stand aligned, and no two lines across a column gap are one cell
+        # a line set across the columns (a title, a spanning header) bridges every gap: the columns where the lines
+        # stand aligned, crossed by few rows
         columns = _aligned_columns(lined)
-        grid = [_cells(row, columns) for row in lined]
+    grid = [_cells(row, columns) for row in lined]
     if len(grid) < MIN_ROWS or len(columns) < MIN_COLS:
         return None
     placed: list[dict[int, str]] = []
@@ -245,3 +266,31 @@ def _joined(table: list[dict[int, str]], columns: int) -> list[dict[int, str]]:
         else:
             out.append(row)
     return out
+
+
+def _parted(table: Table) -> int:
+    # How many cells hold text: a spanning cell counts once.
+    return sum(1 for cell in table.cells if cell.text.strip())
+
+
+def refined(
+    found: tuple[Block, ...], words: Sequence[Word], rules: Sequence[Segment], frame: BBox
+) -> tuple[Block, ...]:
+    """A ruled frame's one table read again from its words' positions (`table_block`) where its rules make no grid
+    and that reading parts more cells into as many rows. Without a vertical between every column (booktabs, or one
+    rule between column groups) the ruled-table finder reads the other columns as gaps no word covers, and a
+    detector's box padded past its ink covers the narrow gaps of a header set tight: coin's `h(Yi) gadd(Xi) ...` came
+    out as one cell spanning four columns, `i` and `Yi` as one. Word positions keep each detector line a cell of its
+    own. Only columns: rows the finder read with its rules stay (positions alone made each line of a cell of several
+    lines a row, a code box's `SELECT function_id, user_name, ...` one row a line)."""
+    if len(found) != 1 or found[0].table is None or ruled_grid(frame, rules):
+        return found
+    table = table_block(words)
+    if (
+        table is None
+        or table.table is None
+        or table.table.rows != found[0].table.rows
+        or _parted(table.table) <= _parted(found[0].table)
+    ):
+        return found
+    return (replace(table, bbox=found[0].bbox),)
