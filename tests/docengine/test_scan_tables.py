@@ -296,6 +296,32 @@ def test_a_frame_without_a_grid_keeps_its_rows_and_takes_the_columns_its_lines_p
     assert refined(code, _words(stacked), BOOKTABS, (0.0, 0.0, 400.0, 100.0)) == code
 
 
+def test_a_title_set_inside_a_table_over_its_columns_does_not_join_them() -> None:
+    # A second table's title centred over the columns of figures, inside one region (coin's `TNFA_238 locus`):
+    # its line bridged the gap between two columns, and every row's two figures came out as one cell.
+    block = table_block(
+        _words(
+            [
+                [(10, "Group"), (150, "Control"), (230, "Treated")],
+                [(10, "Male"), (150, "75"), (230, "54")],
+                [(10, "Female"), (150, "93"), (230, "44")],
+                [(140, "Second locus across both")],
+                [(10, "Male"), (150, "12"), (230, "33")],
+                [(10, "Female"), (150, "17"), (230, "8")],
+            ]
+        )
+    )
+    assert block is not None and block.table is not None
+    assert _grid(block) == [
+        ["Group", "Control", "Treated"],
+        ["Male", "75", "54"],
+        ["Female", "93", "44"],
+        ["", "", "Second locus across both"],
+        ["Male", "12", "33"],
+        ["Female", "17", "8"],
+    ]
+
+
 def test_a_listing_whose_comments_end_in_one_column_is_no_table() -> None:
     # A code box the layout model boxes as a table: two comments' closing marks stand aligned past the lines, and
     # the rest are lines of one cell. Columns read from gaps must hold cells on most rows, as the text path asks.

@@ -156,11 +156,19 @@ def _aligned_columns(lined: Sequence[Sequence[tuple[BBox, str]]]) -> list[tuple[
 
 
 def _line_columns(lined: Sequence[Sequence[tuple[BBox, str]]]) -> list[tuple[float, float]]:
-    """The columns of a table region: the x ranges its detector lines cover, a range holding lines of fewer than
-    `MIN_ROWS` rows joined to its nearer neighbour (a phrase the detector cut in two, a column of one row only). The
-    lines themselves, not cells joined first: a header set tight (coin's `gadd(Xi) gdom(Xi) grec(Xi)`, 2 to 5 points
-    apart) joined into one cell that spanned three columns of figures, and the columns below with it."""
-    spans = sorted((box[0], box[2], r) for r, row in enumerate(lined) for box, _ in row)
+    """The columns of a table region: the x ranges the detector lines of its rows of two lines or more cover, a range
+    holding lines of fewer than `MIN_ROWS` rows joined to its nearer neighbour (a phrase the detector cut in two, a
+    column of one row only). The lines themselves, not cells joined first: a header set tight (coin's `gadd(Xi)
+    gdom(Xi) grec(Xi)`, 2 to 5 points apart) joined into one cell that spanned three columns of figures, and the
+    columns below with it. A row of one line says nothing of where columns part: a title set inside the table over
+    its columns (coin's `TNFA_238 locus`) bridged two of them; all rows count where the others leave one column."""
+    columns = _spans(lined, [r for r, row in enumerate(lined) if len(row) >= MIN_COLS])
+    return columns if len(columns) >= MIN_COLS else _spans(lined, range(len(lined)))
+
+
+def _spans(lined: Sequence[Sequence[tuple[BBox, str]]], kept: Sequence[int]) -> list[tuple[float, float]]:
+    # The x ranges the lines of rows `kept` cover, thin ones joined to their nearer neighbours (`_line_columns`).
+    spans = sorted((box[0], box[2], r) for r in kept for box, _ in lined[r])
     columns: list[tuple[float, float, set[int]]] = []
     for x0, x1, r in spans:
         if columns and x0 <= columns[-1][1]:
