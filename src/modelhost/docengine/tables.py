@@ -10,10 +10,12 @@ How, and why each step:
   Where a table has no interior verticals, columns come from the gaps in the words' x coverage; where its verticals
   part only groups of columns (a statistics table's `GLM | zero-augmented`, a boxed price list's label and figures
   side by side), each band between two verticals is parted further where its words stand in columns
-  (`_band_columns`), and a header alone on its line in a band (centred over the band's columns) spans them; such a
-  table whose bands hold many lines reads a row a line. Where it has no interior horizontals, or no verticals at all
-  (booktabs: a midrule under the header, then a band of rows), rows come from the text lines (multi-line cells then
-  read as rows: nothing better is known).
+  (`_band_columns`), or, in a dense statistical table whose columns stand a figure's width apart, between columns of
+  right-aligned figures (`_aligned_columns`), and a header alone on its line in a band (centred over the band's
+  columns) spans them; such a table whose bands hold many lines reads a row a line, but for its header band, where
+  column labels wrapped in their columns are one row and the stub's header heads every header row. Where it has no
+  interior horizontals, or no verticals at all (booktabs: a midrule under the header, then a band of rows), rows come
+  from the text lines (multi-line cells then read as rows: nothing better is known).
 - Spans: two neighbouring grid slots are one cell when no rule separates them at that point (a header cell drawn
   over three columns). Every slot belongs to exactly one cell, so no cell is ever dropped, and every word goes to
   the cell under its centre.
@@ -39,6 +41,13 @@ STACK_GAP = 120.0
 MAX_RULES = 2_000
 #: A column gap in a table without vertical rules is at least this wide (points): wider than a word space.
 COLUMN_GAP = 6.0
+#: Right-aligned figures of one column end within this many points of each other: a font's figures share one width
+#: and a typesetter's right tab one x, so only the text layer's rounding (a tenth of a point) and a trailing footnote
+#: mark's thin space part them; two columns of a dense statistical table end a column pitch (20 pt and more) apart.
+ALIGN_SLACK = 1.0
+#: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; or a
+#: dash standing for none.
+FIGURE = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*(?:%|[kKmMbB]n?)?[)\]]?[*†‡]?$|^[-–—]$|^n/?a$", re.I)
 #: Text lines of a band between two vertical rules that must stand apart at a gap for it to part the band into
 #: columns (`_band_columns`): two lines side by side are a label and its value; three make columns, as
 #: `unruled.MIN_ROWS` asks of a table without rules.
@@ -610,19 +619,25 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     ruled_columns = len(xs) > 2
     ruled_rows = len(ys) > 2
     soft: list[float] = []  # column lines read from the words inside a band between vertical rules
+    aligned: list[float] = []  # those of them between columns of right-aligned figures (`_aligned_columns`)
     # rules under some columns only (a `\\cmidrule`): the header just above one spans the columns it stands over
     partial = [h for h in horizontals if h.x1 - h.x0 < box[2] - box[0] - 2 * JOIN] if not verticals else []
     if not ruled_columns:
         xs = _word_columns([words[i] for i in members if not _over(words[i], partial)], box)
     else:
-        soft = _band_columns(xs, [words[i] for i in members])
+        soft, aligned = _band_columns(xs, [words[i] for i in members])
         xs = sorted([*xs, *soft])
     # Rows between rules are text lines when rules do not bound every row: no interior horizontal rule, or no
     # vertical rule at all (booktabs' midrule parts the header from a band of many rows, not one multi-line cell).
     lined_rows = lined or not ruled_rows or not ruled_columns
+    rule_ys = ys
     if lined_rows:
         ys = _lines([*ys, *_word_rows([words[i] for i in members], ys)])
         ys = _wrapped_labels(ys, xs, [words[i] for i in members])
+    # the header band of a table whose rules part its column groups and header only: rows read from its lines
+    head = rule_ys[1] - LINE_MERGE if lined and soft and len(rule_ys) > 2 else float("-inf")
+    if head > rule_ys[0]:
+        ys = _stacked_header(ys, rule_ys[1], xs, [words[i] for i in members])
     rows, cols = len(ys) - 1, len(xs) - 1
     if rows < 2 or cols < 2:
         return None
@@ -638,7 +653,9 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
 
     def horizontal_rule_at(y: float, x_mid: float) -> bool:
         if lined_rows:
-            return True
+            # in the header band, a header cell over an empty slot spans it (the stub's header, set once beside the
+            # group labels and the column labels under them, heads both header rows)
+            return y >= head or bool(slot_words.get((_index(ys, y), _index(xs, x_mid))))
         return any(abs(s.y0 - y) <= LINE_MERGE and s.x0 - JOIN <= x_mid <= s.x1 + JOIN for s in horizontals)
 
     # Each slot's words, by centre.
@@ -650,7 +667,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         c = _index(xs, cx)
         slot_words.setdefault((r, c), []).append(w)
 
-    spanned = _spanned(soft, xs, ys, slot_words) if soft else {}
+    spanned = _spanned(soft, aligned, xs, ys, slot_words) if soft else {}
     spanning: dict[int, list[tuple[float, float]]] = {}  # per row, the extents of the partial rules just under it
     for rule in partial:
         above = [w for w in (words[i] for i in members) if _over(w, [rule])]
@@ -741,33 +758,37 @@ def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int)
     return False
 
 
-def _joined_spans(spans: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The x spans, sorted, with neighbours closer than `COLUMN_GAP` joined: what stands between two of the result is
-    a column gap."""
+def _joined_spans(spans: Sequence[tuple[float, float]], apart: Sequence[float] = ()) -> list[tuple[float, float]]:
+    """The x spans, sorted, with neighbours closer than `COLUMN_GAP` joined unless a line of `apart` stands between
+    them: what stands between two of the result is a column gap."""
     out: list[tuple[float, float]] = []
     for x0, x1 in sorted(spans):
-        if out and x0 - out[-1][1] < COLUMN_GAP:
+        if out and x0 - out[-1][1] < COLUMN_GAP and not any(out[-1][1] <= x <= x0 for x in apart):
             out[-1] = (out[-1][0], max(out[-1][1], x1))
         else:
             out.append((x0, x1))
     return out
 
 
-def _pieces(words: Sequence[Word]) -> list[tuple[float, float]]:
-    """The x spans of one line's words, neighbours closer than `COLUMN_GAP` joined: the line's cells."""
-    return _joined_spans([span for w in words if (span := inked(w)) is not None])
+def _pieces(words: Sequence[Word], apart: Sequence[float] = ()) -> list[tuple[float, float]]:
+    """The x spans of one line's words, neighbours closer than `COLUMN_GAP` joined unless a line of `apart` stands in
+    the gap between them: the line's cells."""
+    return _joined_spans([span for w in words if (span := inked(w)) is not None], apart)
 
 
-def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
+def _band_columns(xs: list[float], words: list[Word]) -> tuple[list[float], list[float]]:
     """Column lines inside the bands between a table's vertical rules (`xs`) where the rules part only groups of
     columns: the middle of each x gap, at least `COLUMN_GAP` wide, that no line holding two cells or more in the band
     covers, with `BAND_ROWS` such lines standing on both sides of it, and more of them than lines of the band running
     across it. A line of one cell in the band (a group header centred over its columns, a label) closes no gap; a
     band of prose (one cell a line) is never parted, nor one whose cells are paragraphs with a few lines set in two
-    (a description holding a list of values and their meanings, `- ALLOWED:  The user ...`)."""
+    (a description holding a list of values and their meanings, `- ALLOWED:  The user ...`). Also the lines between
+    columns of right-aligned figures (`_aligned_columns`), returned apart as well."""
     out: list[float] = []
+    aligned: list[float] = []
     for a, b in itertools.pairwise(xs):
         band = [w for w in words if a < (w.x0 + w.x1) / 2 < b]
+        parted = [line for line in text_lines(band) if len(_pieces(line)) >= 2]
         every = [_pieces(line) for line in text_lines(band)]
         rows = [p for p in every if len(p) >= 2]
         if len(rows) < BAND_ROWS:
@@ -778,16 +799,60 @@ def _band_columns(xs: list[float], words: list[Word]) -> list[float]:
             across = sum(1 for p in every if any(s < line_x < e for s, e in p))
             if apart >= BAND_ROWS and apart > across:
                 out.append(line_x)
+        aligned.extend(_aligned_columns(parted, [x for x in out if a < x < b]))
+    return sorted([*out, *aligned]), aligned
+
+
+def _aligned_columns(lines: list[list[Word]], found: list[float]) -> list[float]:
+    """Column lines between columns of right-aligned figures that the gaps of `_band_columns` miss (`lines`: the
+    band's text lines of two cells or more): in a dense statistical table the columns stand a figure's width apart,
+    so the widest figure of one column nearly meets the next column (`10,182.6  10,174.8`) and the band's lines leave
+    no gap `COLUMN_GAP` wide at one x down all of them. The figures still say where the columns are: `BAND_ROWS`
+    figures or more ending at one x (`ALIGN_SLACK`) are a column, and a line stands between each two neighbouring
+    columns, in the gap between the left one's right edge and the right one's widest figure, where no line found
+    already stands, and, as in `_band_columns`, more lines have words on both sides of it than words across it (a
+    group's header over its columns on the line of the stub's header crosses it: `_spanned` makes it span them)."""
+    figures = [w for line in lines for w in line if w.rotation == 0 and FIGURE.match(w.text)]
+    ends: list[list[Word]] = []
+    for w in sorted(figures, key=lambda w: w.x1):
+        if ends and w.x1 - ends[-1][0].x1 <= ALIGN_SLACK:
+            ends[-1].append(w)
+        else:
+            ends.append([w])
+    columns = [c for c in ends if len(c) >= BAND_ROWS]
+    spans = [[span for w in line if (span := inked(w)) is not None] for line in lines]
+    out: list[float] = []
+    for left, right in itertools.pairwise(columns):
+        edge = max(w.x1 for w in left)
+        start = min(w.x0 for w in right)
+        if start <= edge or any(edge < x < right[0].x1 for x in found):
+            continue
+        # the line where fewest words stand across it: just past a word's end in the gap (a column's label wider than
+        # its figures overhangs the gap on one side), its middle first
+        ends_in = sorted({edge, *(x1 for line in spans for _, x1 in line if edge < x1 < start)})
+        places = [(edge + start) / 2, *(x + (start - edge) / 8 for x in ends_in)]
+        line_x = min(places, key=lambda x: sum(1 for line in spans for x0, x1 in line if x0 < x < x1))
+        across = sum(1 for line in spans if any(x0 < line_x < x1 for x0, x1 in line))
+        apart = sum(1 for line in spans if any(x1 <= line_x for _, x1 in line) and any(line_x <= x0 for x0, _ in line))
+        if apart >= BAND_ROWS and apart > across:
+            out.append(line_x)
     return out
 
 
 def _spanned(
-    soft: list[float], xs: list[float], ys: list[float], slot_words: dict[tuple[int, int], list[Word]]
+    soft: list[float],
+    aligned: list[float],
+    xs: list[float],
+    ys: list[float],
+    slot_words: dict[tuple[int, int], list[Word]],
 ) -> dict[int, set[float]]:
     """For each row, the `soft` column lines (`_band_columns`) its words run across: a cell's text crossing one spans
     it, and a cell alone on its row in a band spans the whole band when it crosses a soft line or, above the band's
     first row of several cells (a header), stands centred in the band (within `COLUMN_GAP`): a group's header
-    centred over its columns (`GLM` over four models), bounded by the vertical rules either side."""
+    centred over its columns (`GLM` over four models), bounded by the vertical rules either side. A line between
+    columns of right-aligned figures (`aligned`) is crossed only by a word across it: the columns stand closer than a
+    column gap, so two figures, or two labels wrapped in their narrow columns, may stand nearer each other than
+    `COLUMN_GAP` and still be two cells."""
     hard = [x for x in xs if x not in soft]
     out: dict[int, set[float]] = {}
     for a, b in itertools.pairwise(hard):
@@ -798,7 +863,7 @@ def _spanned(
         header = True  # no row of several cells in this band yet
         for r in range(len(ys) - 1):
             band = [w for c in slots for w in slot_words.get((r, c), [])]
-            cells = [p for line in text_lines(band) for p in _pieces(line)]
+            cells = [p for line in text_lines(band) for p in _pieces(line, aligned)]
             crossed = {x for x in inner for x0, x1 in cells if x0 < x < x1}
             if len(cells) == 1:
                 centred = abs((cells[0][0] + cells[0][1]) / 2 - (a + b) / 2) <= COLUMN_GAP
@@ -808,6 +873,27 @@ def _spanned(
             if crossed:
                 out.setdefault(r, set()).update(crossed)
     return out
+
+
+def _stacked_header(ys: list[float], rule: float, xs: list[float], words: list[Word]) -> list[float]:
+    """Row lines (read from text lines) less those between two lines of the header band (above the first ruled line
+    under the table's top, `rule`) whose cells each stand in one column: a column's label wrapped over two or three
+    lines is one cell, as the reader takes it (a statistical table sets "Under" over "18 years" in its column, and
+    the next label over the next column), where a line with a cell across a column line (a group's label centred
+    over its columns) is a header row of its own, and so are two lines that each name themselves in the stub, the
+    first column ("Distribution", "Method", "Object" over a model table's columns)."""
+    head = [y for y in ys if y < rule - LINE_MERGE]
+    if len(head) < 3:  # the top and two lines at least
+        return ys
+    own: list[bool] = []  # per header row: every cell stands within one column
+    stub: list[bool] = []  # per header row: a cell in the first column
+    for a, b in itertools.pairwise([*head, rule]):
+        band = [w for w in words if a < (w.y0 + w.y1) / 2 < b]
+        cells = [p for line in text_lines(band) for p in _pieces(line)]
+        own.append(bool(cells) and not any(x0 + JOIN < x < x1 - JOIN for x0, x1 in cells for x in xs))
+        stub.append(any(x1 <= xs[1] + JOIN for _, x1 in cells))
+    drop = {head[k] for k in range(1, len(head)) if own[k - 1] and own[k] and not (stub[k - 1] and stub[k])}
+    return [y for y in ys if y not in drop]
 
 
 def _wrapped_labels(ys: list[float], xs: list[float], words: list[Word]) -> list[float]:

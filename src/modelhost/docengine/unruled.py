@@ -61,7 +61,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelhost.docengine.lines import Gutter, gutters, lines
-from modelhost.docengine.tables import COLUMN_GAP, FoundTable, cell_text, continues, inked, rule_frames, wraps_label
+from modelhost.docengine.tables import (
+    COLUMN_GAP,
+    FIGURE,
+    FoundTable,
+    cell_text,
+    continues,
+    inked,
+    rule_frames,
+    wraps_label,
+)
 from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: A column gap is at least this many ems of the row's font size. Word spaces are 0.25-0.33 em and justified text
@@ -138,9 +147,8 @@ LOOK_BACK = 32
 #: Runs followed at once: two or three columns side by side each hold one; more is a page of scattered words.
 MAX_OPEN = 8
 
-#: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; or a
-#: dash standing for none.
-_NUMBER = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*(?:%|[kKmMbB]n?)?[)\]]?[*†‡]?$|^[-–—]$|^n/?a$", re.I)
+#: A figure, an amount or a percentage (`tables.FIGURE`).
+_NUMBER = FIGURE
 #: Zebra stripes that weigh for a table (`_striped`): two shaded rows with a plain one between are a pattern; one shaded
 #: band is a highlighted row or a box behind the table.
 MIN_STRIPES = 2
