@@ -131,3 +131,51 @@ def test_column_labels_wrapped_in_narrow_columns_are_one_header_row(tmp_path: Pa
     assert rows[0] == ["Offense", *(label for label in GROUPS for _ in range(3))]
     assert rows[1] == ["Offense", *(" ".join(label) for label in LABELS), *YEARS * 2]
     assert rows[2:] == [[" ".join(label), *figures] for label, figures in ROWS]
+
+
+def test_without_rules_two_figures_closer_than_a_column_gap_keep_the_table_going(tmp_path: Path) -> None:
+    # "10,182.6" ends 0.4 em short of "10,174.8" in the next column, where every other row leaves a column gap: the
+    # row stays in the table (it ended the table there, and the rows under it fell apart into lines of figures)
+    (table,) = [b for b in _layout(tmp_path / "bare.pdf", rules=False).blocks if b.kind is Kind.TABLE]
+    rows = _rows(table)
+    assert rows[0][1:] == [label for label in GROUPS for _ in range(3)]
+    assert rows[1][1:] == list(YEARS) * 3
+    assert rows[2:] == [[" ".join(label), *figures] for label, figures in ROWS]
+
+
+#: A data set printed as a table with no rule (R's `mtcars` as LaTeX sets it): row names, a header of short column
+#: names in the body face, each right-aligned over its column of figures.
+CARS = (
+    ("", "mpg", "cyl", "disp", "hp", "drat", "wt", "qsec", "gear"),
+    ("Mazda RX4", "21.0", "6", "160.0", "110", "3.90", "2.620", "16.46", "4"),
+    ("Datsun 710", "22.8", "4", "108.0", "93", "3.85", "2.320", "18.61", "4"),
+    ("Hornet 4 Drive", "21.4", "6", "258.0", "110", "3.08", "3.215", "19.44", "3"),
+    ("Valiant", "18.1", "6", "225.0", "105", "2.76", "3.460", "20.22", "3"),
+    ("Duster 360", "14.3", "8", "360.0", "245", "3.21", "3.570", "15.84", "3"),
+    ("Merc 240D", "24.4", "4", "146.7", "62", "3.69", "3.190", "20.00", "4"),
+    ("Cadillac Fleetwood", "10.4", "8", "472.0", "205", "2.93", "5.250", "17.98", "3"),
+    ("Toyota Corolla", "33.9", "4", "71.1", "65", "4.22", "1.835", "19.90", "4"),
+)
+
+
+def _cars(c: object) -> None:
+    # 8 pt type, columns set 6 pt (0.75 em) apart from their widest cell: narrower than a column gap
+    size, sep = 8.0, 6.0
+    widths = [max(c.stringWidth(row[k], "Times-Roman", size) for row in CARS) for k in range(len(CARS[0]))]  # type: ignore[attr-defined]
+    rights = [60 + widths[0]]
+    for width in widths[1:]:
+        rights.append(rights[-1] + sep + width)
+    c.setFont("Times-Roman", size)  # type: ignore[attr-defined]
+    for r, row in enumerate(CARS):
+        y = 760 - 10 * r
+        c.drawString(60, y, row[0])  # type: ignore[attr-defined]
+        for x, text in zip(rights[1:], row[1:], strict=True):
+            c.drawRightString(x, y, text)  # type: ignore[attr-defined]
+
+
+def test_columns_of_figures_closer_than_a_column_gap_are_read_by_their_figures(tmp_path: Path) -> None:
+    # two figures 0.75 em apart are two values, and each column's name ends where its figures end: at the parent the
+    # columns from "disp" to "qsec" were one, under one header cell "disp hp drat wt qsec"
+    content = drawn_page(tmp_path / "cars.pdf", _cars)
+    (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
+    assert _rows(table) == [list(row) for row in CARS]

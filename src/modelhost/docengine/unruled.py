@@ -27,8 +27,9 @@ page never shows all of that at once:
 
 How:
 1. Rows are the lines of the words no earlier stage took (`lines.lines`), never crossing a prose gutter; each row is
-   cut into segments at gaps of at least `COLUMN_GAP_EM` of its font size (wider than any word space); a label's dot
-   leaders close no gap (`tables.inked`).
+   cut into segments at gaps of at least `COLUMN_GAP_EM` of its font size (wider than any word space), or, between
+   two figures, `FIGURE_SPACE_EM` (a dense table's columns stand a figure's width apart); a label's dot leaders close
+   no gap (`tables.inked`).
 2. Runs: consecutive rows, each at most `ROW_GAP` line heights below the last, that leave the same x ranges (at
    least a column gap wide) empty: the run's separators. A run starts at a row of two segments or more; a row joins
    it when it keeps every separator the run has (in a run of three columns or more, all but one that it fills only by
@@ -62,6 +63,7 @@ from dataclasses import dataclass
 
 from modelhost.docengine.lines import Gutter, gutters, lines
 from modelhost.docengine.tables import (
+    ALIGN_SLACK,
     COLUMN_GAP,
     FIGURE,
     FoundTable,
@@ -123,6 +125,12 @@ CODE_SHARE = 0.8
 #: LibreOffice set 0.25-0.28 em). A cell that stops short of its column's widest line by more than that space and the
 #: next word was not wrapped: it ended, and the line below is a row of its own ("beta" over "binomial").
 WRAP_SPACE_EM = 0.2
+#: Two figures side by side at least this many ems apart are two values, however narrow the gap, where the rows
+#: around keep a column gap there: a dense statistical table sets its columns a figure's width apart, so the widest
+#: figure of one column ends a space or so short of the next column's ("10,182.6 10,174.8": 0.4 em at a 30 pt pitch
+#: in 7 pt type). A number's own thin spaces ("1 234 567") are a sixth of an em, Helvetica's word space 0.28 em and
+#: TeX's 0.33 em: wider than all of them.
+FIGURE_SPACE_EM = 0.35
 #: A group's header is widened over the free columns beside it only when that centres it better by more than this
 #: many points (`_centred_span`): centring is set to a point or so; a header already centred on its span stays.
 CENTRE_SLACK = 2.0
@@ -182,6 +190,7 @@ class _Row:
     gaps: list[tuple[float, float]]  # the x ranges, a column gap wide, its words leave empty between its extremes
     segments: int
     spaces: list[tuple[float, float, float]] = dataclasses.field(default_factory=list)  # narrower: (from, to, size)
+    figure_spaces: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # those between two figures
 
     @property
     def height(self) -> float:
@@ -385,25 +394,32 @@ def _row(members: list[int], words: Sequence[Word]) -> _Row:
     ink = [(span, i) for i in members if (span := inked(words[i])) is not None] or [
         ((words[i].x0, words[i].x1), i) for i in members
     ]
-    spans = sorted((x0, x1, words[i].size or words[i].height) for (x0, x1), i in ink)
+    spans = sorted(
+        (x0, x1, words[i].size or words[i].height, _NUMBER.match(words[i].text) is not None) for (x0, x1), i in ink
+    )
     gaps: list[tuple[float, float]] = []
     spaces: list[tuple[float, float, float]] = []
-    end, size = spans[0][1], spans[0][2]
-    for x0, x1, s in spans[1:]:
-        if x0 - end >= COLUMN_GAP_EM * max(size, s, 1.0):
+    figure_spaces: list[tuple[float, float]] = []
+    end, size, figure = spans[0][1], spans[0][2], spans[0][3]
+    for x0, x1, s, is_figure in spans[1:]:
+        apart = figure and is_figure and x0 - end >= FIGURE_SPACE_EM * max(size, s, 1.0)
+        if x0 - end >= COLUMN_GAP_EM * max(size, s, 1.0) or apart:
             gaps.append((end, x0))
         elif x0 > end:
             spaces.append((end, x0, max(size, s, 1.0)))
-        end, size = max(end, x1), s
+        if apart:
+            figure_spaces.append((end, x0))
+        end, size, figure = max(end, x1), s, is_figure
     return _Row(
         words=members,
         x0=spans[0][0],
         y0=min(words[i].y0 for i in members),
-        x1=max(x1 for _, x1, _ in spans),
+        x1=max(x1 for _, x1, _, _ in spans),
         y1=max(words[i].y1 for i in members),
         gaps=gaps,
         segments=len(gaps) + 1,
         spaces=spaces,
+        figure_spaces=figure_spaces,
     )
 
 
@@ -429,6 +445,8 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
             lo, hi = max(a, f0), min(b, f1)
             if hi - lo >= least and (best is None or hi - lo > best[1] - best[0]):
                 best = (lo, hi)
+        if best is None and any(f < b and a < t for f, t in row.figure_spaces):
+            best = (a, b)  # two figures of neighbouring columns closer than a column gap (`FIGURE_SPACE_EM`)
         if best is None and len(separators) >= 2 and not tight and _tight(row, a, b):
             best, tight = (a, b), True
         if best is None:
@@ -935,12 +953,19 @@ def _spans(
     figures ("Sepal.Length" over "5.1") overhangs into the gap before it, not into the column of row numbers there.
     Given the table's `extent` (left, right), a group's header over two columns or more spans the free columns beside
     it too where that centres it over its columns (`_centred_span`): "Total arrests" centred over three columns of
-    right-aligned figures reaches only two of them."""
+    right-aligned figures reaches only two of them. A word that ends where a column's right-aligned cells end (the
+    separator's start, within `tables.ALIGN_SLACK`) ends its segment when the next word ends at the next column's
+    right edge too."""
     bounds = [(a + b) / 2 for a, b in separators]
     segments: list[tuple[float, float]] = []
+    edges = [a for a, _ in separators] + ([extent[1]] if extent is not None else [])  # the columns' right edges
     for i in sorted(row.words, key=lambda i: words[i].x0):
         w = words[i]
-        if segments and not any(segments[-1][1] <= a and b <= w.x0 for a, b in row.gaps):
+        # a word ending where a column's right-aligned cells end, and the next word where the next column's do: two
+        # columns' names set a space apart over dense figures ("mpg cyl" over "21.0 6")
+        flush = segments and any(abs(segments[-1][1] - a) <= ALIGN_SLACK < w.x0 - a for a, _ in separators)
+        flush = flush and any(abs(w.x1 - a) <= ALIGN_SLACK for a in edges)
+        if segments and not flush and not any(segments[-1][1] <= a and b <= w.x0 for a, b in row.gaps):
             segments[-1] = (segments[-1][0], max(segments[-1][1], w.x1))
         else:
             segments.append((w.x0, w.x1))
