@@ -40,7 +40,7 @@ import math
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,15 @@ IN_REGION = 0.5
 #: lies in (_in_column): a loose box reaches a sixth of the way over (a rendered handbook page's drawings, 0.14-0.16),
 #: where a figure set across both columns lies half and half.
 FIGURE_SLIVER = 0.25
+#: A `figure` region over this share of the page is no picture but a page designed as one (a cover, a brochure page)
+#: that the layout model boxed whole: its lines are the page's own text (groups, scanpage), its headings those the
+#: model boxed as titles inside it. On the corpus Redbook the pictures (screenshots, diagrams, a syntax listing) take
+#: 0.03-0.33 of their page, its two covers and its brochure page 0.59-0.71.
+PAGE_FIGURE = 0.5
+#: The label of the blocks of a page-sized figure's own lines, those no finer region holds (groups): text, never
+#: headings (scanpage): a cover's bold sidebar and logo lettering are no sections, and a table the model boxes as a
+#: page-sized picture has larger cells.
+COVER = "cover"
 #: Line heights within this ratio of the page's body height are the body size: detector boxes of one font vary by
 #: 10-25% with ascenders and descenders (a table cell "Region" is 1.22x the body lines of its page), and a heading
 #: must not be made of a body line's tall letters.
@@ -836,14 +845,21 @@ def groups(detection: Detection) -> list[Group]:
     first."""
     boxes = [detection.box(i) for i in range(len(detection.quads))]
     regions = list(detection.regions)
+    page = (0.0, 0.0, detection.width, detection.height)
     members: list[list[int]] = [[] for _ in regions]
     loose: list[int] = []
+    freed: list[int] = []  # lines of a page-sized figure that no finer region holds
     out: list[Group] = []
     # A ruled frame's lines are read together as a "ruled" group, whatever region the layout model put them in
     # (it boxed pdf-spec's ruled table as a page header): the rules, not the region, say where the table is. A
     # frame inside a figure is part of the drawing, unless its rules make a grid (pixelrules.ruled_grid): the model
     # boxes ruled tables of short cells as figures (ReportLab's guide's grids of "00".."34").
     figures = [r.bbox for r in regions if r.label == "figure"]
+    # A page-sized figure (a cover, PAGE_FIGURE) is no group: the lines no finer region holds as well as it does are
+    # read in blocks (COVER) the XY-cut orders with the page's other regions. As one group it was one block of lines
+    # sorted top to bottom, so a back cover's three columns were read across, row by row, and all before the text
+    # region the model boxed inside it.
+    designed = {id(r) for r in regions if r.label == "figure" and _area(r.bbox) >= PAGE_FIGURE * _area(page)}
     ruled: set[int] = set()
     for frame in table_frames(detection.rulings):
         in_figure = any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
@@ -860,12 +876,19 @@ def groups(detection: Detection) -> list[Group]:
         # a title page's title both as a title and as a figure), then the smaller region (the finer one) wins.
         best, rank = -1, (0.0, False, 0.0)
         for r, region in enumerate(regions):
+            if id(region) in designed:
+                continue
             inside = _overlap(box, region.bbox) / max(_area(box), 1e-6)
             key = (round(inside, 1) if inside >= IN_REGION else 0.0, region.label != "figure", -_area(region.bbox))
             if inside >= IN_REGION and key > rank:
                 best, rank = r, key
+        cover = max((_overlap(box, r.bbox) for r in regions if id(r) in designed), default=0.0) / max(_area(box), 1e-6)
+        if best >= 0 and cover >= IN_REGION and rank[0] < round(cover, 1):
+            best = -1  # a finer region takes a page-sized figure's line only where it holds it as well, as it did
         if best >= 0:
             members[best].append(i)
+        elif cover >= IN_REGION:
+            freed.append(i)
         else:
             loose.append(i)
     for region, m in zip(regions, members, strict=True):
@@ -892,6 +915,9 @@ def groups(detection: Detection) -> list[Group]:
             out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     body = detection.body_height * detection.scale
     out.extend(_blocks_of_loose(loose, boxes, body))
+    # a page-sized figure's own lines, in paragraph blocks, never a table (a cover's sidebar and far column line up in
+    # rows either side of its blurb), never headings (COVER)
+    out.extend(replace(g, label=COVER) for g in _blocks_of_loose(freed, boxes, body, tables=False))
     # The page's gutters from its lines, as the text path finds them (docengine.lines.gutters): the XY-cut on region
     # boxes alone cannot tell a column of a few tall regions from a table (order._text_like reads line boxes), and
     # read the corpus's two-column Korean page's right column, which starts a line above the left one's heading,
@@ -902,6 +928,10 @@ def groups(detection: Detection) -> list[Group]:
     # were read across, row of regions by row of regions.
     inked = [_ink_box(detection.image, q, detection.scale) for q in detection.quads]
     found = [(g.x0, g.y0, g.x1, g.y1) for g in gutters([Word("x", b, size=body) for b in inked], body)]
+    # A page-sized figure is read first, the page's background: its box is one band over every block inside it, and
+    # any edge of it would cut the page's columns across where it starts.
+    covers = [g for g in out if g.label == "figure" and _area(g.bbox) >= PAGE_FIGURE * _area(page)]
+    out = [g for g in out if all(g is not c for c in covers)]
     ordered = [_in_column(g.bbox, found) if g.label == "figure" else g.bbox for g in out]
     if detection.script is not None and detection.script.right_to_left:
         # A right-to-left page reads its columns (and the boxes of a row) from the right: the XY-cut, which reads
@@ -910,7 +940,7 @@ def groups(detection: Detection) -> list[Group]:
         ordered = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in ordered]
         found = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in found]
     order = xy_cut(ordered, found)
-    return [out[i] for i in order]
+    return [*covers, *(out[i] for i in order)]
 
 
 def _ink_box(rgb: np.ndarray, quad: np.ndarray, scale: float) -> BBox:
@@ -959,13 +989,13 @@ def _overlap(a: BBox, b: BBox) -> float:
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
-def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float) -> list[Group]:
+def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float, *, tables: bool = True) -> list[Group]:
     # Lines no region holds: runs of rows cut into cells by wide gaps are a table the layout model missed (an
-    # unruled table); of the rest, consecutive lines that overlap horizontally and sit less than a line apart are
-    # one block (a paragraph the layout model missed); anything else is a block of its own.
+    # unruled table), where `tables`; of the rest, consecutive lines that overlap horizontally and sit less than a
+    # line apart are one block (a paragraph the layout model missed); anything else is a block of its own.
     out: list[Group] = []
     tabled: set[int] = set()
-    for run in table_runs([(boxes[i], i) for i in lines]):
+    for run in table_runs([(boxes[i], i) for i in lines]) if tables else []:
         members = [i for row in run for i in row]
         tabled.update(members)
         out.append(Group("table", _union([boxes[i] for i in members]), members))

@@ -23,7 +23,8 @@ together with its first paragraph, or text no heading is: classify.never_heading
 them as text, `_meant_as_text`: sentences, or the rows of cells of a table the model boxed as a picture; a diagram's
 boxes and a chart's labels are the picture's and left out, as the text path leaves them out. Kept lines are never
 headings: a screenshot's labels and a listing's keywords are set big or bold too. A "figure" that is most of the page,
-`PAGE_FIGURE`, is a page designed as one, its lines all kept, headings included), a `table` a table built from its
+`PAGE_FIGURE`, is a page designed as one: the title regions the model boxed inside it are its headings, and its own
+lines are read as text in blocks of their own, `pixels.COVER`, never headings), a `table` a table built from its
 words' positions (scantable.py). Lines inside a ruled frame found in the pixels (pixelrules.py) are a `ruled` group
 whatever region holds them, analysed with its rules as a text-layer page is, so the ruled-table finder (tables.py)
 makes its grid.
@@ -39,6 +40,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from modelhost.backends.ocr.pixels import (
+    COVER,
+    PAGE_FIGURE,
     Detection,
     Group,
     PixelReader,
@@ -59,11 +62,6 @@ MAX_TITLE_CHARS = 160
 #: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
 #: boxed at the page's edge (pdf-spec's table.pdf: its whole table), read as a text region, headings and all.
 FURNITURE_ROWS = 2
-#: A `figure` region over this share of the page is no picture but a page designed as one (a cover, a brochure)
-#: that the layout model boxed whole: its lines are the page's own text, headings included. On the corpus Redbook the
-#: pictures (screenshots, diagrams, a syntax listing) take 0.03-0.33 of their page, its two covers and its brochure
-#: page 0.59-0.71, where "DB2 for i Center of Excellence" and the back cover's heading are true headings.
-PAGE_FIGURE = 0.5
 #: A picture whose lines are this share or more in rows of cells (scantable.table_runs) holds a table, kept as text:
 #: half, so a table with a title and notes over and under its rows counts (the corpus Redbook's screenshots of
 #: lists 0.63-0.95 of their lines in rows, its diagrams 0; a table the layout model boxes as a picture is all rows).
@@ -173,7 +171,7 @@ def _labelled(
         if table is not None:
             yield table
             return
-    if _picture(group, content.width, content.height):
+    if _picture(group, content.width, content.height) or label == COVER:
         found = tuple(replace(b, kind=Kind.TEXT, level=0) if b.kind is Kind.SECTION_HEADER else b for b in found)
     if label == "title" and found:
         larger = [_size(b, content) > style.body_size * 1.01 for b in found]
