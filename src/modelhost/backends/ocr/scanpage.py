@@ -36,6 +36,7 @@ line is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -66,6 +67,9 @@ FURNITURE_ROWS = 2
 #: half, so a table with a title and notes over and under its rows counts (the corpus Redbook's screenshots of
 #: lists 0.63-0.95 of their lines in rows, its diagrams 0; a table the layout model boxes as a picture is all rows).
 TABLE_LINES = 0.5
+#: A list marker that labels a figure's panel, "(a)" to "(z)": a sub-caption set inside the figure's box
+#: ("(a) South American coati" under a photo), text the document means as text where the drawing's labels are not.
+SUBCAPTION = re.compile(r"\([a-z]\)")
 #: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it (a header/footer region's
 #: lines are furniture only as page numbers, `_page_number`).
 KINDS = {"caption": Kind.CAPTION, "equation": Kind.FORMULA}
@@ -142,7 +146,10 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
             content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
             found = analyse(content, style).blocks
             if _picture(group, detection.width, detection.height) and not _meant_as_text(group, found, detection):
-                continue  # a drawing's labels: the picture is the block (as on the text path)
+                # a drawing's labels are the picture's (as on the text path), its panels' sub-captions the page's
+                found = tuple(b for b in found if b.kind is Kind.LIST_ITEM and SUBCAPTION.fullmatch(b.marker))
+                if not found:
+                    continue
             if (
                 rules
                 and not any(b.kind is Kind.TABLE for b in found)
