@@ -131,6 +131,18 @@ def _screenshot(page: Canvas, y: float) -> None:
             page.drawString(206 + 85 * k, y - 66 - 16 * n, cell)
 
 
+def _panels(page: Canvas, y: float) -> None:
+    # two photo-like panels (tiles of mid tones) side by side, each with its sub-caption under it in the figure
+    for x0, name in ((100, "(a) South American coati"), (330, "(b) Brown bear")):
+        for k in range(30):
+            for j in range(24):
+                page.setFillColor(Color(0.3 + 0.015 * k, 0.25 + 0.02 * j, 0.2 + 0.01 * ((k + j) % 50)))
+                page.rect(x0 + 6 * k, y - 190 + 7 * j, 6, 7, fill=1, stroke=0)
+        page.setFillColor(black)
+        page.setFont("Helvetica", 9)
+        page.drawString(x0 + 40, y - 205, name)
+
+
 def _page(picture: Callable[[Canvas, float], None], depth: float, caption: str) -> np.ndarray:
     """A Letter page: a paragraph, the picture `depth` points deep, its caption and two more paragraphs, at DPI."""
     out = io.BytesIO()
@@ -189,3 +201,11 @@ def test_a_table_boxed_as_a_picture_keeps_its_rows(reader: PixelReader) -> None:
     words = set(re.findall(r"\w+", _text(blocks)))
     cells = {cell for row in ROWS[1:] for cell in row}
     assert len(cells & words) >= 0.9 * len(cells), sorted(cells - words)
+
+
+def test_a_figures_panel_sub_captions_are_kept(reader: PixelReader) -> None:
+    # Sub-captions set inside the figure's box ("(a) South American coati" under a photo) are the page's text, not
+    # the drawing's labels: they are kept where a picture's other lines are left out (scanpage.SUBCAPTION).
+    blocks = _read(reader, _page(_panels, 235, "Figure 2: Two animals"))
+    text = _text(blocks)
+    assert "South American coati" in text and "Brown bear" in text, text
