@@ -21,7 +21,8 @@ A `title` region is a section header (unless it holds a paragraph's worth of tex
 together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a caption, an
 `equation` a formula, a `figure` a picture (its lines are read and kept after the picture where the document means
 them as text, `_meant_as_text`: sentences, or the rows of cells of a table the model boxed as a picture; a diagram's
-boxes and a chart's labels are the picture's and left out, as the text path leaves them out. Kept lines are never
+boxes and a chart's labels are the picture's and left out, as the text path leaves them out, but for a panel's
+sub-caption "(a) ..." set inside the figure, `SUBCAPTION`. Kept lines are never
 headings: a screenshot's labels and a listing's keywords are set big or bold too. A "figure" that is most of the page,
 `PAGE_FIGURE`, is a page designed as one: the title regions the model boxed inside it are its headings, and its own
 lines are read as text in blocks of their own, `pixels.COVER`, never headings), a `table` a table built from its
