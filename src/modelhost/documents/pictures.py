@@ -9,10 +9,9 @@ text blocks placed in the region. What is read and kept, and why:
   (MAX_MID_TONES). Photos, maps and shaded drawings are mostly mid tones; reading one costs the reader as much as a
   page (1-5 s here) and yields signs, not text. Measured on the corpus at 150 DPI: the Redbook's screenshots and
   scanned listing 0.03-0.11 of their pixels mid-toned, its photos and the map 0.23-0.71.
-- A region's text is kept only when it reads like prose (`carries_text`, docengine/prose.py, which the pixel path's
-  figures use too): at least MIN_WORDS words, most of them words of letters, WORDS_PER_BLOCK on average (a diagram's
-  boxes and a chart's ticks are a word or two each). It is the picture's otherwise, not the page's text (and
-  docling's own Markdown leaves it out).
+- A region's text is kept only when it reads like prose (`carries_text`): at least MIN_WORDS words, most of them
+  words of letters, WORDS_PER_BLOCK on average (a diagram's boxes and a chart's ticks are a word or two each). It is
+  the picture's otherwise, not the page's text (and docling's own Markdown leaves it out).
 - The work is bounded: at most MAX_REGIONS regions a page (the largest), each at least MIN_SIDE points on both
   sides (no line of text fits in less), so a page of a hundred icons costs four reads, not a hundred, and a page's
   first read is not held back by its decorations.
@@ -26,7 +25,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from modelhost.docengine.emit import GRID
-from modelhost.docengine.prose import carries_text as carries_text  # the engine's test for a region's text
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout
 
 if TYPE_CHECKING:
@@ -42,6 +40,12 @@ MAX_MID_TONES = 0.15
 #: MAX_INK (a dark photo, a filled box).
 MIN_INK = 0.003
 MAX_INK = 0.4
+#: A region's text is the page's when it has this many words...
+MIN_WORDS = 8
+#: ...of which this share are words of two letters or more (tick labels are numbers; a photo's text is a few signs)...
+WORD_SHARE = 0.6
+#: ...and this many words a block on average: lines of prose, not a diagram's labels.
+WORDS_PER_BLOCK = 4.0
 
 #: One DocTags element of a reader's answer: its tag, its box on the 0-500 grid, and what it holds.
 _ELEMENT = re.compile(
@@ -52,6 +56,7 @@ _ELEMENT = re.compile(
 _TAG = re.compile(r"<[^<>]*>")
 #: Elements whose text is no body text of the region.
 _SKIP = ("page_header", "page_footer", "picture")
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
 
 
 def regions_to_read(content: PageContent) -> list[BBox]:
@@ -102,6 +107,14 @@ def answer_blocks(doctags: str, box: BBox) -> list[Block]:
         where = (x0 + int(m["x0"]) * w, y0 + int(m["y0"]) * h, x0 + int(m["x1"]) * w, y0 + int(m["y1"]) * h)
         out.append(Block(Kind.TEXT, where, text))
     return out
+
+
+def carries_text(blocks: Sequence[Block]) -> bool:
+    """Whether a region's blocks read like text (see the module doc), not like a chart's or a photo's signs."""
+    words = [w for b in blocks for w in b.text.split()]
+    if len(words) < MIN_WORDS or len(words) < WORDS_PER_BLOCK * len(blocks):
+        return False
+    return sum(1 for w in words if _LETTERS.search(w)) >= WORD_SHARE * len(words)
 
 
 def with_region_text(layout: PageLayout, box: BBox, blocks: Sequence[Block]) -> PageLayout:

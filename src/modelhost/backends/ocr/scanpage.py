@@ -19,13 +19,11 @@ it furniture where it repeats on other pages.
 
 A `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes boxes a title
 together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a caption, an
-`equation` a formula, a `figure` a picture (its lines are read and kept after the picture where the document means
-them as text, `_meant_as_text`: sentences, or the rows of cells of a table the model boxed as a picture; a diagram's
-boxes and a chart's labels are the picture's and left out, as the text path leaves them out, but for a panel's
-sub-caption "(a) ..." set inside the figure, `SUBCAPTION`. Kept lines are never
-headings: a screenshot's labels and a listing's keywords are set big or bold too. A "figure" that is most of the page,
-`PAGE_FIGURE`, is a page designed as one: the title regions the model boxed inside it are its headings, and its own
-lines are read as text in blocks of their own, `pixels.COVER`, never headings), a `table` a table built from its
+`equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture, so no line
+RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's keywords are
+set big or bold too. A "figure" that is most of the page, `PAGE_FIGURE`, is a page designed as one: the title regions
+the model boxed inside it are its headings, and its own lines are read as text in blocks of their own, `pixels.COVER`,
+never headings), a `table` a table built from its
 words' positions (scantable.py). Lines inside a ruled frame found in the pixels (pixelrules.py) are a `ruled` group
 whatever region holds them, analysed with its rules as a text-layer page is, so the ruled-table finder (tables.py)
 makes its grid.
@@ -37,7 +35,6 @@ line is.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -52,11 +49,10 @@ from modelhost.backends.ocr.pixels import (
     ink_placed,
     without_turned_labels,
 )
-from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block, table_runs
+from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import never_heading, unworded
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
-from modelhost.docengine.prose import carries_text
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
@@ -64,13 +60,6 @@ MAX_TITLE_CHARS = 160
 #: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
 #: boxed at the page's edge (pdf-spec's table.pdf: its whole table), read as a text region, headings and all.
 FURNITURE_ROWS = 2
-#: A picture whose lines are this share or more in rows of cells (scantable.table_runs) holds a table, kept as text:
-#: half, so a table with a title and notes over and under its rows counts (the corpus Redbook's screenshots of
-#: lists 0.63-0.95 of their lines in rows, its diagrams 0; a table the layout model boxes as a picture is all rows).
-TABLE_LINES = 0.5
-#: A list marker that labels a figure's panel, "(a)" to "(z)": a sub-caption set inside the figure's box
-#: ("(a) South American coati" under a photo), text the document means as text where the drawing's labels are not.
-SUBCAPTION = re.compile(r"\([a-z]\)")
 #: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it (a header/footer region's
 #: lines are furniture only as page numbers, `_page_number`).
 KINDS = {"caption": Kind.CAPTION, "equation": Kind.FORMULA}
@@ -146,11 +135,6 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
             rules = tuple(r for r in detection.rulings if _within(r, group.bbox)) if group.label == "ruled" else ()
             content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
             found = analyse(content, style).blocks
-            if _picture(group, detection.width, detection.height) and not _meant_as_text(group, found, detection):
-                # a drawing's labels are the picture's (as on the text path), its panels' sub-captions the page's
-                found = tuple(b for b in found if b.kind is Kind.LIST_ITEM and SUBCAPTION.fullmatch(b.marker))
-                if not found:
-                    continue
             if (
                 rules
                 and not any(b.kind is Kind.TABLE for b in found)
@@ -217,18 +201,6 @@ def _picture(group: Group, width: float, height: float) -> bool:
     """Whether `group` is a figure region that is a picture on the page, not a page designed as one (`PAGE_FIGURE`)."""
     x0, y0, x1, y1 = group.bbox
     return group.label == "figure" and (x1 - x0) * (y1 - y0) < PAGE_FIGURE * width * height
-
-
-def _meant_as_text(group: Group, found: tuple[Block, ...], detection: Detection) -> bool:
-    """Whether a picture's lines are text the document means as text, kept after the picture: prose
-    (prose.carries_text, the test the text path puts a picture's OCR'd text to), or the rows of cells of a table
-    (TABLE_LINES of its lines in scantable.table_runs: a table or a screenshot of one the layout model boxed as a
-    figure). A diagram's boxes, a chart's labels and a logo's letters are the picture's: docling's Markdown and the
-    text path leave them out."""
-    if carries_text(found):
-        return True
-    runs = table_runs([(detection.box(i), i) for i in group.lines])
-    return sum(len(row) for run in runs for row in run) >= TABLE_LINES * len(group.lines)
 
 
 def _printed(block: Block) -> str:
