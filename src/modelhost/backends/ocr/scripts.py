@@ -257,7 +257,8 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
         found = _stretch(crop, words, span, cut)
         if found is not None and found not in stretches:
             stretches.append(found)
-            glued.update([found] if cut else [])
+            if cut:
+                glued.add(found)
     texts, scores = latin([np.ascontiguousarray(crop[:, a:b]) for a, b in stretches]) if stretches else ([], [])
     replaced: dict[int, tuple[str, float]] = {}
     for (a, b), text, score in zip(stretches, texts, scores, strict=False):
@@ -274,15 +275,18 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
             inside = [k for k in inside if not script_letters(words[k].text) or _stray(words[k].text)]
             if not inside or not any(c.isalpha() for c in text):
                 continue
-        elif len(inside) > 1 and any(
-            words[k].confidence >= KEEP_CONF and script_letters(words[k].text) for k in inside
-        ):
+        elif len(inside) > 1 and any(_settled(words[k]) for k in inside):
             continue  # a word the script model reads well is no part of a Latin word beside it
         replaced[inside[0]] = (text, score * 100)
         replaced.update({k: ("", score * 100) for k in inside[1:]})
     pieces = [replaced[k][0] if k in replaced else w.text for k, w in enumerate(words)]
     confidences = [replaced[k][1] if k in replaced else w.confidence for k, w in enumerate(words)]
     return _joined(words, pieces), sum(confidences) / len(confidences)
+
+
+def _settled(word: TessWord) -> bool:
+    # A word the script model reads in its own letters at KEEP_CONF or more: no part of a Latin word beside it.
+    return word.confidence >= KEEP_CONF and script_letters(word.text)
 
 
 def _foreign(word: TessWord) -> bool:
@@ -304,9 +308,9 @@ def _trimmed(words: Sequence[TessWord], span: Sequence[int]) -> list[int]:
     # KEEP_CONF: the particle glued after a Latin word ("Risk)을", "을" at 83, boxed inside "Risk)"'s box) is no part
     # of it, and the stretch is cut at it.
     span = list(span)
-    while span and words[span[0]].confidence >= KEEP_CONF and script_letters(words[span[0]].text):
+    while span and _settled(words[span[0]]):
         span.pop(0)
-    while span and words[span[-1]].confidence >= KEEP_CONF and script_letters(words[span[-1]].text):
+    while span and _settled(words[span[-1]]):
         span.pop()
     return span
 
@@ -343,7 +347,7 @@ def _stretch(
     while stop < width and not (stop + gap <= width and blank[stop : stop + gap].all()):
         stop += 1
     if glued:
-        kept = [w for w in others if w.confidence >= KEEP_CONF and script_letters(w.text)]
+        kept = [w for w in others if _settled(w)]
         cut = (
             max([w.x1 for w in kept if w.x0 + w.x1 < 2 * middle and w.x1 > start] + [start]),
             min([w.x0 for w in kept if w.x0 + w.x1 >= 2 * middle and w.x0 < stop] + [stop]),
