@@ -114,6 +114,16 @@ def test_children_are_started_once_and_reused(pdfs: dict[str, Path], sandbox: Sa
     assert sorted(sandbox.pids()) == pids
 
 
+def test_jobs_one_after_another_stay_on_one_child(pdfs: dict[str, Path]) -> None:
+    # A one-page convert asks for the page count, then the page's text layer: one child serves both (a second
+    # child's Python start-up was a third of such a convert's CPU), and the child keeps the document open.
+    with Sandbox(2, Limits(memory_bytes=1 << 30, cpu_seconds=120, wall_seconds=600)) as box:
+        assert box.page_count(pdfs["text"]) == 1
+        box.text_layer(pdfs["text"], 0)
+        dark_pixels(pdfs["text"], box)
+        assert len(box.pids()) == 1
+
+
 def test_a_huge_declared_page_is_rendered_within_the_pixel_bound(tmp_path: Path, sandbox: Sandbox) -> None:
     import pypdfium2 as pdfium
 
