@@ -44,8 +44,13 @@ How:
    it with their spans (a header cell "Year ended" centred over two columns of figures; a name wider than its column
    of figures overhangs the gap beside it without spanning the column beyond: `_reaches`); a header wrapped onto two
    lines in its own face, each piece over one column, is one row (`_stacked_header`).
-5. Two tables side by side (a list set in two halves, each under the same header) part where the header repeats
-   (`_side_by_side`).
+5. Two tables side by side part: a list set in two halves, each under the same header, where the header repeats
+   (`_halves`); two tables of different lengths, each under a header of its own, where one's columns end and the
+   other's go on (`_two_lengths`). A table of figures whose rows go on in a block beside it, with no header, is one
+   table (`_continued`).
+
+Gutters with running text on both sides part rows before anything else; their words are counted in each side's own
+column (`_columns_beside`), so a table's gaps, with many names on each side across several columns, are no gutter.
 
 A page read from pixels is left alone: OCR gives no fonts and its boxes wobble by a few pixels, and the layout model
 marks its tables.
@@ -143,6 +148,13 @@ MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
 #: staggered one-word lines cannot make this grow without bound (a page of text has 40-80 lines).
 MAX_ROWS = 2_000
+#: Rows by which one of two tables set side by side ends before the other (`_two_lengths`): one blank row at a
+#: table's foot is a missing value in its last row; two tables of different lengths differ by more.
+SHORTER_BY = 2
+#: A gutter bounds the column beside another gutter when it runs down at least this share of the other's height: a
+#: table's column gaps all run its full height (1.0) and a three-column page's two gutters run the page; a gap inside
+#: a table beside a page's gutter runs only the table's rows, a part of the page.
+SAME_ROWS = 0.8
 #: Gutters weighed for running text on both sides: a page has one or two (three columns), a table's cell gaps may add
 #: a few; a hostile page of staggered words cannot make each of hundreds cost a pass over its lines.
 MAX_GUTTERS = 16
@@ -240,38 +252,132 @@ def find_unruled(
             continue
         found.extend(_side_by_side(table, words))
         taken |= table.words
-    return found
+    return _continued(found)
+
+
+def _continued(found: list[FoundTable]) -> list[FoundTable]:
+    """Tables whose rows go on in a block beside them joined into one: a long table of figures set in two blocks
+    side by side (a page's two text columns) with no header, the right block's top level with the left's to within
+    a row (`_goes_on`). Its rows follow the left block's: the order its reader takes them in."""
+    out = list(found)
+    joined = True
+    while joined:
+        joined = False
+        for a, b in itertools.permutations(out, 2):
+            if _goes_on(a, b):
+                cells = (*a.table.cells, *(dataclasses.replace(c, row=c.row + a.table.rows) for c in b.table.cells))
+                box = (
+                    min(a.bbox[0], b.bbox[0]),
+                    min(a.bbox[1], b.bbox[1]),
+                    max(a.bbox[2], b.bbox[2]),
+                    max(a.bbox[3], b.bbox[3]),
+                )
+                merged = FoundTable(box, Table(a.table.rows + b.table.rows, a.table.cols, cells), a.words | b.words)
+                out = [t for t in out if t is not a and t is not b] + [merged]
+                joined = True
+                break
+    return out
+
+
+def _goes_on(a: FoundTable, b: FoundTable) -> bool:
+    """Whether `b` is the rest of `a`'s rows set beside it: right of it, its top within a row of `a`'s, no longer
+    than `a`, the same columns holding the same kind of cell (figures or words) and no header row in either (a
+    table of its own starts with a row of column names over its figures, or takes the header `_font_header`
+    marks)."""
+    ta, tb = a.table, b.table
+    if ta.cols != tb.cols or ta.cols < 2 or tb.rows > ta.rows or b.bbox[0] < a.bbox[2]:
+        return False
+    pitch = (a.bbox[3] - a.bbox[1]) / max(ta.rows, 1)
+    if abs(a.bbox[1] - b.bbox[1]) > pitch or any(
+        c.header or c.row_span > 1 or c.col_span > 1 for c in ta.cells + tb.cells
+    ):
+        return False
+    kinds = []
+    for table in (ta, tb):
+        grid = table.grid()
+        columns = [[cell.text for row in grid if (cell := row[c]) is not None and cell.text] for c in range(table.cols)]
+        numeric = [bool(col) and sum(1 for t in col if _NUMBER.match(t)) >= NUMERIC_SHARE * len(col) for col in columns]
+        first = [cell.text if cell else "" for cell in grid[0]]
+        if any(n and text and not _NUMBER.match(text) for n, text in zip(numeric, first, strict=True)):
+            return False  # column names over figures: a header
+        kinds.append(numeric)
+    return kinds[0] == kinds[1]
 
 
 def _side_by_side(found: FoundTable, words: Sequence[Word]) -> list[FoundTable]:
-    """The table parted into the two tables set side by side that it reads (a page that saves room sets a long list
-    in two halves, each with its own header): its columns halve where the first row's header texts repeat in the
-    same order, and each half starts with a column of labels (words, not figures, in most of its body cells); no
-    cell spans the middle. Years repeated under two groups ("2010 2011 | 2010 2011" under "Men" and "Women") are
-    one table: there the second half starts with figures. Anything else: the table as it is."""
+    """The table parted into the two tables set side by side that it reads (`_halves`, `_two_lengths`); anything
+    else: the table as it is."""
     table = found.table
+    grid = table.grid()
+    cut = _halves(table, grid)
+    if cut is None:
+        cut = _two_lengths(table, grid)
+    if cut is None:
+        return [found]
+    return _parted(found, words, cut)
+
+
+def _halves(table: Table, grid: list[list[Cell | None]]) -> int | None:
+    """Where a list set in two halves parts (a page that saves room sets a long list in two halves, each with its
+    own header): its columns halve where the first row's header texts repeat in the same order, and each half
+    starts with a column of labels (words, not figures, in most of its body cells); no cell spans the middle. Years
+    repeated under two groups ("2010 2011 | 2010 2011" under "Men" and "Women") are one table: there the second
+    half starts with figures."""
     half = table.cols // 2
     if table.cols < 4 or table.cols % 2 or any(c.col < half < c.col + c.col_span for c in table.cells):
-        return [found]
-    grid = table.grid()
+        return None
     head = [cell.text.casefold() if cell else "" for cell in grid[0]]
     if not all(head) or head[:half] != head[half:]:
-        return [found]
+        return None
     for col in (0, half):
         labels = [cell.text for row in grid[1:] if (cell := row[col]) is not None and cell.text]
         if not labels or sum(1 for t in labels if _NUMBER.match(t)) * 2 >= len(labels):
-            return [found]
-    cut = next(c.bbox[0] for c in table.cells if c.col == half and c.bbox is not None)
+            return None
+    return half
+
+
+def _two_lengths(table: Table, grid: list[list[Cell | None]]) -> int | None:
+    """Where two tables set side by side part when they differ in length: each block of two columns or more has a
+    header row of its own (words in every cell, no figure), one block's columns all end `SHORTER_BY` rows or more
+    before the other's, filled down to their last row, and no cell spans the cut. One table's columns end together
+    (a blank row in one column is a missing value, and a label alone on a row is a group's, in the first column);
+    a table of figures set in two blocks has no header of words to part by."""
+    if table.cols < 4 or len(grid) < MIN_ROWS + 1:
+        return None
+    head = [cell.text if cell else "" for cell in grid[0]]
+    if not all(head) or any(_NUMBER.match(t) for t in head):
+        return None
+    last = [
+        max((r for r, row in enumerate(grid) if (cell := row[c]) is not None and cell.text), default=0)
+        for c in range(table.cols)
+    ]
+    for cut in range(2, table.cols - 1):
+        if any(c.col < cut < c.col + c.col_span for c in table.cells):
+            continue
+        left, right = last[:cut], last[cut:]
+        if len(set(left)) != 1 or len(set(right)) != 1 or abs(left[0] - right[0]) < SHORTER_BY:
+            continue
+        end = min(left[0], right[0])
+        if all(cell is not None and cell.text for row in grid[: end + 1] for cell in row):
+            return cut
+    return None
+
+
+def _parted(found: FoundTable, words: Sequence[Word], cut_col: int) -> list[FoundTable]:
+    """`found` parted into two tables before column `cut_col`, each with its own filled rows (the list as it is
+    where either side holds none)."""
+    table = found.table
+    cut = next(c.bbox[0] for c in table.cells if c.col == cut_col and c.bbox is not None)
     out = []
     for left in (True, False):
         side = frozenset(i for i in found.words if ((words[i].x0 + words[i].x1) / 2 < cut) == left)
-        kept = [c for c in table.cells if (c.col < half) == left]
+        kept = [c for c in table.cells if (c.col < cut_col) == left]
         filled = sorted({c.row for c in kept if c.text})
         if not side or not filled:
             continue
         renumber = {r: n for n, r in enumerate(filled)}
         cells = tuple(
-            dataclasses.replace(c, row=renumber[c.row], col=c.col if left else c.col - half)
+            dataclasses.replace(c, row=renumber[c.row], col=c.col if left else c.col - cut_col)
             for c in kept
             if c.row in renumber
         )
@@ -281,7 +387,7 @@ def _side_by_side(found: FoundTable, words: Sequence[Word]) -> list[FoundTable]:
             max(words[i].x1 for i in side),
             max(words[i].y1 for i in side),
         )
-        out.append(FoundTable(box, Table(len(filled), half, cells), side))
+        out.append(FoundTable(box, Table(len(filled), cut_col if left else table.cols - cut_col, cells), side))
     return out if len(out) == 2 else [found]
 
 
@@ -336,8 +442,15 @@ def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gut
     for gutter in weighed:
         rows = [row for row, y in spans if gutter.y0 <= y <= gutter.y1]
         crossing = [line for line in plain if gutter.y0 <= (line[0].y0 + line[0].y1) / 2 <= gutter.y1]
+        # Words are counted in each side's own column, up to the next gutter beside it down the same rows (a table's
+        # column gaps all run its height): seven columns of names hold five words or more on each side of any of
+        # their gaps, none in one column. A table's gaps beside a page's gutter run a part of it and bound nothing.
+        lo, hi = _columns_beside(gutter, weighed)
         beside = [
-            (sum(1 for _, x1 in row if x1 <= gutter.x0 + 1), sum(1 for x0, _ in row if x0 >= gutter.x1 - 1))
+            (
+                sum(1 for x0, x1 in row if x1 <= gutter.x0 + 1 and x0 >= lo - 1),
+                sum(1 for x0, x1 in row if x0 >= gutter.x1 - 1 and x1 <= hi + 1),
+            )
             for row in rows
         ]
         left = [n for n, _ in beside if n]
@@ -358,6 +471,19 @@ def _prose_gutters(found: Sequence[Gutter], plain: list[list[Word]]) -> list[Gut
         if all(_full([line for line in column if line]) for column in columns) and not _figured(crossing):
             out.append(gutter)
     return out
+
+
+def _columns_beside(gutter: Gutter, weighed: Sequence[Gutter]) -> tuple[float, float]:
+    """Where the columns on each side of `gutter` start and end: at the nearest gutters beside it that run down
+    `SAME_ROWS` of its height or more (the other gaps of one table, the other gutter of a three-column page); none:
+    the page's edges."""
+    height = gutter.y1 - gutter.y0
+    along = [
+        g for g in weighed if g is not gutter and min(g.y1, gutter.y1) - max(g.y0, gutter.y0) >= SAME_ROWS * height
+    ]
+    lo = max((g.x1 for g in along if g.x1 <= gutter.x0), default=float("-inf"))
+    hi = min((g.x0 for g in along if g.x0 >= gutter.x1), default=float("inf"))
+    return lo, hi
 
 
 def _figured(crossing: list[list[Word]]) -> bool:
@@ -435,7 +561,10 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
     free = _free(row)
     starts = [f0 for f0, _ in free]
     out = []
-    tight = False  # a row may close one separator of a table of three columns or more by a tight fit (`_tight`)
+    # A row may close separators of a table of three columns or more by a tight fit (`_tight`), all but one: a long
+    # surname and long given names of one donor each run to a word space of the next column. The one it keeps by a
+    # column gap says it is a row of the table; a paragraph's line across the columns keeps none.
+    tight = 0
     for a, b in separators:
         best: tuple[float, float] | None = None
         # The free ranges are sorted and apart: only those from the one holding `a` up to `b` can overlap.
@@ -447,8 +576,8 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
                 best = (lo, hi)
         if best is None and any(f < b and a < t for f, t in row.figure_spaces):
             best = (a, b)  # two figures of neighbouring columns closer than a column gap (`FIGURE_SPACE_EM`)
-        if best is None and len(separators) >= 2 and not tight and _tight(row, a, b):
-            best, tight = (a, b), True
+        if best is None and tight < len(separators) - 1 and _tight(row, a, b):
+            best, tight = (a, b), tight + 1
         if best is None:
             return None
         out.append(best)

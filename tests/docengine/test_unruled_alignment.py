@@ -1,0 +1,181 @@
+"""Tables without rules read from the alignment of many rows, on PDFs made here (issue 34, text-path tables without
+rules): a list of donors in seven columns of upper-case names, where names run to a word space of the next column and
+every side of every column gap holds five words or more; two tables side by side, each under a header of its own; a
+table of figures set in two blocks side by side with no header."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from .test_unruled_tables import _layout, _right, _rows, _tables, _text
+
+SURNAMES = ["GARCIA", "RODRIGUEZ", "FERNANDEZ", "LOPEZ", "MARTINEZ", "GONZALEZ", "PEREZ", "SANCHEZ", "ROMERO", "SOSA"]
+GIVEN = ["CLAUDIA", "MONICA", "FERNANDO", "JORGE", "MARIA", "JUAN", "CARLOS", "ANA", "LUIS", "SILVIA"]
+#: Where the donor list's seven columns start (the last, amounts, is flush right at 575), in points.
+DONOR_XS = (40, 150, 250, 330, 400, 470)
+
+
+def _name(pool: list[str], k: int, words: int, width: float) -> str:
+    """`words` names of `pool` (fewer where they would not fit), at least three word spaces short of `width`."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    names = [pool[(k * 7 + 3 * n) % len(pool)] for n in range(words)]
+    while len(names) > 1 and stringWidth(" ".join(names), "Helvetica", 7) > width - 3 * stringWidth(
+        " ", "Helvetica", 7
+    ):
+        names.pop()
+    return " ".join(names)
+
+
+def _tight_name(k: int, width: float, size: float) -> str:
+    """Surnames and given names that end a word space short of `width`: a little more than Helvetica's (0.278 em)
+    and less than 0.4 em, as wide as the text layer's narrowest word break (`textlayer.WORD_GAP`, 0.3 em) allows."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    space = stringWidth(" ", "Helvetica", size)
+    pool = SURNAMES + GIVEN
+    for n in (2, 3, 4):
+        for names in itertools.permutations(pool[k % 5 :] + pool[: k % 5], n):
+            text = " ".join(names)
+            if width - 1.4 * space <= stringWidth(text, "Helvetica", size) <= width - 1.1 * space:
+                return text
+    raise AssertionError("no names of that width")
+
+
+def _donor_rows(count: int) -> list[list[str]]:
+    size = 7
+    header = ["APELLIDO", "NOMBRE", "CUIT", "FECHA", "TIPO", "ORIGEN", "MONTO"]
+    rows = [header]
+    for k in range(count):
+        tight = k % 5 == 2  # every fifth row runs its surnames to a word space of the given names' column
+        surname = (
+            _tight_name(k, DONOR_XS[1] - DONOR_XS[0], size)
+            if tight
+            else _name(SURNAMES, k, 2 + k % 2, DONOR_XS[1] - DONOR_XS[0])
+        )
+        given = (  # every third row runs its given names to a word space of the next column: some rows both
+            _tight_name(k + 1, DONOR_XS[2] - DONOR_XS[1], size)
+            if k % 3 == 1
+            else _name(GIVEN, k + 1, 2 + k % 2, DONOR_XS[2] - DONOR_XS[1])
+        )
+        rows.append(
+            [
+                surname,
+                given,
+                f"20-{10_000_000 + 7_919 * k:08d}-{k % 10}",
+                f"{1 + k % 28:02d}/{1 + k % 12:02d}/2013",
+                "CHEQUE" if k % 3 else "EFECTIVO",
+                "JURIDICA" if k % 4 else "PERSONA FISICA",
+                f"{(k * 3_517) % 90_000 + 100},00",
+            ]
+        )
+    return rows
+
+
+DONORS = _donor_rows(40)
+
+
+def _donors(c: object) -> None:
+    for k, row in enumerate(DONORS):
+        font = "Helvetica-Bold" if k == 0 else "Helvetica"
+        for x, cell in zip(DONOR_XS, row, strict=False):
+            _text(c, x, 800 - 10 * k, cell, font, 7)
+        _right(c, 575, 800 - 10 * k, row[-1], font, 7)
+
+
+def test_a_donor_list_of_seven_columns_of_names_keeps_every_cell_whole(tmp_path: Path) -> None:
+    # Seven columns: each side of each column gap holds five words or more (two or three names a cell), which read
+    # as two columns of prose parted by a gutter and cut the rows there; the table fell into pieces and lost its
+    # names. Counted in each side's own column (the next gap runs down the same rows), no side is running text. And
+    # a row whose surnames and given names both run to a word space of the next column (two tight fits) ended the
+    # table: a row may close all its separators but one by tight fits.
+    (table,) = _tables(_layout(tmp_path / "donors.pdf", _donors))
+    assert _rows(table) == DONORS
+
+
+# Two tables side by side, each under a header of its own (a page of small data tables, LaTeX's tabulars set in one
+# line), and one table of figures set in two blocks with no header (a long column broken to save room).
+
+COUNTRIES = [
+    ["Country", "Population", "Area"],
+    ["Austria", "8,917", "83.9"],
+    ["Belgium", "11,555", "30.7"],
+    ["Czech Republic", "10,701", "78.9"],
+    ["Denmark", "5,831", "43.1"],
+    ["Estonia", "1,331", "45.3"],
+    ["Finland", "5,530", "338.5"],
+    ["Greece", "10,718", "132.0"],
+    ["Hungary", "9,750", "93.0"],
+]
+RAINFALL = [
+    ["Year", "Rainfall", "Days", "Snow"],
+    *[[str(2015 + k), f"{612.4 + 37.1 * k:.1f}", str(141 + 9 * k), f"{0.12 + 0.07 * k:.2f}"] for k in range(6)],
+]
+
+
+def _latex(c: object, x: float, y: float, rows: list[list[str]], aligns: str) -> None:
+    """`rows` set as LaTeX's tabular sets them with no rule: each column as wide as its widest cell, 12 pt apart
+    (twice `\\tabcolsep`), Times at 10 pt on 12 pt lines."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    widths = [max(stringWidth(row[c], "Times-Roman", 10) for row in rows) for c in range(len(aligns))]
+    for k, row in enumerate(rows):
+        left = x
+        for cell, width, align in zip(row, widths, aligns, strict=True):
+            if align == "l":
+                _text(c, left, y - 12 * k, cell, "Times-Roman")
+            else:
+                _right(c, left + width, y - 12 * k, cell, "Times-Roman")
+            left += width + 12
+
+
+def test_two_tables_side_by_side_each_under_its_own_header_are_two_tables(tmp_path: Path) -> None:
+    # The two tables' columns stand apart down the rows they share, so they read as one table of seven columns, and
+    # only one of them could be found in it. Each block has a header of words of its own and the right one ends two
+    # rows before the left: two tables.
+    def draw(c: object) -> None:
+        _text(c, 72, 790, "The tables below give each country's population and the rainfall of the years since.")
+        _latex(c, 60, 760, COUNTRIES, "lrr")
+        _latex(c, 330, 760, RAINFALL, "rrrr")
+        _text(c, 72, 620, "Both were compiled from the national statistics offices' yearly reports on the region.")
+
+    left, right = _tables(_layout(tmp_path / "side.pdf", draw))
+    assert _rows(left) == COUNTRIES
+    assert _rows(right) == RAINFALL
+
+
+@pytest.mark.parametrize("offset", [0.0, 6.5])
+def test_a_table_of_figures_set_in_two_blocks_without_a_header_is_one_table(tmp_path: Path, offset: float) -> None:
+    # Three columns of figures broken into two blocks side by side, the right one two rows shorter, no header: one
+    # table, never two tables parted by the blocks' lengths. Where the right block stands half a row lower (its own
+    # text column's grid), no line holds both blocks and each read as a table of its own: the right block goes on
+    # the left one's rows (`unruled._continued`), in the order its reader takes them.
+    rows = [[str(101 + 7 * k), f"{12.5 + 3.25 * k:.2f}", str(40_000 - 913 * k)] for k in range(40)]
+
+    def draw(c: object) -> None:
+        for k, row in enumerate(rows):
+            x, y = (70, 760 - 13 * k) if k < 21 else (320, 760 - 13 * (k - 21) - offset)
+            for n, cell in enumerate(row):
+                _right(c, x + 60 + 70 * n, y, cell)
+
+    (table,) = _tables(_layout(tmp_path / "blocks.pdf", draw))
+    cells = [cell for row in _rows(table) for cell in row if cell]
+    assert sorted(cells) == sorted(cell for row in rows for cell in row)
+    if offset:
+        assert _rows(table) == rows
+
+
+def test_two_tables_of_figures_side_by_side_each_under_its_own_header_stay_two_tables(tmp_path: Path) -> None:
+    # The same blocks, each under column names of its own (in the body face): two tables, not one going on.
+    def draw(c: object) -> None:
+        for x, dy, first in ((70, 0.0, 0), (320, 6.5, 20)):
+            for n, name in enumerate(("Count", "Mean", "Total")):
+                _right(c, x + 60 + 70 * n, 773 - dy, name)
+            for k in range(20 - first // 4):
+                for n, cell in enumerate([str(101 + k + first), f"{12.5 + k:.2f}", str(40_000 - 913 * (k + first))]):
+                    _right(c, x + 60 + 70 * n, 760 - 13 * k - dy, cell)
+
+    assert len(_tables(_layout(tmp_path / "two.pdf", draw))) == 2
