@@ -1,7 +1,8 @@
 """One page's content to its layout: blocks of the right kind in reading order.
 
-The stages, each its own module: `tables` (ruled tables take their words first), pictures (image objects take the
-text drawn over them: figure labels and chart ticks are not body text), `leaders` (tables of contents), `unruled`
+The stages, each its own module: `tables` (ruled tables take their words first), pictures (image objects, and
+figures drawn as vectors that `figures` finds, take the text drawn over them: figure labels and chart ticks are not
+body text), `leaders` (tables of contents), `unruled`
 (tables without rules: columns of words kept apart down a run of lines), `lines` (words to lines to pieces),
 `order` (XY-cut reading order), `paragraphs` (pieces to paragraphs) and `classify` (what each paragraph is).
 `Style` carries what only the whole document knows (body size, heading sizes, the title's size), so a page is judged
@@ -28,6 +29,7 @@ from modelhost.docengine.classify import (
     italic_label,
     margin_line,
 )
+from modelhost.docengine.figures import vector_figures
 from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, gutters, lines, pieces
@@ -171,6 +173,7 @@ def upright(content: PageContent) -> PageContent:
         rulings=tuple(segment(s) for s in content.rulings),
         images=tuple(replace(i, bbox=box(i.bbox)) for i in content.images),
         ocr_regions=tuple(box(b) for b in content.ocr_regions),
+        drawings=tuple(box(b) for b in content.drawings),
     )
 
 
@@ -264,15 +267,20 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
 
-    for image in largest_images(content.images):
+    # Figures drawn as vectors (figures.py: ink and the short labels around it) are read as images are; an image
+    # inside one (a heatmap's raster inside its axes) is part of it.
+    drawn = vector_figures(content, words, taken, [b.bbox for b in fixed], style.body_size)
+    images = [i for i in largest_images(content.images) if not any(_contains(f, i.bbox) for f in drawn)]
+    for image, vector in [*((i, False) for i in images), *((ImageRegion(f), True) for f in drawn)]:
         x0, y0, x1, y1 = image.bbox
         area = (x1 - x0) * (y1 - y0)
         if any(_contains(b.bbox, image.bbox) for b in fixed):
             continue  # an image inside a table cell (a logo, an icon) belongs to the table
         over = [i for i, w in enumerate(words) if i not in taken and _centre_in(w, image.bbox)]
         if area < BACKGROUND_SHARE * page_area and len(over) < BACKGROUND_WORDS:
-            if is_backdrop(image.bbox, [words[i] for i in over]):
+            if not vector and is_backdrop(image.bbox, [words[i] for i in over]):
                 continue  # a shaded box or a banner drawn behind text: its words are the page's, and no picture
+            # (a vector figure's labels were told from prose where it was found: a row of box labels may cover much)
             kept = _caption_words(over, words) | _running_in(over, words, taken, image.bbox)
             taken |= set(over) - kept - _turned_text(over, words, content)
         fixed.append(Block(Kind.PICTURE, image.bbox))

@@ -78,6 +78,10 @@ RECT_SEGMENTS = 8
 #: A filled path's point this close (points) to an edge of its box lies on that edge: producers round coordinates to
 #: a hundredth of a point or so, while a notched or slanted corner stands off by more.
 CORNER_SLACK = 1.0
+#: Vector drawings (paths neither rules nor filled rectangles) kept at most: a chart draws one path per line, bar
+#: edge or marker, a few hundred to a few thousand (a scatter plot's markers); figures are found from their boxes,
+#: so a hostile page of a million marks keeps its first MAX_DRAWINGS.
+MAX_DRAWINGS = 5_000
 #: An image smaller than this (points on either side) is decoration (a bullet, a rule drawn as an image).
 MIN_IMAGE_SIDE = 12.0
 #: A new word starts when the gap from the previous character exceeds this share of the font size, even where
@@ -232,6 +236,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
         ocr_regions=regions,
         rotation=frame.rotation,
         fills=tuple(objects.fills),
+        drawings=tuple(objects.drawings),
     )
 
 
@@ -243,6 +248,7 @@ class _Objects:
         self.rules: list[Segment] = []
         self.images: list[ImageRegion] = []
         self.fills: list[BBox] = []
+        self.drawings: list[BBox] = []
         self.fonts: dict[int, _Font] = {}
         self.invisible_chars = False
         self.visited = 0
@@ -319,6 +325,7 @@ class _Objects:
         x0, y0, x1, y1 = box
         w, h = x1 - x0, y1 - y0
         if max(w, h) < MIN_RULE_LENGTH:
+            self._drawing(obj, box)  # a tick, a marker, a dot
             return
         if h < RULE_THICKNESS or w < RULE_THICKNESS:
             # A line or a hairline rectangle: the rule runs along its long axis, through its middle.
@@ -333,6 +340,14 @@ class _Objects:
             self.rules.extend(self._stroked(obj, _compose(_matrix(obj), matrix)))
         if fill.value and len(self.fills) < MAX_FILLS and self._rectangle(obj, _compose(_matrix(obj), matrix), box):
             self.fills.append(box)
+        elif _curved(obj) or (fill.value and not stroke.value):
+            self._drawing(obj, box)  # a curve, a slanted line, a filled polygon (an arrowhead, a pie's slice)
+
+    def _drawing(self, obj: Any, box: BBox) -> None:
+        fill, stroke = ctypes.c_int(), ctypes.c_int()
+        raw.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
+        if (fill.value or stroke.value) and len(self.drawings) < MAX_DRAWINGS:
+            self.drawings.append(box)
 
     def _rectangle(self, obj: Any, matrix: tuple[float, ...], box: BBox) -> bool:
         # A filled path is a rectangle (a shaded cell, a stripe, a box) when it is a few straight segments whose
@@ -404,6 +419,26 @@ def _compose(inner: tuple[float, ...], outer: tuple[float, ...] | None) -> tuple
 
 def _apply(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
     return (m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5])
+
+
+def _curved(obj: Any) -> bool:
+    """Whether a path draws a curve or a slanted line (a chart's line, a diagram's arrow or rounded box), not only
+    horizontal and vertical strokes (a rule, a box, a table's grid). Its first 256 segments tell, as in `_stroked`."""
+    x, y = ctypes.c_float(), ctypes.c_float()
+    last: tuple[float, float] | None = None
+    for i in range(min(raw.FPDFPath_CountSegments(obj), 256)):
+        seg = raw.FPDFPath_GetPathSegment(obj, i)
+        kind = raw.FPDFPathSegment_GetType(seg)
+        if kind == raw.FPDF_SEGMENT_BEZIERTO:
+            return True
+        raw.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y))
+        point = (x.value, y.value)
+        if kind == raw.FPDF_SEGMENT_LINETO and last is not None:
+            dx, dy = abs(point[0] - last[0]), abs(point[1] - last[1])
+            if min(dx, dy) >= 1.0:  # a point off the axis through the last one: slanted (1 pt, as `_axis_segment`)
+                return True
+        last = point
+    return False
 
 
 def _axis_segment(p: tuple[float, float], q: tuple[float, float], width: float) -> Iterator[Segment]:

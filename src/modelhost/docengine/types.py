@@ -133,7 +133,9 @@ class PageContent:
     /Rotate (0, 90, 180, 270); boxes are already in the rotated (as displayed) frame. `regions` are the layout
     model's regions when the page was read from its pixels (empty for a text layer: no layout model runs on it).
     `fills` are the boxes of filled rectangles drawn on the page (shaded cells, stripes, boxes behind text), at least
-    a few points on each side (thinner ones are rules); they draw no text and are never pictures.
+    a few points on each side (thinner ones are rules); they draw no text and are never pictures. `drawings` are the
+    boxes of the other vector paths: curves, slanted lines, polygons and marks too small to be rules (a chart's
+    lines, markers and ticks, a diagram's arrows and rounded boxes), the ink a figure drawn as vectors is made of.
     """
 
     number: int
@@ -147,6 +149,7 @@ class PageContent:
     rotation: int = 0
     regions: tuple[Region, ...] = ()
     fills: tuple[BBox, ...] = ()
+    drawings: tuple[BBox, ...] = ()
 
     @property
     def usable(self) -> bool:

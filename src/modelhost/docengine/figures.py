@@ -1,0 +1,283 @@
+"""Figures drawn as vectors: a chart's or a diagram's region, found from its ink and the short labels around it.
+
+A chart or a diagram set in a PDF as vector paths (matplotlib's, TikZ's, a drawing program's) holds its text as
+text-layer words on a grid: tick labels, a legend, axis titles, panel labels, a diagram's box labels. Read as text
+they make false tables (the ticks' rows and columns), false headings (a bold panel title, "10 Training epochs" set
+larger than the body) and labels spliced into paragraphs. An image object tells the text path where a raster figure
+stands (`analyse`: pictures take the words over them); a vector figure has no such object, so its region is found
+from evidence on the page:
+
+- its ink: the page's vector paths (`PageContent.drawings`, `rulings`, `fills`) clustered by nearness
+  (`INK_GAP`): axes, ticks, curves, bars and boxes of one figure touch or nearly touch;
+- what makes the ink a figure's and not a table's or a frame's: curves, slanted lines, polygons or marks inside it
+  (`PageContent.drawings` other than one frame around it), ticks (rules a tick long, `TICK`), or bars (filled
+  rectangles with no words on them; a fill with words on it is their backdrop, no ink); an image inside the ink
+  (a heatmap's raster in its axes) is part of the figure, but an image alone is the image path's; a ruled table is
+  only horizontal and vertical rules around cells of text, and the ruled tables are found (and take their words)
+  before this runs;
+- its words are labels, not prose: a paragraph in a rounded box is a note, not a figure (`PROSE_SHARE`);
+- its labels: short pieces of text outside the ink that stand within `LABEL_REACH` of their own height from it (a
+  tick label beside its tick, an axis title beside the tick labels) and within its extent along that side (a line
+  of the page's text under a drawing runs past its ends), taken a few rounds outwards.
+
+`analyse` then reads each region as it reads an image: a `<picture>` whose labels are the picture's, its caption
+kept, a line of the page's text running into it kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from modelhost.docengine.lines import lines, pieces
+from modelhost.docengine.types import BBox, PageContent, Word
+
+__all__ = ["vector_figures"]
+
+#: Ink boxes this many body sizes apart or nearer are one figure's: a chart's ticks touch its spines, its legend
+#: and curves lie inside them, a diagram's arrows touch its boxes. Two figures side by side stand a column gap
+#: (1 em and more) plus their labels apart, and are told apart again by their labels' own regions.
+INK_GAP = 0.5
+#: A figure's ink is at least this many body sizes on each side: an axis with ticks and labels needs several lines
+#: of text's height, a row of boxed labels a line and a box's padding above and below it (a diagram's row of boxes,
+#: 3.5 sizes on the drawn page); a rule under a heading, an icon or a logo beside a line (the IRS's caution sign,
+#: 2.9), a bullet drawn as a circle or a box around one line is smaller.
+MIN_SIDE = 3.0
+#: A drawing covering this share of the ink's box or more is a frame around it (a rounded box, a border), no mark
+#: inside it: a table or a note in a rounded frame is no figure.
+FRAME_COVER = 0.9
+#: Figure regions this many body sizes apart or nearer are one figure's panels (a grid of subplots, set a column
+#: gap apart at most: LaTeX's \columnsep is 1 em, matplotlib's subplot spacing 0.2 of an axis); paragraphs of text
+#: never stand between them.
+PANEL_GAP = 1.5
+#: A rule this many body sizes long or shorter is a tick (matplotlib's are 3.5 points beside 10 point labels, 0.35
+#: of a size; TikZ's and Excel's alike); a table's rules span a cell, a word or more.
+TICK = 0.8
+#: Ticks side by side along a line, this many or more, are an axis (a figure's mark): an axis has five or more, a
+#: frame's corners two to a side, a stray short rule (a dash drawn as a line) one.
+MIN_TICKS = 3
+#: Filled rectangles with no word on them, this many at least, are a bar chart's bars (a shaded table's fills hold
+#: its cells' words; one or two empty fills are a background or a swatch).
+MIN_BARS = 3
+#: A figure is labelled with at least this many words of letters or digits: a logo carries a name or a mark ("®"),
+#: a chart its ticks and titles, a diagram its boxes' names.
+MIN_LABELS = 3
+#: A figure's labels stand around its ink, growing its box by a margin (an axis's tick labels and title: a fifth of
+#: a plot's width or less, so 1.2-1.8 times its area with two axes labelled); a box grown by more than this many
+#: times is a small mark beside lines of text (a caution sign beside a paragraph), whose "labels" are the text.
+MAX_GROWTH = 2.5
+#: A figure's words are labels: when at least this share of them stand in prose pieces (`PROSE_WORDS` words on one
+#: line) the ink is a box around text (a sidebar, a callout), which the page reads as text.
+PROSE_SHARE = 0.5
+#: A piece of this many words is prose (as `analyse.PROSE_WORDS` says: a sentence's stretch; labels have 1 to 4).
+PROSE_WORDS = 5
+#: A label stands this many of its own heights from the figure or nearer: matplotlib sets a tick label its tick's
+#: length plus a pad (3.5 + 3.5 points beside 10 point labels, 0.7 heights) from the axis, an axis title 4 points
+#: (0.4) past the tick labels; a page's paragraph stands a float's separation (LaTeX's \\intextsep, 12 points and
+#: more, above a line's own height) away.
+LABEL_REACH = 0.8
+#: Rounds of labels taken outwards: the tick labels, then the axis titles past them, then a title over a legend.
+LABEL_ROUNDS = 3
+#: Ink boxes considered at most (drawings, rules and fills together, the largest first): real figures draw a few
+#: hundred to a few thousand; the clustering's grid costs in proportion, so a hostile page stays bounded.
+MAX_INK = 8_000
+#: Grid cells one ink box may register in at most: a long rule across the page spans a few hundred cells of
+#: `INK_GAP` body sizes; a larger box is rare, and its corners alone are registered.
+MAX_CELLS = 4_096
+#: Groups of ink joined pairwise at most: a page has a few figures, rules and boxes; each pass compares every pair.
+MAX_GROUPS = 300
+
+
+def vector_figures(
+    content: PageContent, words: Sequence[Word], taken: set[int], claimed: Sequence[BBox], body: float
+) -> list[BBox]:
+    """The regions of the page's figures drawn as vectors: each its ink and its labels' box. `taken` indexes the
+    words of `words` a table already read; `claimed` are boxes (tables) whose ink is theirs; `body` is the body size."""
+    body = max(body, 1.0)
+    page_area = max(content.width * content.height, 1.0)
+
+    def free(box: BBox) -> bool:
+        # Ink of a found table, or a background under most of the page, is no figure's.
+        return not any(_inside(box, c) for c in claimed) and _area(box) < 0.6 * page_area
+
+    upright = [(i, w) for i, w in enumerate(words) if i not in taken]
+    drawings = [b for b in content.drawings if free(b)]
+    rules = [(s.x0, s.y0, s.x1, s.y1) for s in content.rulings]
+    ticks = [b for b in rules if max(b[2] - b[0], b[3] - b[1]) <= TICK * body and free(b)]
+    # A fill with words on it is their backdrop (a shaded box, a cover's panel, a chart's own background): no ink.
+    bars = [b for b in content.fills if free(b) and not any(_centre_in(w, b) for _, w in upright)]
+    if len(drawings) + len(ticks) + len(bars) == 0:
+        return []
+    ink = [*drawings, *(b for b in rules if free(b)), *bars]
+    ink = sorted(ink, key=lambda b: -max(b[2] - b[0], b[3] - b[1]))[:MAX_INK]
+    images = [i.bbox for i in content.images if free(i.bbox)]
+    clusters = _clusters([*ink, *images], INK_GAP * body)
+    found: list[BBox] = []
+    for box in clusters:
+        if min(box[2] - box[0], box[3] - box[1]) < MIN_SIDE * body or _bleeds(box, content):
+            continue
+        inner = [w for _, w in upright if _centre_in(w, box)]
+        marks = sum(1 for d in drawings if _inside(d, box) and _area(d) < FRAME_COVER * _area(box))
+        marks += _axes([t for t in ticks if _inside(t, box)])
+        if not (marks or _bars([b for b in bars if _inside(b, box)]) >= MIN_BARS) or _prose(inner):
+            continue
+        region = _labelled(box, upright, body)
+        labels = [w for _, w in upright if _centre_in(w, region) and any(c.isalnum() for c in w.text)]
+        # A figure with no words has no labels to keep out of the text (left alone), nor has a logo with its mark;
+        # a small mark whose "labels" outgrow it is an icon beside a paragraph (a caution sign), not a figure.
+        if len(labels) >= MIN_LABELS and _area(region) <= MAX_GROWTH * _area(box):
+            found.append(region)
+    return _merged(found, PANEL_GAP * body)
+
+
+def _axes(ticks: list[BBox]) -> int:
+    """Rows of ticks: `MIN_TICKS` short rules or more of one direction standing side by side along one line (an
+    axis's ticks share their ends); a frame's short corner pieces stand two to a side."""
+    rows: dict[tuple[bool, int, int], set[int]] = {}
+    for x0, y0, x1, y1 in ticks:
+        upright = y1 - y0 > x1 - x0
+        key = (upright, round(y0), round(y1)) if upright else (upright, round(x0), round(x1))
+        rows.setdefault(key, set()).add(round(x0) if upright else round(y0))
+    return sum(1 for places in rows.values() if len(places) >= MIN_TICKS)
+
+
+def _bars(fills: list[BBox]) -> int:
+    """The most empty fills standing on one baseline apart from each other: a bar chart's bars share their foot
+    (vertical bars their bottom, horizontal ones their left end) with gaps between them; a box's stripes, a code
+    block's shaded lines, touch each other."""
+    best = 0
+    for foot, across in ((lambda b: b[3], lambda b: (b[0], b[2])), (lambda b: b[0], lambda b: (b[1], b[3]))):
+        groups: dict[int, list[tuple[float, float]]] = {}
+        for b in fills:
+            groups.setdefault(round(foot(b)), []).append(across(b))
+        for spans in groups.values():
+            spans.sort()
+            apart = sum(
+                1
+                for i, (a, z) in enumerate(spans)
+                if all(a >= q + 1 or p >= z + 1 for j, (p, q) in enumerate(spans) if j != i)
+            )
+            best = max(best, apart)
+    return best
+
+
+def _bleeds(box: BBox, content: PageContent) -> bool:
+    """Whether ink runs off the page's edge (within a point): a masthead's or a banner's design, printed to the trim;
+    a figure stands inside the page's margins with the text."""
+    return box[0] <= 1 or box[1] <= 1 or box[2] >= content.width - 1 or box[3] >= content.height - 1
+
+
+def _prose(inner: list[Word]) -> bool:
+    flat = [w for w in inner if not w.rotation]
+    if not flat:
+        return False
+    prose = sum(len(p.words) for line in lines(flat) for p in pieces(line) if len(p.words) >= PROSE_WORDS)
+    return prose >= PROSE_SHARE * len(flat)
+
+
+def _labelled(box: BBox, upright: list[tuple[int, Word]], body: float) -> BBox:
+    """`box` grown by the labels around it: short pieces (`PROSE_WORDS`) within `LABEL_REACH` of their height."""
+    x0, y0, x1, y1 = box
+    outside = [w for _, w in upright if not _centre_in(w, box)]
+    if not outside:
+        return box
+    # Pieces of the words near the figure, built once: a label is a whole short piece, never a line's part.
+    margin = (LABEL_REACH * LABEL_ROUNDS + 2) * 2 * body
+    near = [
+        w for w in outside if w.x1 > x0 - margin and w.x0 < x1 + margin and w.y1 > y0 - margin and w.y0 < y1 + margin
+    ]
+    flat = [w for w in near if not w.rotation]
+    groups = [list(p.words) for line in lines(flat) for p in pieces(line)] + [[w] for w in near if w.rotation]
+    groups = [g for g in groups if len(g) < PROSE_WORDS]
+    for _ in range(LABEL_ROUNDS):
+        grown = False
+        rest = []
+        for group in groups:
+            gx0, gy0 = min(w.x0 for w in group), min(w.y0 for w in group)
+            gx1, gy1 = max(w.x1 for w in group), max(w.y1 for w in group)
+            reach = LABEL_REACH * min(min(w.height, w.x1 - w.x0) if w.rotation else w.height for w in group)
+            dx = max(x0 - gx1, gx0 - x1, 0.0)
+            dy = max(y0 - gy1, gy0 - y1, 0.0)
+            # Within reach, and within the figure's extent along the side it stands on: an axis's labels stand along
+            # the axis, a title over the plot; a line of the page's text beside a drawing runs past its ends.
+            along = (dy == 0 or (gx0 >= x0 - reach and gx1 <= x1 + reach)) and (
+                dx == 0 or (gy0 >= y0 - reach and gy1 <= y1 + reach)
+            )
+            if max(dx, dy) <= reach and (along or (dx > 0 and dy > 0)):
+                x0, y0, x1, y1 = min(x0, gx0), min(y0, gy0), max(x1, gx1), max(y1, gy1)
+                grown = True
+            else:
+                rest.append(group)
+        groups = rest
+        if not grown:
+            break
+    return (x0, y0, x1, y1)
+
+
+def _clusters(boxes: list[BBox], gap: float) -> list[BBox]:
+    """The boxes of groups of `boxes` standing `gap` apart or nearer (a grid of `gap`-sized cells, union-find)."""
+    if not boxes:
+        return []
+    parent = list(range(len(boxes)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    cell = max(gap, 1.0)
+    owner: dict[tuple[int, int], int] = {}
+    for i, (x0, y0, x1, y1) in enumerate(boxes):
+        cx0, cy0 = int((x0 - gap / 2) // cell), int((y0 - gap / 2) // cell)
+        cx1, cy1 = int((x1 + gap / 2) // cell), int((y1 + gap / 2) // cell)
+        if (cx1 - cx0 + 1) * (cy1 - cy0 + 1) > MAX_CELLS:
+            keys = [(cx0, cy0), (cx0, cy1), (cx1, cy0), (cx1, cy1)]
+        else:
+            keys = [(cx, cy) for cx in range(cx0, cx1 + 1) for cy in range(cy0, cy1 + 1)]
+        for key in keys:
+            j = owner.setdefault(key, i)
+            if j != i:
+                parent[root(i)] = root(j)
+    groups: dict[int, BBox] = {}
+    for i, b in enumerate(boxes):
+        r = root(i)
+        g = groups.get(r)
+        groups[r] = b if g is None else (min(g[0], b[0]), min(g[1], b[1]), max(g[2], b[2]), max(g[3], b[3]))
+    out = list(groups.values())
+    # A group's box may reach over another's (an L of ink): join those, where there are few enough groups to
+    # compare pairwise (MAX_GROUPS); scattered marks by the thousand are left as they are.
+    return _merged(out, gap) if len(out) <= MAX_GROUPS else out
+
+
+def _merged(boxes: list[BBox], gap: float) -> list[BBox]:
+    """Boxes that overlap or stand within `gap` of each other joined, until none do."""
+    out = list(boxes)
+    changed = True
+    while changed and len(out) > 1:
+        changed = False
+        for i in range(len(out)):
+            for j in range(i + 1, len(out)):
+                a, b = out[i], out[j]
+                if a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]:
+                    out[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                    del out[j]
+                    changed = True
+                    break
+            if changed:
+                break
+    return out
+
+
+def _area(box: BBox) -> float:
+    return max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0)
+
+
+def _inside(inner: BBox, outer: BBox) -> bool:
+    return (
+        outer[0] - 1 <= inner[0] and outer[1] - 1 <= inner[1] and inner[2] <= outer[2] + 1 and inner[3] <= outer[3] + 1
+    )
+
+
+def _centre_in(word: Word, box: BBox) -> bool:
+    cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
