@@ -1,7 +1,6 @@
 """Tables without rules read from the alignment of many rows, on PDFs made here (issue 34, text-path tables without
-rules): a list of donors in seven columns of upper-case names, where names run to a word space of the next column and
-every side of every column gap holds five words or more; two tables side by side, each under a header of its own; a
-table of figures set in two blocks side by side with no header."""
+rules): a list of donors in seven columns of upper-case names, where one name runs to a word space of the next column
+and every side of every column gap holds five words or more."""
 
 from __future__ import annotations
 
@@ -10,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from modelhost.docengine.types import Kind
+
+from .conftest import drawn_page
 from .test_unruled_tables import _layout, _right, _rows, _tables, _text
 
 SURNAMES = ["GARCIA", "RODRIGUEZ", "FERNANDEZ", "LOPEZ", "MARTINEZ", "GONZALEZ", "PEREZ", "SANCHEZ", "ROMERO", "SOSA"]
@@ -179,3 +181,94 @@ def test_two_tables_of_figures_side_by_side_each_under_its_own_header_stay_two_t
                     _right(c, x + 60 + 70 * n, 760 - 13 * k - dy, cell)
 
     assert len(_tables(_layout(tmp_path / "two.pdf", draw))) == 2
+
+
+LISTING = [
+    "% in preamble:",
+    "\\pgfplotstableset{",
+    "    alias/newname/.initial=b,",
+    "}",
+    "% in document:",
+    "\\pgfplotstabletypeset[",
+    "    columns={a,newname},",
+    "]{table.dat}",
+]
+
+
+def test_a_small_table_beside_the_code_listing_that_makes_it_takes_none_of_the_listing(tmp_path: Path) -> None:
+    # A manual's example: a table of two columns, and a column gap to its right, the listing that typesets it
+    # (pgfplotstable's manual, tables_dev/pgfplotstable_p10). Its lines stood in the table's rows as a third column of
+    # cells, most of them alone on their rows. Every word of that column is monospace, none of the table's is: it is
+    # a listing beside the table, and stays code.
+    table = [["a", "newname"], ["1", "2"], ["3", "4"], ["5", "6"]]
+
+    def draw(c: object) -> None:
+        _text(c, 72, 790, "Assigns the new name to the column denoted by its real name; the example shows the table.")
+        for k, (a, b) in enumerate(table):
+            _right(c, 100, 760 - 12 * k, a)
+            _right(c, 160, 760 - 12 * k, b)
+        for k, line in enumerate(LISTING):
+            _text(c, 200, 760 - 11 * k, line, "Courier", 9)
+        _text(c, 72, 650, "You can use the column's style to assign styles for the alias, not for the original name.")
+
+    layout = _layout(tmp_path / "listing.pdf", draw)
+    (found,) = _tables(layout)
+    assert _rows(found) == table
+    code = " ".join(b.text for b in layout.blocks if b.kind is Kind.CODE)
+    assert all(line.strip() in code for line in LISTING)
+
+
+# Two tables of one key column side by side, each under its own column names ("dof error1 | dof error2"), their
+# figures set in math mode (pgfplotstable's manual, tables_dev/pgfplotstable_p5: `6.25 · 10−2`, the decimal point
+# from a math font).
+
+DOF = ["4", "16", "64", "256", "1,024", "4,096", "16,384", "65,536"]
+ERRORS = (
+    ["0.25", "0.0625", "0.0156", "0.0039", "0.00098", "0.00024", "0.000061", "0.000015"],
+    ["0.76", "0.5", "0.29", "0.14", "0.0442", "0.017", "0.0082", "0.0039"],
+)
+
+
+def _keyed(c: object) -> None:
+    _text(c, 72, 790, "The first argument can be a file name or a table loaded before, as in both examples here.")
+    for x, name, errors in ((100, "error1", ERRORS[0]), (300, "error2", ERRORS[1])):
+        for k, (dof, error) in enumerate([("dof", name), *zip(DOF, errors, strict=True)]):
+            _right(c, x, 760 - 12 * k, dof)
+            _right(c, x + 70, 760 - 12 * k, error)
+    _text(c, 72, 640, "It is checked automatically whether the first argument contains inline data or a file name.")
+
+
+def test_two_tables_sharing_their_key_column_side_by_side_are_two_tables(tmp_path: Path) -> None:
+    # One run of four columns, its header "dof error1 dof error2": the first column's name repeats at the middle,
+    # every name a word (years repeated over two groups are figures). At the parent: one table of four columns.
+    first, second = _tables(_layout(tmp_path / "keyed.pdf", _keyed))
+    assert _rows(first) == [["dof", "error1"], *[list(r) for r in zip(DOF, ERRORS[0], strict=True)]]
+    assert _rows(second) == [["dof", "error2"], *[list(r) for r in zip(DOF, ERRORS[1], strict=True)]]
+
+
+def test_figures_set_in_a_math_font_are_a_table_of_figures(tmp_path: Path) -> None:
+    # LaTeX sets a table's figures in math mode (pgfplotstable: `$6.25\\cdot 10^{-2}$`): their decimal points, and so
+    # the words, come from a math font. More than half the run's words in math fonts read as display equations, and
+    # the table was lost; a figure set in a math font is a figure.
+    import dataclasses
+
+    import pypdfium2 as pdfium
+
+    from modelhost.docengine.textlayer import read_text_layer
+    from modelhost.docengine.unruled import find_unruled
+
+    rows = [["dof", "error"], *[list(r) for r in zip(DOF, ERRORS[0], strict=True)]]
+    drawn_page(tmp_path / "math.pdf", lambda c: _latex(c, 200, 760, rows, "rr"))
+    doc = pdfium.PdfDocument(str(tmp_path / "math.pdf"))
+    try:
+        words = read_text_layer(doc, 0).words
+    finally:
+        doc.close()
+    as_latex = [dataclasses.replace(w, math=w.text not in ("dof", "error")) for w in words]
+    (found,) = find_unruled(as_latex, 10.0)
+    assert [[c.text if c else "" for c in row] for row in found.table.grid()] == rows
+    # An equation's words are no figures: set in math fonts they stay no table.
+    equations = [
+        dataclasses.replace(w, math=True, text="x" if w.text not in ("dof", "error") else w.text) for w in words
+    ]
+    assert find_unruled(equations, 10.0) == []

@@ -37,17 +37,19 @@ How:
    across the columns, a blank stretch) ends it.
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
    (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
-   words, and a positive sign: a numeric column; or, for a table of words, a header row set in another font or three
-   columns or more, or zebra stripes banding the rows (`_striped`), not every column centred (centred names in
-   columns are a paper's authors).
+   words (a figure set in a math font is a figure: `_formula`), and a positive sign: a numeric column; or, for a
+   table of words, a header row set in another font or three columns or more, or zebra stripes banding the rows
+   (`_striped`), not every column centred (centred names in columns are a paper's authors).
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
    it with their spans (a header cell "Year ended" centred over two columns of figures; a name wider than its column
    of figures overhangs the gap beside it without spanning the column beyond: `_reaches`); a header wrapped onto two
    lines in its own face, each piece over one column, is one row (`_stacked_header`).
-5. Two tables side by side part: a list set in two halves, each under the same header, where the header repeats
-   (`_halves`); two tables of different lengths, each under a header of its own, where one's columns end and the
-   other's go on (`_two_lengths`). A table of figures whose rows go on in a block beside it, with no header, is one
-   table (`_continued`).
+5. Two tables side by side part: a list set in two halves, each under the same header, where the header repeats,
+   or two tables of one key column beside others, where the key's name repeats (`_halves`); two tables of different
+   lengths, each under a header of its own, where one's columns end and the other's go on (`_two_lengths`). A table
+   of figures whose rows go on in a block beside it, with no header, is one table (`_continued`). A code listing set
+   a column gap beside a small table (every word of its columns monospace, none of the table's, its lines going on
+   past the table's rows) is no column of it (`_beside_listing`).
 
 Gutters with running text on both sides part rows before anything else; their words are counted in each side's own
 column (`_columns_beside`), so a table's gaps, with many names on each side across several columns, are no gutter.
@@ -186,6 +188,8 @@ _RUNS_INTO_NEXT = re.compile(r"\S[,–]$")
 #: capital after a lowercase letter or a dot between letters in its first word. Running text goes on with words; a
 #: column of such names under one another is a table's, each its own cell.
 _IDENTIFIER = re.compile(r"^\S*(?:_|\d|[a-z][A-Z]|[A-Za-z]\.[A-Za-z])")
+#: The multiplication signs of a figure in scientific notation ("6.25 · 10−2", "3 × 10⁸").
+_TIMES = frozenset("·×")
 #: A word that is nothing but an equation number, "(12)" or "(3a)".
 _EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 
@@ -248,11 +252,65 @@ def find_unruled(
     stripes = sorted(fills[:MAX_STRIPES])
     for run in _runs(rows):
         table = _table(run, rows, words, stripes)
+        if table is not None:
+            table = _beside_listing(table, words)
         if table is None or table.words & taken or any(_cuts(frame, table.bbox) for frame in frames):
             continue
         found.extend(_side_by_side(table, words))
         taken |= table.words
     return _continued(found)
+
+
+def _beside_listing(found: FoundTable, words: Sequence[Word]) -> FoundTable | None:
+    """The table without the code listing set beside it (a manual's small table, then the code that typesets it, a
+    column gap to its right), or None where what is left is no table; anything else as it is. The listing is the
+    last columns, every word in them monospace where the table's own hold none (a table whose columns are program
+    names has its column names in a text face over them), and its lines go on past the table's rows:
+    `MIN_ROWS` - 1 rows or more hold the listing alone, or its lines go on under the table (`_goes_on_below`)."""
+    table = found.table
+    grid = table.grid()
+    for cut in range(1, table.cols):
+        own = [i for i in found.words if _column(table, words[i], cut)]
+        listing = [i for i in found.words if not _column(table, words[i], cut)]
+        if not own or not listing or any(words[i].monospace for i in own):
+            continue
+        if not all(words[i].monospace for i in listing):
+            continue
+        alone = sum(
+            1
+            for row in grid
+            if not any(c is not None and c.text for c in row[:cut]) and any(c is not None and c.text for c in row[cut:])
+        )
+        if alone < MIN_ROWS - 1 and not _goes_on_below(found, listing, words):
+            return found
+        kept = _parted(found, words, cut)
+        if len(kept) != 2:
+            return None
+        left = kept[0]
+        rows_of_two = sum(1 for row in left.table.grid() if sum(1 for c in row if c is not None and c.text) >= 2)
+        return left if left.table.cols >= 2 and rows_of_two >= MIN_ROWS else None
+    return found
+
+
+def _goes_on_below(found: FoundTable, listing: list[int], words: Sequence[Word]) -> bool:
+    """Whether the listing's lines go on under the table: a monospace word no table took starts where the listing's
+    lines do (within `FLUSH_EM`), at most `ROW_GAP` line heights under the table's last row."""
+    left = min(words[i].x0 for i in listing)
+    height = statistics.median(words[i].y1 - words[i].y0 for i in listing)
+    bottom = found.bbox[3]
+    return any(
+        w.monospace
+        and abs(w.x0 - left) <= FLUSH_EM * (w.size or height)
+        and bottom - 1 <= w.y0 <= bottom + ROW_GAP * height
+        for n, w in enumerate(words)
+        if n not in found.words
+    )
+
+
+def _column(table: Table, word: Word, cut: int) -> bool:
+    """Whether `word` stands left of column `cut` (by its centre, against the column's cells' left edge)."""
+    edge = min((c.bbox[0] for c in table.cells if c.col == cut and c.bbox is not None), default=float("inf"))
+    return (word.x0 + word.x1) / 2 < edge
 
 
 def _continued(found: list[FoundTable]) -> list[FoundTable]:
@@ -322,13 +380,19 @@ def _halves(table: Table, grid: list[list[Cell | None]]) -> int | None:
     own header): its columns halve where the first row's header texts repeat in the same order, and each half
     starts with a column of labels (words, not figures, in most of its body cells); no cell spans the middle. Years
     repeated under two groups ("2010 2011 | 2010 2011" under "Men" and "Women") are one table: there the second
-    half starts with figures."""
+    half starts with figures. Two tables of one key column beside others ("dof error1 | dof error2") halve where
+    the first column's name repeats, every name a word."""
     half = table.cols // 2
     if table.cols < 4 or table.cols % 2 or any(c.col < half < c.col + c.col_span for c in table.cells):
         return None
     head = [cell.text.casefold() if cell else "" for cell in grid[0]]
-    if not all(head) or head[:half] != head[half:]:
+    if not all(head):
         return None
+    if head[:half] != head[half:]:
+        # Two tables sharing their first column (a key) beside other columns each: "dof error1 | dof error2",
+        # column names only (years over two groups' columns are figures), none repeated inside a half.
+        keyed = head[0] == head[half] and len(set(head[:half])) == len(set(head[half:])) == half
+        return half if keyed and not any(_NUMBER.match(t) for t in head) else None
     for col in (0, half):
         labels = [cell.text for row in grid[1:] if (cell := row[col]) is not None and cell.text]
         if not labels or sum(1 for t in labels if _NUMBER.match(t)) * 2 >= len(labels):
@@ -777,7 +841,7 @@ def _evidence(
     if column[0] and all(_MARKER.match(t) for t in column[0]):
         return False  # a list: its markers stand in a column of their own
     every = [i for cells in grid for cell in cells for i in cell]
-    if sum(1 for i in every if words[i].math) > MATH_SHARE * len(every):
+    if sum(1 for i in every if _formula(words[i])) > MATH_SHARE * len(every):
         return False  # display equations, their numbers aligned at the right
     if sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every) and not (
         (banded or _text_header(grid, words)) and _font_header(grid, words)
@@ -1013,6 +1077,12 @@ def _text_header(grid: list[list[list[int]]], words: Sequence[Word]) -> bool:
     table of identifiers ("Type", "Function", "Source Code" over C++ names)."""
     first = [cell for cell in grid[0] if cell]
     return len(first) >= 2 and not any(words[i].monospace for cell in first for i in cell)
+
+
+def _formula(word: Word) -> bool:
+    """Whether a word set in a math font is a formula's: figures set in math mode (`6.25`, the `·` and the exponent
+    `−2` of `6.25 · 10−2`, a decimal point from a math font) are a table's figures all the same."""
+    return word.math and not _NUMBER.match(word.text) and word.text not in _TIMES
 
 
 def _face(ids: list[int], words: Sequence[Word]) -> tuple[bool, str, float]:
