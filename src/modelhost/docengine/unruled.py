@@ -150,6 +150,9 @@ MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
 #: staggered one-word lines cannot make this grow without bound (a page of text has 40-80 lines).
 MAX_ROWS = 2_000
+#: Tables on one page weighed for one going on beside another (`_continued`, every pair after each join): a page
+#: holds a few; a hostile page of hundreds of three-row tables must not make the pairs cost their cube.
+MAX_TABLES = 32
 #: Rows by which one of two tables set side by side ends before the other (`_two_lengths`): one blank row at a
 #: table's foot is a missing value in its last row; two tables of different lengths differ by more.
 SHORTER_BY = 2
@@ -270,8 +273,10 @@ def _beside_listing(found: FoundTable, words: Sequence[Word]) -> FoundTable | No
     table = found.table
     grid = table.grid()
     for cut in range(1, table.cols):
-        own = [i for i in found.words if _column(table, words[i], cut)]
-        listing = [i for i in found.words if not _column(table, words[i], cut)]
+        # where column `cut`'s cells start: a word stands left of it by its centre
+        edge = min((c.bbox[0] for c in table.cells if c.col == cut and c.bbox is not None), default=float("inf"))
+        own = [i for i in found.words if (words[i].x0 + words[i].x1) / 2 < edge]
+        listing = [i for i in found.words if (words[i].x0 + words[i].x1) / 2 >= edge]
         if not own or not listing or any(words[i].monospace for i in own):
             continue
         if not all(words[i].monospace for i in listing):
@@ -307,18 +312,13 @@ def _goes_on_below(found: FoundTable, listing: list[int], words: Sequence[Word])
     )
 
 
-def _column(table: Table, word: Word, cut: int) -> bool:
-    """Whether `word` stands left of column `cut` (by its centre, against the column's cells' left edge)."""
-    edge = min((c.bbox[0] for c in table.cells if c.col == cut and c.bbox is not None), default=float("inf"))
-    return (word.x0 + word.x1) / 2 < edge
-
-
 def _continued(found: list[FoundTable]) -> list[FoundTable]:
     """Tables whose rows go on in a block beside them joined into one: a long table of figures set in two blocks
     side by side (a page's two text columns) with no header, the right block's top level with the left's to within
-    a row (`_goes_on`). Its rows follow the left block's: the order its reader takes them in."""
+    a row (`_goes_on`). Its rows follow the left block's: the order its reader takes them in. A page of more than
+    `MAX_TABLES` tables is left as it is."""
     out = list(found)
-    joined = True
+    joined = len(out) <= MAX_TABLES
     while joined:
         joined = False
         for a, b in itertools.permutations(out, 2):
