@@ -272,3 +272,34 @@ def test_figures_set_in_a_math_font_are_a_table_of_figures(tmp_path: Path) -> No
         dataclasses.replace(w, math=True, text="x" if w.text not in ("dof", "error") else w.text) for w in words
     ]
     assert find_unruled(equations, 10.0) == []
+
+
+def test_row_labels_of_two_words_row_numbers_and_a_header_wider_than_its_column_are_kept(tmp_path: Path) -> None:
+    # R's data sets as LaTeX sets them with no rule: row names of two or three words ("Mazda RX4", "Hornet 4 Drive")
+    # in a stub before right-aligned figures, and an extract with its row numbers right-aligned before the figures.
+    # Each name is one cell, each row number a cell of its own column. The extract's last column, left-aligned,
+    # holds only "setosa", narrower than its name "Species": the header row reached past the run's right end and
+    # was left out of the table as a line of text (at 928fb4c); a header row may overhang the run's ends by a few
+    # ems (`unruled.HEADER_OVERHANG`).
+    cars = [
+        ["", "mpg", "cyl", "disp", "hp"],
+        ["Mazda RX4", "21.0", "6", "160.0", "110"],
+        ["Mazda RX4 Wag", "21.0", "6", "160.0", "110"],
+        ["Datsun 710", "22.8", "4", "108.0", "93"],
+        ["Hornet 4 Drive", "21.4", "6", "258.0", "110"],
+        ["Hornet Sportabout", "18.7", "8", "360.0", "175"],
+    ]
+    flowers = [
+        ["", "Sepal.Length", "Sepal.Width", "Species"],
+        *[[str(k), f"{4.6 + 0.1 * k:.1f}", f"{3.0 + 0.1 * k:.1f}", "setosa"] for k in range(1, 7)],
+    ]
+
+    def draw(c: object) -> None:
+        _text(c, 72, 790, "The first rows of two of R's data sets, as the report prints them, one under the other.")
+        _latex(c, 150, 760, cars, "lrrrr")
+        _text(c, 72, 670, "Table 2: the first rows of the flowers, with their row numbers.")
+        _latex(c, 150, 640, flowers, "rrrl")
+
+    first, second = _tables(_layout(tmp_path / "data.pdf", draw))
+    assert _rows(first) == cars
+    assert _rows(second) == flowers

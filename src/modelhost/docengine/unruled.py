@@ -145,6 +145,10 @@ CENTRE_SLACK = 2.0
 #: paper's author block differs from the one above (a name, a department, an address, an e-mail); a table's rows
 #: change kind only between groups (identifiers without digits, then with: "Matrix" over "int8NDArray").
 RECORD_CHANGES = 0.5
+#: A header row of two segments or more may reach past the run's ends by this many line heights: a column's name
+#: wider than its cells ("Species" over "setosa", left-aligned in the last column; a name over right-aligned figures
+#: in the first) overhangs the table's edge by an em or a few. A paragraph's line over a table is one segment.
+HEADER_OVERHANG = 3.0
 #: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
 MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
@@ -1112,7 +1116,12 @@ def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tu
     k = run.before
     while k >= 0 and len(spanning) < MAX_HEADER_ROWS and len(pending) <= MAX_HEADER_ROWS:
         row = rows[k]
-        if below.y0 - row.y1 > ROW_GAP * max(row.height, below.height) or row.x0 < run.x0 - 1 or row.x1 > run.x1 + 1:
+        reach = HEADER_OVERHANG * max(row.height, 1.0)
+        if (
+            below.y0 - row.y1 > ROW_GAP * max(row.height, below.height)
+            or row.x0 < run.x0 - 1 - (reach if row.segments >= 2 else 0.0)
+            or row.x1 > run.x1 + 1 + (reach if row.segments >= 2 else 0.0)
+        ):
             break
         if not spanning and _keeps(run.separators, row) is not None:
             pending.insert(0, k)
