@@ -218,3 +218,80 @@ def test_a_ruled_table_and_a_rounded_note_beside_a_chart_stay_a_table_and_text(t
     assert [b.kind for b in blocks].count(Kind.PICTURE) == 1  # the chart's, its labels in it
     assert "Baseline" not in " ".join(b.text for b in blocks)
     assert any(b.kind is Kind.TEXT and b.text.startswith("Note: every value") for b in blocks)
+
+
+def test_small_panels_in_one_column_of_two_are_one_picture_and_the_other_column_reads_on(tmp_path: Path) -> None:
+    """Four panels a column wide (axes 27 points tall, labels 7 points): a two-column paper's figure. Its labels are
+    the picture's; the prose of both columns stays whole."""
+    from reportlab.pdfgen import canvas
+
+    page = tmp_path / "page.pdf"
+    c = canvas.Canvas(str(page), pagesize=(612, 792))
+    c.setFont("Times-Roman", 10)
+    words = (PROSE * 12).split()
+    for x, skip in ((54, (560, 380)), (318, None)):
+        y, line, i = 740, "", 0
+        while i < len(words) and y > 60:
+            if skip and skip[0] >= y >= skip[1]:
+                y = skip[1] - 12
+                continue
+            if c.stringWidth(f"{line} {words[i]}", "Times-Roman", 10) > 240:
+                c.drawString(x, y, line.strip())
+                y, line = y - 12, ""
+            line += f" {words[i]}"
+            i += 1
+    c.drawString(54, 392, CAPTION[:48])
+    c.showPage()
+    c.save()
+    blocks = document_layouts(_placed(tmp_path, page, _panels, (3.4, 2.4), (54, 405, 240, 160)))[0].blocks
+    assert [b.kind for b in blocks].count(Kind.PICTURE) == 1
+    assert not [b for b in blocks if b.kind in (Kind.LIST_ITEM, Kind.SECTION_HEADER, Kind.TABLE)]
+    assert not [b for b in blocks if "Order" in b.text or "Time (s)" in b.text]
+    right = [b for b in blocks if b.kind is Kind.TEXT and b.bbox[0] > 300]
+    assert len(right) == 1 and right[0].text.startswith("The measurements") and len(right[0].text.split()) > 300
+
+
+def test_a_caution_sign_beside_a_paragraph_leaves_the_paragraph_whole(tmp_path: Path) -> None:
+    """A warning triangle drawn as a path with "!" and a tiny "CAUTION" under it, in a paragraph's margin, the
+    paragraph running on under the sign (as IRS instructions set it): the sign's "labels" would be the paragraph's
+    lines, so it is no figure and the paragraph reads whole."""
+    from reportlab.pdfgen import canvas
+
+    page = tmp_path / "page.pdf"
+    c = canvas.Canvas(str(page), pagesize=(612, 792))
+    path = c.beginPath()
+    path.moveTo(404, 700)
+    path.lineTo(430, 700)
+    path.lineTo(417, 726)
+    path.close()
+    c.drawPath(path, stroke=1, fill=0)
+    inner = c.beginPath()  # the sign's face inside its border, as the IRS draws it
+    inner.moveTo(408, 703)
+    inner.lineTo(426, 703)
+    inner.lineTo(417, 721)
+    inner.close()
+    c.setFillGray(0.8)
+    c.drawPath(inner, stroke=0, fill=1)
+    c.setFillGray(0)
+    c.setFont("Helvetica-Bold", 9.5)
+    c.drawString(415, 710, "!")
+    c.setFont("Helvetica", 4.8)
+    c.drawString(404, 694, "CAUTION")
+    c.setFont("Times-Roman", 9.5)
+    text = [
+        (433, 722, "Nonresident aliens who make"),
+        (433, 710, "this election may forfeit the right"),
+        (433, 698, "to claim benefits otherwise"),
+        (402, 686, "available under a U.S. tax treaty. For"),
+        (402, 674, "more details, see the specific treaty."),
+    ]
+    for x, y, line in text:
+        c.drawString(x, y, line)
+    c.setFont("Times-Roman", 9.5)
+    c.drawString(72, 500, PROSE.strip()[:100])  # the page's body, so the paragraph above is not all it holds
+    c.showPage()
+    c.save()
+    blocks = document_layouts(page)[0].blocks
+    assert not any(b.kind is Kind.PICTURE for b in blocks)
+    joined = " ".join(b.text for b in blocks)
+    assert "may forfeit the right" in joined and "to claim benefits otherwise available" in joined

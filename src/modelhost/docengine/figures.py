@@ -37,11 +37,12 @@ __all__ = ["vector_figures"]
 #: and curves lie inside them, a diagram's arrows touch its boxes. Two figures side by side stand a column gap
 #: (1 em and more) plus their labels apart, and are told apart again by their labels' own regions.
 INK_GAP = 0.5
-#: A figure's ink is at least this many body sizes on each side: an axis with ticks and labels needs several lines
-#: of text's height, a row of boxed labels a line and a box's padding above and below it (a diagram's row of boxes,
-#: 3.5 sizes on the drawn page); a rule under a heading, an icon or a logo beside a line (the IRS's caution sign,
-#: 2.9), a bullet drawn as a circle or a box around one line is smaller.
-MIN_SIDE = 3.0
+#: A figure's ink is at least this many body sizes on each side: an axis with ticks needs a few lines of text's
+#: height (a panel of a column-wide grid of four, 2.7 sizes tall on the drawn two-column page), a row of boxed labels
+#: a line and a box's padding above and below it (3.5 on the drawn page); a rule under a heading, a bullet drawn as
+#: a circle, a box around a word is smaller. (Larger marks that are no figures are told by their words: a logo's
+#: `MIN_LABELS`, an icon beside a paragraph's `_cuts`.)
+MIN_SIDE = 2.0
 #: A drawing covering this share of the ink's box or more is a frame around it (a rounded box, a border), no mark
 #: inside it: a table or a note in a rounded frame is no figure.
 FRAME_COVER = 0.9
@@ -61,10 +62,9 @@ MIN_BARS = 3
 #: A figure is labelled with at least this many words of letters or digits: a logo carries a name or a mark ("®"),
 #: a chart its ticks and titles, a diagram its boxes' names.
 MIN_LABELS = 3
-#: A figure's labels stand around its ink, growing its box by a margin (an axis's tick labels and title: a fifth of
-#: a plot's width or less, so 1.2-1.8 times its area with two axes labelled); a box grown by more than this many
-#: times is a small mark beside lines of text (a caution sign beside a paragraph), whose "labels" are the text.
-MAX_GROWTH = 2.5
+#: Lines of one paragraph stand less than this many of their heights apart (leading: 1.2 times the size, so 0.2-0.5
+#: of a line's box between lines); a chart's stacked tick labels stand further apart or are all its own.
+LINE_GAP = 0.6
 #: A figure's words are labels: when at least this share of them stand in prose pieces (`PROSE_WORDS` words on one
 #: line) the ink is a box around text (a sidebar, a callout), which the page reads as text.
 PROSE_SHARE = 0.5
@@ -83,8 +83,12 @@ MAX_INK = 8_000
 #: Grid cells one ink box may register in at most: a long rule across the page spans a few hundred cells of
 #: `INK_GAP` body sizes; a larger box is rare, and its corners alone are registered.
 MAX_CELLS = 4_096
-#: Groups of ink joined pairwise at most: a page has a few figures, rules and boxes; each pass compares every pair.
-MAX_GROUPS = 300
+#: Groups of ink joined pairwise at most: a page has a few figures, rules and boxes; each join compares every pair
+#: again (a cube of the count at worst), so a page of hundreds of scattered rules (a form) keeps its groups as found.
+MAX_GROUPS = 100
+#: Clusters weighed as figures at most, the largest first: each is matched against every word and drawing, and a
+#: page holds a handful of figures; a hostile page of thousands of separate marks stays bounded.
+MAX_FIGURES = 50
 
 
 def vector_figures(
@@ -111,6 +115,7 @@ def vector_figures(
     ink = sorted(ink, key=lambda b: -max(b[2] - b[0], b[3] - b[1]))[:MAX_INK]
     images = [i.bbox for i in content.images if free(i.bbox)]
     clusters = _clusters([*ink, *images], INK_GAP * body)
+    clusters = sorted(clusters, key=lambda b: -_area(b))[:MAX_FIGURES]
     found: list[BBox] = []
     for box in clusters:
         if min(box[2] - box[0], box[3] - box[1]) < MIN_SIDE * body or _bleeds(box, content):
@@ -121,10 +126,11 @@ def vector_figures(
         if not (marks or _bars([b for b in bars if _inside(b, box)]) >= MIN_BARS) or _prose(inner):
             continue
         region = _labelled(box, upright, body)
+        if region is None:
+            continue
         labels = [w for _, w in upright if _centre_in(w, region) and any(c.isalnum() for c in w.text)]
-        # A figure with no words has no labels to keep out of the text (left alone), nor has a logo with its mark;
-        # a small mark whose "labels" outgrow it is an icon beside a paragraph (a caution sign), not a figure.
-        if len(labels) >= MIN_LABELS and _area(region) <= MAX_GROWTH * _area(box):
+        # A figure with no words has no labels to keep out of the text (left alone), nor has a logo with its mark.
+        if len(labels) >= MIN_LABELS:
             found.append(region)
     return _merged(found, PANEL_GAP * body)
 
@@ -145,17 +151,19 @@ def _bars(fills: list[BBox]) -> int:
     (vertical bars their bottom, horizontal ones their left end) with gaps between them; a box's stripes, a code
     block's shaded lines, touch each other."""
     best = 0
-    for foot, across in ((lambda b: b[3], lambda b: (b[0], b[2])), (lambda b: b[0], lambda b: (b[1], b[3]))):
+    for foot, lo, hi in ((3, 0, 2), (0, 1, 3)):  # vertical bars: bottoms, x spans; horizontal: left ends, y spans
         groups: dict[int, list[tuple[float, float]]] = {}
         for b in fills:
-            groups.setdefault(round(foot(b)), []).append(across(b))
+            groups.setdefault(round(b[foot]), []).append((b[lo], b[hi]))
         for spans in groups.values():
             spans.sort()
-            apart = sum(
-                1
-                for i, (a, z) in enumerate(spans)
-                if all(a >= q + 1 or p >= z + 1 for j, (p, q) in enumerate(spans) if j != i)
-            )
+            # Sorted by start, a span stands apart when the furthest end before it and the next start leave it a
+            # point clear on each side (n log n: a hostile page's MAX_FILLS on one baseline stays cheap).
+            reach, apart = float("-inf"), 0
+            for i, (a, z) in enumerate(spans):
+                following = spans[i + 1][0] if i + 1 < len(spans) else float("inf")
+                apart += reach + 1 <= a and z + 1 <= following
+                reach = max(reach, z)
             best = max(best, apart)
     return best
 
@@ -174,8 +182,10 @@ def _prose(inner: list[Word]) -> bool:
     return prose >= PROSE_SHARE * len(flat)
 
 
-def _labelled(box: BBox, upright: list[tuple[int, Word]], body: float) -> BBox:
-    """`box` grown by the labels around it: short pieces (`PROSE_WORDS`) within `LABEL_REACH` of their height."""
+def _labelled(box: BBox, upright: list[tuple[int, Word]], body: float) -> BBox | None:
+    """`box` grown by the labels around it: short pieces (`PROSE_WORDS`) within `LABEL_REACH` of their height; None
+    where a label would be a line of a paragraph going on outside the box (`_cuts`): the mark is an icon beside
+    text (the IRS's caution sign beside its paragraph), no figure."""
     x0, y0, x1, y1 = box
     outside = [w for _, w in upright if not _centre_in(w, box)]
     if not outside:
@@ -186,8 +196,9 @@ def _labelled(box: BBox, upright: list[tuple[int, Word]], body: float) -> BBox:
         w for w in outside if w.x1 > x0 - margin and w.x0 < x1 + margin and w.y1 > y0 - margin and w.y0 < y1 + margin
     ]
     flat = [w for w in near if not w.rotation]
-    groups = [list(p.words) for line in lines(flat) for p in pieces(line)] + [[w] for w in near if w.rotation]
-    groups = [g for g in groups if len(g) < PROSE_WORDS]
+    every = [list(p.words) for line in lines(flat) for p in pieces(line)]
+    groups = [g for g in every if len(g) < PROSE_WORDS] + [[w] for w in near if w.rotation]
+    taken: list[list[Word]] = []
     for _ in range(LABEL_ROUNDS):
         grown = False
         rest = []
@@ -204,13 +215,36 @@ def _labelled(box: BBox, upright: list[tuple[int, Word]], body: float) -> BBox:
             )
             if max(dx, dy) <= reach and (along or (dx > 0 and dy > 0)):
                 x0, y0, x1, y1 = min(x0, gx0), min(y0, gy0), max(x1, gx1), max(y1, gy1)
+                taken.append(group)
                 grown = True
             else:
                 rest.append(group)
         groups = rest
         if not grown:
             break
-    return (x0, y0, x1, y1)
+    return None if _cuts(taken, every) else (x0, y0, x1, y1)
+
+
+def _cuts(labels: list[list[Word]], pieces_near: list[list[Word]]) -> bool:
+    """Whether a label taken is a line of a paragraph that goes on without it: a line not taken stands next under
+    or over it (less than `LINE_GAP` of its height apart, across from it), in its size (the IRS's paragraph beside
+    its caution sign runs on under the sign). A figure's labels are its own: tick labels stacked along an axis are
+    all taken, and a caption or a paragraph stands a float's separation from an axis title."""
+    ids = {id(w) for group in labels for w in group}
+    rest = [p for p in pieces_near if not any(id(w) in ids for w in p)]
+    for group in labels:
+        if group[0].rotation:
+            continue
+        gx0, gx1 = min(w.x0 for w in group), max(w.x1 for w in group)
+        gy0, gy1 = min(w.y0 for w in group), max(w.y1 for w in group)
+        height, size = gy1 - gy0, max(w.size for w in group)
+        for p in rest:
+            px0, px1 = min(w.x0 for w in p), max(w.x1 for w in p)
+            py0, py1 = min(w.y0 for w in p), max(w.y1 for w in p)
+            near = max(py0 - gy1, gy0 - py1) < LINE_GAP * height and px0 < gx1 and gx0 < px1
+            if near and abs(max(w.size for w in p) - size) < 0.5:
+                return True
+    return False
 
 
 def _clusters(boxes: list[BBox], gap: float) -> list[BBox]:

@@ -435,7 +435,9 @@ def _curved(obj: Any) -> bool:
         point = (x.value, y.value)
         if kind == raw.FPDF_SEGMENT_LINETO and last is not None:
             dx, dy = abs(point[0] - last[0]), abs(point[1] - last[1])
-            if min(dx, dy) >= 1.0:  # a point off the axis through the last one: slanted (1 pt, as `_axis_segment`)
+            # Off the axis through the last point by more than a hundredth of its length (producers round a
+            # rule's ends to 0.01 point or so; a plotted line's many short steps climb by more)
+            if min(dx, dy) > 0.01 * max(dx, dy) and min(dx, dy) > 0.05:
                 return True
         last = point
     return False
