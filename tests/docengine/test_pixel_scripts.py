@@ -181,6 +181,27 @@ def test_a_korean_line_starting_in_latin_keeps_its_syllables(reader: PixelReader
     assert cer(expected, text) <= 0.05, text
 
 
+#: Bracketed Latin words between Korean syllables where Tesseract's boxes misplace the edges: the box of the
+#: syllable before "(ISO)" and "(WHO)" reaches into the bracket, and "IEC" is read as lone jamo, "ㅁ" and "ㅇ" (the
+#: second at 85).
+KOREAN_BRACKETED = [
+    "2020.1.1. 관련 규정이 변경되어 적용됨에 따라, 세계적 유행(Pandemic) 단계에 돌",
+    "입하였다고 세계보건기구(WHO)가 인정한 코로나-19와 관련하여",
+    "이 법은 국제표준화기구(ISO)와 국제전기기술위원회(IEC)의",
+    "규격을 따르며 유럽연합(EU)이 정한 기준(Directive)을 적용한다",
+]
+
+
+@needs_models
+@needs_font
+def test_bracketed_latin_words_keep_their_brackets_and_letters(reader: PixelReader) -> None:
+    text = text_of(reader, script_page(KOREAN_BRACKETED, korean=True))
+    # Before: "국제표준화기구ISO)와" (the cut at the syllable's box left the "(" out) and
+    # "국제전기기술위원회(ㅁㅇ)의" (a lone jamo read sure counted as a syllable the model reads well, so the stretch
+    # was never read again).
+    assert [w for w in ("기구(WHO)가", "기구(ISO)와", "위원회(IEC)의") if w not in text] == [], text
+
+
 def mixed_page(blocks: list[tuple[list[str], str]]) -> np.ndarray:
     """A letter page at 150 DPI of paragraphs in turn, each `(lines, how)`: "rtl" right-aligned in DejaVu Sans,
     "korean" in the CJK font, else left-aligned in DejaVu Sans."""

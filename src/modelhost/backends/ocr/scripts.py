@@ -260,9 +260,10 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
             if cut:
                 glued.add(found)
     texts, scores = latin([np.ascontiguousarray(crop[:, a:b]) for a, b in stretches]) if stretches else ([], [])
+    texts, scores = [" ".join(t.split()) for t in texts], list(scores)
+    _bracketed(crop, stretches, glued, texts, scores, latin)
     replaced: dict[int, tuple[str, float]] = {}
     for (a, b), text, score in zip(stretches, texts, scores, strict=False):
-        text = " ".join(text.split())
         inside = [k for k, w in enumerate(words) if a <= (w.x0 + w.x1) / 2 < b]
         if not inside or any(k in replaced for k in inside) or score < LATIN_SCORE or not _latin_letters(text):
             continue
@@ -284,16 +285,70 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
     return _joined(words, pieces), sum(confidences) / len(confidences)
 
 
+def _ink(crop: np.ndarray) -> np.ndarray:
+    # A line crop's ink, pixel by pixel: dark on light paper, or light text on a dark band (its own ink).
+    gray = crop.mean(axis=2)
+    return gray > INK if float(np.median(gray)) < INK else gray < INK
+
+
+def _bracketed(
+    crop: np.ndarray,
+    stretches: Sequence[tuple[int, int]],
+    glued: set[tuple[int, int]],
+    texts: list[str],
+    scores: list[float],
+    latin: Recogniser,
+) -> None:
+    # A glued stretch whose reading lacks a bracket ("Pandemic)") is read again grown over the narrow glyph on that
+    # side (_widened): Tesseract may box a bracket into the syllable beside it ("행" boxed over the "(" of
+    # "유행(Pandemic)"), and the cut at that box leaves it out. Only the bracket is taken, and only where the reading
+    # grown so holds the first with it: the glyph may be a syllable's stroke, which reads as a letter, and the
+    # recogniser may read a stop after the word it did not see before ("(ISO)." for "ISO)"). In place.
+    again: dict[int, tuple[int, int]] = {}
+    for k, ((a, b), text) in enumerate(zip(stretches, texts, strict=False)):
+        lacks = text.count(")") - text.count("(")
+        if (a, b) in glued and lacks and (wide := _widened(crop, a, b, left=lacks > 0)) != (a, b):
+            again[k] = wide
+    if not again:
+        return
+    more, more_scores = latin([np.ascontiguousarray(crop[:, a:b]) for a, b in again.values()])
+    for k, wider, score in zip(again, more, more_scores, strict=False):
+        whole = f"({texts[k]}" if texts[k].count(")") > texts[k].count("(") else f"{texts[k]})"
+        if score >= LATIN_SCORE and whole in " ".join(wider.split()):
+            texts[k], scores[k] = whole, min(scores[k], score)
+
+
+def _widened(crop: np.ndarray, start: int, stop: int, *, left: bool) -> tuple[int, int]:
+    # The stretch start..stop grown on its left (else its right) over the next glyph, where that glyph stands within
+    # a gap of it and is narrow (a quarter of the line's height at most: a bracket; a syllable is about as wide as
+    # the line is high).
+    height, width = crop.shape[:2]
+    ink = _ink(crop).any(axis=0)
+    gap, narrow = max(2, height // 5), max(2, height // 4)
+    step = -1 if left else 1
+    edge = x = start - 1 if left else stop  # the first column outside the stretch
+    while 0 <= x < width and not ink[x] and abs(x - edge) < gap:
+        x += step  # over the blank
+    end = x
+    while 0 <= end < width and ink[end]:
+        end += step  # over the glyph
+    if end == x or abs(end - x) > narrow or not 0 <= end < width:
+        return (start, stop)
+    return (end + 1, stop) if left else (start, end)
+
+
 def _settled(word: TessWord) -> bool:
     # A word the script model reads in its own letters at KEEP_CONF or more: no part of a Latin word beside it.
-    return word.confidence >= KEEP_CONF and script_letters(word.text)
+    # Letters that stand in no word alone (_stray: a lone jamo) are no word read well, however sure the model is.
+    return word.confidence >= KEEP_CONF and script_letters(word.text) and not _stray(word.text)
 
 
 def _foreign(word: TessWord) -> bool:
-    # A word the script model doubts (under KEEP_CONF) and reads with none of its own letters: a Latin word or code
-    # it misread ("(WHO)" as "(/10)" at 16). A number it nearly trusts ("1695" at 89) is not: Tesseract may box the
-    # syllable beside it over its first figure, and a stretch cut at that box takes the figure off.
-    return word.confidence < KEEP_CONF and not script_letters(word.text)
+    # A word the script model doubts (under WORD_CONF) and reads with none of its own letters: a Latin word or code
+    # it misread ("(WHO)" as "(/10)" at 16, "(EU)" as "(60)" at 86, "(Pandemic)" as "(630060010)" at 85), or lone
+    # jamo, its guess at Latin letters ("IEC" as "ㅁ", "ㅇ"). A number it reads right loses nothing: the glued
+    # reading must hold a Latin letter to replace anything (a figure cut off a box's edge reads "695", not "1695").
+    return word.confidence < WORD_CONF and (not script_letters(word.text) or _stray(word.text))
 
 
 def _stray(text: str) -> bool:
@@ -335,8 +390,7 @@ def _stretch(
     x1 = min([w.x0 for w in others if w.x0 + w.x1 >= 2 * middle and w.x0 > x0] + [x1, width])
     if x1 <= x0:
         return None
-    gray = crop.mean(axis=2)
-    ink = gray > INK if float(np.median(gray)) < INK else gray < INK  # light text on a dark band: its own ink
+    ink = _ink(crop)
     blank = ~ink.any(axis=0)
     gap = max(2, height // 5)
     # The gap may begin inside the run's box (a box reaching over its neighbour was cut at the neighbour's ink).
@@ -354,7 +408,12 @@ def _stretch(
         )
         if cut == (start, stop) or cut[1] <= cut[0]:
             return None
-        start, stop = cut
+        # A box is not where ink parts: Tesseract's box of "구" in "세계보건기구(WHO)가" ends inside the "(" after it.
+        # Each cut at a box moves out to the nearest blank column within a gap, so a glyph across the box's edge is
+        # read whole with the Latin word; the syllable's own strokes stand further off than that.
+        left = next((x for x in range(cut[0], max(start, cut[0] - gap) - 1, -1) if blank[x]), cut[0])
+        right = next((x for x in range(cut[1], min(stop, cut[1] + gap)) if blank[x]), cut[1])
+        start, stop = left, right
     return (start, stop) if ink[:, start:stop].any() else None
 
 
