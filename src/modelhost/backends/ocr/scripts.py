@@ -287,8 +287,9 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
 
 def _ink(crop: np.ndarray) -> np.ndarray:
     # A line crop's ink, pixel by pixel: dark on light paper, or light text on a dark band (its own ink).
-    gray = crop.mean(axis=2)
-    return gray > INK if float(np.median(gray)) < INK else gray < INK
+    gray: np.ndarray = np.asarray(crop.mean(axis=2))
+    ink: np.ndarray = gray > INK if float(np.median(gray)) < INK else gray < INK
+    return ink
 
 
 def _bracketed(
@@ -323,7 +324,7 @@ def _widened(crop: np.ndarray, start: int, stop: int, *, left: bool) -> tuple[in
     # a gap of it and is narrow (a quarter of the line's height at most: a bracket; a syllable is about as wide as
     # the line is high).
     height, width = crop.shape[:2]
-    ink = _ink(crop).any(axis=0)
+    ink: np.ndarray = np.asarray(_ink(crop).any(axis=0))
     gap, narrow = max(2, height // 5), max(2, height // 4)
     step = -1 if left else 1
     edge = x = start - 1 if left else stop  # the first column outside the stretch
@@ -391,7 +392,7 @@ def _stretch(
     if x1 <= x0:
         return None
     ink = _ink(crop)
-    blank = ~ink.any(axis=0)
+    blank: np.ndarray = ~np.asarray(ink.any(axis=0))
     gap = max(2, height // 5)
     # The gap may begin inside the run's box (a box reaching over its neighbour was cut at the neighbour's ink).
     start = min(x0 + gap, x1)
