@@ -29,7 +29,7 @@ from modelhost.docengine.classify import (
     italic_label,
     margin_line,
 )
-from modelhost.docengine.figures import vector_figures
+from modelhost.docengine.figures import box_area, centre_in, contains, vector_figures
 from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Piece, gutters, lines, pieces
@@ -270,13 +270,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     # Figures drawn as vectors (figures.py: ink and the short labels around it) are read as images are; an image
     # inside one (a heatmap's raster inside its axes) is part of it.
     drawn = vector_figures(content, words, taken, [b.bbox for b in fixed], style.body_size)
-    images = [i for i in largest_images(content.images) if not any(_contains(f, i.bbox) for f in drawn)]
+    images = [i for i in largest_images(content.images) if not any(contains(f, i.bbox) for f in drawn)]
     for image, vector in [*((i, False) for i in images), *((ImageRegion(f), True) for f in drawn)]:
         x0, y0, x1, y1 = image.bbox
         area = (x1 - x0) * (y1 - y0)
-        if any(_contains(b.bbox, image.bbox) for b in fixed):
+        if any(contains(b.bbox, image.bbox) for b in fixed):
             continue  # an image inside a table cell (a logo, an icon) belongs to the table
-        over = [i for i, w in enumerate(words) if i not in taken and _centre_in(w, image.bbox)]
+        over = [i for i, w in enumerate(words) if i not in taken and centre_in(w, image.bbox)]
         if area < BACKGROUND_SHARE * page_area and len(over) < BACKGROUND_WORDS:
             if not vector and is_backdrop(image.bbox, [words[i] for i in over]):
                 continue  # a shaded box or a banner drawn behind text: its words are the page's, and no picture
@@ -363,12 +363,8 @@ def largest_images(images: Sequence[ImageRegion]) -> list[ImageRegion]:
     """At most `MAX_IMAGES` of a page's images, the largest, in their page order."""
     if len(images) <= MAX_IMAGES:
         return list(images)
-    keep = set(sorted(range(len(images)), key=lambda i: -_area(images[i].bbox))[:MAX_IMAGES])
+    keep = set(sorted(range(len(images)), key=lambda i: -box_area(images[i].bbox))[:MAX_IMAGES])
     return [image for i, image in enumerate(images) if i in keep]
-
-
-def _area(box: BBox) -> float:
-    return (box[2] - box[0]) * (box[3] - box[1])
 
 
 def _captioned(blocks: list[Block]) -> list[Block]:
@@ -482,7 +478,7 @@ def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: 
     out = []
     grouped = paragraphs(chunk)
     for paragraph in grouped:
-        framed = any(_contains(frame, paragraph[0].bbox) for frame in frames)
+        framed = any(contains(frame, paragraph[0].bbox) for frame in frames)
         out.append(classify(paragraph, style, content.number, content.height, framed=framed))
     # A bold item of a numbered list counts on from its neighbours: no section of its own.
     for i, paragraph in enumerate(grouped):
@@ -587,14 +583,3 @@ def _running_in(over: list[int], words: list[Word], taken: set[int], box: BBox) 
             if any(i in inside for i in ids) and any(i not in inside for i in ids):
                 keep |= {i for i in ids if i in inside}
     return keep
-
-
-def _centre_in(word: Word, box: BBox) -> bool:
-    cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
-    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
-
-
-def _contains(outer: BBox, inner: BBox) -> bool:
-    return (
-        outer[0] <= inner[0] + 1 and outer[1] <= inner[1] + 1 and inner[2] <= outer[2] + 1 and inner[3] <= outer[3] + 1
-    )

@@ -31,8 +31,11 @@ from collections.abc import Sequence
 from modelhost.docengine.lines import lines, pieces
 from modelhost.docengine.types import BBox, PageContent, Word
 
-__all__ = ["vector_figures"]
+__all__ = ["box_area", "centre_in", "contains", "vector_figures"]
 
+#: Ink covering this share of the page or more is its background (a coloured page, a slide's backdrop), no figure's:
+#: the share `analyse` reads an image as a background from (a cover's photo under its text).
+BACKGROUND_SHARE = 0.6
 #: Ink boxes this many body sizes apart or nearer are one figure's: a chart's ticks touch its spines, its legend
 #: and curves lie inside them, a diagram's arrows touch its boxes. Two figures side by side stand a column gap
 #: (1 em and more) plus their labels apart, and are told apart again by their labels' own regions.
@@ -101,34 +104,34 @@ def vector_figures(
 
     def free(box: BBox) -> bool:
         # Ink of a found table, or a background under most of the page, is no figure's.
-        return not any(_inside(box, c) for c in claimed) and _area(box) < 0.6 * page_area
+        return not any(contains(c, box) for c in claimed) and box_area(box) < BACKGROUND_SHARE * page_area
 
     upright = [(i, w) for i, w in enumerate(words) if i not in taken]
     drawings = [b for b in content.drawings if free(b)]
     rules = [(s.x0, s.y0, s.x1, s.y1) for s in content.rulings]
     ticks = [b for b in rules if max(b[2] - b[0], b[3] - b[1]) <= TICK * body and free(b)]
     # A fill with words on it is their backdrop (a shaded box, a cover's panel, a chart's own background): no ink.
-    bars = [b for b in content.fills if free(b) and not any(_centre_in(w, b) for _, w in upright)]
+    bars = [b for b in content.fills if free(b) and not any(centre_in(w, b) for _, w in upright)]
     if len(drawings) + len(ticks) + len(bars) == 0:
         return []
     ink = [*drawings, *(b for b in rules if free(b)), *bars]
     ink = sorted(ink, key=lambda b: -max(b[2] - b[0], b[3] - b[1]))[:MAX_INK]
     images = [i.bbox for i in content.images if free(i.bbox)]
     clusters = _clusters([*ink, *images], INK_GAP * body)
-    clusters = sorted(clusters, key=lambda b: -_area(b))[:MAX_FIGURES]
+    clusters = sorted(clusters, key=lambda b: -box_area(b))[:MAX_FIGURES]
     found: list[BBox] = []
     for box in clusters:
         if min(box[2] - box[0], box[3] - box[1]) < MIN_SIDE * body or _bleeds(box, content):
             continue
-        inner = [w for _, w in upright if _centre_in(w, box)]
-        marks = sum(1 for d in drawings if _inside(d, box) and _area(d) < FRAME_COVER * _area(box))
-        marks += _axes([t for t in ticks if _inside(t, box)])
-        if not (marks or _bars([b for b in bars if _inside(b, box)]) >= MIN_BARS) or _prose(inner):
+        inner = [w for _, w in upright if centre_in(w, box)]
+        marks = sum(1 for d in drawings if contains(box, d) and box_area(d) < FRAME_COVER * box_area(box))
+        marks += _axes([t for t in ticks if contains(box, t)])
+        if not (marks or _bars([b for b in bars if contains(box, b)]) >= MIN_BARS) or _prose(inner):
             continue
         region = _labelled(box, upright, body)
         if region is None:
             continue
-        labels = [w for _, w in upright if _centre_in(w, region) and any(c.isalnum() for c in w.text)]
+        labels = [w for _, w in upright if centre_in(w, region) and any(c.isalnum() for c in w.text)]
         # A figure with no words has no labels to keep out of the text (left alone), nor has a logo with its mark.
         if len(labels) >= MIN_LABELS:
             found.append(region)
@@ -187,7 +190,7 @@ def _labelled(box: BBox, upright: list[tuple[int, Word]], body: float) -> BBox |
     where a label would be a line of a paragraph going on outside the box (`_cuts`): the mark is an icon beside
     text (the IRS's caution sign beside its paragraph), no figure."""
     x0, y0, x1, y1 = box
-    outside = [w for _, w in upright if not _centre_in(w, box)]
+    outside = [w for _, w in upright if not centre_in(w, box)]
     if not outside:
         return box
     # Pieces of the words near the figure, built once: a label is a whole short piece, never a line's part.
@@ -302,16 +305,19 @@ def _merged(boxes: list[BBox], gap: float) -> list[BBox]:
     return out
 
 
-def _area(box: BBox) -> float:
+def box_area(box: BBox) -> float:
+    """A box's area in square points (0 for an empty or inverted box)."""
     return max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0)
 
 
-def _inside(inner: BBox, outer: BBox) -> bool:
+def contains(outer: BBox, inner: BBox) -> bool:
+    """Whether `inner` lies inside `outer`, give or take a point (producers' rounding of boxes)."""
     return (
-        outer[0] - 1 <= inner[0] and outer[1] - 1 <= inner[1] and inner[2] <= outer[2] + 1 and inner[3] <= outer[3] + 1
+        outer[0] <= inner[0] + 1 and outer[1] <= inner[1] + 1 and inner[2] <= outer[2] + 1 and inner[3] <= outer[3] + 1
     )
 
 
-def _centre_in(word: Word, box: BBox) -> bool:
+def centre_in(word: Word, box: BBox) -> bool:
+    """Whether the centre of `word` lies in `box`."""
     cx, cy = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
     return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
