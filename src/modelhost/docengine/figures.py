@@ -99,6 +99,10 @@ def vector_figures(
 ) -> list[BBox]:
     """The regions of the page's figures drawn as vectors: each its ink and its labels' box. `taken` indexes the
     words of `words` a table already read; `claimed` are boxes (tables) whose ink is theirs; `body` is the body size."""
+    if not content.drawings and not content.fills:
+        # Only a text layer draws paths: a page read from its pixels (its rules found in the pixels, no drawings, no
+        # fills) has its figures boxed by the layout model, and a page with no path but rules holds no chart.
+        return []
     body = max(body, 1.0)
     page_area = max(content.width * content.height, 1.0)
 
