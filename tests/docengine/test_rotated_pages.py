@@ -98,3 +98,43 @@ def test_the_slide_deck_under_rotate_90_gives_the_words_of_its_text_layer() -> N
     ours = _words(_text(path))
     assert sum(layer.values()) > 2000
     assert sum((ours & layer).values()) >= 0.95 * sum(layer.values())
+
+
+SALES = (("Region", "Units", "Revenue"), ("North", "1,204", "38,410"), ("South", "982", "30,122"))
+
+
+def _shaded_table_page(path: Path, drawn: int) -> None:
+    """A letter page with a line of text over a table whose only grid is its shaded cells (filled rectangles edge to
+    edge, no rule), its content turned `drawn` degrees counter-clockwise (0 or 90), no /Rotate."""
+    from reportlab.pdfgen import canvas
+
+    width, height = 612.0, 792.0
+    page = canvas.Canvas(str(path), pagesize=(height, width) if drawn == 90 else (width, height))
+    if drawn == 90:
+        page.translate(height, 0)
+    page.rotate(drawn)
+    page.setFont("Helvetica", 11)
+    page.drawString(72, 720, "Sales by region in the third quarter, in units and dollars.")
+    for r, row in enumerate(SALES):
+        for k, cell in enumerate(row):
+            x, y = 72 + 120 * k, 680 - 22 * r
+            page.setFillGray(0.85 if (r + k) % 2 else 0.93)
+            page.rect(x, y - 6, 120, 22, stroke=0, fill=1)
+            page.setFillGray(0)
+            page.drawString(x + 6, y, cell)
+    page.showPage()
+    page.save()
+
+
+def test_a_sideways_page_turns_its_shaded_cells_with_its_words(tmp_path: Path) -> None:
+    # The fills (shaded cells, the only grid here) turn with the words: they were left where the sideways page has
+    # them, so the table was found from word positions alone, its header row and cell boxes lost.
+    tables = []
+    for drawn in (0, 90):
+        _shaded_table_page(tmp_path / f"page{drawn}.pdf", drawn)
+        (content,) = _contents(tmp_path / f"page{drawn}.pdf")
+        layout = analyse(content, document_style([content]))
+        tables.append(next(b.table for b in layout.blocks if b.table is not None))
+    upright, turned = tables
+    assert [(c.text, c.header) for c in upright.cells][:3] == [("Region", True), ("Units", True), ("Revenue", True)]
+    assert turned == upright

@@ -149,8 +149,8 @@ def _one_block_on_top(places: set[tuple[int, float]]) -> bool:
 def upright(content: PageContent) -> PageContent:
     """The page turned so that most of its text reads upright: a page whose words mostly run sideways or upside down
     on the displayed page (an upright page under /Rotate 90, a landscape table set sideways on a portrait page) is
-    turned against their direction, its size, words, rules and images with it; other pages come back as they are.
-    `analyse` reads the words of other directions apart, each direction upright on its own."""
+    turned against their direction, its size, words, rules, fills, drawings and images with it; other pages come
+    back as they are. `analyse` reads the words of other directions apart, each direction upright on its own."""
     chars: Counter[int] = Counter()
     for word in content.words:
         chars[word.rotation] += len(word.text)
@@ -173,6 +173,7 @@ def upright(content: PageContent) -> PageContent:
         rulings=tuple(segment(s) for s in content.rulings),
         images=tuple(replace(i, bbox=box(i.bbox)) for i in content.images),
         ocr_regions=tuple(box(b) for b in content.ocr_regions),
+        fills=tuple(box(b) for b in content.fills),
         drawings=tuple(box(b) for b in content.drawings),
     )
 
