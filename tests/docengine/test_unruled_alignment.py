@@ -303,3 +303,31 @@ def test_row_labels_of_two_words_row_numbers_and_a_header_wider_than_its_column_
     first, second = _tables(_layout(tmp_path / "data.pdf", draw))
     assert _rows(first) == cars
     assert _rows(second) == flowers
+
+
+def test_a_word_whose_box_is_taller_than_its_type_joins_a_line_without_widening_it() -> None:
+    # lme4's vignette (tables_dev/lme4_lmer_p30): "β̂" at the end of a row, its math accent's glyph box 37 pt tall at
+    # 10.9 pt, reached over the next two rows; they joined its line, and the table read "fixef (5.2.2) formula
+    # (2.2.1)" as one row. The tall word joins the line it stands on and leaves the line's extent as it was
+    # (`lines.TALL`).
+    from modelhost.docengine.lines import lines
+    from modelhost.docengine.types import Word
+
+    rows = [("fixef", "Estimates"), ("formula", "Mixed-model"), ("logLik", "Maximum")]
+    words = [
+        Word(text, (x, 343.0 + 13.6 * k, x + 30.0, 354.0 + 13.6 * k), "LMRoman10-Regular", 10.9)
+        for k, row in enumerate(rows)
+        for x, text in zip((87.0, 185.0), row, strict=True)
+    ]
+    words.append(Word("βb", (384.5, 340.4, 392.2, 377.5), "LMMathItalic10-Regular", 10.9))
+    found = [[w.text for w in line] for line in lines(words)]
+    assert found == [["fixef", "Estimates", "βb"], ["formula", "Mixed-model"], ["logLik", "Maximum"]]
+    # A display's sum sign is as tall (coin's vignette: 30 pt at 10 pt), and its limits under it, in smaller type,
+    # stay on its line: they join within what the tall sign reaches.
+    display = [
+        Word("CA(ξ)", (230.1, 384.0, 259.9, 394.9), "LMRoman10-Regular", 10.9),
+        Word("X", (294.9, 382.0, 309.3, 412.0), "LMMathExtension10-Regular", 10.0),
+        Word("j∈{aa,aA,AA}", (274.4, 399.1, 329.7, 407.1), "LMMathItalic8-Regular", 8.0),
+        Word("ξ", (331.5, 384.0, 336.4, 394.9), "LMMathItalic10-Regular", 10.9),
+    ]
+    assert [[w.text for w in line] for line in lines(display)] == [["CA(ξ)", "j∈{aa,aA,AA}", "X", "ξ"]]

@@ -41,6 +41,12 @@ GUTTER_ROWS = 4
 #: count). A list marker, a line number or a form's label beside its text is 1-3 ems, and the gap after it is a tab
 #: stop that belongs to its line, not a gutter.
 GUTTER_SIDE_EM = 5.0
+#: A word whose box is more than this many times its type size tall says nothing of its line's height: a math
+#: accent's glyph ("β̂" in lme4's vignette, LMMathItalic: a 37 pt box at 10.9 pt) reached over the two lines below
+#: and joined them to its own. It joins a line and leaves the line's extent as it was; only smaller type (a big
+#: operator's limits under it: a display's sum sign is as tall, 30 pt at 10 pt) joins within what it reaches. A
+#: line's words are at most ~1.3 times their size tall (ascender to descender).
+TALL = 2.5
 #: Lines still open to a new word while lines are built top to bottom: two or three columns side by side, each with
 #: its baselines off the others', keep this many lines in progress at once.
 OPEN_LINES = 8
@@ -208,23 +214,38 @@ def lines(words: Iterable[Word], gutters: Sequence[Gutter] = ()) -> list[list[Wo
     """Horizontal words grouped into lines (top to bottom), each in reading order; no line crosses a gutter."""
     out: list[list[Word]] = []
     spans: list[tuple[float, float, float, float]] = []  # each line's top, bottom, left, right
+    reach: list[tuple[float, float]] = []  # each line's top and bottom with its `TALL` words
+    sizes: list[float] = []  # each line's largest type size but its tall words'
     for word in sorted((w for w in words if w.rotation == 0), key=lambda w: ((w.y0 + w.y1) / 2, w.x0)):
         placed = False
+        height = word.y1 - word.y0
+        tall = bool(word.size) and height > TALL * max(word.size, 1.0)
         # Only the last few lines can still take a word: lines are built top to bottom.
         for k in range(len(out) - 1, max(len(out) - 1 - OPEN_LINES, -1), -1):
             top, bottom, left, right = spans[k]
             overlap = min(bottom, word.y1) - max(top, word.y0)
-            if overlap < 0.5 * min(word.y1 - word.y0, bottom - top):
-                continue
-            if any(g.parts(left, right, word) for g in gutters):
+            fits = overlap >= 0.5 * min(height, bottom - top)
+            if not fits and word.size and word.size < sizes[k]:
+                # smaller type (a big operator's limits, a script) within what a tall word of the line reaches
+                low, high = reach[k]
+                fits = min(high, word.y1) - max(low, word.y0) >= 0.5 * min(height, high - low)
+            if not fits or any(g.parts(left, right, word) for g in gutters):
                 continue
             out[k].append(word)
-            spans[k] = (min(top, word.y0), max(bottom, word.y1), min(left, word.x0), max(right, word.x1))
+            low, high = reach[k]
+            reach[k] = (min(low, word.y0), max(high, word.y1))
+            if tall:
+                spans[k] = (top, bottom, min(left, word.x0), max(right, word.x1))
+            else:
+                spans[k] = (min(top, word.y0), max(bottom, word.y1), min(left, word.x0), max(right, word.x1))
+                sizes[k] = max(sizes[k], word.size)
             placed = True
             break
         if not placed:
             out.append([word])
             spans.append((word.y0, word.y1, word.x0, word.x1))
+            reach.append((word.y0, word.y1))
+            sizes.append(word.size)
     return [_reading_order(line) for line in out]
 
 
