@@ -166,9 +166,10 @@ IMAGE_FLOORS: dict[str, Floor] = {
     "scan/scan_tablesdev_xtable_gallery_p7": Floor(3.53, 0.99, None, 3, 0.98, 3, None, None),
     # scans of the four texinfo tables with no rule at all (issue 34, tables read from pixels), measured at e763bbd
     # (`--files scan_tablesdev_octave scan_tablesdev_rintro scan_tablesdev_rexts --tools modelhost --floors
-    # modelhost`), with the same slack
-    "scan/scan_tablesdev_octave_p1033": Floor(1.22, 0.99, None, 1, 0.00, 0, None, None),
-    "scan/scan_tablesdev_octave_p916": Floor(1.08, 0.98, None, 1, 0.00, 0, None, None),
+    # modelhost`), with the same slack; raised with the figure that draws nothing read as a table (issue 34,
+    # scantable.unruled_figure: cells 0/63 -> 63/63 and 0/96 -> 94/96, `--tools modelhost-pixels --groups tables-dev`)
+    "scan/scan_tablesdev_octave_p1033": Floor(0.74, 0.99, None, 1, 0.99, 0, None, None),
+    "scan/scan_tablesdev_octave_p916": Floor(0.59, 0.98, None, 1, 0.96, 0, None, None),
     "scan/scan_tablesdev_rexts_p199": Floor(2.11, 0.99, None, 0, 0.99, 0, None, None),
     "scan/scan_tablesdev_rintro_p42": Floor(2.89, 0.99, None, 2, 0.95, 0, None, None),
 }

@@ -22,7 +22,7 @@ from PIL import Image
 
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader
-from modelhost.backends.ocr.scantable import refined, table_block
+from modelhost.backends.ocr.scantable import refined, table_block, unruled_figure
 from modelhost.docengine.types import Block, Cell, Kind, Segment, Table, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
@@ -436,3 +436,66 @@ def test_a_label_set_close_to_its_description_stays_in_its_column() -> None:
         ["deviance (5.2.2)", "Minus twice the log-likelihood"],
         ["coef", "Sum of the effects"],
     ]
+
+
+#: A texinfo table with no rule at all (the Octave manual's operator table): an operation and its method in a
+#: monospaced face, a description in the text face, under an italic header.
+OPERATORS_HEADER = ["Operation", "Method", "Description"]
+OPERATORS = [
+    ["a + b", "plus (a, b)", "Binary addition"],
+    ["a - b", "minus (a, b)", "Binary subtraction"],
+    ["a .* b", "times (a, b)", "Element-wise multiplication"],
+    ["a * b", "mtimes (a, b)", "Matrix multiplication"],
+    ["a ./ b", "rdivide (a, b)", "Element-wise right division"],
+    ["a / b", "mrdivide (a, b)", "Matrix right division"],
+    ["a .^ b", "power (a, b)", "Element-wise power"],
+    ["a ^ b", "mpower (a, b)", "Matrix power"],
+    ["a & b", "and (a, b)", "Logical and"],
+    ["a == b", "eq (a, b)", "Equal to"],
+    ["!a", "not (a)", "Logical not"],
+    ["a'", "ctranspose (a)", "Complex conjugate transpose"],
+]
+
+
+def operators_page(dpi: int = SCAN_DPI) -> np.ndarray:
+    """A Letter page with the OPERATORS table set without rules between two paragraphs, rows 13 points apart (texinfo's
+    `@multitable`), rasterised at `dpi`."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas as pdfcanvas
+
+    out = io.BytesIO()
+    c = pdfcanvas.Canvas(out, pagesize=letter)
+    c.setFont("Helvetica", 10)
+    y = _paragraph(c, 720.0, PROSE) - 24
+    columns = (100.0, 190.0, 300.0)
+    c.setFont("Helvetica-Oblique", 10)
+    for x, text in zip(columns, OPERATORS_HEADER, strict=True):
+        c.drawString(x, y, text)
+    for row in OPERATORS:
+        y -= 13.0
+        for k, (x, text) in enumerate(zip(columns, row, strict=True)):
+            c.setFont("Courier" if k < 2 else "Times-Roman", 10)
+            c.drawString(x, y, text)
+    c.setFont("Helvetica", 10)
+    _paragraph(c, y - 30, AFTER)
+    return _rendered(c, out, dpi)
+
+
+def test_a_table_without_rules_the_layout_model_boxes_as_a_figure_is_a_table(reader: PixelReader) -> None:
+    # The layout model boxes a table set with no rule at all as a figure: it came out as an empty picture and then its
+    # lines as loose text, a column at a time. A figure that draws nothing (its ink is its lines') and whose lines
+    # stand in rows of cells is a table.
+    found = list(scanpage.blocks(reader, reader.detect(scanned(operators_page()), READ_DPI)))
+    # the recogniser reads a monospaced "a * b" as "a*b": spaces are no part of what is asserted
+    unspaced = [[[text.replace(" ", "") for text in row] for row in _grid(b)] for b in found if b.table is not None]
+    assert unspaced == [[[text.replace(" ", "") for text in row] for row in [OPERATORS_HEADER, *OPERATORS]]]
+    assert not [b for b in found if b.kind is Kind.PICTURE]
+
+
+def test_a_figure_that_draws_is_no_table_whatever_its_lines() -> None:
+    # Rows of labels inside a drawing (a diagram's boxes, a chart's axes) are the drawing's: ink outside the lines
+    # keeps the figure a picture.
+    lines = [((x, 14.0 * r, x + 40.0, 14.0 * r + 10), 0) for r in range(6) for x in (10.0, 150.0, 300.0)]
+    assert unruled_figure(lines, drawn=0.0)
+    assert not unruled_figure(lines, drawn=0.1)
+    assert not unruled_figure(lines[:1] + [((10.0, 200.0, 400.0, 210.0), 0)] * 3, drawn=0.0)  # a paragraph's lines

@@ -49,7 +49,7 @@ import numpy as np
 from modelhost.backends.ocr import orientation, rapid
 from modelhost.backends.ocr.layoutmodel import LayoutModel, Region
 from modelhost.backends.ocr.pixelrules import find_rulings, ruled_grid
-from modelhost.backends.ocr.scantable import table_runs
+from modelhost.backends.ocr.scantable import table_runs, unruled_figure
 from modelhost.backends.ocr.scripts import (
     BUNDLED,
     CHOOSE_CONF,
@@ -892,7 +892,10 @@ def groups(detection: Detection) -> list[Group]:
         else:
             loose.append(i)
     for region, m in zip(regions, members, strict=True):
-        if region.label == "text":
+        label = region.label
+        if label == "figure" and m and unruled_figure([(boxes[i], i) for i in m], _drawn(detection, region.bbox, m)):
+            label = "table"  # a figure that draws nothing, its lines in rows of cells: a table set without rules
+        if label == "text":
             # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
             for run in table_runs([(boxes[i], i) for i in m]):
                 cells = {i for row in run for i in row}
@@ -908,11 +911,11 @@ def groups(detection: Detection) -> list[Group]:
         )
         if not m and region.label == "figure" and (framed or tabled):
             continue  # a "figure" whose every line is in the ruled grids it holds is those tables, no picture
-        if m or region.label in ("figure", "table"):
+        if m or label in ("figure", "table"):
             bbox = region.bbox
-            if m and region.label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
+            if m and label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
                 bbox = _union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
-            out.append(Group(region.label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
+            out.append(Group(label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     body = detection.body_height * detection.scale
     out.extend(_blocks_of_loose(loose, boxes, body))
     # a page-sized figure's own lines, in paragraph blocks, never a table (a cover's sidebar and far column line up in
@@ -941,6 +944,24 @@ def groups(detection: Detection) -> list[Group]:
         found = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in found]
     order = xy_cut(ordered, found)
     return [*covers, *(out[i] for i in order)]
+
+
+def _drawn(detection: Detection, bbox: BBox, members: Sequence[int]) -> float:
+    """The share of a region's ink (pixels darker than INK) that lies outside its lines' boxes (`members`): what it
+    draws (a diagram's boxes, a chart's axes, a photo's tones, rules); 0 where its text is all its ink."""
+    height, width = detection.image.shape[:2]
+    s = detection.scale
+    x0, y0 = max(0, int(bbox[0] / s)), max(0, int(bbox[1] / s))
+    x1, y1 = min(width, math.ceil(bbox[2] / s)), min(height, math.ceil(bbox[3] / s))
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    dark = detection.image[y0:y1, x0:x1].mean(axis=2) < INK
+    held = np.zeros_like(dark)
+    for i in members:
+        a, b, c, d = _pixel_box(detection.image, detection.quads[i])
+        held[max(b - y0, 0) : max(d - y0, 0), max(a - x0, 0) : max(c - x0, 0)] = True
+    ink = int(dark.sum())
+    return float((dark & ~held).sum()) / ink if ink else 0.0
 
 
 def _ink_box(rgb: np.ndarray, quad: np.ndarray, scale: float) -> BBox:

@@ -15,6 +15,8 @@ Used for regions the layout model labels `table` (scanpage.py). The rules, and w
   two); lines of two columns never are.
 - A ruled frame whose rules make no grid (booktabs, a rule between column groups) and whose table the ruled-table
   finder reads with fewer cells than the lines' positions give is read from the positions (`refined`).
+- A `figure` region that draws nothing (its ink is its text lines') and whose lines stand in rows of cells is a table
+  set without rules (`unruled_figure`): the layout model boxes texinfo's rule-less tables as figures.
 """
 
 from __future__ import annotations
@@ -35,6 +37,15 @@ CELL_GAP_HEIGHTS = 2.0
 #: space's share), so 0.7 tells them apart.
 PART_GAP = 0.7
 T = TypeVar("T")
+#: A figure region is a table set without rules (`unruled_figure`) when at least this share of its lines fall in rows
+#: of cells (`table_runs`): a table's title or note set inside the box is a line or two of it. The layout model's
+#: figures over the rule-less texinfo tables of tables_dev (scanned and rendered) hold 0.97-1.00 of their lines in
+#: such rows; figures that are drawings or listings on the dev pages 0.00-0.78.
+FIGURE_TABLE_LINES = 0.9
+#: ... and at most this share of its ink lies outside its lines' boxes (pixels.drawn): a drawing's boxes, a chart's
+#: axes and bars, a photo's tones and a ruled table's rules are ink no text line holds. Measured at 150 DPI on the dev
+#: pages' figure regions: text alone 0.000-0.022, booktabs rules around a table 0.024-0.033, drawings 0.05-0.93.
+FIGURE_DRAWN = 0.02
 
 #: A gap that at most this share of a table region's rows cross with a detector line may part its columns
 #: (`_aligned_columns`): a title or a header line set across the columns crosses it in a row or two, and a lone
@@ -233,6 +244,17 @@ def table_block(words: Sequence[Word]) -> Block | None:
         return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
     cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
     return Block(Kind.TABLE, _box(words), table=Table(len(placed), len(columns), tuple(cells)))
+
+
+def unruled_figure(lines: Sequence[tuple[BBox, T]], drawn: float) -> bool:
+    """Whether a region the layout model calls a figure is a table set without rules: it draws nothing (`drawn`, the
+    share of its ink outside its text lines, at most `FIGURE_DRAWN`) and `FIGURE_TABLE_LINES` of its detector lines
+    (boxes with anything attached) stand in rows of cells (`table_runs`). Read as a picture, its lines came out as
+    loose text after an empty picture, a column at a time (the Octave manual's operator table)."""
+    if not lines or drawn > FIGURE_DRAWN:
+        return False
+    tabled = sum(len(row) for run in table_runs(lines) for row in run)
+    return tabled >= FIGURE_TABLE_LINES * len(lines)
 
 
 def in_table_region(frame: BBox, regions: Sequence[Region]) -> bool:
