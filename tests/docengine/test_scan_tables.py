@@ -22,7 +22,7 @@ from PIL import Image
 
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader
-from modelhost.backends.ocr.scantable import refined, table_block, unruled_figure
+from modelhost.backends.ocr.scantable import refined, table_block, table_blocks, unruled_figure
 from modelhost.docengine.types import Block, Cell, Kind, Segment, Table, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
@@ -499,3 +499,67 @@ def test_a_figure_that_draws_is_no_table_whatever_its_lines() -> None:
     assert unruled_figure(lines, drawn=0.0)
     assert not unruled_figure(lines, drawn=0.1)
     assert not unruled_figure(lines[:1] + [((10.0, 200.0, 400.0, 210.0), 0)] * 3, drawn=0.0)  # a paragraph's lines
+
+
+#: Two tables of one header stacked in one region, each under its title (a vignette's counts for two loci).
+LOCUS_HEADER = ["Sex", "Type", "Control", "Treated", "Total"]
+LOCI = {
+    "First locus": [
+        ["Male", "aa", "75", "54", "129"],
+        ["", "Ab", "93", "44", "137"],
+        ["Female", "aa", "76", "26", "102"],
+    ],
+    "Second locus": [
+        ["Male", "bb", "14", "27", "41"],
+        ["", "Ab", "12", "33", "45"],
+        ["Female", "bb", "18", "35", "53"],
+    ],
+}
+
+
+def loci_page(dpi: int = SCAN_DPI) -> np.ndarray:
+    """A Letter page with the LOCI tables set without rules one under the other, each title centred over its
+    columns, rows 13 points apart, rasterised at `dpi`."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas as pdfcanvas
+
+    out = io.BytesIO()
+    c = pdfcanvas.Canvas(out, pagesize=letter)
+    c.setFont("Helvetica", 10)
+    y = _paragraph(c, 720.0, PROSE) - 24
+    for title, body in LOCI.items():
+        c.drawCentredString(300.0, y, title)
+        y -= 18
+        for row in [LOCUS_HEADER, *body]:
+            for x, text in zip((160.0, 220.0, 270.0, 330.0, 390.0), row, strict=True):
+                c.drawString(x, y, text)
+            y -= 13
+        y -= 6
+    _paragraph(c, y - 24, AFTER)
+    return _rendered(c, out, dpi)
+
+
+def test_two_tables_of_one_header_stacked_in_one_region_are_two_tables_under_their_titles(
+    reader: PixelReader,
+) -> None:
+    # Read as one table, the second table's title was a row of the first and its header a body row (coin's two loci
+    # under one "Male | | Control | Early Onset ..." header). A row repeating the first row whole starts a table;
+    # a row of one cell just above it is that table's title.
+    found = list(scanpage.blocks(reader, reader.detect(scanned(loci_page()), READ_DPI)))
+    tables = [b for b in found if b.kind is Kind.TABLE]
+    assert [_grid(b) for b in tables] == [[LOCUS_HEADER, *body] for body in LOCI.values()]
+    texts = [b.text for b in found if b.kind is not Kind.TABLE]
+    assert texts.index("First locus") < texts.index("Second locus")
+    first, second = tables
+    assert first.bbox[3] <= second.bbox[1]
+
+
+def test_a_table_repeating_its_header_with_too_few_rows_after_stays_one() -> None:
+    # A repeated header needs a table under it: rows that repeat the header at the foot are the table's own.
+    lines = [
+        [(10, "Sex"), (150, "Control"), (300, "Treated")],
+        [(10, "Male"), (150, "75"), (300, "54")],
+        [(10, "Female"), (150, "93"), (300, "44")],
+        [(10, "Sex"), (150, "Control"), (300, "Treated")],
+    ]
+    assert [_grid(b) for b in table_blocks(_words(lines))] == [[[t for _, t in row] for row in lines]]

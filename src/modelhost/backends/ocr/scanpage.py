@@ -49,7 +49,7 @@ from modelhost.backends.ocr.pixels import (
     ink_placed,
     without_turned_labels,
 )
-from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block
+from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block, table_blocks
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import never_heading, unworded
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
@@ -159,9 +159,9 @@ def _labelled(
     elif label in ("header", "footer") and len(rows([(w.bbox, w) for w in content.words])) > FURNITURE_ROWS:
         label = "text"  # CDLA boxed content that tops (or ends) a page: pdf-spec's table.pdf lost its whole table
     if label == "table":
-        table = table_block(content.words)
-        if table is not None:
-            yield table
+        tables = table_blocks(content.words)  # two tables of one header stacked in one region are two
+        if tables:
+            yield from tables
             return
     if _picture(group, content.width, content.height) or label == COVER:
         found = tuple(replace(b, kind=Kind.TEXT, level=0) if b.kind is Kind.SECTION_HEADER else b for b in found)

@@ -17,6 +17,8 @@ Used for regions the layout model labels `table` (scanpage.py). The rules, and w
   finder reads with fewer cells than the lines' positions give is read from the positions (`refined`).
 - A `figure` region that draws nothing (its ink is its text lines') and whose lines stand in rows of cells is a table
   set without rules (`unruled_figure`): the layout model boxes texinfo's rule-less tables as figures.
+- A table region whose rows repeat its first row of cells whole holds two tables of one header (`table_blocks`); a
+  row of one cell just above the repeat is the second one's title.
 """
 
 from __future__ import annotations
@@ -222,6 +224,63 @@ def _cells(row: list[tuple[BBox, str]], columns: Sequence[tuple[float, float]] =
 
 def table_block(words: Sequence[Word]) -> Block | None:
     """The words as a TABLE block, or None when they do not form at least MIN_ROWS x MIN_COLS cells."""
+    found = _read_table(words)
+    if found is None:
+        return None
+    placed, columns, _ = found
+    return _built(placed, columns, _box(words))
+
+
+def table_blocks(words: Sequence[Word]) -> list[Block]:
+    """The words as TABLE blocks, parted where a row repeats the first row whole (`_repeats`): two tables of one
+    header stacked in one region (coin's two loci under "Male | | Control | Early Onset ..."), each read alone, and
+    a row of one cell just above the repeat, the second table's title set over its columns, a TEXT block between
+    them. As one table the title was a row of it and its header a body row. Empty when the words make no table."""
+    found = _read_table(words)
+    if found is None:
+        return []
+    placed, columns, boxes = found
+    head = next((r for r, row in enumerate(placed) if len(row) >= MIN_COLS), 0)
+    starts = [head, *(r for r in range(head + MIN_ROWS, len(placed)) if _repeats(placed[r], placed[head]))]
+    starts = [s for k, s in enumerate(starts) if k == 0 or s - starts[k - 1] > MIN_ROWS]
+    if len(starts) == 1 or len(placed) - starts[-1] < MIN_ROWS:
+        return [_built(placed, columns, _box(words))]
+    out = [_title(placed[r], boxes[r]) for r in range(head)]  # the first table's title, set over its columns
+    for start, end in itertools.pairwise([*starts, len(placed)]):
+        title = end < len(placed) and len(placed[end - 1]) == 1
+        stop = end - 1 if title else end
+        out.append(_built(placed[start:stop], columns, _span(boxes[start:stop])))
+        if title:
+            out.append(_title(placed[end - 1], boxes[end - 1]))
+    return out
+
+
+def _title(row: dict[int, str], box: BBox) -> Block:
+    # A table's title set inside its region, a row of one cell (or of a few, read in order), as text
+    return Block(Kind.TEXT, box, " ".join(text for _, text in sorted(row.items())))
+
+
+def _repeats(row: dict[int, str], first: dict[int, str]) -> bool:
+    # Whether a row holds the first row's cells whole, in the same columns (MIN_COLS of them or more)
+    return len(first) >= MIN_COLS and row == first
+
+
+def _span(boxes: Sequence[BBox]) -> BBox:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def _built(placed: list[dict[int, str]], columns: Sequence[tuple[float, float]], box: BBox) -> Block:
+    """Rows of cells placed in `columns` as a TABLE block, wrapped cells joined (`_joined`), row 0 its header."""
+    placed = _joined(placed, len(columns))
+    cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
+    return Block(Kind.TABLE, box, table=Table(len(placed), len(columns), tuple(cells)))
+
+
+def _read_table(
+    words: Sequence[Word],
+) -> tuple[list[dict[int, str]], list[tuple[float, float]], list[BBox]] | None:
+    """The words' rows as cells placed in columns (column index to text), the columns, and each row's box; None when
+    they do not form at least MIN_ROWS x MIN_COLS cells or most rows hold one cell."""
     if not words:
         return None
     lined = rows(_lines(words))
@@ -239,11 +298,10 @@ def table_block(words: Sequence[Word]) -> Block | None:
         for box, text in row:
             texts.setdefault(_column(box, columns), []).append(text)
         placed.append({c: " ".join(t) for c, t in texts.items()})
-    placed = _joined(placed, len(columns))
-    if 2 * sum(1 for row in placed if len(row) >= MIN_COLS) <= len(placed):
+    joined = _joined(placed, len(columns))
+    if 2 * sum(1 for row in joined if len(row) >= MIN_COLS) <= len(joined):
         return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
-    cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
-    return Block(Kind.TABLE, _box(words), table=Table(len(placed), len(columns), tuple(cells)))
+    return placed, columns, [_span([box for box, _ in row]) for row in lined]
 
 
 def unruled_figure(lines: Sequence[tuple[BBox, T]], drawn: float) -> bool:
