@@ -165,6 +165,8 @@ def test_the_dev_tables_group_holds_each_pages_tables_as_its_readme_counts() -> 
         "octave_p1033": (1, 63),
         "rintro_p42": (1, 60),
         "rexts_p199": (1, 72),
+        "pgfplotstable_p5": (2, 44),
+        "pgfplotstable_p10": (2, 41),
         # scans of eight of them (scan/), against the same references
         "scan/scan_tablesdev_lme4_lmer_p30": (1, 66),
         "scan/scan_tablesdev_pscl_countreg_p17": (1, 186),
