@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from modelhost.docengine.lines import lines, pieces
 from modelhost.docengine.types import BBox, PageContent, Word
 
-__all__ = ["box_area", "centre_in", "contains", "vector_figures"]
+__all__ = ["box_area", "box_union", "centre_in", "contains", "vector_figures"]
 
 #: Ink covering this share of the page or more is its background (a coloured page, a slide's backdrop), no figure's:
 #: the share `analyse` reads an image as a background from (a cover's photo under its text).
@@ -307,6 +307,11 @@ def _merged(boxes: list[BBox], gap: float) -> list[BBox]:
             if changed:
                 break
     return out
+
+
+def box_union(boxes: Sequence[BBox]) -> BBox:
+    """The smallest box holding every one of `boxes` (at least one)."""
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
 def box_area(box: BBox) -> float:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from modelhost.docengine.figures import box_union
 from modelhost.docengine.types import BBox, Cell, Table, Word
 
 #: Consecutive leader lines that make a table of contents.
@@ -103,7 +104,6 @@ def _paged(run: list[tuple[Sequence[int], str, str]], words: Sequence[Word]) -> 
 
 def _contents(run: list[tuple[Sequence[int], str, str]], words: Sequence[Word]) -> Contents:
     taken = frozenset(i for line, _, _ in run for i in line)
-    boxes = [words[i].bbox for i in taken]
-    bbox = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+    bbox = box_union([words[i].bbox for i in taken])
     cells = tuple(cell for r, (_, entry, page) in enumerate(run) for cell in (Cell(r, 0, entry), Cell(r, 1, page)))
     return Contents(bbox, Table(len(run), 2, cells), taken)

@@ -60,6 +60,7 @@ from modelhost.backends.ocr.scripts import (
     script_letters,
 )
 from modelhost.docengine.analyse import LABEL_WORDS
+from modelhost.docengine.figures import box_union
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
@@ -899,7 +900,7 @@ def groups(detection: Detection) -> list[Group]:
             # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
             for run in table_runs([(boxes[i], i) for i in m]):
                 cells = {i for row in run for i in row}
-                out.append(Group("table", _union([boxes[i] for i in cells]), sorted(cells)))
+                out.append(Group("table", box_union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
         framed = any(g.label == "ruled" and _overlap(g.bbox, region.bbox) >= 0.8 * _area(g.bbox) for g in out)
         # the model boxes a table both as a table and as a figure (booktabs' manual, lme4's method list): a figure
@@ -914,7 +915,7 @@ def groups(detection: Detection) -> list[Group]:
         if m or label in ("figure", "table"):
             bbox = region.bbox
             if m and label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
-                bbox = _union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
+                bbox = box_union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
             out.append(Group(label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     body = detection.body_height * detection.scale
     out.extend(_blocks_of_loose(loose, boxes, body))
@@ -998,10 +999,6 @@ def _centre_inside(box: BBox, frame: BBox) -> bool:
     return frame[0] <= cx <= frame[2] and frame[1] <= cy <= frame[3]
 
 
-def _union(boxes: Sequence[BBox]) -> BBox:
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
-
-
 def _area(b: BBox) -> float:
     return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
 
@@ -1019,7 +1016,7 @@ def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float, *, ta
     for run in table_runs([(boxes[i], i) for i in lines]) if tables else []:
         members = [i for row in run for i in row]
         tabled.update(members)
-        out.append(Group("table", _union([boxes[i] for i in members]), members))
+        out.append(Group("table", box_union([boxes[i] for i in members]), members))
     gap = max(body, 1.0)
     for i in sorted((i for i in lines if i not in tabled), key=lambda i: (boxes[i][1], boxes[i][0])):
         x0, y0, x1, y1 = boxes[i]

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from modelhost.backends.ocr.pixelrules import ruled_grid
+from modelhost.docengine.figures import box_union
 from modelhost.docengine.types import BBox, Block, Cell, Kind, Region, Segment, Table, Word
 
 #: Two lines of a row further apart than this many line heights are two cells. Word gaps are ~0.3 heights.
@@ -70,7 +71,7 @@ _RUNS_ON = re.compile(r"[^.!?:;]$")
 
 
 def _box(items: Sequence[Word]) -> BBox:
-    return (min(w.x0 for w in items), min(w.y0 for w in items), max(w.x1 for w in items), max(w.y1 for w in items))
+    return box_union([w.bbox for w in items])
 
 
 def _lines(words: Sequence[Word]) -> list[tuple[BBox, str]]:
@@ -249,7 +250,7 @@ def table_blocks(words: Sequence[Word]) -> list[Block]:
     for start, end in itertools.pairwise([*starts, len(placed)]):
         title = end < len(placed) and len(placed[end - 1]) == 1
         stop = end - 1 if title else end
-        out.append(_built(placed[start:stop], columns, _span(boxes[start:stop])))
+        out.append(_built(placed[start:stop], columns, box_union(boxes[start:stop])))
         if title:
             out.append(_title(placed[end - 1], boxes[end - 1]))
     return out
@@ -263,10 +264,6 @@ def _title(row: dict[int, str], box: BBox) -> Block:
 def _repeats(row: dict[int, str], first: dict[int, str]) -> bool:
     # Whether a row holds the first row's cells whole, in the same columns (MIN_COLS of them or more)
     return len(first) >= MIN_COLS and row == first
-
-
-def _span(boxes: Sequence[BBox]) -> BBox:
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
 def _built(placed: list[dict[int, str]], columns: Sequence[tuple[float, float]], box: BBox) -> Block:
@@ -301,7 +298,7 @@ def _read_table(
     joined = _joined(placed, len(columns))
     if 2 * sum(1 for row in joined if len(row) >= MIN_COLS) <= len(joined):
         return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
-    return placed, columns, [_span([box for box, _ in row]) for row in lined]
+    return placed, columns, [box_union([box for box, _ in row]) for row in lined]
 
 
 def unruled_figure(lines: Sequence[tuple[BBox, T]], drawn: float) -> bool:
