@@ -788,8 +788,9 @@ def _band_columns(xs: list[float], words: list[Word]) -> tuple[list[float], list
     aligned: list[float] = []
     for a, b in itertools.pairwise(xs):
         band = [w for w in words if a < (w.x0 + w.x1) / 2 < b]
-        parted = [line for line in text_lines(band) if len(_pieces(line)) >= 2]
-        every = [_pieces(line) for line in text_lines(band)]
+        band_lines = text_lines(band)
+        every = [_pieces(line) for line in band_lines]
+        parted = [line for line, p in zip(band_lines, every, strict=True) if len(p) >= 2]
         rows = [p for p in every if len(p) >= 2]
         if len(rows) < BAND_ROWS:
             continue

@@ -82,6 +82,9 @@ CORNER_SLACK = 1.0
 #: edge or marker, a few hundred to a few thousand (a scatter plot's markers); figures are found from their boxes,
 #: so a hostile page of a million marks keeps its first MAX_DRAWINGS.
 MAX_DRAWINGS = 5_000
+#: Segments of one path read at most (`_stroked`, `_curved`): a rule, a box or a cell border has a handful, and the
+#: first few hundred of a plotted line's thousands already show its slant; a hostile path of millions stays bounded.
+PATH_SEGMENTS = 256
 #: An image smaller than this (points on either side) is decoration (a bullet, a rule drawn as an image).
 MIN_IMAGE_SIDE = 12.0
 #: A new word starts when the gap from the previous character exceeds this share of the font size, even where
@@ -325,7 +328,7 @@ class _Objects:
         x0, y0, x1, y1 = box
         w, h = x1 - x0, y1 - y0
         if max(w, h) < MIN_RULE_LENGTH:
-            self._drawing(obj, box)  # a tick, a marker, a dot
+            self._drawing(box, any(_draw_mode(obj)))  # a tick, a marker, a dot
             return
         if h < RULE_THICKNESS or w < RULE_THICKNESS:
             # A line or a hairline rectangle: the rule runs along its long axis, through its middle.
@@ -334,19 +337,17 @@ class _Objects:
             else:
                 self.rules.append(Segment((x0 + x1) / 2, y0, (x0 + x1) / 2, y1, w))
             return
-        fill, stroke = ctypes.c_int(), ctypes.c_int()
-        raw.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
-        if stroke.value:
+        fill, stroke = _draw_mode(obj)
+        if stroke:
             self.rules.extend(self._stroked(obj, _compose(_matrix(obj), matrix)))
-        if fill.value and len(self.fills) < MAX_FILLS and self._rectangle(obj, _compose(_matrix(obj), matrix), box):
+        if fill and len(self.fills) < MAX_FILLS and self._rectangle(obj, _compose(_matrix(obj), matrix), box):
             self.fills.append(box)
-        elif _curved(obj) or (fill.value and not stroke.value):
-            self._drawing(obj, box)  # a curve, a slanted line, a filled polygon (an arrowhead, a pie's slice)
+        elif _curved(obj) or (fill and not stroke):
+            self._drawing(box, fill or stroke)  # a curve, slanted line or filled polygon (an arrowhead, a pie's slice)
 
-    def _drawing(self, obj: Any, box: BBox) -> None:
-        fill, stroke = ctypes.c_int(), ctypes.c_int()
-        raw.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
-        if (fill.value or stroke.value) and len(self.drawings) < MAX_DRAWINGS:
+    def _drawing(self, box: BBox, painted: bool) -> None:
+        # A path that paints (fills or strokes) is ink; a clipping path or an invisible one is none.
+        if painted and len(self.drawings) < MAX_DRAWINGS:
             self.drawings.append(box)
 
     def _rectangle(self, obj: Any, matrix: tuple[float, ...], box: BBox) -> bool:
@@ -375,7 +376,7 @@ class _Objects:
         raw.FPDFPageObj_GetStrokeWidth(obj, ctypes.byref(width))
         start: tuple[float, float] | None = None
         last: tuple[float, float] | None = None
-        for i in range(min(raw.FPDFPath_CountSegments(obj), 256)):
+        for i in range(min(raw.FPDFPath_CountSegments(obj), PATH_SEGMENTS)):
             seg = raw.FPDFPath_GetPathSegment(obj, i)
             x, y = ctypes.c_float(), ctypes.c_float()
             raw.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y))
@@ -421,12 +422,19 @@ def _apply(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
     return (m[0] * x + m[2] * y + m[4], m[1] * x + m[3] * y + m[5])
 
 
+def _draw_mode(obj: Any) -> tuple[bool, bool]:
+    """Whether a path is filled, and whether it is stroked."""
+    fill, stroke = ctypes.c_int(), ctypes.c_int()
+    raw.FPDFPath_GetDrawMode(obj, ctypes.byref(fill), ctypes.byref(stroke))
+    return bool(fill.value), bool(stroke.value)
+
+
 def _curved(obj: Any) -> bool:
     """Whether a path draws a curve or a slanted line (a chart's line, a diagram's arrow or rounded box), not only
-    horizontal and vertical strokes (a rule, a box, a table's grid). Its first 256 segments tell, as in `_stroked`."""
+    horizontal and vertical strokes (a rule, a box, a table's grid). Its first PATH_SEGMENTS segments tell."""
     x, y = ctypes.c_float(), ctypes.c_float()
     last: tuple[float, float] | None = None
-    for i in range(min(raw.FPDFPath_CountSegments(obj), 256)):
+    for i in range(min(raw.FPDFPath_CountSegments(obj), PATH_SEGMENTS)):
         seg = raw.FPDFPath_GetPathSegment(obj, i)
         kind = raw.FPDFPathSegment_GetType(seg)
         if kind == raw.FPDF_SEGMENT_BEZIERTO:

@@ -253,15 +253,16 @@ def latin_spans(crop: np.ndarray, words: Sequence[TessWord], latin: Recogniser) 
         for part, cut in [(span, False), (core, True)]
         if not cut or any(_foreign(words[k]) for k in core)
     ]
+    ink = _ink(crop)
     for span, cut in candidates:
-        found = _stretch(crop, words, span, cut)
+        found = _stretch(ink, words, span, cut)
         if found is not None and found not in stretches:
             stretches.append(found)
             if cut:
                 glued.add(found)
     texts, scores = latin([np.ascontiguousarray(crop[:, a:b]) for a, b in stretches]) if stretches else ([], [])
     texts, scores = [" ".join(t.split()) for t in texts], list(scores)
-    _bracketed(crop, stretches, glued, texts, scores, latin)
+    _bracketed(crop, ink, stretches, glued, texts, scores, latin)
     replaced: dict[int, tuple[str, float]] = {}
     for (a, b), text, score in zip(stretches, texts, scores, strict=False):
         inside = [k for k, w in enumerate(words) if a <= (w.x0 + w.x1) / 2 < b]
@@ -294,6 +295,7 @@ def _ink(crop: np.ndarray) -> np.ndarray:
 
 def _bracketed(
     crop: np.ndarray,
+    ink: np.ndarray,
     stretches: Sequence[tuple[int, int]],
     glued: set[tuple[int, int]],
     texts: list[str],
@@ -308,7 +310,7 @@ def _bracketed(
     again: dict[int, tuple[int, int]] = {}
     for k, ((a, b), text) in enumerate(zip(stretches, texts, strict=False)):
         lacks = text.count(")") - text.count("(")
-        if (a, b) in glued and lacks and (wide := _widened(crop, a, b, left=lacks > 0)) != (a, b):
+        if (a, b) in glued and lacks and (wide := _widened(ink, a, b, left=lacks > 0)) != (a, b):
             again[k] = wide
     if not again:
         return
@@ -319,19 +321,19 @@ def _bracketed(
             texts[k], scores[k] = whole, min(scores[k], score)
 
 
-def _widened(crop: np.ndarray, start: int, stop: int, *, left: bool) -> tuple[int, int]:
+def _widened(ink: np.ndarray, start: int, stop: int, *, left: bool) -> tuple[int, int]:
     # The stretch start..stop grown on its left (else its right) over the next glyph, where that glyph stands within
     # a gap of it and is narrow (a quarter of the line's height at most: a bracket; a syllable is about as wide as
-    # the line is high).
-    height, width = crop.shape[:2]
-    ink: np.ndarray = np.asarray(_ink(crop).any(axis=0))
+    # the line is high). `ink` is the line crop's (`_ink`).
+    height, width = ink.shape
+    inked: np.ndarray = np.asarray(ink.any(axis=0))
     gap, narrow = max(2, height // 5), max(2, height // 4)
     step = -1 if left else 1
     edge = x = start - 1 if left else stop  # the first column outside the stretch
-    while 0 <= x < width and not ink[x] and abs(x - edge) < gap:
+    while 0 <= x < width and not inked[x] and abs(x - edge) < gap:
         x += step  # over the blank
     end = x
-    while 0 <= end < width and ink[end]:
+    while 0 <= end < width and inked[end]:
         end += step  # over the glyph
     if end == x or abs(end - x) > narrow or not 0 <= end < width:
         return (start, stop)
@@ -372,16 +374,16 @@ def _trimmed(words: Sequence[TessWord], span: Sequence[int]) -> list[int]:
 
 
 def _stretch(
-    crop: np.ndarray, words: Sequence[TessWord], span: Sequence[int], glued: bool = False
+    ink: np.ndarray, words: Sequence[TessWord], span: Sequence[int], glued: bool = False
 ) -> tuple[int, int] | None:
-    """The columns of a BGR line crop from the word gap before a run of its words to the word gap after it: a
+    """The columns of a line crop (its `_ink`) from the word gap before a run of its words to the word gap after it: a
     white stretch at least a fifth of the line's height wide (a space is a quarter to a third of an em; the gaps
     between the letters of a word, a few pixels), or the crop's end. None when that holds nothing.
 
     With `glued`, the stretch stops short of any neighbour the script model reads in its own letters at KEEP_CONF
     or more (a syllable glued to a bracketed Latin word): its box bounds the stretch, as a gap would. None when no
     such neighbour lies inside the stretch (the stretch without `glued` is the same)."""
-    height, width = crop.shape[:2]
+    height, width = ink.shape
     x0, x1 = min(words[k].x0 for k in span), max(words[k].x1 for k in span)
     # Tesseract's box of a word it misread can reach over a neighbour (an Arabic line's "Python" boxed across the
     # next word): a word whose middle lies right of the run's bounds it on the right, and so on the left.
@@ -391,7 +393,6 @@ def _stretch(
     x1 = min([w.x0 for w in others if w.x0 + w.x1 >= 2 * middle and w.x0 > x0] + [x1, width])
     if x1 <= x0:
         return None
-    ink = _ink(crop)
     blank: np.ndarray = ~np.asarray(ink.any(axis=0))
     gap = max(2, height // 5)
     # The gap may begin inside the run's box (a box reaching over its neighbour was cut at the neighbour's ink).
