@@ -76,3 +76,20 @@ def test_json_of_a_read_page_needs_its_part_kept(scan: Path) -> None:
     assert without.content.pages[0].layout is not None  # read by our reader: no docling part was made
     with pytest.raises(ValueError, match="page 1 was read from its pixels"):
         without.render("json")
+
+
+def test_a_read_page_is_read_from_its_doctags_once(scan: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without docling, the page's elements read back from its DocTags to see whether a part is needed are the ones
+    the document is made of: the reader runs once a page, not again at assembly."""
+    from modelhost.documents import doctags, pipeline
+
+    calls: list[int] = []
+
+    def counted(text: str, number: int, width: float, height: float) -> Any:
+        calls.append(number)
+        return doctags.read(text, number, width, height)
+
+    monkeypatch.setattr(pipeline, "read_page", lambda page: counted(page.doctags, page.number, *page.size))
+    conversion = asyncio.run(convert(scan, _Answers(OCR_PAGE), docling=False))
+    assert calls == [1]
+    assert "| a " in conversion.render("md")

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,6 +126,8 @@ async def convert(
     source = await asyncio.to_thread(engine.open, path, name=name)
     results: list[PageResult] = []
     parts: dict[int, Any] = {}
+    # The elements of pixel pages read back from their DocTags here, kept for the end so they are read once.
+    read: dict[int, PageLayout] = {}
     unread: dict[int, str] = {}
     try:
         numbers = parse_pages(settings.pages, source.count)
@@ -136,7 +138,9 @@ async def convert(
             if isinstance(page, Unread):
                 unread[page.number] = page.reason
                 continue
-            if page.layout is None and (docling or read_page(page) is None):
+            if page.layout is None and not docling and (layout := read_page(page)) is not None:
+                read[page.number] = layout
+            elif page.layout is None:
                 parts[page.number] = await asyncio.to_thread(assemble.build, path.stem, [page.doctags], [page.image])
             result = dataclasses.replace(page, image=None)
             del page  # its image, if any, goes with it
@@ -148,7 +152,7 @@ async def convert(
                 on_page(done, len(numbers), result)
     finally:
         await asyncio.to_thread(source.close)
-    return await conclude(name, path.stem, results, parts, unread, started)
+    return await conclude(name, path.stem, results, parts, unread, started, read)
 
 
 def read_page(page: PageResult) -> PageLayout | None:
@@ -165,26 +169,33 @@ async def conclude(
     parts: dict[int, Any],
     unread: dict[int, str],
     started: float,
+    read: Mapping[int, PageLayout] | None = None,
 ) -> Conversion:
     """The Conversion of a document whose pages are all done: each text-layer page's layout (its result's), and each
     model-read page's elements read from its DocTags, or its part (`assemble.build` of its DocTags and pixels) where
     that reader does not model them, in the order of `results`. DocumentError when no page could be read. `started`
-    is the perf_counter() at which the conversion began. modelhost.ray concludes the pages its engines read elsewhere
+    is the perf_counter() at which the conversion began; `read` holds the pages already read from their DocTags
+    (`read_page`), which are not read again. modelhost.ray concludes the pages its engines read elsewhere
     here too, so both make one document alike."""
     if not results:
         first = min(unread)
         raise DocumentError(f"{name}: no page could be read (page {first} {unread[first]})")
-    content, results = await asyncio.to_thread(_assemble, stem, results, parts)
+    content, results = await asyncio.to_thread(_assemble, stem, results, parts, read or {})
     return Conversion(name, content, results, time.perf_counter() - started, unread, parts)
 
 
-def _assemble(stem: str, results: list[PageResult], parts: dict[int, Any]) -> tuple[Document, list[PageResult]]:
+def _assemble(
+    stem: str, results: list[PageResult], parts: dict[int, Any], known: Mapping[int, PageLayout]
+) -> tuple[Document, list[PageResult]]:
     """Every page into the document model, with the furniture of all its pages marked across the document
     (`mark_furniture`: running heads and page numbers repeat from page to page, whichever path read each page). A
     text-layer page's DocTags are written from its marked layout; a page read from its pixels keeps its reader's
     DocTags unless the pass re-labelled one of its blocks (the `ocr` model answers one page at a time and cannot see
     that its first line repeats on every page)."""
-    read = {r.number: r.layout if r.layout is not None else read_page(r) for r in results}
+    read = {
+        r.number: r.layout if r.layout is not None else known[r.number] if r.number in known else read_page(r)
+        for r in results
+    }
     layouts = {number: layout for number, layout in read.items() if layout is not None}
     # A box read back from DocTags is in whole steps of the grid (a 500th of the page side), so two copies of one
     # running foot can differ in height by a step at each edge (dmca_summary's "December 1998" on pixels: 8-10 steps).
