@@ -172,6 +172,11 @@ IMAGE_FLOORS: dict[str, Floor] = {
     "scan/scan_tablesdev_octave_p916": Floor(0.59, 0.98, None, 1, 0.96, 0, None, None),
     "scan/scan_tablesdev_rexts_p199": Floor(2.11, 0.99, None, 0, 0.99, 0, None, None),
     "scan/scan_tablesdev_rintro_p42": Floor(2.89, 0.99, None, 2, 0.95, 0, None, None),
+    # dev scans added for issue 34 (tables and reading order read from pixels): the dev arXiv paper's two-column pages
+    # and coin's captioned booktabs table, measured at 0c49bc2 (bench/documents_quality.py's scoring and `floors`,
+    # `--tools modelhost`), with the same slack
+    "scan/scan_arxiv_2501.00089_p1-3": Floor(0.24, 0.97, 0.77, 1, None, 0, 0.67, 0.50),
+    "scan/scan_tablesdev_coin_maxtest_p3": Floor(12.66, 0.99, None, 1, 0.99, 0, None, None),
 }
 
 #: Every corpus file but those of a group held out whole (doccorpus.HELD_OUT_GROUPS): a per-file floor is set by
