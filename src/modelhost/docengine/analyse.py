@@ -21,6 +21,7 @@ from dataclasses import replace
 from modelhost.docengine.backdrops import is_backdrop
 from modelhost.docengine.classify import (
     CAPTION,
+    CODE_SHARE,
     HEADING_RATIO,
     NUMBERED,
     Style,
@@ -29,15 +30,15 @@ from modelhost.docengine.classify import (
     italic_label,
     margin_line,
 )
-from modelhost.docengine.figures import box_area, centre_in, contains, vector_figures
+from modelhost.docengine.figures import box_area, centre_in, contains, drawn_within, vector_figures
 from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
-from modelhost.docengine.lines import Piece, gutters, lines, pieces
+from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
-from modelhost.docengine.tables import fill_rules, find_tables, rule_frames
+from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, rule_frames
 from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
-from modelhost.docengine.unruled import find_unruled, widened
+from modelhost.docengine.unruled import MIN_ROWS, find_unruled, widened
 
 __all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
 
@@ -264,6 +265,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     # Ruled tables (shaded cells rule them too: fill_rules); an open one (no vertical rules) gives way to the table
     # without rules that reads it and more.
     ruled = find_tables([*content.rulings, *fill_rules(content.fills, content.rulings)], words)
+    # A frame around a diagram, or a circuit's wires, rule "cells" around a figure's labels: the shapes drawn among
+    # them make it a figure, which `vector_figures` reads with its labels.
+    ruled = [
+        t
+        for t in ruled
+        if not drawn_within(t.bbox, len(t.table.cells), len(t.words), content.drawings, style.body_size)
+    ]
     for found in widened(ruled, words, style.body_size, content.rulings):
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
@@ -290,15 +298,21 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     # Words in other directions outside tables and pictures: read upright on their own, placed where they sit.
     fixed += _turned_blocks([w for i, w in enumerate(words) if i not in taken and w.rotation], content, free)
     index = {id(w): i for i, w in enumerate(free)}
-    contents = find_contents([[index[id(w)] for w in line] for line in lines(free)], free)
-    fixed += [Block(Kind.TABLE, toc.bbox, table=toc.table) for toc in contents]
-    free = _without(free, [toc.words for toc in contents])
     # The page's gutters first, from its geometry: a line never runs across one (two columns read straight across),
-    # and a column break at one is a column break in the reading order.
+    # and a column break at one is a column break in the reading order. Leader lines are read column by column: a
+    # two-column index's entries side by side are two entries, never one whose page numbers run on into the next
+    # column's entry ("Encodings .... 4, 6 Relational databases .... 17").
     page_gutters = gutters(free, style.body_size)
+    columned = _by_column(lines(free, page_gutters), page_gutters)
+    contents = find_contents([[index[id(w)] for w in line] for line in columned], free)
+    if contents:
+        fixed += [Block(Kind.TABLE, toc.bbox, table=toc.table) for toc in contents]
+        free = _without(free, [toc.words for toc in contents])
+        page_gutters = gutters(free, style.body_size)
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
     # gutters are found again without a table's words: its column gaps are no gutters of the page.
     unruled = find_unruled(free, style.body_size, content.rulings, page_gutters, content.fills)
+    unruled = [found for found in unruled if not _numbered_listing(found, free)]
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
         free = _without(free, [found.words for found in unruled])
@@ -352,6 +366,34 @@ def _heading_something(blocks: list[Block]) -> list[Block]:
         if not heads:
             out[i] = replace(block, kind=Kind.TEXT, level=0)
     return out
+
+
+def _by_column(rows: list[list[Word]], page_gutters: Sequence[Gutter]) -> list[list[Word]]:
+    """`rows` (lines parted at `page_gutters`, top to bottom) column by column: a line's column is the count of the
+    gutters beside its rows that stand left of it; top to bottom within each."""
+
+    def column(line: list[Word]) -> int:
+        top, bottom, left = min(w.y0 for w in line), max(w.y1 for w in line), min(w.x0 for w in line)
+        return sum(1 for g in page_gutters if g.y0 < bottom and top < g.y1 and (g.x0 + g.x1) / 2 <= left)
+
+    return sorted(rows, key=column) if page_gutters else rows
+
+
+def _numbered_listing(found: FoundTable, words: Sequence[Word]) -> bool:
+    """Whether a table without rules is a code listing with its line numbers: its first column counts up by one
+    from row to row (`MIN_ROWS` numbers at least, nothing else in it) and its other words are monospace
+    (`CODE_SHARE`), the numbers often set in the text face (LaTeX's documented sources, listings' numbering). A
+    table's row numbers stand beside names and figures in a text face; a listing's aligned values ("\\parsep 4pt")
+    stand in columns only by the code's own spaces."""
+    first = sorted((c.row, c.text) for c in found.table.cells if c.col == 0 and c.text)
+    if len(first) < MIN_ROWS or not all(text.isdigit() for _, text in first):
+        return False
+    numbers = [int(text) for _, text in first]
+    if any(b != a + 1 for a, b in itertools.pairwise(numbers)):
+        return False
+    marks = {text for _, text in first}
+    rest = [words[i] for i in found.words if words[i].text not in marks]
+    return bool(rest) and sum(w.monospace for w in rest) >= CODE_SHARE * len(rest)
 
 
 def _without(words: list[Word], taken: Sequence[Iterable[int]]) -> list[Word]:

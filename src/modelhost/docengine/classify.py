@@ -42,6 +42,11 @@ LABEL_WORDS = 8
 CODE_SHARE = 0.8
 #: Share of characters in math fonts that makes a paragraph a formula.
 MATH_SHARE = 0.4
+#: The characters of dot leaders (`_leaders`).
+LEADER_DOTS = ".·…"
+#: Words of dots a paragraph holds at least for them to be leaders: a leader runs a dozen dots and more to its page
+#: number; a sentence's period or an ellipsis set alone ("...", the period after a display equation) is one or two.
+LEADER_RUN = 3
 #: Type this much smaller than the body (or less) is small print: footnotes, affiliations.
 SMALL_RATIO = 0.88
 #: Small type starting below this share of the page height is a footnote, marker or not (an e-mail under a column).
@@ -89,11 +94,22 @@ class Style:
     title_size: float = 0.0
 
 
+def _leaders(pieces: Sequence[Piece]) -> set[int]:
+    """The ids of a paragraph's dot leaders (an index's or a contents' dots to its page numbers): words of dots only,
+    `LEADER_RUN` of them at least. TeX and texinfo set them in the math italic font, so they weigh for no face: a
+    column of index entries is no formula. A lone period or an ellipsis is the text's own."""
+    dots = {id(w) for p in pieces for w in p.words if not w.text.strip(LEADER_DOTS)}
+    return dots if len(dots) >= LEADER_RUN else set()
+
+
 def _share(pieces: Sequence[Piece], attr: str) -> float:
     total = 0
     hits = 0
+    leaders = _leaders(pieces)
     for piece in pieces:
         for word in piece.words:
+            if id(word) in leaders:
+                continue
             total += len(word.text)
             hits += len(word.text) if getattr(word, attr) else 0
     return hits / total if total else 0.0
@@ -150,7 +166,8 @@ def margin_line(piece: Piece, style: Style, content: PageContent) -> Block:
 def _display_math(pieces: Sequence[Piece], text: str) -> bool:
     # A display equation: some of it in a math font, none of it prose (no word of four letters or more outside the
     # math fonts: TeX sets an equation's digits and operators in the roman font, its variables in math italic).
-    words = [w for p in pieces for w in p.words]
+    leaders = _leaders(pieces)
+    words = [w for p in pieces for w in p.words if id(w) not in leaders]
     if len(pieces) > 3 or len(text) > 300 or not any(w.math for w in words):
         return False
     return not any(not w.math and sum(c.isalpha() for c in w.text) >= 4 for w in words)

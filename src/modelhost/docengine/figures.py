@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from modelhost.docengine.lines import lines, pieces
 from modelhost.docengine.types import BBox, PageContent, Word
 
-__all__ = ["box_area", "box_union", "centre_in", "contains", "vector_figures"]
+__all__ = ["box_area", "box_union", "centre_in", "contains", "drawn_within", "vector_figures"]
 
 #: Ink covering this share of the page or more is its background (a coloured page, a slide's backdrop), no figure's:
 #: the share `analyse` reads an image as a background from (a cover's photo under its text).
@@ -80,6 +80,21 @@ PROSE_WORDS = 5
 LABEL_REACH = 0.8
 #: Rounds of labels taken outwards: the tick labels, then the axis titles past them, then a title over a legend.
 LABEL_ROUNDS = 3
+#: A drawn mark (a curve or a slanted path) this many body sizes long or longer, inside a ruled "table", is a
+#: figure's shape: a region of a diagram, a circuit's resistor (2.4 sizes) or coil, an arrow. A table's cells hold
+#: text and at most a symbol drawn as a path (a check mark, a dot, a circle for "yes": an em or less), and its own ink
+#: is its rules and fills. (Found on real pages: a framed diagram panel and circuit diagrams whose wires, being
+#: rules, closed into a grid of "cells" holding their component labels.)
+SHAPE_SIZES = 1.5
+#: Drawn marks per word at least, in a ruled "table" that is a figure: a diagram or a plot draws a path for every
+#: few of its labels (a shape, a component, a point: 0.3-1.5 on real pages); a report's table that holds a chart in
+#: one of its cells has hundreds of words to the chart's few paths (0.02 on a dev page), and stays a table.
+MARKS_PER_WORD = 0.1
+#: A drawn mark smaller than this many body sizes on both sides is a dot (a rule's round join, a corner's pixel,
+#: 0.7 points in a dev table) and weighs for nothing; a plotted point or a drawn symbol is a third of a size or more.
+DOT_SIZES = 0.3
+
+
 #: Ink boxes considered at most (drawings, rules and fills together, the largest first): real figures draw a few
 #: hundred to a few thousand; the clustering's grid costs in proportion, so a hostile page stays bounded.
 MAX_INK = 8_000
@@ -140,6 +155,32 @@ def vector_figures(
         if len(labels) >= MIN_LABELS:
             found.append(region)
     return _merged(found, PANEL_GAP * body)
+
+
+def drawn_within(box: BBox, cells: int, words: int, drawings: Sequence[BBox], body: float) -> bool:
+    """Whether a ruled table's `box` (of `cells` cells holding `words` words) holds a figure's drawing rather than a
+    table's text: drawn marks (`DOT_SIZES` and over), `MARKS_PER_WORD` at least, among which a shape `SHAPE_SIZES`
+    long or longer, or more of them than the table has cells (a plot's points scattered in a framed panel; a table's
+    symbols stand one to a cell). A path around the whole box (a rounded frame, `FRAME_COVER`) and a corner's arc
+    (within its own size of a corner) are the table's border."""
+    body = max(body, 1.0)
+    x0, y0, x1, y1 = box
+    corners = ((x0, y0), (x1, y0), (x0, y1), (x1, y1))
+    marks = 0
+    shape = False
+    for d in drawings:
+        if not contains(box, d) or box_area(d) >= FRAME_COVER * box_area(box):
+            continue
+        side = max(d[2] - d[0], d[3] - d[1])
+        reach = side + 1
+        if any(
+            max(abs(d[0] - cx), abs(d[2] - cx)) <= reach and max(abs(d[1] - cy), abs(d[3] - cy)) <= reach
+            for cx, cy in corners
+        ):
+            continue  # a rounded corner's arc
+        shape = shape or side >= SHAPE_SIZES * body
+        marks += side >= DOT_SIZES * body
+    return marks >= MARKS_PER_WORD * words and (shape or marks > cells)
 
 
 def _axes(ticks: list[BBox]) -> int:

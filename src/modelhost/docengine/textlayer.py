@@ -755,8 +755,10 @@ def _fixed_pitch(words: list[Word]) -> tuple[Word, ...]:
         # Latin-script words only: Hangul and CJK ideographs are all one width in any font (Korean prose came out
         # as code), and Arabic's joined forms say nothing of pitch. Each distinct word once: "Python" six times
         # over an Arabic page is one width, not six that agree (the page came out as code).
+        # The advance in ems of the word's size: a listing's line numbers set smaller than its code in the same
+        # typewriter font (7 against 9 points) advance by the same share of their size, not the same width.
         if word.text.isascii():
-            advances.setdefault(word.font, {})[word.text] = (word.x1 - word.x0) / len(word.text)
+            advances.setdefault(word.font, {})[word.text] = (word.x1 - word.x0) / len(word.text) / (word.size or 1.0)
         else:
             others[word.font] += 1
     fixed = set()
