@@ -6,6 +6,9 @@ How, and why each step:
 - A table is a connected group of rules (touching within `JOIN` points), or a stack of horizontal rules of the
   same extent (booktabs: `\\toprule`, `\\midrule`, `\\bottomrule`, no verticals). A lone rule (an underline, a
   footnote separator) or a box around one paragraph (1 x 1) is not a table.
+- A frame parted from top to bottom by a vertical rule that no rule inside crosses holds panels side by side, each
+  ruled on its own (a report's price table beside framed charts): each is a group of its own (`_panels`). A grid
+  with a frame of its own inside one of its cells (a chart's axes) is a panel around a figure (`_framing`).
 - The grid's row lines are the horizontal rules' y positions; its column lines the vertical rules' x positions.
   Where a table has no interior verticals, columns come from the gaps in the words' x coverage; where its verticals
   part only groups of columns (a statistics table's `GLM | zero-augmented`, a boxed price list's label and figures
@@ -45,9 +48,13 @@ COLUMN_GAP = 6.0
 #: and a typesetter's right tab one x, so only the text layer's rounding (a tenth of a point) and a trailing footnote
 #: mark's thin space part them; two columns of a dense statistical table end a column pitch (20 pt and more) apart.
 ALIGN_SLACK = 1.0
-#: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; or a
-#: dash standing for none.
-FIGURE = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*(?:%|[kKmMbB]n?)?[)\]]?[*†‡]?$|^[-–—]$|^n/?a$", re.I)
+#: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; a
+#: range of two figures ("1.27 - 1.42", a price report's low and high); or a dash standing for none.
+FIGURE = re.compile(
+    r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*(?:%|[kKmMbB]n?)?[)\]]?[*†‡]?$|^[-–—]$|^n/?a$"
+    r"|^[$€£¥]?\d[\d.,]* ?[-–] ?[$€£¥]?\d[\d.,]*%?$",
+    re.I,
+)
 #: Text lines of a band between two vertical rules that must stand apart at a gap for it to part the band into
 #: columns (`_band_columns`): two lines side by side are a label and its value; three make columns, as
 #: `unruled.MIN_ROWS` asks of a table without rules.
@@ -74,6 +81,23 @@ BREAK_TALL = 3.0
 #: (`FoundTable.loose`): three lines side by side are rows, as `unruled.MIN_ROWS` asks of a table without rules.
 LOOSE_LINES = 3
 
+#: Cuts of a frame into panels side by side (`_panels`): a report's page frame holds two or three columns of panels;
+#: a hostile page of many full-height rules must not recurse without bound.
+MAX_PANEL_DEPTH = 4
+
+#: A frame of rules inside a table's cell makes the table a panel around a figure (`_framing`) from this height and
+#: width (points): a chart's plot area is an inch or more on a side; a checkbox or a small box drawn around a
+#: cell's word (a few points) is the cell's own.
+FRAMED_HEIGHT = 36.0
+
+#: Two words of one line whose boxes meet within this many ems of the smaller's size are one word in a cell's text
+#: (`_line_text`): glyph boxes of neighbouring letters meet exactly (a subscript set against its letter, a face
+#: changing mid-word), where a thin space is 0.17 em and a word space 0.25 em or more.
+TOUCH_EM = 0.1
+#: A word set this share smaller than its neighbour is set in another size (`_line_text`): a subscript or an
+#: exponent is 60-75% of its letter's size; one font's sizes round apart by a few hundredths.
+SIZE_STEP = 0.1
+
 #: Trailing leader dots of a word ("offenses......", "Total . . ."): three or more (an ellipsis is three).
 _LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
 #: Leader dots ending a cell's text: four or more, so that an ellipsis ("and so on...") stays the text's.
@@ -94,13 +118,16 @@ class FoundTable:
     its rules part groups of columns and bands of rows only, some cell holding `LOOSE_LINES` lines or more beside
     another that does too (a statistical table ruled between its column groups and under its header: each band
     holds many rows, each group several columns), so that a reading from the words' own rows and columns may
-    part it further (`unruled.widened`)."""
+    part it further (`unruled.widened`). `boxed` when its only vertical rules are a box's sides, each its full height
+    (a report's frame around a price table ruled under its header and groups): a line outside the box is no row of
+    it (`_outer_lines`)."""
 
     bbox: BBox
     table: Table
     words: frozenset[int]
     open: bool = False
     loose: bool = False
+    boxed: bool = False
 
 
 def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
@@ -186,6 +213,64 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
             out.append(list(group))
     out.extend(pending)
     return out
+
+
+def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
+    """A frame of rules parted into the panels its full-height vertical rules set side by side, each a group of its
+    own; any other group as it is. A report's page frame holding a price table beside a column of framed charts is
+    one connected group of rules (the charts' frames and the table's link underlines touch the rule between them),
+    but it is no table of two bands: each side is ruled on its own, at heights of its own. A vertical rule parts
+    panels where it runs the frame's full height, both sides hold horizontal rules inside the frame, none crosses it,
+    and no two of them stand at one height on either side (a table's row rules cross its column rules, or stand in
+    line across them where a producer draws each cell's border apart). At most `MAX_PANEL_DEPTH` cuts deep."""
+    horizontals = [s for s in group if s.horizontal]
+    verticals = [s for s in group if not s.horizontal]
+    if depth >= MAX_PANEL_DEPTH or not horizontals or len(verticals) < 3:
+        return [group]
+    x0, y0 = min(s.x0 for s in group), min(s.y0 for s in group)
+    x1, y1 = max(s.x1 for s in group), max(s.y1 for s in group)
+    inner = [h for h in horizontals if y0 + LINE_MERGE < h.y0 < y1 - LINE_MERGE]
+    for cut in sorted(verticals, key=lambda s: s.x0):
+        x = cut.x0
+        if not (x0 + JOIN < x < x1 - JOIN) or cut.y0 > y0 + 2 * JOIN or cut.y1 < y1 - 2 * JOIN:
+            continue
+        left = [h for h in inner if h.x1 <= x + JOIN]
+        right = [h for h in inner if h.x0 >= x - JOIN]
+        if not left or not right or len(left) + len(right) < len(inner):
+            continue  # a rule inside the frame crosses it: a table's row rule over its column rule
+        if any(abs(a.y0 - b.y0) <= LINE_MERGE for a in left for b in right):
+            continue  # row rules in line on both sides: one table's rows, drawn cell by cell
+        parts: list[list[Segment]] = [[], []]
+        for s in group:
+            if s is cut:
+                parts[0].append(s)
+                parts[1].append(s)
+            elif s.horizontal and s.x0 < x - JOIN and s.x1 > x + JOIN:  # the frame's top or bottom: both sides'
+                parts[0].append(Segment(s.x0, s.y0, x, s.y1, s.width))
+                parts[1].append(Segment(x, s.y0, s.x1, s.y1, s.width))
+            else:
+                parts[0 if (s.x0 + s.x1) / 2 < x else 1].append(s)
+        return [p for part in parts for sub in _groups(part) for p in _panels(sub, depth + 1)]
+    return [group]
+
+
+def _box(group: Sequence[Segment]) -> BBox:
+    return (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))
+
+
+def _framing(found: FoundTable, frames: Sequence[BBox]) -> bool:
+    """Whether a cell of the table holds a frame of rules of its own (horizontal and vertical rules meeting: a chart's
+    axes and grid lines, a plot's box), `FRAMED_HEIGHT` or more on each side: the "table" is a panel
+    drawn around a figure, its "cells" the figure's title, tick labels and legend."""
+    for cell in found.table.cells:
+        if cell.bbox is None:
+            continue
+        x0, y0, x1, y1 = cell.bbox
+        for f in frames:
+            inside = x0 - JOIN <= f[0] and f[2] <= x1 + JOIN and y0 - JOIN <= f[1] and f[3] <= y1 + JOIN
+            if inside and f != found.bbox and f[3] - f[1] >= FRAMED_HEIGHT and f[2] - f[0] >= FRAMED_HEIGHT:
+                return True
+    return False
 
 
 def _extent(rules: Sequence[Segment]) -> float:
@@ -329,8 +414,12 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     found: list[FoundTable] = []
     taken: set[int] = set()
     rules = rules[:MAX_RULES]
-    for group in _bracketed(_unstacked(_groups(merge_rules(rules)), words), words):
+    groups = [panel for group in _groups(merge_rules(rules)) for panel in _panels(group)]
+    frames = [_box(g) for g in groups if any(s.horizontal for s in g) and any(not s.horizontal for s in g)]
+    for group in _bracketed(_unstacked(groups, words), words):
         table = _table(group, words, taken)
+        if table is not None and _framing(table, frames):
+            continue  # a panel around a chart (its axes and grid lines a frame of their own), not a table
         if table is not None and table.loose:
             # a band of many lines: where the borders break at row boundaries (Word's cells), those are its rows
             inside = [w for i, w in enumerate(words) if i in table.words and w.rotation == 0]  # not a watermark
@@ -346,7 +435,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     nearest: dict[tuple[int, ...], tuple[float, int, bool]] = {}
     by_y = sorted(((w.y0 + w.y1) / 2, i) for i, w in enumerate(words)) if found else []
     for t, table in enumerate(found):
-        for ids, above, distance in _outer_lines(table, words, taken, by_y):
+        for ids, above, distance in [] if table.boxed else _outer_lines(table, words, taken, by_y):
             if ids not in nearest or distance < nearest[ids][0]:
                 nearest[ids] = (distance, t, above)
     sides: dict[tuple[int, bool], tuple[float, tuple[int, ...]]] = {}
@@ -729,13 +818,19 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         if full_rows < 0.5 * rows:
             return None  # columns guessed from gaps must be filled on most rows, or they are no columns
     loose = not lined_rows and _banded(slot_words, rows, cols)
+    boxed = not ruled_columns and all(
+        any(abs(s.x0 - x) <= LINE_MERGE and s.y0 <= box[1] + 2 * JOIN and s.y1 >= box[3] - 2 * JOIN for s in verticals)
+        for x in (box[0], box[2])
+    )
     if loose and soft:
         # bands of many lines whose words stand in columns: a table whose rules part its column groups and header
         # only, read line by line in the columns the words give (the rules still bound the groups' headers)
         return _table(group, words, taken, lined=True) or FoundTable(
-            box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose
+            box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
         )
-    return FoundTable(box, Table(rows, cols, tuple(cells)), frozenset(members), open=not verticals, loose=loose)
+    return FoundTable(
+        box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
+    )
 
 
 def _over(word: Word, rules: Sequence[Segment]) -> bool:
@@ -981,10 +1076,31 @@ def _word_rows(words: list[Word], rules: list[float]) -> list[float]:
 
 def cell_text(words: list[Word]) -> str:
     """A cell's words as its text: lines top to bottom (by overlap), each in reading order; rotated words after."""
-    flat = " ".join(" ".join(w.text for w in line) for line in text_lines(words))
+    flat = " ".join(_line_text(line) for line in text_lines(words))
     # Rotated header text (read bottom to top or top to bottom) joins after: its words are in drawing order.
     turned = " ".join(w.text for w in words if w.rotation != 0)
     return _without_leaders(f"{flat} {turned}".strip())
+
+
+def _line_text(line: Sequence[Word]) -> str:
+    """A line's words joined by spaces, but for a word set in another size or font that touches the word before
+    (`TOUCH_EM`): a subscript or an exponent set against its letter ("Y" and a smaller "i" read "Yi", "g" and "add"
+    "gadd", "10" and "−2" "10−2"), a word whose face changes within it. The text layer parts words there though
+    they have no space between them. Words of one size and font stay apart however close: tightly set text (Korean
+    justified in a narrow cell) brings the boxes of words a space apart together."""
+    out: list[str] = []
+    for k, w in enumerate(line):
+        if k:
+            a = line[k - 1]
+            small, large = sorted((a.size or a.height, w.size or w.height))
+            # (a bullet or a dash before a word is a marker of its own, whatever its font; words read from pixels
+            # have no font, and their boxes' heights vary by letter)
+            other = (a.font != w.font or small < (1 - SIZE_STEP) * large) and any(ch.isalnum() for ch in a.text)
+            other = other and bool(a.font and w.font)
+            # overlapping boxes touch too (an italic letter's overhang reaches over its subscript)
+            out.append("" if other and a.x0 < w.x0 and w.x0 - a.x1 <= TOUCH_EM * small else " ")
+        out.append(w.text)
+    return "".join(out)
 
 
 def _without_leaders(text: str) -> str:

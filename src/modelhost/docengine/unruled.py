@@ -33,8 +33,9 @@ How:
 2. Runs: consecutive rows, each at most `ROW_GAP` line heights below the last, that leave the same x ranges (at
    least a column gap wide) empty: the run's separators. A run starts at a row of two segments or more; a row joins
    it when it keeps every separator the run has (in a run of three columns or more, all but one that it fills only by
-   a tight fit: a long cell run to within a space of the next column, `_tight`); anything else (a paragraph's line
-   across the columns, a blank stretch) ends it.
+   a tight fit: a long cell run to within a space of the next column, `_tight`), or when it is a group's label
+   longer than the first column is wide, the table going on under it (`_group_label`); anything else (a
+   paragraph's line across the columns, a blank stretch) ends it.
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
    (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
    words (a figure set in a math font is a figure: `_formula`), and a positive sign: a numeric column; or, for a
@@ -488,6 +489,19 @@ def widened(
         if covered and (more_words or finer):
             wide.append(table)
     gone = frozenset().union(*(t.words for t in wide))
+    for t in ruled:
+        if t.open and not t.words & gone:
+            # read again from its own words alone: the page's lines run on into what stands beside its frame (a
+            # column of charts' tick labels level with its rows), where its rules bound what it holds
+            own = sorted(t.words)
+            alone = [
+                FoundTable(f.bbox, f.table, frozenset(own[i] for i in f.words))
+                for f in find_unruled([words[i] for i in own], body_size, rules)
+            ]
+            held = sum(len(f.words) for f in alone)
+            if 2 * held >= len(t.words) and sum(_cells(f) for f in alone) > _cells(t):
+                wide.extend(alone)
+                gone |= t.words
     return out + [t for t in ruled if (t.open or t.loose) and not t.words & gone] + wide
 
 
@@ -686,6 +700,10 @@ def _runs(rows: list[_Row]) -> list[_Run]:
                 run.separators = kept
                 run.x0, run.x1, run.last = min(run.x0, row.x0), max(run.x1, row.x1), row
                 joined = True
+            elif near and not joined and gap <= ROW_GAP and _group_label(run, n, rows):
+                run.rows.append(n)  # the separators stay as the table's other rows make them
+                run.last = row
+                joined = True
             else:
                 open_.remove(run)
                 done.append(run)
@@ -695,6 +713,23 @@ def _runs(rows: list[_Row]) -> list[_Run]:
             if len(open_) > MAX_OPEN:
                 done.append(open_.pop(0))
     return done + open_
+
+
+def _group_label(run: _Run, n: int, rows: list[_Row]) -> bool:
+    """Whether row `n`, which closes a column gap of the run, is a group's label inside the table ("Inedible Packer
+    Bleachable Tallow ($/cwt)" over its prices): one piece of text starting in the first column, longer than that
+    column is wide but leaving the last column empty (a paragraph's line under a table runs across it), after
+    `MIN_ROWS` - 1 rows of the run, and the table goes on just under it at its row pitch (`ROW_GAP`) with a row of
+    two cells or more that keeps the run's separators (its first row)."""
+    row = rows[n]
+    if row.segments != 1 or len(run.rows) < MIN_ROWS - 1 or not run.separators:
+        return False
+    if row.x0 >= run.separators[0][0] or row.x1 >= run.separators[-1][1]:
+        return False
+    nxt = next((k for k in range(n + 1, min(n + 1 + MAX_OPEN, len(rows))) if _across(rows[k], run)), -1)
+    if nxt < 0 or rows[nxt].segments < 2 or _keeps(run.separators, rows[nxt]) is None:
+        return False
+    return rows[nxt].y0 - row.y1 <= ROW_GAP * max(row.height, rows[nxt].height)
 
 
 def _resumes(run: _Run, n: int, rows: list[_Row]) -> bool:
@@ -733,9 +768,15 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     starts = [b for _, b in separators]  # where each column's cells start, after the first
     # rows that close a column gap by a tight fit (`_tight`): their words go by where their ink starts
     tight = {r for r in body if any(_keeps([separator], rows[r]) is None for separator in separators)}
+    # a group's label run across a column gap (`_group_label`): one piece, all of it the first column's
+    labels = {r for r in tight if rows[r].segments == 1 and rows[r].x0 < separators[0][0]}
     cells_words: list[list[list[int]]] = []
     for r in grid_rows:
         by_col: list[list[int]] = [[] for _ in range(cols)]
+        if r in labels:
+            by_col[0].extend(rows[r].words)
+            cells_words.append(by_col)
+            continue
         for i in rows[r].words:
             # a word by the centre of its ink, or in a row that runs a long cell tight against the next column by
             # where its ink starts (the column its cells start at); leader dots go with the label they run from
@@ -797,7 +838,9 @@ def _stacked_header(
     one row, in place, and the count of header rows left at the top for `_joined` to keep apart. Two lines at the
     top are one header row when both are set in one face that is not the body's (a bold header over regular figures)
     and the upper line's every piece stands over a single column (a group's header over several columns spans them:
-    `_spans`, it is a row of its own). `members` (each grid row's rows) follows."""
+    `_spans`, it is a row of its own), and some piece of the lower line stands under one of the upper's (a bold
+    group's label alone in the stub under a header whose stub is empty, "Ethanol ($/gal)", is the body's first row).
+    `members` (each grid row's rows) follows."""
     fixed = len(spanning)
     head = max(fixed, 1)  # the header's last line: the lowest spanning row, or the first row
     if len(grid) < MIN_ROWS + 2 or head > MAX_HEADER_ROWS:
@@ -816,6 +859,7 @@ def _stacked_header(
         or lower in spanning
         or _face(top, words) != _face(under, words)
         or _face(under, words) == _face(body, words)
+        or not any(cell and grid[head - 1][c] for c, cell in enumerate(grid[head]))
     ):
         return fixed
     for c, cell in enumerate(grid[head]):
