@@ -724,9 +724,13 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         ys = _lines([*ys, *_word_rows([words[i] for i in members], ys)])
         ys = _wrapped_labels(ys, xs, [words[i] for i in members])
     # the header band of a table whose rules part its column groups and header only: rows read from its lines
-    head = rule_ys[1] - LINE_MERGE if lined and soft and len(rule_ys) > 2 else float("-inf")
+    # (its foot: the first rule under the top that runs the table's width; a straddle rule under a group's label,
+    # between the group's vertical rules, is inside the header)
+    across = [y for y in rule_ys[1:-1] if any(abs(h.y0 - y) <= LINE_MERGE and _spans_box(h, box) for h in horizontals)]
+    foot = across[0] if across else rule_ys[1]
+    head = foot - LINE_MERGE if lined and soft and len(rule_ys) > 2 else float("-inf")
     if head > rule_ys[0]:
-        ys = _stacked_header(ys, rule_ys[1], xs, [words[i] for i in members])
+        ys = _stacked_header(ys, foot, xs, [words[i] for i in members])
     rows, cols = len(ys) - 1, len(xs) - 1
     if rows < 2 or cols < 2:
         return None
@@ -831,6 +835,11 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     return FoundTable(
         box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
     )
+
+
+def _spans_box(rule: Segment, box: BBox) -> bool:
+    """Whether a horizontal rule runs a box's width (within `JOIN` at each end)."""
+    return rule.x0 <= box[0] + JOIN and rule.x1 >= box[2] - JOIN
 
 
 def _over(word: Word, rules: Sequence[Segment]) -> bool:
@@ -973,8 +982,9 @@ def _spanned(
 
 def _stacked_header(ys: list[float], rule: float, xs: list[float], words: list[Word]) -> list[float]:
     """Row lines (read from text lines) less those between two lines of the header band (above the first ruled line
-    under the table's top, `rule`) whose cells each stand in one column: a column's label wrapped over two or three
-    lines is one cell, as the reader takes it (a statistical table sets "Under" over "18 years" in its column, and
+    under the table's top that runs its width, `rule`: a straddle rule under a group's label is inside the band)
+    whose cells each stand in one column: a column's label wrapped over two or three lines is one cell, as the
+    reader takes it (a statistical table sets "Under" over "18 years" in its column, and
     the next label over the next column), where a line with a cell across a column line (a group's label centred
     over its columns) is a header row of its own, and so are two lines that each name themselves in the stub, the
     first column ("Distribution", "Method", "Object" over a model table's columns)."""
