@@ -30,14 +30,14 @@ from modelhost.docengine.classify import (
     italic_label,
     margin_line,
 )
-from modelhost.docengine.figures import box_area, centre_in, contains, drawn_within, vector_figures
+from modelhost.docengine.figures import box_area, boxes_apart, centre_in, contains, drawn_within, vector_figures
 from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
-from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, rule_frames
-from modelhost.docengine.types import BBox, Block, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
+from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, merge_rules, rule_frames
+from modelhost.docengine.types import BBox, Block, Cell, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
 from modelhost.docengine.unruled import MIN_ROWS, find_unruled, widened
 
 __all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
@@ -90,6 +90,19 @@ PROSE_LINES = 2
 LABEL_WORDS = 5
 #: What heads nothing of the page's body: running heads, footers and page numbers.
 _FURNITURE = frozenset({Kind.PAGE_HEADER, Kind.PAGE_FOOTER})
+#: Two words of one size stand on one baseline when their boxes' feet are this many ems of their size apart at most.
+#: The text layer's boxes reach down to the font's descent or, in some fonts, to the glyphs' own (a "p" lower than an
+#: "a": 0.2 em on a sweep page), and faces' descents differ (TeX's typewriter 0.15 em below its roman), so a table's
+#: row is level where some pair of its words, one each side, shares its feet to a rounding (0.0-0.1 pt: words
+#: without descenders, `_on_baseline`, of one face where the row has such pairs); two prose columns side by side,
+#: each at its own leading, stand 1-6 pt apart on most of their lines (a table of contents at 24 pt beside an
+#: abstract at 11.5: 3, 4, 5, 5.5 pt; a change history's two columns, one 2 pt lower: 1.9, 2.3, 2.8 pt).
+BASELINE_EM = 0.06
+#: Glyphs that reach below the baseline in most faces: a word holding one has its box's foot lower in fonts whose boxes
+#: follow the glyphs.
+_DESCENDERS = frozenset("gjpqyQ,;()[]{}|/_$@")
+#: Sizes this close are one size (a table's cells in one type size; 9.96 pt and 10 pt are one).
+SIZE_SLACK = 0.05
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 
 
@@ -264,7 +277,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     frames = [f for f in rule_frames(content.rulings) if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area]
     # Ruled tables (shaded cells rule them too: fill_rules); an open one (no vertical rules) gives way to the table
     # without rules that reads it and more.
-    ruled = find_tables([*content.rulings, *fill_rules(content.fills, content.rulings)], words)
+    rules = [*content.rulings, *fill_rules(content.fills, content.rulings)]
+    ruled = find_tables(rules, words)
     # A frame around a diagram, or a circuit's wires, rule "cells" around a figure's labels: the shapes drawn among
     # them make it a figure, which `vector_figures` reads with its labels.
     ruled = [
@@ -272,6 +286,11 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         for t in ruled
         if not drawn_within(t.bbox, len(t.table.cells), len(t.words), content.drawings, style.body_size)
     ]
+    # Boxes linked by lines (a UML class diagram) close two boxes or more apart, where a table closes one frame: their
+    # words are the page's text, and no table without rules either (two classes side by side, attributes level).
+    merged = merge_rules(rules) if ruled else []
+    diagrams = [t.bbox for t in ruled if boxes_apart(t.bbox, merged, [words[i] for i in t.words], style.body_size)]
+    ruled = [t for t in ruled if t.bbox not in diagrams]
     for found in widened(ruled, words, style.body_size, content.rulings):
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
@@ -312,11 +331,22 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
     # gutters are found again without a table's words: its column gaps are no gutters of the page.
     unruled = find_unruled(free, style.body_size, content.rulings, page_gutters, content.fills)
-    unruled = [found for found in unruled if not _numbered_listing(found, free)]
+    unruled = [
+        found
+        for found in unruled
+        if not _numbered_listing(found, free) and not any(contains(d, found.bbox) for d in diagrams)
+    ]
+    # Columns of text too short for the page's gutters (a table of contents beside an abstract, two short reference
+    # lists) stand as one "table": its sides' lines are at their own leading, never on one baseline; the gap between
+    # them is a gutter, read one side after the other.
+    streams = [(found, _apart(found, free)) for found in unruled]
+    unruled = [found for found, apart in streams if apart is None]
+    beside = [apart for _, apart in streams if apart is not None]
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
         free = _without(free, [found.words for found in unruled])
         page_gutters = gutters(free, style.body_size)
+    page_gutters = [*page_gutters, *beside]
     runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
@@ -394,6 +424,62 @@ def _numbered_listing(found: FoundTable, words: Sequence[Word]) -> bool:
     marks = {text for _, text in first}
     rest = [words[i] for i in found.words if words[i].text not in marks]
     return bool(rest) and sum(w.monospace for w in rest) >= CODE_SHARE * len(rest)
+
+
+def _apart(found: FoundTable, words: Sequence[Word]) -> Gutter | None:
+    """The gutter between two streams of text a table without rules took for its columns, or None where it is a
+    table. A table's rows are rows: wherever both sides of a column gap hold words of one size in a row, some of
+    them share a baseline (a wrapped cell's first line stands level with its row's other cells). Two columns
+    of text set side by side, each at its own leading (a table of contents beside an abstract, a change history in
+    two columns), meet in "rows" at no common baseline (`BASELINE_EM`; words of one size compared): the
+    split where most such rows, and two at least, share none is a gutter (the empty x range between the sides, down
+    the table's height). One side at least must hold running text (`_running`): prose at its own leading."""
+    table = found.table
+    placed: list[tuple[Cell, list[Word]]] = [
+        (cell, [words[i] for i in found.words if centre_in(words[i], cell.bbox)])
+        for cell in table.cells
+        if cell.bbox is not None and not cell.header
+    ]
+    for cut in range(1, table.cols):
+        left = [(c, ws) for c, ws in placed if c.col + c.col_span <= cut and ws]
+        right = [(c, ws) for c, ws in placed if c.col >= cut and ws]
+        if not left or not right:
+            continue
+        met = apart = 0
+        for row in range(table.rows):
+            mine = [[w for c, ws in side if c.row == row for w in ws if _on_baseline(w)] for side in (left, right)]
+            pairs = [(a, b) for a in mine[0] for b in mine[1] if abs(a.size - b.size) <= SIZE_SLACK * max(a.size, 1.0)]
+            pairs = [(a, b) for a, b in pairs if a.font == b.font] or pairs  # one face's feet first: faces differ
+            if not pairs:
+                continue
+            slack = BASELINE_EM * max(pairs[0][0].size, 1.0)
+            # level: a line of each side on one baseline (cells set from their tops or their feet), or the sides
+            # centred on each other (a name set halfway down its row's two-line description)
+            middles = [(min(w.y1 for w in side) + max(w.y1 for w in side)) / 2 for side in mine]
+            level = any(abs(a.y1 - b.y1) <= slack for a, b in pairs) or abs(middles[0] - middles[1]) <= slack
+            met += 1
+            apart += not level
+        if apart >= 2 and 2 * apart > met and (_running(left) or _running(right)):
+            x0 = max(w.x1 for _, ws in left for w in ws)
+            x1 = min(w.x0 for _, ws in right for w in ws)
+            if x1 > x0:
+                return Gutter(x0, found.bbox[1], x1, found.bbox[3])
+    return None
+
+
+def _running(side: list[tuple[Cell, list[Word]]]) -> bool:
+    """Whether one side of a table's column gap holds running text: its lines `PROSE_WORDS` words long, as the
+    middle line goes (a sentence's stretch; a table's cells of names and figures are shorter)."""
+    per_line: list[int] = []
+    for _, ws in side:
+        per_line.extend(Counter(w.line if w.line >= 0 else round(w.y0) for w in ws).values())
+    return bool(per_line) and sorted(per_line)[len(per_line) // 2] >= PROSE_WORDS
+
+
+def _on_baseline(word: Word) -> bool:
+    """Whether a word's box stands on its baseline (or the font's descent under it, the same for every word of its
+    face): no glyph of it reaches below (`_DESCENDERS`), which some fonts' boxes follow."""
+    return not any(ch in _DESCENDERS for ch in word.text)
 
 
 def _without(words: list[Word], taken: Sequence[Iterable[int]]) -> list[Word]:

@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from modelhost.docengine.lines import lines, pieces
-from modelhost.docengine.types import BBox, PageContent, Word
+from modelhost.docengine.types import BBox, PageContent, Segment, Word
 
-__all__ = ["box_area", "box_union", "centre_in", "contains", "drawn_within", "vector_figures"]
+__all__ = ["box_area", "box_union", "boxes_apart", "centre_in", "contains", "drawn_within", "vector_figures"]
 
 #: Ink covering this share of the page or more is its background (a coloured page, a slide's backdrop), no figure's:
 #: the share `analyse` reads an image as a background from (a cover's photo under its text).
@@ -107,6 +107,15 @@ MAX_GROUPS = 100
 #: Clusters weighed as figures at most, the largest first: each is matched against every word and drawing, and a
 #: page holds a handful of figures; a hostile page of thousands of separate marks stays bounded.
 MAX_FIGURES = 50
+#: Rules ending this many points from each other meet (a box's corner drawn as four strokes; rules merged from a
+#: producer's pieces end within a stroke's width of each other).
+CORNER_SLACK = 1.5
+#: Two closed boxes stand apart when this many body sizes of blank lie between them at least: a diagram's class boxes
+#: or flow chart's steps stand a connector's length apart (12-40 pt on the sweep's UML page, 5.6 pt type); a table's
+#: cells and bands share their rules (0 apart), and a shadow drawn under a box overlaps it.
+BOXES_APART = 2.0
+#: Horizontal rules looked at in one table at most, for its boxes: a table ruled row by row has a few hundred.
+MAX_BOX_RULES = 2_000
 
 
 def vector_figures(
@@ -181,6 +190,46 @@ def drawn_within(box: BBox, cells: int, words: int, drawings: Sequence[BBox], bo
         shape = shape or side >= SHAPE_SIZES * body
         marks += side >= DOT_SIZES * body
     return marks >= MARKS_PER_WORD * words and (shape or marks > cells)
+
+
+def boxes_apart(box: BBox, rules: Sequence[Segment], words: Sequence[Word], body: float) -> bool:
+    """Whether a ruled table's `box` is a diagram of boxes linked by lines (a UML class diagram, a flow chart): its
+    closed boxes, each holding words, fall into two groups or more `BOXES_APART` apart (boxes nearer than that, or
+    overlapping, are one group: a box and its drawn shadow, a table's cells and bands, which share their rules). A
+    closed box is two vertical rules of one extent (`CORNER_SLACK`), a body size tall at least, and a horizontal rule
+    from one to the other (its top, its bottom or a compartment's); a table's rules close boxes all over it that make
+    one group, or none (open rules)."""
+    body = max(body, 1.0)
+    inside = [s for s in rules if contains(box, (s.x0, s.y0, s.x1, s.y1))]
+    across = [s for s in inside if s.horizontal][:MAX_BOX_RULES]
+    uprights = sorted((s for s in inside if not s.horizontal and s.y1 - s.y0 >= body), key=lambda s: s.x0)
+    closed: list[BBox] = []
+    for i, a in enumerate(uprights[:MAX_BOX_RULES]):
+        for b in uprights[i + 1 : MAX_BOX_RULES]:
+            if b.x0 - a.x0 < body or abs(a.y0 - b.y0) > CORNER_SLACK or abs(a.y1 - b.y1) > CORNER_SLACK:
+                continue
+            top, bottom = min(a.y0, b.y0), max(a.y1, b.y1)
+            if any(
+                h.x0 <= a.x0 + CORNER_SLACK
+                and h.x1 >= b.x0 - CORNER_SLACK
+                and top - CORNER_SLACK <= h.y0 <= bottom + CORNER_SLACK
+                for h in across
+            ) and any(centre_in(w, (a.x0, top, b.x0, bottom)) for w in words):
+                closed.append((a.x0, top, b.x0, bottom))
+    gap = BOXES_APART * body
+    groups: list[BBox] = []
+    for c in closed:
+        # a union may reach groups its parts did not: join until it reaches none
+        while near := [g for g in groups if not _apart(g, c, gap)]:
+            groups = [g for g in groups if _apart(g, c, gap)]
+            c = box_union([c, *near])
+        groups.append(c)
+    return len(groups) >= 2
+
+
+def _apart(a: BBox, b: BBox, gap: float) -> bool:
+    """Whether boxes `a` and `b` stand `gap` apart or more, across or down."""
+    return a[2] + gap <= b[0] or b[2] + gap <= a[0] or a[3] + gap <= b[1] or b[3] + gap <= a[1]
 
 
 def _axes(ticks: list[BBox]) -> int:

@@ -75,6 +75,13 @@ def _cut(
         for column in columns:
             _cut(boxes, column, leaves, depth + 1, gutters)
         return
+    # Some breaks at gutters, others not (a table of contents' titles and page numbers beside an abstract): the
+    # columns between two gutters are one, read on its own, its breaks left to the rules above.
+    sides = _gutter_sides(boxes, columns, gutters)
+    if len(sides) > 1:
+        for side in sides:
+            _cut(boxes, side, leaves, depth + 1, gutters)
+        return
     bands = _bands(boxes, idx)
     if len(bands) <= 1:
         bands = _gutter_bands(boxes, idx, gutters)
@@ -123,6 +130,18 @@ def _at_gutters(boxes: Sequence[BBox], columns: list[list[int]], gutters: Sequen
         ):
             return False
     return True
+
+
+def _gutter_sides(boxes: Sequence[BBox], columns: list[list[int]], gutters: Sequence[BBox]) -> list[list[int]]:
+    """`columns` joined across every break that holds none of `gutters` (`_at_gutters`): [all of them] when none
+    does."""
+    sides = [list(columns[0])] if columns else []
+    for left, right in itertools.pairwise(columns):
+        if _at_gutters(boxes, [left, right], gutters):
+            sides.append(list(right))
+        else:
+            sides[-1].extend(right)
+    return sides
 
 
 def _gaps(boxes: Sequence[BBox], idx: list[int]) -> list[tuple[float, float]]:
