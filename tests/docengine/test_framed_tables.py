@@ -158,3 +158,39 @@ def test_a_subscript_set_against_its_letter_is_one_word_in_a_cell(tmp_path: Path
     rows = _rows(table)
     assert rows[0] == [letter + sub for letter, sub in SYMBOLS]
     assert rows[1:] == [list(row) for row in VALUES]
+
+
+#: Cells where a figure in a Latin face and a space touch the Chinese text after it ("2." then "藥液", as a Word table
+#: of Taiwan's sets its numbered notes): the text layer's word break there is the text's own.
+NOTES = (("1.", "稻種消毒"), ("2.", "藥液調配"), ("3.", "連續使用"))
+
+
+def _notes(c: object) -> None:
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+
+    pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
+    c.setLineWidth(0.8)  # type: ignore[attr-defined]
+    c.line(70, 774, 420, 774)  # type: ignore[attr-defined]
+    c.setFont("Helvetica-Bold", 11)  # type: ignore[attr-defined]
+    c.drawString(80, 760, "Item")  # type: ignore[attr-defined]
+    c.drawString(240, 760, "Note")  # type: ignore[attr-defined]
+    c.line(70, 754, 420, 754)  # type: ignore[attr-defined]
+    for r, (number, text) in enumerate(NOTES):
+        y = 740 - 14 * r
+        c.setFont("Helvetica", 11)  # type: ignore[attr-defined]
+        c.drawString(80, y, f"{r + 1}")  # type: ignore[attr-defined]
+        # the number and a space, then the text set back over the space (as Word sets it: a space, then the text
+        # run's own position a point or two to the left)
+        c.drawString(240, y, number + " ")  # type: ignore[attr-defined]
+        c.setFont("STSong-Light", 11)  # type: ignore[attr-defined]
+        c.drawString(240 + c.stringWidth(number, "Helvetica", 11) - 1.5, y, text)  # type: ignore[attr-defined]
+    c.line(70, 740 - 14 * len(NOTES) + 8, 420, 740 - 14 * len(NOTES) + 8)  # type: ignore[attr-defined]
+
+
+def test_a_figure_touching_chinese_text_keeps_its_word_break(tmp_path: Path) -> None:
+    # a face changing between touching words joins them only in Latin text: at the parent "2." and "藥液調配" were
+    # joined as one word, where the text layer (and the page's reader) keeps them apart
+    content = drawn_page(tmp_path / "notes.pdf", _notes)
+    (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
+    assert _rows(table)[1:] == [[f"{r + 1}", f"{number} {text}"] for r, (number, text) in enumerate(NOTES)]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -1106,11 +1107,18 @@ def _line_text(line: Sequence[Word]) -> str:
             # (a bullet or a dash before a word is a marker of its own, whatever its font; words read from pixels
             # have no font, and their boxes' heights vary by letter)
             other = (a.font != w.font or small < (1 - SIZE_STEP) * large) and any(ch.isalnum() for ch in a.text)
-            other = other and bool(a.font and w.font)
+            other = other and bool(a.font and w.font) and not _wide(a.text[-1]) and not _wide(w.text[0])
             # overlapping boxes touch too (an italic letter's overhang reaches over its subscript)
             out.append("" if other and a.x0 < w.x0 and w.x0 - a.x1 <= TOUCH_EM * small else " ")
         out.append(w.text)
     return "".join(out)
+
+
+def _wide(char: str) -> bool:
+    """Whether a character is set full-width (Chinese, Japanese, Korean): such text parts words with no space, and
+    where its text layer has a word break between a figure or a Latin word and a character ("2." and "藥", a
+    watermark's "TACTRI" and "動", in another font, touching), the break is the text's own."""
+    return unicodedata.east_asian_width(char) in ("W", "F")
 
 
 def _without_leaders(text: str) -> str:
