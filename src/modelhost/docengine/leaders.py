@@ -31,6 +31,9 @@ _PAGE = re.compile(r"^(?:\d{1,4}|[ivxlcdm]{1,8})$", re.I)
 TAB_EM = 4.0
 #: A leaderless entry stands at most this many font sizes below the row above it (LaTeX: 1.3 for sections).
 ROW_GAP = 3.0
+#: An entry's first line, wrapped for want of room, reaches this share of the way from its start to the page
+#: numbers' right edge at least (the sweep's manual: 0.9-0.95; a heading or an index's letter over entries, under 0.3).
+FILLED = 0.75
 #: Right-aligned page numbers end within this many points of each other (glyph boxes round to a point or so).
 ALIGN = 2.0
 
@@ -55,9 +58,19 @@ def find_contents(lines: Sequence[Sequence[int]], words: Sequence[Word]) -> list
             found.append(_contents(run, words))
         run.clear()
 
+    held: Sequence[int] = ()  # a line that may be an entry's first, wrapped before its leaders
     for line in lines:
         text = " ".join(words[i].text for i in line)
         match = _LEADER.match(text)
+        if held:
+            if match is not None and _wraps(held, line, words):
+                entry = " ".join(words[i].text for i in held) + " " + text.rsplit(match["page"], 1)[0].strip()
+                run.append(([*held, *line], entry, match["page"]))
+                held = ()
+                continue
+            held = ()
+            close()
+            tabbed = False
         if match is not None:
             # The leader dots stay in the entry cell, as printed (and as docling keeps them).
             run.append((line, text.rsplit(match["page"], 1)[0].strip(), match["page"]))
@@ -65,6 +78,9 @@ def find_contents(lines: Sequence[Sequence[int]], words: Sequence[Word]) -> list
         if _tabbed(line, words) and (not run or _follows(run[-1][0], line, words)):
             tabbed = True
             run.append((line, " ".join(words[i].text for i in line[:-1]), words[line[-1]].text))
+            continue
+        if run and _follows_below(run[-1][0], line, words):
+            held = line  # read with the next line: an entry too long for one line goes on under its title
             continue
         close()
         tabbed = False
@@ -93,6 +109,31 @@ def _follows(previous: Sequence[int], line: Sequence[int], words: Sequence[Word]
     size = max(words[line[-1]].size or words[line[-1]].height, 1.0)
     top = min(words[i].y0 for i in line)
     return top - max(words[i].y1 for i in previous) <= ROW_GAP * size
+
+
+def _follows_below(previous: Sequence[int], line: Sequence[int], words: Sequence[Word]) -> bool:
+    """Whether `line` stands within `ROW_GAP` of its font sizes under the run's last row, holding letters: it may be
+    an entry's first line (`_wraps` tells, with the next)."""
+    size = max(words[line[0]].size or words[line[0]].height, 1.0)
+    top = min(words[i].y0 for i in line)
+    letters = any(c.isalpha() for i in line for c in words[i].text)
+    return letters and top - max(words[i].y1 for i in previous) <= ROW_GAP * size
+
+
+def _wraps(first: Sequence[int], line: Sequence[int], words: Sequence[Word]) -> bool:
+    """Whether leader `line` ends the entry `first` began (LaTeX wraps a long entry under its title, indented past
+    its number: "1.4.3 glp read ccdata - read graph ... clique/coloring" over "format . . . . 12"): right under it
+    (`ROW_GAP`), starting no further left than it does, its leaders reaching past its end to the page number."""
+    size = max(words[line[0]].size or words[line[0]].height, 1.0)
+    gap = min(words[i].y0 for i in line) - max(words[i].y1 for i in first)
+    starts = words[line[0]].x0 >= words[first[0]].x0 - ALIGN
+    left, right, end = words[first[0]].x0, max(words[i].x1 for i in first), words[line[-1]].x1
+    # the first line filled, as a line broken for want of room is (`FILLED`): a heading over the contents, an
+    # index's letter, stand short; and no leaders of its own (an index's entry of several pages, "9, 22", has them)
+    dotted = sum(1 for i in first if words[i].text.strip(".") == "") >= 3 or "..." in "".join(
+        words[i].text for i in first
+    )
+    return gap <= ROW_GAP * size and starts and end > right and right - left >= FILLED * (end - left) and not dotted
 
 
 def _paged(run: list[tuple[Sequence[int], str, str]], words: Sequence[Word]) -> bool:
