@@ -155,7 +155,9 @@ IMAGE_FLOORS: dict[str, Floor] = {
     "scan/scan_pdfspec_table": Floor(0.02, 0.99, None, 0, 1.00, 0, None, None),
     "scan/scan_redp5110_sampled_p11": Floor(0.17, 0.97, 1.00, 0, 1.00, 0, 0.61, None),
     "scan/scan_redp5110_sampled_p12": Floor(0.06, 0.96, 1.00, 0, 1.00, 0, 0.94, None),
-    "scan/scan_redp5110_sampled_p8": Floor(0.18, 0.96, 1.00, 0, 0.75, 0, 0.80, 0.50),
+    # raised with the pixel path's regions boxed twice read as one and captions boxed as titles read as captions
+    # (issue 34, pixels.TWICE_BOXED): sentences whole 8/10 -> 9/10, CER 0.17 -> 0.14
+    "scan/scan_redp5110_sampled_p8": Floor(0.16, 0.96, 1.00, 0, 0.75, 0, 0.90, 0.50),
     "scan/scan_redp5110_sampled_p9": Floor(0.05, 0.97, None, 0, 0.89, 0, 1.00, None),
     # dev scans of four tables_dev pages (scored in tables-dev: their references hold only the tables, so CER counts
     # the prose), measured at 5b91c6b (`--files scan_tablesdev --tools modelhost --floors modelhost`), with the OCR

@@ -9,6 +9,7 @@ default) so each costs a few seconds on 2 cores.
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ pytest.importorskip("reportlab")
 import pypdfium2 as pdfium
 from PIL import Image
 
-from modelhost.backends.ocr import scanpage
+from modelhost.backends.ocr import pixels, scanpage
 from modelhost.backends.ocr.pixels import PixelReader
 from modelhost.backends.ocr.scantable import refined, table_block, table_blocks, unruled_figure
 from modelhost.docengine.types import Block, Cell, Kind, Segment, Table, Word
@@ -563,3 +564,181 @@ def test_a_table_repeating_its_header_with_too_few_rows_after_stays_one() -> Non
         [(10, "Sex"), (150, "Control"), (300, "Treated")],
     ]
     assert [_grid(b) for b in table_blocks(_words(lines))] == [[[t for _, t in row] for row in lines]]
+
+
+#: A results table's two-level header (a paper's kind): each data set's name over its three measures.
+RESULT_GROUPS = ["", "Dataset A", "Dataset B"]
+RESULT_HEADER = ["Method", "P", "R", "F1", "P", "R", "F1"]
+RESULTS = [
+    ["Baseline", "71.2±0.4", "68.5±0.6", "69.8±0.3", "64.1±0.9", "60.2±1.1", "62.1±0.7"],
+    ["CRF", "74.8±0.3", "72.1±0.5", "73.4±0.2", "66.3±0.8", "63.9±0.6", "65.1±0.5"],
+    ["Ours", "81.3±0.2", "79.7±0.3", "80.5±0.2", "73.6±0.4", "71.9±0.5", "72.7±0.3"],
+]
+#: What a reader reads in its head: each group's name in every column it spans, as docling-core's Markdown writes a
+#: spanning cell (and the corpus's ground truth with it).
+SPANNED = ["", *["Dataset A"] * 3, *["Dataset B"] * 3]
+
+
+def test_a_header_cell_over_a_partial_rule_spans_the_columns_under_the_rule() -> None:
+    # Each group's name sits over a rule that stops short of the table (booktabs' \cmidrule): it names the columns
+    # the rule stands over. Read without the rules, "Dataset A" was a cell of the middle measure only.
+    xs = (10, 110, 180, 250, 320, 390, 460)
+    lines = [
+        [(177, "Dataset A"), (387, "Dataset B")],
+        list(zip(xs, RESULT_HEADER, strict=True)),
+        *(list(zip(xs, row, strict=True)) for row in RESULTS),
+    ]
+    cmidrules = [Segment(110.0, 12.0, 298.0, 12.0, 0.4), Segment(320.0, 12.0, 508.0, 12.0, 0.4)]
+    whole = [Segment(0.0, y, 508.0, y, 0.8) for y in (-2.0, 26.0, 70.0)]  # top, mid and bottom: no span
+    block = table_block(_words(lines), [*whole, *cmidrules])
+    assert block is not None and _grid(block) == [SPANNED, RESULT_HEADER, *RESULTS]
+    assert table_block(_words(lines), whole) == table_block(_words(lines))  # full-width rules span nothing
+    # a rule under a body row parts groups of rows; it makes no cell of the body span
+    block = table_block(_words(lines), [Segment(110.0, 54.0, 298.0, 54.0, 0.4)])
+    assert block is not None and block.table is not None
+    assert all(c.col_span == 1 for c in block.table.cells if c.row >= 1)
+
+
+def results_page(dpi: int = SCAN_DPI) -> np.ndarray:
+    """A paper's results table on a Letter page: a caption above it, booktabs rules (top, mid, bottom) with a
+    \\cmidrule under each data set's name, figures with their spread (±) centred in their columns, the best row in
+    bold, in Times as a LaTeX paper sets it."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas as pdfcanvas
+
+    out = io.BytesIO()
+    c = pdfcanvas.Canvas(out, pagesize=letter)
+    c.setFont("Times-Roman", 10)
+    y = _paragraph(c, 720.0, PROSE) - 14
+    c.setFont("Times-Roman", 9)
+    c.drawString(COLUMNS[0], y, "Table 1. Precision, recall and F1 of each method on the two data sets.")
+    y -= 18
+    size, left, gap = 9.0, COLUMNS[0], 10.0
+    widths = [max(c.stringWidth(r[k], "Times-Bold", size) for r in [RESULT_HEADER, *RESULTS]) for k in range(7)]
+    xs = [left + sum(widths[:k]) + gap * k for k in range(7)]
+    right = xs[-1] + widths[-1]
+    c.setLineWidth(0.8)
+    c.line(left, y + size + 2, right, y + size + 2)
+    c.setLineWidth(0.4)
+    for name, (a, b) in zip(RESULT_GROUPS[1:], ((1, 3), (4, 6)), strict=True):
+        c.drawCentredString((xs[a] + xs[b] + widths[b]) / 2, y, name)
+        c.line(xs[a], y - 4, xs[b] + widths[b], y - 4)
+    y -= 1.4 * size
+    for n, row in enumerate([RESULT_HEADER, *RESULTS]):
+        c.setFont("Times-Bold" if n == len(RESULTS) else "Times-Roman", size)
+        c.drawString(xs[0], y, row[0])
+        for k in range(1, 7):
+            c.drawCentredString(xs[k] + widths[k] / 2, y, row[k])
+        if n == 0:
+            c.setLineWidth(0.5)
+            c.line(left, y - 4, right, y - 4)
+        y -= 1.3 * size
+    c.setLineWidth(0.8)
+    c.line(left, y + 1.3 * size - 4, right, y + 1.3 * size - 4)
+    c.setFont("Times-Roman", 10)
+    _paragraph(c, y - 20, AFTER)
+    return _rendered(c, out, dpi)
+
+
+def test_a_results_table_scanned_keeps_its_two_level_header(reader: PixelReader) -> None:
+    # A scanned paper's results table: the caption above it stays a caption, the figures with their spread stay
+    # whole cells, and each data set's name spans the measures its \cmidrule stands over.
+    found = list(scanpage.blocks(reader, reader.detect(scanned(results_page()), READ_DPI)))
+    assert [_grid(b) for b in found if b.table is not None] == [[SPANNED, RESULT_HEADER, *RESULTS]]
+    assert next(b.text for b in found if b.kind is Kind.CAPTION).startswith("Table 1. Precision")
+
+
+#: A survey's comparison table, set in one column of a two-column page.
+SURVEY_HEADER = ["Survey", "Papers", "Years", "Venue"]
+SURVEYS = [
+    ["Smith et al.", "112", "2015-2020", "ACL"],
+    ["Lee and Park", "86", "2017-2021", "EMNLP"],
+    ["Garcia", "203", "2010-2022", "TACL"],
+    ["Chen et al.", "57", "2019-2023", "NAACL"],
+    ["Ours", "341", "2010-2024", "ACL"],
+]
+SURVEY_PROSE = (
+    "Survey methods differ in how they sample the literature and in how they code each paper, so we compare the "
+    "main choices below and report for each how many papers it covers and how recent they are. "
+) * 3
+
+
+def two_column_page(surveys: int, dpi: int = SCAN_DPI) -> np.ndarray:
+    """A two-column Letter page in Times: the left column's paragraph, a booktabs table a column wide (the first
+    `surveys` rows of SURVEYS) with its caption set under it, a paragraph after; the right column prose all the way
+    down."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas as pdfcanvas
+
+    out = io.BytesIO()
+    c = pdfcanvas.Canvas(out, pagesize=letter)
+    width, lefts, size = 240.0, (54.0, 318.0), 8.5
+
+    def column(x: float, y: float, text: str, font_size: float = 9.5) -> float:
+        line = ""
+        c.setFont("Times-Roman", font_size)
+        for word in text.split():
+            if c.stringWidth(f"{line} {word}".strip(), "Times-Roman", font_size) > width:
+                c.drawString(x, y, line)
+                y, line = y - 1.2 * font_size, word
+            else:
+                line = f"{line} {word}".strip()
+        c.drawString(x, y, line)
+        return y - 1.2 * font_size
+
+    y = column(lefts[0], 740.0, SURVEY_PROSE) - 10
+    xs = [lefts[0] + 2, lefts[0] + 80, lefts[0] + 125, lefts[0] + 190]
+    c.setLineWidth(0.8)
+    c.line(lefts[0], y + size + 2, lefts[0] + width, y + size + 2)
+    for n, row in enumerate([SURVEY_HEADER, *SURVEYS[:surveys]]):
+        c.setFont("Times-Roman", size)
+        for x, text in zip(xs, row, strict=True):
+            c.drawString(x, y, text)
+        if n == 0:
+            c.setLineWidth(0.5)
+            c.line(lefts[0], y - 3.5, lefts[0] + width, y - 3.5)
+        y -= 11
+    c.setLineWidth(0.8)
+    c.line(lefts[0], y + 7.5, lefts[0] + width, y + 7.5)
+    y = column(lefts[0], y - 8, "Table 2. Surveys of the field compared: papers covered, years and venue.", size)
+    column(lefts[0], y - 14, SURVEY_PROSE)
+    column(lefts[1], 740.0, SURVEY_PROSE * 3)
+    return _rendered(c, out, dpi)
+
+
+@pytest.mark.parametrize("surveys", [4, 5])
+def test_a_caption_under_a_table_in_one_column_is_one_caption_not_a_heading(reader: PixelReader, surveys: int) -> None:
+    # The layout model boxes the caption set under a column-wide table twice. Under four rows, as two text regions a
+    # few points apart: each line went to the box that held it better, and the caption's second line ("venue.") was
+    # read before its first; one block boxed twice is one region (pixels.TWICE_BOXED). Under five rows, as a title
+    # and a text region: the title took it, and it came out a heading, "## Table 2. Surveys of ..."; a title region
+    # that opens as a caption does is the caption.
+    found = list(scanpage.blocks(reader, reader.detect(scanned(two_column_page(surveys)), READ_DPI)))
+    assert [_grid(b) for b in found if b.table is not None] == [[SURVEY_HEADER, *SURVEYS[:surveys]]]
+    assert not [b.text for b in found if b.kind is Kind.SECTION_HEADER]
+    captions = [b for b in found if b.kind is Kind.CAPTION]
+    assert [b.text for b in captions] == ["Table 2. Surveys of the field compared: papers covered, years and venue."]
+
+
+def test_a_booktabs_table_the_layout_model_boxes_only_as_a_figure_is_a_table(reader: PixelReader) -> None:
+    # The model boxes a table with booktabs rules as a figure, and no table (a survey page's comparison table): its
+    # rules are ink no text line holds, so it was a picture, its cells loose lines after it. Rules that run across its
+    # lines, and the cmidrules inside their span, are a table's, and the cells between them stand in rows.
+    detection = reader.detect(scanned(results_page()), READ_DPI)
+    regions = tuple(replace(r, label="figure") if r.label == "table" else r for r in detection.regions)
+    assert [r.label for r in regions].count("figure") >= 1
+    found = list(scanpage.blocks(reader, replace(detection, regions=regions)))
+    assert [_grid(b) for b in found if b.table is not None] == [[SPANNED, RESULT_HEADER, *RESULTS]]
+    assert not [b for b in found if b.kind is Kind.PICTURE]
+
+
+def test_rules_across_a_figures_lines_are_a_tables_unless_boxes_stand_among_them() -> None:
+    # Booktabs' rules run across the lines (the cmidrule inside their span counts with them); a diagram's boxes have
+    # sides a line or two tall among its lines, and then no rule is a table's.
+    lines = [(10.0 + 100 * c, 20.0 + 14 * r, 60.0 + 100 * c, 30.0 + 14 * r) for r in range(4) for c in range(3)]
+    top, mid, bottom = (Segment(8.0, y, 262.0, y, 0.8) for y in (16.0, 33.0, 78.0))
+    cmid = Segment(108.0, 31.0, 262.0, 31.0, 0.4)
+    assert pixels._across([top, mid, bottom, cmid], lines) == ([top, mid, bottom, cmid], 3)
+    sides = [Segment(x, 18.0, x, 32.0, 0.5) for x in (8.0, 62.0)]
+    assert pixels._across([top, bottom, *sides], lines) == ([], 0)
+    assert pixels._across([cmid], lines) == ([], 0)  # no rule across: nothing is the table's

@@ -91,6 +91,18 @@ TEXT_SCORE = 0.5
 DOUBT_SCORE = 0.9
 #: A line belongs to a layout region when this share of its box lies inside the region.
 IN_REGION = 0.5
+#: Two regions of one label whose common part is this share of their union or more are one block the layout model
+#: boxed twice (`_twice_boxed`): its two boxes of one caption or paragraph differ by a few points at an edge (0.87 and
+#: 0.89 of their union on rendered pages), and each line went to whichever box held it better, a caption's second
+#: line read before its first. Two blocks side by side or one above the other share none; a paragraph inside a
+#: larger block shares its own area only, under this share of the block's.
+TWICE_BOXED = 0.8
+#: A horizontal rule found in a figure region's pixels that runs across this share of the width its lines cover is a
+#: table's rule (booktabs' top, mid and bottom rules run the table's width), drawn ink of no picture (`_across`): the
+#: model boxes a table as a figure, and its three rules (0.024-0.033 of such a region's ink: scantable.FIGURE_DRAWN)
+#: made it a picture with its cells as loose lines after it. A chart's axis runs past its tick labels either way, but
+#: its bars and curves are drawn ink no rule holds; a diagram's boxes stand under one label each, no rule across.
+ACROSS = 0.9
 #: A figure region with less than this share of its width across a page's gutter belongs to the column it mostly
 #: lies in (_in_column): a loose box reaches a sixth of the way over (a rendered handbook page's drawings, 0.14-0.16),
 #: where a figure set across both columns lies half and half.
@@ -845,7 +857,7 @@ def groups(detection: Detection) -> list[Group]:
     full-width title reads before both; a page in a right-to-left script (Detection.script) reads its right column
     first."""
     boxes = [detection.box(i) for i in range(len(detection.quads))]
-    regions = list(detection.regions)
+    regions = _twice_boxed(detection.regions)
     page = (0.0, 0.0, detection.width, detection.height)
     members: list[list[int]] = [[] for _ in regions]
     loose: list[int] = []
@@ -894,8 +906,13 @@ def groups(detection: Detection) -> list[Group]:
             loose.append(i)
     for region, m in zip(regions, members, strict=True):
         label = region.label
-        if label == "figure" and m and unruled_figure([(boxes[i], i) for i in m], _drawn(detection, region.bbox, m)):
-            label = "table"  # a figure that draws nothing, its lines in rows of cells: a table set without rules
+        if label == "figure" and m:
+            # rules across its lines are a table's (booktabs'), no drawing
+            across, wide = _across(detection.rulings, [boxes[i] for i in m])
+            drawn = _drawn(detection, region.bbox, m, across)
+            # a rule over its rows and one under them (booktabs' top and bottom rules) part its cells as rules do
+            if unruled_figure([(boxes[i], i) for i in m], drawn, ruled=wide >= 2):
+                label = "table"  # a figure that draws nothing but a table's rules, its lines in rows of cells
         if label == "text":
             # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
             for run in table_runs([(boxes[i], i) for i in m]):
@@ -947,9 +964,43 @@ def groups(detection: Detection) -> list[Group]:
     return [*covers, *(out[i] for i in order)]
 
 
-def _drawn(detection: Detection, bbox: BBox, members: Sequence[int]) -> float:
-    """The share of a region's ink (pixels darker than INK) that lies outside its lines' boxes (`members`): what it
-    draws (a diagram's boxes, a chart's axes, a photo's tones, rules); 0 where its text is all its ink."""
+def _twice_boxed(regions: Sequence[Region]) -> list[Region]:
+    """The layout model's regions, each block it boxed twice (two regions of one label sharing `TWICE_BOXED` of their
+    union) as one region over both boxes, where the first of them stood."""
+    out: list[Region] = []
+    for region in regions:
+        for k, kept in enumerate(out):
+            union = box_union([kept.bbox, region.bbox])
+            if kept.label == region.label and _overlap(kept.bbox, region.bbox) >= TWICE_BOXED * _area(union):
+                out[k] = replace(kept, bbox=union)
+                break
+        else:
+            out.append(region)
+    return out
+
+
+def _across(rulings: Sequence[Segment], lines: Sequence[BBox]) -> tuple[list[Segment], int]:
+    """A table's rules among the horizontal rules from the lines' top to their bottom (a line's height of slack each
+    way): those that run across `ACROSS` of the width the lines cover (booktabs' top, mid and bottom rules), and,
+    where there are such, the shorter ones inside their span (a `cmidrule` under a group's name), and how many run
+    across. None without one, or where a box's side stands among the lines."""
+    if not lines:
+        return [], 0
+    x0, y0, x1, y1 = box_union(list(lines))
+    slack = max(b[3] - b[1] for b in lines)
+    level = [r for r in rulings if r.y0 == r.y1 and y0 - slack <= r.y0 <= y1 + slack]
+    wide = [r for r in level if min(r.x1, x1) - max(r.x0, x0) >= ACROSS * (x1 - x0)]
+    upright = [r for r in rulings if r.x0 == r.x1 and x0 <= r.x0 <= x1 and min(r.y1, y1) > max(r.y0, y0)]
+    if not wide or any(r.y1 - r.y0 < ACROSS * (y1 - y0) for r in upright):
+        return [], 0  # a box's sides a line or two tall: a diagram's, where a table's column rule runs its height
+    left, right = min(r.x0 for r in wide), max(r.x1 for r in wide)
+    return [r for r in level if left - slack <= r.x0 and r.x1 <= right + slack], len(wide)
+
+
+def _drawn(detection: Detection, bbox: BBox, members: Sequence[int], rules: Sequence[Segment] = ()) -> float:
+    """The share of a region's ink (pixels darker than INK) that lies outside its lines' boxes (`members`) and
+    `rules`: what it draws (a diagram's boxes, a chart's axes, a photo's tones, rules); 0 where its text is all its
+    ink."""
     height, width = detection.image.shape[:2]
     s = detection.scale
     x0, y0 = max(0, int(bbox[0] / s)), max(0, int(bbox[1] / s))
@@ -961,6 +1012,11 @@ def _drawn(detection: Detection, bbox: BBox, members: Sequence[int]) -> float:
     for i in members:
         a, b, c, d = _pixel_box(detection.image, detection.quads[i])
         held[max(b - y0, 0) : max(d - y0, 0), max(a - x0, 0) : max(c - x0, 0)] = True
+    for rule in rules:
+        # the rule's pixels, a pixel of slack either side of its stroke (a hairline resampled spreads over two rows)
+        ry0 = int((rule.y0 - rule.width / 2) / s) - 1 - y0
+        ry1 = math.ceil((rule.y0 + rule.width / 2) / s) + 1 - y0
+        held[max(ry0, 0) : max(ry1, 0), max(int(rule.x0 / s) - x0, 0) : max(math.ceil(rule.x1 / s) - x0, 0)] = True
     ink = int(dark.sum())
     return float((dark & ~held).sum()) / ink if ink else 0.0
 

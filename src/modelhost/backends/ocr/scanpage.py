@@ -18,15 +18,15 @@ the document-level pass (furniture.mark_furniture, run by documents/pipeline ove
 it furniture where it repeats on other pages.
 
 A `title` region is a section header (unless it holds a paragraph's worth of text: the model sometimes boxes a title
-together with its first paragraph, or text no heading is: classify.never_heading), a `caption` a caption, an
-`equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture, so no line
-RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's keywords are
-set big or bold too. A "figure" that is most of the page, `PAGE_FIGURE`, is a page designed as one: the title regions
-the model boxed inside it are its headings, and its own lines are read as text in blocks of their own, `pixels.COVER`,
-never headings), a `table` a table built from its
-words' positions (scantable.py). Lines inside a ruled frame found in the pixels (pixelrules.py) are a `ruled` group
-whatever region holds them, analysed with its rules as a text-layer page is, so the ruled-table finder (tables.py)
-makes its grid.
+together with its first paragraph, or text no heading is: classify.never_heading; one that opens as a caption does,
+classify.CAPTION's "Table 2.", is a caption: the model boxes a caption set under its table as a title), a `caption` a
+caption, an `equation` a formula, a `figure` a picture (its text lines are still read and kept, after the picture, so no
+line RapidOCR reads is lost, but never as headings: a screenshot's labels, a diagram's boxes and a listing's keywords
+are set big or bold too. A "figure" that is most of the page, `PAGE_FIGURE`, is a page designed as one: the title
+regions the model boxed inside it are its headings, and its own lines are read as text in blocks of their own,
+`pixels.COVER`, never headings), a `table` a table built from its words' positions (scantable.py). Lines inside a ruled
+frame found in the pixels (pixelrules.py) are a `ruled` group whatever region holds them, analysed with its rules as a
+text-layer page is, so the ruled-table finder (tables.py) makes its grid.
 
 A section number set as a block of its own beside its heading (a big digit in a box, left of the title on its line)
 is joined to that heading (`_numbered`): alone it read as a heading of its own, as a chapter's big number alone on its
@@ -51,7 +51,8 @@ from modelhost.backends.ocr.pixels import (
 )
 from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block, table_blocks
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
-from modelhost.docengine.classify import never_heading, unworded
+from modelhost.docengine.classify import CAPTION, never_heading, unworded
+from modelhost.docengine.figures import box_union
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
 
@@ -132,7 +133,8 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
         if words:
             # A ruled group is analysed with its rules, as a text-layer page is: the ruled-table finder builds
             # the grid from them, and what is no table reads as text.
-            rules = tuple(r for r in detection.rulings if _within(r, group.bbox)) if group.label == "ruled" else ()
+            inside = tuple(r for r in detection.rulings if _within(r, group.bbox))
+            rules = inside if group.label == "ruled" else ()
             content = PageContent(1, detection.width, detection.height, words=tuple(words), rulings=rules)
             found = analyse(content, style).blocks
             if (
@@ -143,15 +145,20 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
                 # rules the ruled-table finder makes no table of (booktabs' three rules and no vertical: it reads
                 # columns as gaps no word covers, and a row whose OCR'd cells sit close covers one) where the layout
                 # model boxed a table: read from the detector lines' positions, as a table region is (scantable)
-                table = table_block(content.words)
+                table = table_block(content.words, rules)
                 found = (table,) if table is not None else found
             elif rules and in_table_region(group.bbox, detection.regions):
                 found = refined(found, content.words, rules, group.bbox)
-            yield from _labelled(group, found, style, content, ends)
+            yield from _labelled(group, found, style, content, ends, inside)
 
 
 def _labelled(
-    group: Group, found: tuple[Block, ...], style: Style, content: PageContent, ends: tuple[float, float]
+    group: Group,
+    found: tuple[Block, ...],
+    style: Style,
+    content: PageContent,
+    ends: tuple[float, float],
+    rules: tuple[Segment, ...] = (),
 ) -> Iterator[Block]:
     label = group.label
     if label in ("header", "footer") and max(w.size for w in content.words) > style.body_size * 1.01:
@@ -159,12 +166,18 @@ def _labelled(
     elif label in ("header", "footer") and len(rows([(w.bbox, w) for w in content.words])) > FURNITURE_ROWS:
         label = "text"  # CDLA boxed content that tops (or ends) a page: pdf-spec's table.pdf lost its whole table
     if label == "table":
-        tables = table_blocks(content.words)  # two tables of one header stacked in one region are two
+        # two tables of one header stacked in one region are two; the region's rules say which header cells span
+        tables = table_blocks(content.words, rules)
         if tables:
             yield from tables
             return
     if _picture(group, content.width, content.height) or label == COVER:
         found = tuple(replace(b, kind=Kind.TEXT, level=0) if b.kind is Kind.SECTION_HEADER else b for b in found)
+    if label == "title" and found and CAPTION.match(caption := " ".join(_printed(b) for b in found if b.text)):
+        # A title region that opens as a caption does ("Table 2.", "Figure 3:") is the caption of what it sits by:
+        # the layout model boxed a two-column page's table caption, set under its table, as a title (a heading).
+        yield Block(Kind.CAPTION, box_union([b.bbox for b in found]), caption)
+        return
     if label == "title" and found:
         larger = [_size(b, content) > style.body_size * 1.01 for b in found]
         if any(larger) and not all(larger):

@@ -16,9 +16,14 @@ Used for regions the layout model labels `table` (scanpage.py). The rules, and w
 - A ruled frame whose rules make no grid (booktabs, a rule between column groups) and whose table the ruled-table
   finder reads with fewer cells than the lines' positions give is read from the positions (`refined`).
 - A `figure` region that draws nothing (its ink is its text lines') and whose lines stand in rows of cells is a table
-  set without rules (`unruled_figure`): the layout model boxes texinfo's rule-less tables as figures.
+  set without rules (`unruled_figure`): the layout model boxes texinfo's rule-less tables as figures. Its ink
+  left out the rules that run across its lines (pixels.ACROSS), it is a booktabs table the model boxed as a figure,
+  and each detector line of a row between two such rules is a cell (`table_runs`, `ruled`).
 - A table region whose rows repeat its first row of cells whole holds two tables of one header (`table_blocks`); a
   row of one cell just above the repeat is the second one's title.
+- A header cell with a rule just under it that stops short of the table's width (booktabs' `cmidrule`, a partial
+  `cline`) names the columns that rule stands over: it spans them (`_header_spans`), as a results table's "Dataset A"
+  spans its P, R and F1.
 """
 
 from __future__ import annotations
@@ -63,6 +68,13 @@ TABLE_REGION = 0.5
 #: listing whose two comments end at one column, a list item's marker set apart from its text, are no tables.
 MIN_ROWS = 2
 MIN_COLS = 2
+#: Rows of a table's head a rule under a cell can make a spanning cell of (`_header_spans`): a two-level header, a
+#: group's name over its columns' names; a body row's rule (a group of rows parted) is no header's.
+HEADER_ROWS = 2
+#: A rule belongs to the cell above it when it lies within this many of the cell's heights under the cell's box: a
+#: `\cmidrule` sits a couple of points under its header line (the detector's box reaches ~0.3 heights past the ink),
+#: the next row's line a full pitch lower.
+UNDER_HEIGHTS = 1.0
 #: A figure (a cell that is a number, an amount or a percentage): a row of figures is a row of its own, never a
 #: wrapped cell's next line.
 _NUMBER = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*%?[)\]]?[*†‡]?$")
@@ -119,13 +131,15 @@ def _split(row: Sequence[tuple[BBox, T]]) -> int:
     return cells
 
 
-def table_runs(lines: Sequence[tuple[BBox, T]]) -> list[list[list[T]]]:
+def table_runs(lines: Sequence[tuple[BBox, T]], *, ruled: bool = False) -> list[list[list[T]]]:
     """Runs of at least MIN_ROWS consecutive rows that each break into MIN_COLS cells or more: unruled tables.
-    Each run is its rows, each row the attached values of its boxes."""
+    Each run is its rows, each row the attached values of its boxes. `ruled` (rules run across the lines: a
+    booktabs table's) makes each detector line of a row a cell, however close: the detector parts a row at its
+    column gaps, and a table set tight (12 points between columns of figures) has gaps under CELL_GAP_HEIGHTS."""
     runs: list[list[list[T]]] = []
     current: list[list[T]] = []
     for row in [*rows(lines), []]:
-        if len(row) >= MIN_COLS and _split(row) >= MIN_COLS:
+        if len(row) >= MIN_COLS and (ruled or _split(row) >= MIN_COLS):
             current.append([value for _, value in row])
             continue
         if len(current) >= MIN_ROWS:
@@ -223,29 +237,31 @@ def _cells(row: list[tuple[BBox, str]], columns: Sequence[tuple[float, float]] =
     return merged
 
 
-def table_block(words: Sequence[Word]) -> Block | None:
-    """The words as a TABLE block, or None when they do not form at least MIN_ROWS x MIN_COLS cells."""
+def table_block(words: Sequence[Word], rules: Sequence[Segment] = ()) -> Block | None:
+    """The words as a TABLE block, or None when they do not form at least MIN_ROWS x MIN_COLS cells; `rules` (the
+    region's rules found in its pixels) make a header cell over a partial rule span its columns (`_header_spans`)."""
     found = _read_table(words)
     if found is None:
         return None
-    placed, columns, _ = found
-    return _built(placed, columns, _box(words))
+    placed, columns, _, spots = found
+    return _built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules))
 
 
-def table_blocks(words: Sequence[Word]) -> list[Block]:
+def table_blocks(words: Sequence[Word], rules: Sequence[Segment] = ()) -> list[Block]:
     """The words as TABLE blocks, parted where a row repeats the first row whole (`_repeats`): two tables of one
     header stacked in one region (coin's two loci under "Male | | Control | Early Onset ..."), each read alone, and
     a row of one cell just above the repeat, the second table's title set over its columns, a TEXT block between
-    them. As one table the title was a row of it and its header a body row. Empty when the words make no table."""
+    them. As one table the title was a row of it and its header a body row. Empty when the words make no table.
+    `rules`: as `table_block`'s, for a region read as one table."""
     found = _read_table(words)
     if found is None:
         return []
-    placed, columns, boxes = found
+    placed, columns, boxes, spots = found
     head = next((r for r, row in enumerate(placed) if len(row) >= MIN_COLS), 0)
     starts = [head, *(r for r in range(head + MIN_ROWS, len(placed)) if _repeats(placed[r], placed[head]))]
     starts = [s for k, s in enumerate(starts) if k == 0 or s - starts[k - 1] > MIN_ROWS]
     if len(starts) == 1 or len(placed) - starts[-1] < MIN_ROWS:
-        return [_built(placed, columns, _box(words))]
+        return [_built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules))]
     out = [_title(placed[r], boxes[r]) for r in range(head)]  # the first table's title, set over its columns
     for start, end in itertools.pairwise([*starts, len(placed)]):
         title = end < len(placed) and len(placed[end - 1]) == 1
@@ -266,18 +282,60 @@ def _repeats(row: dict[int, str], first: dict[int, str]) -> bool:
     return len(first) >= MIN_COLS and row == first
 
 
-def _built(placed: list[dict[int, str]], columns: Sequence[tuple[float, float]], box: BBox) -> Block:
-    """Rows of cells placed in `columns` as a TABLE block, wrapped cells joined (`_joined`), row 0 its header."""
+def _built(
+    placed: list[dict[int, str]],
+    columns: Sequence[tuple[float, float]],
+    box: BBox,
+    spans: dict[tuple[int, int], tuple[int, int]] | None = None,
+) -> Block:
+    """Rows of cells placed in `columns` as a TABLE block, wrapped cells joined (`_joined`), row 0 its header; `spans`
+    maps a cell (row, column) of the head (rows `_joined` never moves) to the columns [start, end) it spans."""
     placed = _joined(placed, len(columns))
-    cells = [Cell(r, c, text, header=r == 0) for r, row in enumerate(placed) for c, text in sorted(row.items())]
+    spans = spans or {}
+    cells = []
+    for r, row in enumerate(placed):
+        for c, text in sorted(row.items()):
+            start, end = spans.get((r, c), (c, c + 1))
+            cells.append(Cell(r, start, text, col_span=end - start, header=r == 0))
     return Block(Kind.TABLE, box, table=Table(len(placed), len(columns), tuple(cells)))
+
+
+def _header_spans(
+    placed: Sequence[dict[int, str]],
+    columns: Sequence[tuple[float, float]],
+    spots: Sequence[dict[int, BBox]],
+    rules: Sequence[Segment],
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """The head's cells that span columns: a cell of the first `HEADER_ROWS` rows (above the first row that fills
+    every column but one, the columns' own names) with a horizontal rule under it (within `UNDER_HEIGHTS` of its
+    height) that stands over fewer columns than the table has spans the columns whose middles the rule covers, when
+    they hold its own column and no other cell of its row. Read without them, "Dataset A" centred over P, R and F1 was
+    a cell of the middle column, and the two outer ones empty."""
+    full = next((r for r, row in enumerate(placed) if len(row) >= len(columns) - 1), len(placed))
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for r in range(min(full, HEADER_ROWS)):
+        for c, (x0, y0, x1, y1) in spots[r].items():
+            for rule in rules:
+                if rule.y0 != rule.y1 or not (y1 - 1.0 <= rule.y0 <= y1 + UNDER_HEIGHTS * (y1 - y0)):
+                    continue
+                if not rule.x0 <= (x0 + x1) / 2 <= rule.x1:
+                    continue  # a rule under another cell of the row
+                under = [k for k, (a, b) in enumerate(columns) if rule.x0 <= (a + b) / 2 <= rule.x1]
+                if len(under) < 2 or len(under) == len(columns) or c not in under:
+                    continue
+                start, end = under[0], under[-1] + 1
+                if any(k != c and start <= k < end for k in placed[r]):
+                    continue
+                out[(r, c)] = (start, end)
+                break
+    return out
 
 
 def _read_table(
     words: Sequence[Word],
-) -> tuple[list[dict[int, str]], list[tuple[float, float]], list[BBox]] | None:
-    """The words' rows as cells placed in columns (column index to text), the columns, and each row's box; None when
-    they do not form at least MIN_ROWS x MIN_COLS cells or most rows hold one cell."""
+) -> tuple[list[dict[int, str]], list[tuple[float, float]], list[BBox], list[dict[int, BBox]]] | None:
+    """The words' rows as cells placed in columns (column index to text), the columns, each row's box, and each
+    placed cell's box; None when they do not form at least MIN_ROWS x MIN_COLS cells or most rows hold one cell."""
     if not words:
         return None
     lined = rows(_lines(words))
@@ -290,25 +348,30 @@ def _read_table(
     if len(grid) < MIN_ROWS or len(columns) < MIN_COLS:
         return None
     placed: list[dict[int, str]] = []
+    spots: list[dict[int, BBox]] = []
     for row in grid:
         texts: dict[int, list[str]] = {}
+        held: dict[int, list[BBox]] = {}
         for box, text in row:
             texts.setdefault(_column(box, columns), []).append(text)
+            held.setdefault(_column(box, columns), []).append(box)
         placed.append({c: " ".join(t) for c, t in texts.items()})
+        spots.append({c: box_union(b) for c, b in held.items()})
     joined = _joined(placed, len(columns))
     if 2 * sum(1 for row in joined if len(row) >= MIN_COLS) <= len(joined):
         return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
-    return placed, columns, [box_union([box for box, _ in row]) for row in lined]
+    return placed, columns, [box_union([box for box, _ in row]) for row in lined], spots
 
 
-def unruled_figure(lines: Sequence[tuple[BBox, T]], drawn: float) -> bool:
+def unruled_figure(lines: Sequence[tuple[BBox, T]], drawn: float, *, ruled: bool = False) -> bool:
     """Whether a region the layout model calls a figure is a table set without rules: it draws nothing (`drawn`, the
     share of its ink outside its text lines, at most `FIGURE_DRAWN`) and `FIGURE_TABLE_LINES` of its detector lines
     (boxes with anything attached) stand in rows of cells (`table_runs`). Read as a picture, its lines came out as
-    loose text after an empty picture, a column at a time (the Octave manual's operator table)."""
+    loose text after an empty picture, a column at a time (the Octave manual's operator table). `ruled`: its drawn
+    ink left out the table rules across its lines (pixels.ACROSS), whose cells may stand close (`table_runs`)."""
     if not lines or drawn > FIGURE_DRAWN:
         return False
-    tabled = sum(len(row) for run in table_runs(lines) for row in run)
+    tabled = sum(len(row) for run in table_runs(lines, ruled=ruled) for row in run)
     return tabled >= FIGURE_TABLE_LINES * len(lines)
 
 
@@ -370,7 +433,7 @@ def refined(
     lines a row, a code box's `SELECT function_id, user_name, ...` one row a line)."""
     if len(found) != 1 or found[0].table is None or ruled_grid(frame, rules):
         return found
-    table = table_block(words)
+    table = table_block(words, rules)
     if (
         table is None
         or table.table is None
