@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from modelhost.docengine.lines import lines, pieces
+from modelhost.docengine.partition import Partition
 from modelhost.docengine.types import BBox, PageContent, Segment, Word
 
 __all__ = ["box_area", "box_union", "boxes_apart", "centre_in", "contains", "drawn_within", "vector_figures"]
@@ -348,14 +349,7 @@ def _clusters(boxes: list[BBox], gap: float) -> list[BBox]:
     """The boxes of groups of `boxes` standing `gap` apart or nearer (a grid of `gap`-sized cells, union-find)."""
     if not boxes:
         return []
-    parent = list(range(len(boxes)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    partition = Partition(len(boxes))
     cell = max(gap, 1.0)
     owner: dict[tuple[int, int], int] = {}
     for i, (x0, y0, x1, y1) in enumerate(boxes):
@@ -368,13 +362,8 @@ def _clusters(boxes: list[BBox], gap: float) -> list[BBox]:
         for key in keys:
             j = owner.setdefault(key, i)
             if j != i:
-                parent[root(i)] = root(j)
-    groups: dict[int, BBox] = {}
-    for i, b in enumerate(boxes):
-        r = root(i)
-        g = groups.get(r)
-        groups[r] = b if g is None else (min(g[0], b[0]), min(g[1], b[1]), max(g[2], b[2]), max(g[3], b[3]))
-    out = list(groups.values())
+                partition.join(i, j)
+    out = [box_union([boxes[i] for i in group]) for group in partition.groups()]
     # A group's box may reach over another's (an L of ink): join those, where there are few enough groups to
     # compare pairwise (MAX_GROUPS); scattered marks by the thousand are left as they are.
     return _merged(out, gap) if len(out) <= MAX_GROUPS else out

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelhost.docengine.lines import lines as text_lines
+from modelhost.docengine.partition import Partition
 from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: Rules (and rule ends) this close (points) touch: pieces of one rule, or a horizontal meeting a vertical.
@@ -165,22 +166,12 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
     within `STACK_GAP`, joined (booktabs draws no verticals), with a narrower lone rule inside a stack's extent
     joined where the stack goes on below it (a `\\cmidrule` between the top rule and the midrule). A framed box below
     a ruled table is never joined to it: only rule-only-horizontal groups stack."""
-    parent = list(range(len(rules)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    partition = Partition(len(rules))
     for i, a in enumerate(rules):
         for j in range(i + 1, len(rules)):
             if _touch(a, rules[j]):
-                parent[find(i)] = find(j)
-    groups: dict[int, list[Segment]] = {}
-    for i, rule in enumerate(rules):
-        groups.setdefault(find(i), []).append(rule)
-    touching = list(groups.values())
+                partition.join(i, j)
+    touching = [[rules[i] for i in group] for group in partition.groups()]
     flat = sorted((g for g in touching if all(s.horizontal for s in g)), key=lambda g: g[0].y0)
     out = [g for g in touching if not all(s.horizontal for s in g)]
     pending: list[list[Segment]] = []  # narrower rules under the last stack's rule, waiting for its next one
