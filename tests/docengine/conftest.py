@@ -55,6 +55,20 @@ def drawn_page(path: Path, draw: Callable[[object], None]) -> PageContent:
         doc.close()
 
 
+def wrapped_prose(c: object, text: str, top: float, *, x: float = 72, width: float = 450, lead: float = 12) -> float:
+    """`text` set as a paragraph on a reportlab canvas in its current font: words filled into lines `width` points
+    wide from `top` down, `lead` apart. Returns the last line's baseline."""
+    font, size = c._fontname, c._fontsize  # type: ignore[attr-defined]
+    y, line = top, ""
+    for word in text.split():
+        if c.stringWidth(f"{line} {word}", font, size) > width:  # type: ignore[attr-defined]
+            c.drawString(x, y, line.strip())  # type: ignore[attr-defined]
+            y, line = y - lead, ""
+        line += f" {word}"
+    c.drawString(x, y, line.strip())  # type: ignore[attr-defined]
+    return y
+
+
 def document_layouts(path: Path) -> list[PageLayout]:
     """Every page of the PDF at `path` through the text path: its text layer, analysed in the document's style,
     with furniture marked across the pages."""

@@ -17,7 +17,7 @@ import pytest
 
 from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import document_layouts
+from .conftest import document_layouts, wrapped_prose
 
 pytest.importorskip("reportlab")
 
@@ -37,13 +37,7 @@ def _page(tmp_path: Path, draw: Callable[[object], None]) -> list[PageLayout]:
     c.drawString(72, 780, "3 The model")
     c.setFont("Times-Roman", 10)
     for top in (760, 380):
-        y, line = top, ""
-        for word in (PROSE * 3).split():
-            if c.stringWidth(f"{line} {word}", "Times-Roman", 10) > 450:
-                c.drawString(72, y, line.strip())
-                y, line = y - 12, ""
-            line += f" {word}"
-        c.drawString(72, y, line.strip())
+        wrapped_prose(c, PROSE * 3, top)
     draw(c)
     c.showPage()
     c.save()

@@ -16,7 +16,7 @@ import pytest
 from modelhost.docengine.textlayer import _fixed_pitch
 from modelhost.docengine.types import Kind, Word
 
-from .conftest import document_layouts
+from .conftest import document_layouts, wrapped_prose
 
 pytest.importorskip("reportlab")
 
@@ -40,13 +40,7 @@ def _listing_page(tmp_path: Path, numbers_font: str) -> Path:
     path = tmp_path / "listing.pdf"
     c = canvas.Canvas(str(path), pagesize=(595, 842))
     c.setFont("Times-Roman", 10)
-    y, line = 760, ""
-    for word in (PROSE * 3).split():
-        if c.stringWidth(f"{line} {word}", "Times-Roman", 10) > 450:
-            c.drawString(72, y, line.strip())
-            y, line = y - 12, ""
-        line += f" {word}"
-    c.drawString(72, y, line.strip())
+    wrapped_prose(c, PROSE * 3, 760)
     for k, (name, value) in enumerate(CODE):
         y = 680 - 12 * k
         c.setFont(numbers_font, 7)

@@ -16,7 +16,7 @@ import pytest
 
 from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import document_layouts
+from .conftest import document_layouts, wrapped_prose
 
 plt = pytest.importorskip("matplotlib.pyplot")
 pytest.importorskip("reportlab")
@@ -49,13 +49,7 @@ def _page(tmp_path: Path, draw: Callable[[object], None], size: tuple[float, flo
     c.drawString(72, 780, "2 Results")
     for top in (760, 330):
         c.setFont("Times-Roman", 10)
-        y, line = top, ""
-        for word in (PROSE * 3).split():
-            if c.stringWidth(f"{line} {word}", "Times-Roman", 10) > 450:
-                c.drawString(72, y, line.strip())
-                y, line = y - 12, ""
-            line += f" {word}"
-        c.drawString(72, y, line.strip())
+        wrapped_prose(c, PROSE * 3, top)
     c.drawString(72, 360, CAPTION)
     c.showPage()
     c.save()
