@@ -173,7 +173,10 @@ def test_a_replica_killed_mid_stream_fails_its_stream_and_is_replaced(served: st
     with pytest.raises(openai.APIError):
         for _ in raw.parse():
             chunks += 1
-            if chunks == 3:
+            # At its first chunk: the stream has begun, and the replica has the rest still to write. The later the
+            # kill, the likelier a slow client comes to it after the tiny model has written every token into the
+            # proxy's buffers: killed at the third chunk, one run at load 15 saw the stream end whole.
+            if chunks == 1:
                 os.kill(pids[victim], signal.SIGKILL)
     assert chunks < LONG_STREAM_TOKENS // 2, "the stream went on after its replica was killed"
     # The next request is answered, by the replica that lives (or already by the replacement).
