@@ -219,8 +219,7 @@ def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
     verticals = [s for s in group if not s.horizontal]
     if depth >= MAX_PANEL_DEPTH or not horizontals or len(verticals) < 3:
         return [group]
-    x0, y0 = min(s.x0 for s in group), min(s.y0 for s in group)
-    x1, y1 = max(s.x1 for s in group), max(s.y1 for s in group)
+    x0, y0, x1, y1 = _box(group)
     inner = [h for h in horizontals if y0 + LINE_MERGE < h.y0 < y1 - LINE_MERGE]
     for cut in sorted(verticals, key=lambda s: s.x0):
         x = cut.x0
@@ -248,6 +247,11 @@ def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
 
 def _box(group: Sequence[Segment]) -> BBox:
     return (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))
+
+
+def _closed(group: Sequence[Segment]) -> bool:
+    """Whether a group of rules closes a frame: horizontal and vertical rules that touch."""
+    return any(s.horizontal for s in group) and any(not s.horizontal for s in group)
 
 
 def _framing(found: FoundTable, frames: Sequence[BBox]) -> bool:
@@ -407,7 +411,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     taken: set[int] = set()
     rules = rules[:MAX_RULES]
     groups = [panel for group in _groups(merge_rules(rules)) for panel in _panels(group)]
-    frames = [_box(g) for g in groups if any(s.horizontal for s in g) and any(not s.horizontal for s in g)]
+    frames = [_box(g) for g in groups if _closed(g)]
     for group in _bracketed(_unstacked(groups, words), words):
         table = _table(group, words, taken)
         if table is not None and _framing(table, frames):
@@ -655,13 +659,7 @@ def border_breaks(rules: Sequence[Segment], words: Sequence[Word]) -> list[Segme
 
 def rule_frames(rules: Sequence[Segment]) -> list[BBox]:
     """The boxes of closed rule groups (horizontal and vertical rules that touch), table or not."""
-    out = []
-    for group in _groups(merge_rules(rules[:MAX_RULES])):
-        if any(s.horizontal for s in group) and any(not s.horizontal for s in group):
-            out.append(
-                (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))
-            )
-    return out
+    return [_box(group) for group in _groups(merge_rules(rules[:MAX_RULES])) if _closed(group)]
 
 
 def table_frames(rules: Sequence[Segment]) -> list[BBox]:
@@ -689,7 +687,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     verticals = [s for s in group if not s.horizontal]
     if len(group) < 2 or not horizontals:
         return None
-    box = (min(s.x0 for s in group), min(s.y0 for s in group), max(s.x1 for s in group), max(s.y1 for s in group))
+    box = _box(group)
     if box[3] - box[1] < 8:
         return None
     members = [i for i, w in enumerate(words) if i not in taken and w.rotation in (0, 90, 270) and _inside(w, box)]
