@@ -174,6 +174,26 @@ def test_the_tables_group_holds_each_files_tables_whole() -> None:
     assert donors[18][:2] == ["VALSANGIACOMO BLANCO", "FERNANDO JORGE"]  # tabula's CSV splits it wrongly
 
 
+def test_the_government_tables_group_holds_each_pages_text_and_table() -> None:
+    """tables_gov/README.md's shapes: each reference is one page's table, every row as wide as its header, and
+    the page's titles as text."""
+    by_name = {e.name: e.reference() for e in doccorpus.entries() if e.group == "tables-gov"}
+    shapes = {name: [(len(t), len(t[0])) for t in ref.tables] for name, ref in by_name.items()}
+    assert shapes == {
+        "tables_gov/az_voter_registration_2024": [(52, 10)],
+        "tables_gov/census_class_codes": [(19, 3)],
+        "tables_gov/ia_voter_registration_county": [(46, 12)],
+        "tables_gov/ia_voter_registration_district": [(23, 12)],
+        "tables_gov/mi_voter_registration_2023": [(35, 7)],
+    }
+    for ref in by_name.values():
+        assert all(len(row) == len(table[0]) for table in ref.tables for row in table)
+    arizona = by_name["tables_gov/az_voter_registration_2024"]
+    assert "STATE OF ARIZONA REGISTRATION REPORT" in arizona.text
+    assert arizona.tables[0][37][:3] == ["Santa Cruz", "24", "JUL 2023"]  # a label wrapped over two lines: one cell
+    assert by_name["tables_gov/mi_voter_registration_2023"].tables[0][0][1:3] == ["April", "April"]  # a span, twice
+
+
 def test_a_scan_of_one_page_is_scored_against_that_page_of_its_source() -> None:
     """scan/scan_NAME_pN.pdf is page N of NAME: its reference holds that page's tables and none of another page's;
     scan_pdfspec_NAME.pdf is scored against pdf-spec's gold Markdown."""
