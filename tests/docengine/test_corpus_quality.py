@@ -137,6 +137,12 @@ FLOORS: dict[str, Floor] = {
     # loose lines, the presidential results' grid reads whole
     "tables_dev/gnis_file_formats": Floor(0.50, 0.58, None, 0, 0.00, 0, None, None),
     "tables_dev/gov_presidential_results_2024": Floor(0.33, 1.00, None, 1, 1.00, 0, None, None),
+    # long lists without rules (issue 34, text-path tables), floors at HA's engine, which reads all three whole (as
+    # its parent did; pymupdf4llm 0.00, 0.99, 1.00): a list in two blocks side by side with no header, one table in two
+    # halves under a repeated header, a two-column list of multi-word cells
+    "tables_dev/phonenumbers_p95": Floor(0.64, 1.00, None, 0, 1.00, 0, None, None),
+    "tables_dev/glpk_graphs_p33": Floor(1.00, 1.00, None, 4, 1.00, 0, None, None),
+    "tables_dev/datatool_sort_p2": Floor(0.02, 1.00, None, 1, 1.00, 0, None, None),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00

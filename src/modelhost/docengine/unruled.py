@@ -33,7 +33,8 @@ How:
 2. Runs: consecutive rows, each at most `ROW_GAP` line heights below the last, that leave the same x ranges (at
    least a column gap wide) empty: the run's separators. A run starts at a row of two segments or more; a row joins
    it when it keeps every separator the run has (in a run of three columns or more, all but one that it fills only by
-   a tight fit: a long cell run to within a space of the next column, `_tight`), or when it is a group's label
+   a tight fit: a long cell run to within a space of the next column, or a right-aligned figure run back to within
+   a space of the column before, `_tight`), or when it is a group's label
    longer than the first column is wide, the table going on under it (`_group_label`); anything else (a
    paragraph's line across the columns, a blank stretch) ends it.
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
@@ -672,8 +673,44 @@ def _tight(row: _Row, a: float, b: float) -> bool:
     Alexandra" set against "Philadelphia" in a dense list, or "RODRIGUEZ PINGITORE" one word space from "CLAUDIA
     MONICA" (as wide as the spaces inside the names, so only where it ends tells it). A line across the columns is no
     such row: it closes the run's other separators too (`_keeps` lets a row fill one by a tight fit). The separator
-    stays as the other rows make it."""
-    return any(a < f and abs(t - b) <= FLUSH_EM * size for f, t, size in row.spaces)
+    stays as the other rows make it.
+
+    The long cell may be the right one instead: a right-aligned column's widest figure ("1,000.00") runs left into the
+    separator, a space from a code column whose cells all end where the separator starts ("C00431445"): the space
+    starts where the previous column's cells end (within `FLUSH_EM`)."""
+    return _tight_space(row, a, b) is not None
+
+
+def _tight_space(row: _Row, a: float, b: float) -> tuple[float, float] | None:
+    """The space of `row` that parts two columns across the separator (a, b) by a tight fit (`_tight`), or None."""
+    for f, t, size in row.spaces:
+        flush = FLUSH_EM * size
+        if (a < f and abs(t - b) <= flush) or (t < b and abs(f - a) <= flush):
+            return f, t
+    return None
+
+
+def _cuts_of(row: _Row, separators: list[tuple[float, float]]) -> list[float]:
+    """Where `row`, a row closing some of the run's separators by a tight fit, parts its columns: in each separator,
+    the middle of the widest gap it leaves there, else of the space between two figures or of the tight space
+    (`_tight_space`), else the separator's middle. A long cell runs into the separator from either side, so its
+    middle may fall inside that cell's words; the row's own space between the two cells does not."""
+    least = COLUMN_GAP_EM * max(row.height, 1.0) * 0.8
+    cuts = []
+    for a, b in separators:
+        overlaps = [(min(b, f1) - max(a, f0), (max(a, f0) + min(b, f1)) / 2) for f0, f1 in _free(row)]
+        wide = max((o for o in overlaps if o[0] >= least), default=None)
+        figures = next(((f + t) / 2 for f, t in row.figure_spaces if f < b and a < t), None)
+        space = _tight_space(row, a, b)
+        if wide is not None:
+            cuts.append(wide[1])
+        elif figures is not None:
+            cuts.append(figures)
+        elif space is not None:
+            cuts.append((space[0] + space[1]) / 2)
+        else:
+            cuts.append((a + b) / 2)
+    return cuts
 
 
 def _runs(rows: list[_Row]) -> list[_Run]:
@@ -765,28 +802,24 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     above, spanning = _above(run, body[0], rows, words)
     grid_rows = above + body
     middles = [(a + b) / 2 for a, b in separators]
-    starts = [b for _, b in separators]  # where each column's cells start, after the first
-    # rows that close a column gap by a tight fit (`_tight`): their words go by where their ink starts
+    # rows that close a column gap by a tight fit (`_tight`): their words go by where their own spaces part them
     tight = {r for r in body if any(_keeps([separator], rows[r]) is None for separator in separators)}
     # a group's label run across a column gap (`_group_label`): one piece, all of it the first column's
     labels = {r for r in tight if rows[r].segments == 1 and rows[r].x0 < separators[0][0]}
     cells_words: list[list[list[int]]] = []
     for r in grid_rows:
         by_col: list[list[int]] = [[] for _ in range(cols)]
+        cuts = _cuts_of(rows[r], separators) if r in tight else middles
         if r in labels:
             by_col[0].extend(rows[r].words)
             cells_words.append(by_col)
             continue
         for i in rows[r].words:
-            # a word by the centre of its ink, or in a row that runs a long cell tight against the next column by
-            # where its ink starts (the column its cells start at); leader dots go with the label they run from
-            # (their left end)
+            # a word by the centre of its ink (leader dots go with the label they run from: `inked`), against the
+            # run's separators, or in a row that runs a long cell tight against the next column, against where that
+            # row's own spaces part its columns (`_cuts_of`)
             ink = inked(words[i])
-            if ink is None or r not in tight:
-                by_col[bisect.bisect_left(middles, words[i].x0 if ink is None else (ink[0] + ink[1]) / 2)].append(i)
-            else:
-                slack = FLUSH_EM * (words[i].size or words[i].height)
-                by_col[bisect.bisect_right(starts, ink[0] + slack)].append(i)
+            by_col[bisect.bisect_left(cuts, words[i].x0 if ink is None else (ink[0] + ink[1]) / 2)].append(i)
         cells_words.append(by_col)
     if _records([cells for r, cells in zip(grid_rows, cells_words, strict=True) if r not in spanning], words):
         return None  # a paper's authors side by side, read line by line before any line is taken for a wrapped cell
