@@ -380,6 +380,9 @@ class _Objects:
         # The axis-aligned straight pieces of a stroked path (box edges, cell borders); curves are not rules.
         width = ctypes.c_float()
         raw.FPDFPageObj_GetStrokeWidth(obj, ctypes.byref(width))
+        # butt caps end the paint at the segment's ends, so a short piece stroked wide paints a bar across it (`_bar`)
+        butt = raw.FPDFPageObj_GetLineCap(obj) == raw.FPDF_LINECAP_BUTT
+        scale = math.sqrt(abs(matrix[0] * matrix[3] - matrix[1] * matrix[2]))  # the width in page points
         start: tuple[float, float] | None = None
         last: tuple[float, float] | None = None
         for i in range(min(raw.FPDFPath_CountSegments(obj), PATH_SEGMENTS)):
@@ -393,6 +396,8 @@ class _Objects:
                 continue
             if kind == raw.FPDF_SEGMENT_LINETO and last is not None:
                 yield from _axis_segment(last, point, width.value)
+                if butt:
+                    yield from _bar(last, point, width.value * scale)
             last = point
             if raw.FPDFPathSegment_GetClose(seg) and start is not None:
                 yield from _axis_segment(point, start, width.value)
@@ -455,6 +460,23 @@ def _curved(obj: Any) -> bool:
                 return True
         last = point
     return False
+
+
+def _bar(p: tuple[float, float], q: tuple[float, float], width: float) -> Iterator[Segment]:
+    """The rule a short straight piece paints across itself when stroked wider than it is long, with butt caps:
+    some typesetters draw a table's vertical rules so, each a horizontal piece half a point long stroked as wide as
+    the rule is tall (the IRS's tax tables, tables_dev/irs_i1040nr_p45; their column groups' rules were lost). The
+    piece's length is the rule's thickness (under `RULE_THICKNESS`: a longer one paints a block), the stroke width its
+    length (`MIN_RULE_LENGTH` at least, as any rule); a piece of no length paints nothing."""
+    (ax, ay), (bx, by) = p, q
+    dx, dy = abs(ax - bx), abs(ay - by)
+    if not 0.0 < max(dx, dy) < RULE_THICKNESS or min(dx, dy) > 0.01 * max(dx, dy) or width < MIN_RULE_LENGTH:
+        return
+    cx, cy = (ax + bx) / 2, (ay + by) / 2
+    if dx >= dy:  # a horizontal piece: the bar stands upright
+        yield Segment(cx, cy - width / 2, cx, cy + width / 2, dx)
+    else:
+        yield Segment(cx - width / 2, cy, cx + width / 2, cy, dy)
 
 
 def _axis_segment(p: tuple[float, float], q: tuple[float, float], width: float) -> Iterator[Segment]:
