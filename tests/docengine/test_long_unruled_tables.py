@@ -84,3 +84,15 @@ def test_an_amount_a_space_after_a_column_of_codes_stays_in_its_own_column(tmp_p
     layout = _layout(tmp_path / "amounts.pdf", rows, (14.0, 14.0, SPACE))
     (table,) = _tables(layout)
     assert _rows(table) == [list(row) for row in rows]
+
+
+def test_a_header_whose_column_names_stand_a_space_apart_does_not_join_the_columns_under_it(tmp_path: Path) -> None:
+    # Every column half an em after the widest cell before it, the header's names as wide as their cells: the run
+    # starts at the header, where "COMMITTEE" and "AMOUNT" stand half an em apart (no column gap), so its separators
+    # had one column fewer than every row under it parts. At the parent the code and the amount of each of the forty
+    # rows were one cell ("C00431445 1,000.00").
+    header = ("LAST NAME", "FIRST NAME", "CITY", "ST", "COMMITTEE", "AMOUNT")
+    rows = [header, *DONORS * 5]
+    layout = _layout(tmp_path / "header.pdf", rows, (0.5 * SIZE,) * 5)
+    (table,) = _tables(layout)
+    assert _rows(table) == [list(row) for row in rows]

@@ -36,7 +36,9 @@ How:
    a tight fit: a long cell run to within a space of the next column, or a right-aligned figure run back to within
    a space of the column before, `_tight`), or when it is a group's label
    longer than the first column is wide, the table going on under it (`_group_label`); anything else (a
-   paragraph's line across the columns, a blank stretch) ends it.
+   paragraph's line across the columns, a blank stretch) ends it. A column gap that most of the run's rows keep
+   inside one of its columns, and the rest leave a space at or stop short of, is a column its first rows hid (a
+   header whose two names stand a space apart: `_hidden`).
 3. Evidence: the run becomes a table only with `MIN_ROWS` rows of two filled cells or more, most row pitches alike
    (`PITCH_SPREAD`), short cells in most columns (`PROSE_WORDS`), a first column that is not list markers, few math
    words (a figure set in a math font is a figure: `_formula`), and a positive sign: a numeric column; or, for a
@@ -797,6 +799,9 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
         body.pop()
     if not body:
         return None
+    hidden = _hidden(run, body, rows)
+    if hidden:
+        run = dataclasses.replace(run, separators=sorted(run.separators + hidden))
     separators = run.separators
     cols = len(separators) + 1
     above, spanning = _above(run, body[0], rows, words)
@@ -857,6 +862,42 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
         max(words[i].y1 for i in members),
     )
     return FoundTable(box, Table(len(groups), cols, tuple(cells)), members)
+
+
+def _hidden(run: _Run, body: list[int], rows: list[_Row]) -> list[tuple[float, float]]:
+    """Column gaps the body's rows keep inside one of the run's columns that its first rows hid: a header whose
+    names of two columns stand a space apart ("COMMITTEE AMOUNT") starts the run with one separator fewer than the
+    rows under it part. A gap counts when at least half the body's rows (and `MIN_ROWS`) leave it free by a column
+    gap and every other row after the first `MAX_HEADER_ROWS` leaves a space of its own there or stops short of it:
+    a word across it (a cell running on) means the column is one. Each such gap is narrowed to what the rows that
+    keep it leave free, as the run's own separators are."""
+    edges = [run.x0, *(x for separator in run.separators for x in separator), run.x1]
+    out: list[tuple[float, float]] = []
+    for lo, hi in zip(edges[::2], edges[1::2], strict=True):
+        common: tuple[float, float] | None = None
+        keeping = 0
+        for r in body:
+            least = COLUMN_GAP_EM * max(rows[r].height, 1.0) * 0.8
+            inside = [(a, b) for a, b in rows[r].gaps if a > lo and b < hi and b - a >= least]
+            if len(inside) != 1:
+                continue
+            a, b = inside[0] if common is None else (max(common[0], inside[0][0]), min(common[1], inside[0][1]))
+            if b - a < least:
+                common = None  # gaps at different x (ragged words): no one boundary
+                break
+            common, keeping = (a, b), keeping + 1
+        if common is None or keeping < max(MIN_ROWS, len(body) / 2):
+            continue
+        a, b = common
+        crossed = any(
+            _keeps([common], rows[r]) is None
+            and rows[r].x1 > a
+            and not any(f < b and a < t for f, t, _ in rows[r].spaces)
+            for r in body[MAX_HEADER_ROWS:]
+        )
+        if not crossed:
+            out.append(common)
+    return out
 
 
 def _stacked_header(
