@@ -57,6 +57,10 @@ FIGURE = re.compile(
     r"|^[$€£¥]?\d[\d.,]* ?[-–] ?[$€£¥]?\d[\d.,]*%?$",
     re.I,
 )
+#: An inner vertical rule covering less than this share of its table's height is a rule between column labels only
+#: (`_short_verticals`): a tax table's labels' box is 25 pt of a 520 pt table (0.05); a column rule broken at every
+#: group row still covers 0.9 of it, and a header's rule over a two-row body (a third of a small table) stays a rule.
+SHORT_RULE = 0.25
 #: Text lines of a band between two vertical rules that must stand apart at a gap for it to part the band into
 #: columns (`_band_columns`): two lines side by side are a label and its value; three make columns, as
 #: `unruled.MIN_ROWS` asks of a table without rules.
@@ -695,6 +699,12 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         return None
     ys = _lines([box[1], box[3], *(s.y0 for s in horizontals)])
     xs = _lines([box[0], box[2], *(s.x0 for s in verticals)])
+    short = _short_verticals(xs, verticals, box)
+    if len(xs) - len(short) > 2:
+        # a vertical rule only in a short stretch of the table (the box of a group's column labels under the group's
+        # label) parts no column by its rule: the group's columns are read from its words, as between any group's
+        # rules, which part its labels too (`_band_columns`); as a hard line it made each body row one cell there
+        xs = [x for x in xs if x not in short]
     ruled_columns = len(xs) > 2
     ruled_rows = len(ys) > 2
     soft: list[float] = []  # column lines read from the words inside a band between vertical rules
@@ -720,7 +730,8 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     foot = across[0] if across else rule_ys[1]
     head = foot - LINE_MERGE if lined and soft and len(rule_ys) > 2 else float("-inf")
     if head > rule_ys[0]:
-        ys = _stacked_header(ys, foot, xs, [words[i] for i in members])
+        foot = _labels_foot(foot, across, xs, [words[i] for i in members])
+        ys = _stacked_header(ys, foot, xs, [words[i] for i in members], rule_ys)
     rows, cols = len(ys) - 1, len(xs) - 1
     if rows < 2 or cols < 2:
         return None
@@ -825,6 +836,20 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     return FoundTable(
         box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
     )
+
+
+def _short_verticals(xs: list[float], verticals: Sequence[Segment], box: BBox) -> list[float]:
+    """The inner column lines of `xs` whose vertical rules cover under `SHORT_RULE` of the table's height: rules
+    under a group's label between its column labels only (the IRS's tax tables: `Single | Qualifying widow(er) |
+    Married filing separately`, then twenty rows of figures with no rule between them). A column rule broken at
+    each group row (the same tables' rules stop at their bold group rows) still covers most of it."""
+    height = box[3] - box[1]
+    out: list[float] = []
+    for x in xs[1:-1]:
+        covered = sum(s.y1 - s.y0 for s in verticals if abs(s.x0 - x) <= LINE_MERGE)
+        if covered < SHORT_RULE * height:
+            out.append(x)
+    return out
 
 
 def _spans_box(rule: Segment, box: BBox) -> bool:
@@ -970,7 +995,23 @@ def _spanned(
     return out
 
 
-def _stacked_header(ys: list[float], rule: float, xs: list[float], words: list[Word]) -> list[float]:
+def _labels_foot(foot: float, across: list[float], xs: list[float], words: list[Word]) -> float:
+    """The header band's foot moved down past the bands under it that hold column labels: each band between two
+    rules across the table with a line of two cells or more and no line of figures only (a tax table boxes its column
+    labels, `At least | But less than | Single | ...`, wrapped over up to three lines, under its groups' labels). A
+    band of figures, or one of lone cells (a group row, a title), is the body's."""
+    for below in (y for y in across if y > foot + LINE_MERGE):
+        band = [w for w in words if foot < (w.y0 + w.y1) / 2 < below]
+        cells = [(line, _pieces(line)) for line in text_lines(band)]
+        if not any(len(p) >= 2 for _, p in cells) or any(all(FIGURE.match(w.text) for w in line) for line, _ in cells):
+            break
+        foot = below
+    return foot
+
+
+def _stacked_header(
+    ys: list[float], rule: float, xs: list[float], words: list[Word], rules: Sequence[float] = ()
+) -> list[float]:
     """Row lines (read from text lines) less those between two lines of the header band (above the first ruled line
     under the table's top that runs its width, `rule`: a straddle rule under a group's label is inside the band)
     whose cells each stand in one column: a column's label wrapped over two or three lines is one cell, as the
@@ -982,13 +1023,20 @@ def _stacked_header(ys: list[float], rule: float, xs: list[float], words: list[W
     if len(head) < 3:  # the top and two lines at least
         return ys
     own: list[bool] = []  # per header row: every cell stands within one column
-    stub: list[bool] = []  # per header row: a cell in the first column
+    stub: list[str] = []  # per header row: the text of its cell in the first column
     for a, b in itertools.pairwise([*head, rule]):
         band = [w for w in words if a < (w.y0 + w.y1) / 2 < b]
         cells = [p for line in text_lines(band) for p in _pieces(line)]
         own.append(bool(cells) and not any(x0 + JOIN < x < x1 - JOIN for x0, x1 in cells for x in xs))
-        stub.append(any(x1 <= xs[1] + JOIN for _, x1 in cells))
-    drop = {head[k] for k in range(1, len(head)) if own[k - 1] and own[k] and not (stub[k - 1] and stub[k])}
+        stub.append(" ".join(w.text for w in band if w.x1 <= xs[1] + JOIN))
+    drop = {  # never a rule's line (`rules`); a first column's label wrapped ("At" over "least") is one cell too
+        head[k]
+        for k in range(1, len(head))
+        if own[k - 1]
+        and own[k]
+        and not (stub[k - 1] and stub[k] and not continues(stub[k - 1], stub[k]))
+        and not any(abs(head[k] - y) <= JOIN for y in rules)
+    }
     return [y for y in ys if y not in drop]
 
 

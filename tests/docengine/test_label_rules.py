@@ -1,0 +1,66 @@
+"""A statistical table whose column labels stand in a box of rules of their own, on PDFs made here: vertical rules
+between the column groups run the table's height, and rules between one group's column labels stand only as tall as
+the labels (a tax table: `Single | Qualifying widow(er) | Married filing separately` under `And you are—`), with
+no rule between the figures under them. Those short rules part the labels, not the body's columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.types import Block, Kind
+
+from .conftest import drawn_page
+
+#: The body: a range's two ends, then three figures, one per filing status.
+BODY = tuple(
+    (f"{lo:,}", f"{lo + 50:,}", f"{t:,}", f"{t - 4114:,}", f"{t + 385:,}")
+    for lo, t in ((95_000 + 50 * k, 20_718 + 14 * k) for k in range(16))
+)
+#: The column labels, each wrapped over up to three lines, and the two groups' labels over them.
+LABELS = (("At", "least"), ("But", "less", "than"), ("Single",), ("Qualifying", "widow(er)"), ("Married", "filing"))
+GROUPS = ("If line 40 is—", "And you are—")
+#: The columns' right edges and the rules: the table's sides, and one between the two groups; between the second
+#: group's labels, rules as tall as the labels' box only.
+RIGHTS = (100, 150, 215, 270, 325)
+SIDES, GROUP_RULE, LABEL_RULES = (40.0, 340.0), 165.0, (225.0, 280.0)
+SIZE = 8.0
+
+
+def _tax_table(c: object) -> None:
+    c.setFont("Helvetica", SIZE)  # type: ignore[attr-defined]
+    top = 760.0
+    for label, left, right in zip(GROUPS, (SIDES[0], GROUP_RULE), (GROUP_RULE, SIDES[1]), strict=True):
+        c.drawCentredString((left + right) / 2, top - 10, label)  # type: ignore[attr-defined]
+    labels_top, labels_bottom = top - 14, top - 14 - 3 * 9 - 4
+    for x, label in zip(RIGHTS, LABELS, strict=True):
+        for n, part in enumerate(label):
+            c.drawRightString(x, labels_top - 9 * (n + 1), part)  # type: ignore[attr-defined]
+    y = labels_bottom - 10
+    for row in BODY:
+        for x, figure in zip(RIGHTS, row, strict=True):
+            c.drawRightString(x, y, figure)  # type: ignore[attr-defined]
+        y -= 9
+    bottom = y + 5
+    c.setLineWidth(0.5)  # type: ignore[attr-defined]
+    for rule_y in (top, labels_top, labels_bottom, bottom):
+        c.line(SIDES[0], rule_y, SIDES[1], rule_y)  # type: ignore[attr-defined]
+    for x in (*SIDES, GROUP_RULE):
+        c.line(x, top, x, bottom)  # type: ignore[attr-defined]
+    for x in LABEL_RULES:
+        c.line(x, labels_top, x, labels_bottom)  # type: ignore[attr-defined]
+
+
+def _rows(block: Block) -> list[list[str]]:
+    assert block.table is not None
+    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
+
+
+def test_rules_between_column_labels_only_part_no_column_of_figures(tmp_path: Path) -> None:
+    content = drawn_page(tmp_path / "tax.pdf", _tax_table)
+    (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
+    rows = _rows(table)
+    # every figure a cell of its own under its label (at the parent the three figures of a row were one cell,
+    # spanning the second group's three columns: the labels' rules were taken as the columns' lines)
+    assert rows[-len(BODY) :] == [list(row) for row in BODY]
+    assert [" ".join(label) for label in LABELS] in rows
