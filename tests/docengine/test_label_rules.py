@@ -22,33 +22,34 @@ LABELS = (("At", "least"), ("But", "less", "than"), ("Single",), ("Qualifying", 
 GROUPS = ("If line 40 is—", "And you are—")
 #: The columns' right edges and the rules: the table's sides, and one between the two groups; between the second
 #: group's labels, rules as tall as the labels' box only.
-RIGHTS = (100, 150, 215, 270, 325)
-SIDES, GROUP_RULE, LABEL_RULES = (40.0, 340.0), 165.0, (225.0, 280.0)
+RIGHTS = (75, 115, 165, 215, 265)
+SIDES, GROUP_RULE, LABEL_RULES = (20.0, 275.0), 125.0, (172.0, 222.0)
 SIZE = 8.0
 
 
-def _tax_table(c: object) -> None:
+def _tax_table(c: object, dx: float = 0.0, top_rule: bool = True) -> None:
+    """The table, `dx` points right of its place; `top_rule`: with its own rule over it."""
     c.setFont("Helvetica", SIZE)  # type: ignore[attr-defined]
     top = 760.0
     for label, left, right in zip(GROUPS, (SIDES[0], GROUP_RULE), (GROUP_RULE, SIDES[1]), strict=True):
-        c.drawCentredString((left + right) / 2, top - 10, label)  # type: ignore[attr-defined]
+        c.drawCentredString(dx + (left + right) / 2, top - 10, label)  # type: ignore[attr-defined]
     labels_top, labels_bottom = top - 14, top - 14 - 3 * 9 - 4
     for x, label in zip(RIGHTS, LABELS, strict=True):
         for n, part in enumerate(label):
-            c.drawRightString(x, labels_top - 9 * (n + 1), part)  # type: ignore[attr-defined]
+            c.drawRightString(dx + x, labels_top - 9 * (n + 1), part)  # type: ignore[attr-defined]
     y = labels_bottom - 10
     for row in BODY:
         for x, figure in zip(RIGHTS, row, strict=True):
-            c.drawRightString(x, y, figure)  # type: ignore[attr-defined]
+            c.drawRightString(dx + x, y, figure)  # type: ignore[attr-defined]
         y -= 9
     bottom = y + 5
     c.setLineWidth(0.5)  # type: ignore[attr-defined]
-    for rule_y in (top, labels_top, labels_bottom, bottom):
-        c.line(SIDES[0], rule_y, SIDES[1], rule_y)  # type: ignore[attr-defined]
+    for rule_y in (top, labels_top, labels_bottom, bottom)[0 if top_rule else 1 :]:
+        c.line(dx + SIDES[0], rule_y, dx + SIDES[1], rule_y)  # type: ignore[attr-defined]
     for x in (*SIDES, GROUP_RULE):
-        c.line(x, top, x, bottom)  # type: ignore[attr-defined]
+        c.line(dx + x, top, dx + x, bottom)  # type: ignore[attr-defined]
     for x in LABEL_RULES:
-        c.line(x, labels_top, x, labels_bottom)  # type: ignore[attr-defined]
+        c.line(dx + x, labels_top, dx + x, labels_bottom)  # type: ignore[attr-defined]
 
 
 def _rows(block: Block) -> list[list[str]]:
@@ -64,3 +65,23 @@ def test_rules_between_column_labels_only_part_no_column_of_figures(tmp_path: Pa
     # spanning the second group's three columns: the labels' rules were taken as the columns' lines)
     assert rows[-len(BODY) :] == [list(row) for row in BODY]
     assert [" ".join(label) for label in LABELS] in rows
+
+
+def _side_by_side(c: object) -> None:
+    """Two tax tables side by side, `GAP` points apart, each boxed by its own rules, under one rule over both."""
+    _tax_table(c, top_rule=False)
+    _tax_table(c, dx=SIDES[1] - SIDES[0] + GAP, top_rule=False)
+    c.line(SIDES[0], 760, 2 * SIDES[1] - SIDES[0] + GAP, 760)  # type: ignore[attr-defined]
+
+
+#: The gap between the two tables (points): the IRS sets its tax tables 9 points apart.
+GAP = 9.0
+
+
+def test_two_boxed_tables_side_by_side_under_one_rule_are_two_tables(tmp_path: Path) -> None:
+    content = drawn_page(tmp_path / "pair.pdf", _side_by_side)
+    tables = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
+    # each its own five columns, its rows at the same heights as the other's (at the parent: one table of both)
+    assert len(tables) == 2
+    for table in tables:
+        assert _rows(table)[-len(BODY) :] == [list(row) for row in BODY]

@@ -225,7 +225,7 @@ def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
         return [group]
     x0, y0, x1, y1 = _box(group)
     inner = [h for h in horizontals if y0 + LINE_MERGE < h.y0 < y1 - LINE_MERGE]
-    for cut in sorted(verticals, key=lambda s: s.x0):
+    for cut in [*sorted(verticals, key=lambda s: s.x0), *_gaps(verticals, y1 - y0)]:
         x = cut.x0
         if not (x0 + JOIN < x < x1 - JOIN) or cut.y0 > y0 + 2 * JOIN or cut.y1 < y1 - 2 * JOIN:
             continue
@@ -233,20 +233,43 @@ def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
         right = [h for h in inner if h.x0 >= x - JOIN]
         if not left or not right or len(left) + len(right) < len(inner):
             continue  # a rule inside the frame crosses it: a table's row rule over its column rule
-        if any(abs(a.y0 - b.y0) <= LINE_MERGE for a in left for b in right):
-            continue  # row rules in line on both sides: one table's rows, drawn cell by cell
+        if cut.width >= 0 and any(abs(a.y0 - b.y0) <= LINE_MERGE for a in left for b in right):
+            continue  # row rules in line on both sides of a rule: one table's rows, drawn cell by cell
         parts: list[list[Segment]] = [[], []]
         for s in group:
             if s is cut:
                 parts[0].append(s)
                 parts[1].append(s)
             elif s.horizontal and s.x0 < x - JOIN and s.x1 > x + JOIN:  # the frame's top or bottom: both sides'
-                parts[0].append(Segment(s.x0, s.y0, x, s.y1, s.width))
-                parts[1].append(Segment(x, s.y0, s.x1, s.y1, s.width))
+                # (across a gap, each side's piece ends at that side's own rule)
+                a = max((v.x0 for v in verticals if v.x0 < x), default=x) if cut.width < 0 else x
+                b = min((v.x0 for v in verticals if v.x0 > x), default=x) if cut.width < 0 else x
+                parts[0].append(Segment(s.x0, s.y0, a, s.y1, s.width))
+                parts[1].append(Segment(b, s.y0, s.x1, s.y1, s.width))
             else:
                 parts[0 if (s.x0 + s.x1) / 2 < x else 1].append(s)
         return [p for part in parts for sub in _groups(part) for p in _panels(sub, depth + 1)]
     return [group]
+
+
+def _gaps(verticals: Sequence[Segment], height: float) -> list[Segment]:
+    """Cuts (`_panels`) down the middle of each gap at least `COLUMN_GAP` wide between two vertical rules that each
+    cover most of the frame's height (`SHORT_RULE` from the top: a column rule broken at group rows covers 0.9 of
+    it), no vertical rule inside: two tables set side by side, each boxed by its own rules, under one rule across both
+    (the IRS's tax tables). Each is a segment of no width, the frame's height, so that `_panels` tells it from a
+    rule: row rules in line on both sides of a gap are two tables' rows typeset alike, not one table's cells."""
+    covered: dict[float, float] = {}
+    for s in verticals:
+        x = next((k for k in covered if abs(k - s.x0) <= LINE_MERGE), s.x0)
+        covered[x] = covered.get(x, 0.0) + s.y1 - s.y0
+    tall = sorted(x for x, length in covered.items() if length >= (1 - SHORT_RULE) * height)
+    xs = sorted(covered)
+    top, bottom = min(s.y0 for s in verticals), max(s.y1 for s in verticals)
+    return [
+        Segment((a + b) / 2, top, (a + b) / 2, bottom, -1.0)
+        for a, b in itertools.pairwise(tall)
+        if b - a >= COLUMN_GAP and not any(a < x < b for x in xs)
+    ]
 
 
 def _box(group: Sequence[Segment]) -> BBox:
