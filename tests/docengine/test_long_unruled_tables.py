@@ -96,3 +96,14 @@ def test_a_header_whose_column_names_stand_a_space_apart_does_not_join_the_colum
     layout = _layout(tmp_path / "header.pdf", rows, (0.5 * SIZE,) * 5)
     (table,) = _tables(layout)
     assert _rows(table) == [list(row) for row in rows]
+
+
+def test_a_code_name_and_an_amount_name_a_space_apart_over_their_columns_are_two_header_cells(tmp_path: Path) -> None:
+    # The header stands above the run (its rows part one column more): "COMMITTEE" starts where the codes start and
+    # "AMOUNT" ends where the right-aligned amounts end, a space narrower than a column gap apart. At the parent
+    # the two names were one header cell spanning both columns ("COMMITTEE AMOUNT"), two of the table's cells lost.
+    header = ("LAST NAME", "FIRST NAME", "CITY", "ST", "COMMITTEE", "AMOUNT")
+    rows = [header, *DONORS * 5]
+    layout = _layout(tmp_path / "names.pdf", rows, (14.0, 14.0, 14.0, 14.0, 0.6 * SIZE))
+    (table,) = _tables(layout)
+    assert _rows(table) == [list(row) for row in rows]

@@ -1281,16 +1281,28 @@ def _spans(
     it too where that centres it over its columns (`_centred_span`): "Total arrests" centred over three columns of
     right-aligned figures reaches only two of them. A word that ends where a column's right-aligned cells end (the
     separator's start, within `tables.ALIGN_SLACK`) ends its segment when the next word ends at the next column's
-    right edge too."""
+    right edge too; so does a segment starting at a column's left edge when the next word, across the next column
+    gap, ends at the next column's right edge (a code's name over left-aligned codes, an amount's over right-aligned
+    amounts: "COMMITTEE AMOUNT")."""
     bounds = [(a + b) / 2 for a, b in separators]
     segments: list[tuple[float, float]] = []
     edges = [a for a, _ in separators] + ([extent[1]] if extent is not None else [])  # the columns' right edges
+    lefts = ([extent[0]] if extent is not None else []) + [b for _, b in separators]  # and their left edges
     for i in sorted(row.words, key=lambda i: words[i].x0):
         w = words[i]
         # a word ending where a column's right-aligned cells end, and the next word where the next column's do: two
         # columns' names set a space apart over dense figures ("mpg cyl" over "21.0 6")
         flush = segments and any(abs(segments[-1][1] - a) <= ALIGN_SLACK < w.x0 - a for a, _ in separators)
         flush = flush and any(abs(w.x1 - a) <= ALIGN_SLACK for a in edges)
+        # or the segment starting where a column's left-aligned cells start, and the word, across the next column gap,
+        # ending where the next column's right-aligned cells end: a code's name over codes and an amount's name over
+        # right-aligned amounts, a space apart ("COMMITTEE AMOUNT")
+        flush = flush or bool(
+            segments
+            and any(abs(segments[-1][0] - b) <= ALIGN_SLACK for b in lefts)
+            and any(segments[-1][1] < b and w.x0 > a for a, b in separators)
+            and any(abs(w.x1 - a) <= ALIGN_SLACK for a in edges)
+        )
         if segments and not flush and not any(segments[-1][1] <= a and b <= w.x0 for a, b in row.gaps):
             segments[-1] = (segments[-1][0], max(segments[-1][1], w.x1))
         else:
