@@ -133,9 +133,9 @@ FLOORS: dict[str, Floor] = {
     "tables_dev/pgfplotstable_p5": Floor(7.68, 0.96, None, 0, 0.90, 0, None, None),
     "tables_dev/pgfplotstable_p10": Floor(13.16, 0.95, None, 1, 0.95, 0, None, None),
     # the dev side of pdf-data-parser's government tables (issue 34; the other five are held out whole, tables-gov),
-    # at e78aac3: the USGS's printed web page has no table found yet (its cells boxed apart) and its words stand as
-    # loose lines, the presidential results' grid reads whole
-    "tables_dev/gnis_file_formats": Floor(0.50, 0.58, None, 0, 0.00, 0, None, None),
+    # at e78aac3, the USGS's printed web page since its cells boxed apart make one grid (tables._facing: cells 0.00 ->
+    # 1.00); the presidential results' grid reads whole
+    "tables_dev/gnis_file_formats": Floor(0.11, 1.00, None, 0, 1.00, 0, None, None),
     "tables_dev/gov_presidential_results_2024": Floor(0.33, 1.00, None, 1, 1.00, 0, None, None),
     # long lists without rules (issue 34, text-path tables), floors at HA's engine, which reads all three whole (as
     # its parent did; pymupdf4llm 0.00, 0.99, 1.00): a list in two blocks side by side with no header, one table in two

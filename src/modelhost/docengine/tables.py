@@ -70,10 +70,17 @@ BAND_ROWS = 3
 LABEL_WORDS = 5
 #: At least this share of a table's cells hold text: a diagram of boxes and arrows has mostly empty "cells".
 MIN_FILLED = 0.4
-#: A cell with more words than this is running text in a frame, not a table cell.
+#: A cell with more words than this is running text in a frame (a cover, a sidebar), not a table cell, unless
+#: two rows' worth of other cells hold text beside it: a long description in a grid of short cells is a cell
+#: (tables_dev/gnis_file_formats: 109 words beside 25 short cells).
 MAX_CELL_WORDS = 80
 #: A grid line within this distance (points) of another is the same line (double rules, rounding).
 LINE_MERGE = 2.0
+#: Parallel rules whose drawn edges stand this close (points) may draw one border: the facing borders of two cells
+#: an HTML table's cellspacing sets apart (a web page printed to PDF boxes each cell on its own, 3 points from the
+#: next: tables_dev/gnis_file_formats' grid was read as no table at all; `_facing`), and a grid's outer border around
+#: its cells' own (`_thin`). No line of text fits between them: the smallest type on the corpus is 5 points tall.
+FACING_GAP = 4.0
 #: Vertical borders breaking at one height that make a row rule (`border_breaks`): a table's left and right edges and
 #: at least one column border between them; two breaks together are as likely a box's corner.
 BREAK_COLUMNS = 3
@@ -137,10 +144,12 @@ class FoundTable:
 
 
 def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
-    """Collinear rule pieces joined into whole rules."""
+    """Collinear rule pieces joined into whole rules, cells' facing borders first drawn as one (`_facing`)."""
     out: list[Segment] = []
     for horizontal in (True, False):
-        group = [s for s in rules if s.horizontal == horizontal]
+        group = _facing(
+            [s for s in rules if s.horizontal == horizontal], [s for s in rules if s.horizontal != horizontal]
+        )
         # along = position along the rule, across = its coordinate
         keyed = sorted(
             ((s.y0, s.x0, s.x1, s.width) if horizontal else (s.x0, s.y0, s.y1, s.width) for s in group),
@@ -158,6 +167,107 @@ def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
                 out.append(Segment(start, across, end, across, width))
             else:
                 out.append(Segment(across, start, across, end, width))
+    return out
+
+
+def _facing(rules: list[Segment], across: list[Segment]) -> list[Segment]:
+    """Cells' facing borders, one orientation, moved onto the line between them: rules whose drawn edges stand
+    within `FACING_GAP` of each other and that run the same extent (within JOIN at both ends: the borders of two cells
+    of one row, or of one column, face each other whole), each ending on a rule `across` it at both ends (a cell's
+    side meets its neighbours at its corners, where an arrow between a figure's boxes does not), where a run holds
+    two such pairs at least (a border facing along two cells: two lone boxes side by side face once and stay two
+    boxes). A table's border beside another box's (different extents) stays where it is."""
+    if not rules:
+        return []
+    horizontal = rules[0].horizontal
+    cornered = _cornered(rules, across)
+
+    def at(s: Segment) -> float:
+        return s.y0 if horizontal else s.x0
+
+    def extent(s: Segment) -> tuple[float, float]:
+        return (s.x0, s.x1) if horizontal else (s.y0, s.y1)
+
+    # A band painted wider than FACING_GAP (a figure's panel read as a rule) is no border facing another; nor is a
+    # piece shorter than two of them (a drawing's dashes and ticks), where a cell's side holds a line of text.
+    def side(s: Segment) -> bool:
+        return s.width <= FACING_GAP and extent(s)[1] - extent(s)[0] >= 2 * FACING_GAP
+
+    out = [s for s in rules if not side(s)]
+    ordered = sorted(filter(side, rules), key=at)
+    i = 0
+    while i < len(ordered):
+        # a run: each rule's near edge within FACING_GAP of the run's far edge; no text line fits in any of its gaps
+        far = at(ordered[i]) + ordered[i].width / 2
+        j = i + 1
+        while j < len(ordered) and at(ordered[j]) - ordered[j].width / 2 - far <= FACING_GAP:
+            far = max(far, at(ordered[j]) + ordered[j].width / 2)
+            j += 1
+        run, i = ordered[i:j], j
+        by_extent = sorted(run, key=extent)
+        facing: set[int] = set()
+        cells: set[tuple[int, int]] = set()  # the extents faced along (a rule drawn twice faces once)
+        for a, b in itertools.pairwise(range(len(by_extent))):
+            s, t = by_extent[a], by_extent[b]
+            same = abs(extent(s)[0] - extent(t)[0]) <= JOIN and abs(extent(s)[1] - extent(t)[1]) <= JOIN
+            if same and abs(at(s) - at(t)) > LINE_MERGE / 2 and s in cornered and t in cornered:
+                facing |= {a, b}
+                cells.add((round(extent(s)[0] / JOIN), round(extent(s)[1] / JOIN)))
+        if len(cells) < 2:
+            out.extend(run)
+            continue
+        moved = [by_extent[k] for k in sorted(facing)]
+        middle = (min(map(at, moved)) + max(map(at, moved))) / 2
+        for k, s in enumerate(by_extent):
+            if k not in facing:
+                out.append(s)
+            elif horizontal:
+                out.append(Segment(s.x0, middle, s.x1, middle, s.width))
+            else:
+                out.append(Segment(middle, s.y0, middle, s.y1, s.width))
+    return out
+
+
+def _cornered(rules: list[Segment], across: list[Segment]) -> set[Segment]:
+    """The rules of `rules` that end on a rule of `across` (perpendicular to them) at both ends, within JOIN."""
+    if not rules or not across:
+        return set()
+    horizontal = rules[0].horizontal
+    # the perpendicular rules by their coordinate, each with its extent
+    ends = sorted((s.x0, s.y0, s.y1) if horizontal else (s.y0, s.x0, s.x1) for s in across)
+    keys = [e[0] for e in ends]
+
+    def meets(at: float, level: float) -> bool:
+        lo, hi = bisect.bisect_left(keys, at - JOIN), bisect.bisect_right(keys, at + JOIN)
+        return any(start - JOIN <= level <= stop + JOIN for _, start, stop in ends[lo:hi])
+
+    out = set()
+    for s in rules:
+        start, stop, level = (s.x0, s.x1, s.y0) if horizontal else (s.y0, s.y1, s.x0)
+        if meets(start, level) and meets(stop, level):
+            out.add(s)
+    return out
+
+
+def _thin(lines: list[float], words: Sequence[Word], horizontal: bool) -> list[float]:
+    """Grid lines without the second of two within `FACING_GAP` of each other that hold no word between them: a
+    grid's outer border drawn around its cells' own borders bounds no row (or column) of its own (a printed web
+    page's table, booktabs' boxed grid of double rules). The last line (the table's edge) stays, the one before it
+    goes."""
+
+    def centre(w: Word) -> float:
+        return (w.y0 + w.y1) / 2 if horizontal else (w.x0 + w.x1) / 2
+
+    centres = sorted(centre(w) for w in words)
+    out: list[float] = []
+    for k, v in enumerate(lines):
+        if out and v - out[-1] <= FACING_GAP:
+            lo = bisect.bisect_right(centres, out[-1])
+            if lo == len(centres) or centres[lo] >= v:  # nothing between them
+                if k == len(lines) - 1:
+                    out[-1] = v
+                continue
+        out.append(v)
     return out
 
 
@@ -720,8 +830,9 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     members = [i for i, w in enumerate(words) if i not in taken and w.rotation in (0, 90, 270) and _inside(w, box)]
     if not members:
         return None
-    ys = _lines([box[1], box[3], *(s.y0 for s in horizontals)])
-    xs = _lines([box[0], box[2], *(s.x0 for s in verticals)])
+    inside = [words[i] for i in members]
+    ys = _thin(_lines([box[1], box[3], *(s.y0 for s in horizontals)]), inside, horizontal=True)
+    xs = _thin(_lines([box[0], box[2], *(s.x0 for s in verticals)]), inside, horizontal=False)
     short = _short_verticals(xs, verticals, box)
     if len(xs) - len(short) > 2:
         # a vertical rule only in a short stretch of the table (the box of a group's column labels under the group's
@@ -837,7 +948,8 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     filled = sum(1 for cell in cells if cell.text)
     if filled < 2 or filled < MIN_FILLED * len(cells):
         return None  # boxes of a vector drawing (a network diagram, a flow chart), not a table
-    if any(len(cell.text.split()) > MAX_CELL_WORDS for cell in cells):
+    long = [cell for cell in cells if len(cell.text.split()) > MAX_CELL_WORDS]
+    if long and sum(1 for cell in cells if cell.text) - len(long) < 2 * cols:
         return None  # a ruled frame around running text (a cover, a sidebar), not a table
     if not ruled_columns and sum(words[i].monospace for i in members) >= 0.8 * len(members):
         return None  # a framed code listing
