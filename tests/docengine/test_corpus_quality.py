@@ -137,6 +137,14 @@ FLOORS: dict[str, Floor] = {
     # 1.00); the presidential results' grid reads whole
     "tables_dev/gnis_file_formats": Floor(0.11, 1.00, None, 0, 1.00, 0, None, None),
     "tables_dev/gov_presidential_results_2024": Floor(0.33, 1.00, None, 1, 1.00, 0, None, None),
+    # texlive-publishers-doc's paper samples (issue 34, tables in one column and tables boxed as figures, read from
+    # pixels), measured at 587948e with HC's pixel-path change (`--groups tables-dev --files acmart confproc pmlr
+    # --tools modelhost --floors modelhost`); the text path is unchanged by it. acmart p3's two cells lost are `𝜋`
+    # and `Ψ2 1`, set in a math font
+    "tables_dev/acmart_sigconf_p3": Floor(33.30, 0.94, None, 6, 0.85, 0, None, None),
+    "tables_dev/acmart_sigconf_p4": Floor(41.24, 1.00, None, 3, 1.00, 0, None, None),
+    "tables_dev/confproc_p009": Floor(62.79, 1.00, None, 9, 1.00, 0, None, None),
+    "tables_dev/pmlr_sample_p4": Floor(10.13, 1.00, None, 1, 1.00, 0, None, None),
     # long lists without rules (issue 34, text-path tables), floors at HA's engine, which reads all three whole (as
     # its parent did; pymupdf4llm 0.00, 0.99, 1.00): a list in two blocks side by side with no header, one table in two
     # halves under a repeated header, a two-column list of multi-word cells
@@ -194,6 +202,13 @@ IMAGE_FLOORS: dict[str, Floor] = {
     # `--tools modelhost`), with the same slack
     "scan/scan_arxiv_2501.00089_p1-3": Floor(0.24, 0.97, 0.77, 1, None, 0, 0.67, 0.50),
     "scan/scan_tablesdev_coin_maxtest_p3": Floor(12.66, 0.99, None, 1, 0.99, 0, None, None),
+    # scans of the four paper pages above (issue 34), measured the same way, with the same slack: pmlr's table set
+    # tight with no rule, boxed as a figure and as text, is a table (cells 10/20 -> 20/20); confproc's small grid, its
+    # body rows unruled and its first column stacked fractions, still reads its body as one row
+    "scan/scan_tablesdev_acmart_sigconf_p3": Floor(33.11, 0.96, None, 7, 0.84, 0, None, None),
+    "scan/scan_tablesdev_acmart_sigconf_p4": Floor(41.18, 0.99, None, 3, 0.99, 0, None, None),
+    "scan/scan_tablesdev_confproc_p009": Floor(57.54, 0.77, None, 7, 0.19, 1, None, None),
+    "scan/scan_tablesdev_pmlr_sample_p4": Floor(10.09, 0.99, None, 1, 0.99, 0, None, None),
 }
 
 #: Every corpus file but those of a group held out whole (doccorpus.HELD_OUT_GROUPS): a per-file floor is set by

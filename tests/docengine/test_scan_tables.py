@@ -24,7 +24,8 @@ from PIL import Image
 from modelhost.backends.ocr import pixels, scanpage
 from modelhost.backends.ocr.pixels import PixelReader
 from modelhost.backends.ocr.scantable import refined, table_block, table_blocks, unruled_figure
-from modelhost.docengine.types import Block, Cell, Kind, Segment, Table, Word
+from modelhost.docengine.figures import box_union
+from modelhost.docengine.types import Block, Cell, Kind, Region, Segment, Table, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
 READ_DPI = 150
@@ -742,3 +743,52 @@ def test_rules_across_a_figures_lines_are_a_tables_unless_boxes_stand_among_them
     sides = [Segment(x, 18.0, x, 32.0, 0.5) for x in (8.0, 62.0)]
     assert pixels._across([top, bottom, *sides], lines) == ([], 0)
     assert pixels._across([cmid], lines) == ([], 0)  # no rule across: nothing is the table's
+
+
+@pytest.mark.parametrize("twice", [True, False])
+def test_a_table_set_tight_without_rules_that_the_layout_model_calls_a_figure_is_a_table(
+    reader: PixelReader, twice: bool
+) -> None:
+    # A small table with no rule at all, its columns set tight (pmlr's "Dataset Result": a column gap of about one
+    # line height, under the two a row of prose's detector lines may stand apart at), that the layout model boxes as
+    # a figure, alone or together with a text box over the same block. Its rows were one paragraph of its cells and
+    # an empty picture: the lines' ink parts, standing in columns down the rows, are its cells.
+    detection = reader.detect(scanned(table_page("none", dpi=SCAN_DPI, pitch=12.0, tight=True, left=200.0)), READ_DPI)
+    boxes = [detection.box(i) for i in range(len(detection.quads))]
+    table = box_union([b for b in boxes if b[0] >= 190.0])  # the prose starts at 72, the table at 200
+    kept = [r for r in detection.regions if pixels._overlap(r.bbox, table) == 0]
+    near = (table[0] - 2, table[1] - 2, table[2] + 2, table[3] + 1)
+    boxed = [Region("figure", table), *([Region("text", near)] if twice else [])]
+    found = list(scanpage.blocks(reader, replace(detection, regions=(*kept, *boxed))))
+    assert [_grid(b) for b in found if b.table is not None] == [[HEADER, *ROWS]]
+    assert not [b for b in found if b.kind is Kind.PICTURE]
+
+
+def test_ink_parts_make_a_table_only_where_they_stand_in_columns() -> None:
+    # A table's cells are aligned down its rows; a diagram's labels or a paragraph's words parted at wide spaces stand
+    # anywhere, and a part that bridges two columns joins them.
+    cells = [((x, 14.0 * r, x + 30.0, 14.0 * r + 10), 0) for r in range(5) for x in (10.0, 55.0)]
+    assert unruled_figure(cells, drawn=0.0, columned=True)
+    assert not unruled_figure(cells, drawn=0.0)  # 15 points apart: under CELL_GAP_HEIGHTS, no cells by their gaps
+    staggered = [((10.0 + 25 * (r % 3) + 70 * k, 14.0 * r, 40.0 + 25 * (r % 3) + 70 * k, 14.0 * r + 10), 0)
+                 for r in range(5) for k in range(2)]  # fmt: skip
+    assert not unruled_figure(staggered, drawn=0.0, columned=True)
+    bridged = [*cells, ((10.0, 70.0, 90.0, 80.0), 0), ((95.0, 70.0, 110.0, 80.0), 0)]
+    assert not unruled_figure(bridged, drawn=0.0, columned=True)
+
+
+def test_a_captions_last_line_in_its_text_region_stays_in_the_caption(reader: PixelReader) -> None:
+    # acmart's sample paper (dev corpus, scanned): a photograph's caption boxed as one text region, whose last line
+    # is a link. Analysis parted that line from the caption, a paragraph of its own, and the caption's sentence was
+    # cut; text on the caption's next line inside its region is the caption's end.
+    from .conftest import corpus
+
+    doc = pdfium.PdfDocument(str(corpus("scan/scan_tablesdev_acmart_sigconf_p4.pdf")))
+    try:
+        image = np.asarray(doc[0].render(scale=READ_DPI / 72).to_pil().convert("RGB"))
+    finally:
+        doc.close()
+    found = list(scanpage.blocks(reader, reader.detect(image, READ_DPI)))
+    captions = [b.text for b in found if b.kind is Kind.CAPTION and b.text.startswith("Figure 2")]
+    assert len(captions) == 1 and captions[0].endswith("(https://goo.gl/VLCRBB).")
+    assert not [b for b in found if b.kind is Kind.TEXT and "goo.gl" in b.text]

@@ -795,6 +795,19 @@ def ink_placed(detection: Detection, words: Sequence[Word]) -> list[Word]:
     return out
 
 
+def ink_cells(detection: Detection, lines: Sequence[int]) -> list[tuple[BBox, int]]:
+    """Each of `lines` as the boxes of its ink's parts (`_ink_parts`, at the line's own size), each with its line's
+    index: the cells a table's row holds, where the detector read two of them set close as one line."""
+    out: list[tuple[BBox, int]] = []
+    for i in lines:
+        box = detection.box(i)
+        parts = _ink_parts(detection, i, line_size(detection, i) * detection.scale)
+        if not parts:
+            out.append((box, i))  # no ink found: the line as detected
+        out.extend(((p0, box[1], p1, box[3]), i) for p0, p1 in parts)
+    return out
+
+
 def _ink_parts(detection: Detection, index: int, size: float) -> list[tuple[float, float]]:
     """The x ranges (points) of a detector line's ink, parted at gaps of `COLUMN_GAP` sizes or more; [] for none."""
     if index >= len(detection.quads) or size <= 0:
@@ -904,15 +917,25 @@ def groups(detection: Detection) -> list[Group]:
             freed.append(i)
         else:
             loose.append(i)
-    for region, m in zip(regions, members, strict=True):
-        label = region.label
-        if label == "figure" and m:
-            # rules across its lines are a table's (booktabs'), no drawing
-            across, wide = _across(detection.rulings, [boxes[i] for i in m])
-            drawn = _drawn(detection, region.bbox, m, across)
-            # a rule over its rows and one under them (booktabs' top and bottom rules) part its cells as rules do
-            if unruled_figure([(boxes[i], i) for i in m], drawn, ruled=wide >= 2):
-                label = "table"  # a figure that draws nothing but a table's rules, its lines in rows of cells
+    # A block the model boxed both as text and as a figure (TWICE_BOXED of their union) is in doubt: its lines went
+    # to the text box, and the figure's test below (a table set without rules) is asked of them too. pmlr's tight
+    # two-column table without rules was a paragraph of its cells and an empty picture.
+    doubted = {
+        t: f
+        for t, text in enumerate(regions)
+        if text.label == "text"
+        for f, figure in enumerate(regions)
+        if figure.label == "figure"
+        and _overlap(text.bbox, figure.bbox) >= TWICE_BOXED * _area(box_union([text.bbox, figure.bbox]))
+    }
+    tabled = {
+        r
+        for r, (region, m) in enumerate(zip(regions, members, strict=True))
+        if m and (region.label == "figure" or r in doubted) and _figure_table(detection, region.bbox, m)
+    }
+    tabled_twins = {doubted[r] for r in tabled if r in doubted}
+    for r, (region, m) in enumerate(zip(regions, members, strict=True)):
+        label = "table" if r in tabled else region.label
         if label == "text":
             # CDLA boxes an unruled table as text often enough: its grid rows become a table of their own
             for run in table_runs([(boxes[i], i) for i in m]):
@@ -923,11 +946,11 @@ def groups(detection: Detection) -> list[Group]:
         # the model boxes a table both as a table and as a figure (booktabs' manual, lme4's method list): a figure
         # that holds no line and lies (0.8 of it) in a ruled frame or in a region the model calls a table is that
         # table, whose lines the frame or the table region took, no picture
-        tabled = any(
+        in_table = any(
             _overlap(box, region.bbox) >= 0.8 * _area(region.bbox)
             for box in [*(g.bbox for g in out if g.label == "ruled"), *(r.bbox for r in regions if r.label == "table")]
         )
-        if not m and region.label == "figure" and (framed or tabled):
+        if not m and region.label == "figure" and (framed or in_table or r in tabled_twins):
             continue  # a "figure" whose every line is in the ruled grids it holds is those tables, no picture
         if m or label in ("figure", "table"):
             bbox = region.bbox
@@ -962,6 +985,21 @@ def groups(detection: Detection) -> list[Group]:
         found = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in found]
     order = xy_cut(ordered, found)
     return [*covers, *(out[i] for i in order)]
+
+
+def _figure_table(detection: Detection, bbox: BBox, members: Sequence[int]) -> bool:
+    """Whether a figure region (`bbox`, holding lines `members`) is a table set without rules or with booktabs' only:
+    `scantable.unruled_figure`, asked of its detector lines, and of their ink parts standing in columns."""
+    boxes = [detection.box(i) for i in members]
+    # rules across its lines are a table's (booktabs'), no drawing
+    across, wide = _across(detection.rulings, boxes)
+    drawn = _drawn(detection, bbox, members, across)
+    # a rule over its rows and one under them (booktabs' top and bottom rules) part its cells as rules do; with
+    # none, its lines' ink parts standing in columns are its cells (a table set tight)
+    lines = list(zip(boxes, members, strict=True))
+    return unruled_figure(lines, drawn, ruled=wide >= 2) or unruled_figure(
+        ink_cells(detection, members), drawn, columned=True
+    )
 
 
 def _twice_boxed(regions: Sequence[Region]) -> list[Region]:

@@ -54,13 +54,17 @@ from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Styl
 from modelhost.docengine.classify import CAPTION, never_heading, unworded
 from modelhost.docengine.figures import box_union
 from modelhost.docengine.furniture import PAGE_NUMBER, ZONE
-from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment
+from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout, Segment, Word
 
 #: A title region with more text than this is a heading run into its paragraph: analysis decides, not the label.
 MAX_TITLE_CHARS = 160
 #: A running header or footer is a line or two; a header/footer region of more rows is content the layout model
 #: boxed at the page's edge (pdf-spec's table.pdf: its whole table), read as a text region, headings and all.
 FURNITURE_ROWS = 2
+#: A text block whose top lies within this share of a line's height of a caption's bottom, in one text region, is
+#: the caption's next line (`_caption_ends`): the detector's boxes of consecutive lines touch or overlap by a few
+#: points, where a paragraph after a caption stands a line or more below it.
+CAPTION_LEADING = 0.5
 #: Labels whose blocks change kind; a plain text region keeps what `analyse()` made of it (a header/footer region's
 #: lines are furniture only as page numbers, `_page_number`).
 KINDS = {"caption": Kind.CAPTION, "equation": Kind.FORMULA}
@@ -149,7 +153,34 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
                 found = (table,) if table is not None else found
             elif rules and in_table_region(group.bbox, detection.regions):
                 found = refined(found, content.words, rules, group.bbox)
+            if group.label == "text":
+                found = _caption_ends(found, content.words)
             yield from _labelled(group, found, style, content, ends, inside)
+
+
+def _caption_ends(found: tuple[Block, ...], words: tuple[Word, ...]) -> tuple[Block, ...]:
+    """A caption's last lines joined to it: text that analysis parted from a caption in one text region, starting
+    on the caption's next line (its top within `CAPTION_LEADING` of the median line's height under the caption's
+    bottom) and not left of it. The layout model boxed them as one block, and no gap parts them: a photograph's
+    caption whose last line is a link ("(https://goo.gl/VLCRBB).", acmart's sample) came out a paragraph of its own,
+    and its sentence cut. A paragraph after a caption stands a gap below it, and the model boxes it apart."""
+    heights = sorted(w.y1 - w.y0 for w in words)
+    height = heights[len(heights) // 2] if heights else 0.0
+    out: list[Block] = []
+    for block in found:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.kind is Kind.CAPTION
+            and block.kind is Kind.TEXT
+            and block.text
+            and abs(block.bbox[1] - last.bbox[3]) <= CAPTION_LEADING * height
+            and block.bbox[0] >= last.bbox[0] - CAPTION_LEADING * height
+        ):
+            out[-1] = replace(last, text=f"{last.text} {block.text}", bbox=box_union([last.bbox, block.bbox]))
+        else:
+            out.append(block)
+    return tuple(out)
 
 
 def _labelled(

@@ -194,7 +194,7 @@ def _line_columns(lined: Sequence[Sequence[tuple[BBox, str]]]) -> list[tuple[flo
     return columns if len(columns) >= MIN_COLS else _spans(lined, range(len(lined)))
 
 
-def _spans(lined: Sequence[Sequence[tuple[BBox, str]]], kept: Sequence[int]) -> list[tuple[float, float]]:
+def _spans(lined: Sequence[Sequence[tuple[BBox, object]]], kept: Sequence[int]) -> list[tuple[float, float]]:
     # The x ranges the lines of rows `kept` cover, thin ones joined to their nearer neighbours (`_line_columns`).
     spans = sorted((box[0], box[2], r) for r in kept for box, _ in lined[r])
     columns: list[tuple[float, float, set[int]]] = []
@@ -363,16 +363,35 @@ def _read_table(
     return placed, columns, [box_union([box for box, _ in row]) for row in lined], spots
 
 
-def unruled_figure(lines: Sequence[tuple[BBox, T]], drawn: float, *, ruled: bool = False) -> bool:
+def unruled_figure(
+    lines: Sequence[tuple[BBox, T]], drawn: float, *, ruled: bool = False, columned: bool = False
+) -> bool:
     """Whether a region the layout model calls a figure is a table set without rules: it draws nothing (`drawn`, the
     share of its ink outside its text lines, at most `FIGURE_DRAWN`) and `FIGURE_TABLE_LINES` of its detector lines
     (boxes with anything attached) stand in rows of cells (`table_runs`). Read as a picture, its lines came out as
     loose text after an empty picture, a column at a time (the Octave manual's operator table). `ruled`: its drawn
-    ink left out the table rules across its lines (pixels.ACROSS), whose cells may stand close (`table_runs`)."""
-    if not lines or drawn > FIGURE_DRAWN:
+    ink left out the table rules across its lines (pixels.ACROSS), whose cells may stand close (`table_runs`).
+    `columned`: `lines` are the lines' ink parts (pixels.ink_cells), each a cell however close, where they stand in
+    columns (`_columned`): a table set tight with no rule at all (pmlr's "Dataset Result", columns 1.5 line heights
+    apart, under the CELL_GAP_HEIGHTS a row of prose's detector lines may stand apart at)."""
+    if not lines or drawn > FIGURE_DRAWN or (columned and not _columned(lines)):
         return False
-    tabled = sum(len(row) for run in table_runs(lines, ruled=ruled) for row in run)
+    tabled = sum(len(row) for run in table_runs(lines, ruled=ruled or columned) for row in run)
     return tabled >= FIGURE_TABLE_LINES * len(lines)
+
+
+def _columned(lines: Sequence[tuple[BBox, T]]) -> bool:
+    """Whether the rows of `MIN_COLS` boxes or more stand in `MIN_COLS` columns or more (the x ranges their boxes
+    cover, a range of fewer than `MIN_ROWS` rows joined to its neighbour: `_spans`) with no row's two boxes in one
+    column: a table's cells are aligned down its rows, where boxes a row of a drawing's labels or a listing's comment
+    parts into stand anywhere, and a box that bridges two columns joins them into one."""
+    lined = [row for row in rows(lines) if len(row) >= MIN_COLS]
+    if len(lined) < MIN_ROWS:
+        return False
+    columns = _spans(lined, range(len(lined)))
+    if len(columns) < MIN_COLS:
+        return False
+    return all(len({_column(box, columns) for box, _ in row}) == len(row) for row in lined)
 
 
 def in_table_region(frame: BBox, regions: Sequence[Region]) -> bool:
