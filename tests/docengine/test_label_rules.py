@@ -27,8 +27,10 @@ SIDES, GROUP_RULE, LABEL_RULES = (20.0, 275.0), 125.0, (172.0, 222.0)
 SIZE = 8.0
 
 
-def _tax_table(c: object, dx: float = 0.0, top_rule: bool = True) -> None:
-    """The table, `dx` points right of its place; `top_rule`: with its own rule over it."""
+def _tax_table(c: object, dx: float = 0.0, top_rule: bool = True, broken: bool = False) -> None:
+    """The table, `dx` points right of its place; `top_rule`: with its own rule over it; `broken`: its vertical rules
+    drawn in two pieces each, 4 points apart between two body rows (3 between the strokes' painted ends, as the
+    IRS's bars leave them)."""
     c.setFont("Helvetica", SIZE)  # type: ignore[attr-defined]
     top = 760.0
     for label, left, right in zip(GROUPS, (SIDES[0], GROUP_RULE), (GROUP_RULE, SIDES[1]), strict=True):
@@ -46,8 +48,10 @@ def _tax_table(c: object, dx: float = 0.0, top_rule: bool = True) -> None:
     c.setLineWidth(0.5)  # type: ignore[attr-defined]
     for rule_y in (top, labels_top, labels_bottom, bottom)[0 if top_rule else 1 :]:
         c.line(dx + SIDES[0], rule_y, dx + SIDES[1], rule_y)  # type: ignore[attr-defined]
+    gap = labels_bottom - 10 - 9 * (len(BODY) // 2) + 6.5  # between two body rows: 3 points, no rule in it
     for x in (*SIDES, GROUP_RULE):
-        c.line(dx + x, top, dx + x, bottom)  # type: ignore[attr-defined]
+        for y0, y1 in ((top, gap + 2), (gap - 2, bottom)) if broken else ((top, bottom),):
+            c.line(dx + x, y0, dx + x, y1)  # type: ignore[attr-defined]
     for x in LABEL_RULES:
         c.line(dx + x, labels_top, dx + x, labels_bottom)  # type: ignore[attr-defined]
 
@@ -85,3 +89,10 @@ def test_two_boxed_tables_side_by_side_under_one_rule_are_two_tables(tmp_path: P
     assert len(tables) == 2
     for table in tables:
         assert _rows(table)[-len(BODY) :] == [list(row) for row in BODY]
+
+
+def test_rules_broken_for_three_points_between_rows_are_one_table(tmp_path: Path) -> None:
+    content = drawn_page(tmp_path / "broken.pdf", lambda c: _tax_table(c, broken=True))
+    (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
+    # every row in one table (at the parent the rows under the break were a table of their own)
+    assert _rows(table)[-len(BODY) :] == [list(row) for row in BODY]

@@ -39,6 +39,9 @@ from modelhost.docengine.types import BBox, Cell, Segment, Table, Word
 
 #: Rules (and rule ends) this close (points) touch: pieces of one rule, or a horizontal meeting a vertical.
 JOIN = 2.5
+#: A break between two pieces of one vertical rule shorter than this (points) holds no row of its own (`_broken`): a
+#: line of the smallest type (6 pt) and its leading need more; producers that draw a rule in bars leave 3 points.
+BREAK_GAP = 4.0
 #: Horizontal rules stacked closer than this (points) with the same extent are one booktabs-style table.
 STACK_GAP = 120.0
 #: Rules considered at most (grouping compares them pairwise): whatever made the PageContent, a page of a hundred
@@ -144,8 +147,11 @@ class FoundTable:
 
 
 def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
-    """Collinear rule pieces joined into whole rules, cells' facing borders first drawn as one (`_facing`)."""
+    """Collinear rule pieces joined into whole rules, cells' facing borders first drawn as one (`_facing`); a
+    vertical rule's pieces also across a break under `BREAK_GAP` that no horizontal rule ends in or crosses
+    (`_broken`)."""
     out: list[Segment] = []
+    rows = sorted((s.y0, s.x0, s.x1) for s in rules if s.horizontal)
     for horizontal in (True, False):
         group = _facing(
             [s for s in rules if s.horizontal == horizontal], [s for s in rules if s.horizontal != horizontal]
@@ -157,7 +163,9 @@ def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
         merged: list[list[float]] = []
         for across, start, end, width in keyed:
             for m in reversed(merged[-8:]):
-                if abs(m[0] - across) <= LINE_MERGE / 2 and start <= m[2] + JOIN:
+                if abs(m[0] - across) <= LINE_MERGE / 2 and (
+                    start <= m[2] + JOIN or (not horizontal and _broken(across, m[2], start, rows))
+                ):
                     m[2] = max(m[2], end)
                     break
             else:
@@ -168,6 +176,22 @@ def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
             else:
                 out.append(Segment(across, start, across, end, width))
     return out
+
+
+def _broken(x: float, end: float, start: float, rows: list[tuple[float, float, float]]) -> bool:
+    """Whether a vertical rule at `x` whose piece ends at `end` goes on in the next piece, starting at `start`: a
+    break under `BREAK_GAP` that no horizontal rule (`rows`: their heights and extents, sorted) ends in or crosses
+    within `JOIN`. The IRS's tax tables draw each rule as bars that leave a 3-point break where a block of rows ends;
+    the table was cut in two there."""
+    if start - end > BREAK_GAP:
+        return False
+    k = bisect.bisect_left(rows, (end - JOIN, float("-inf"), float("-inf")))
+    for y, x0, x1 in rows[k:]:
+        if y > start + JOIN:
+            break
+        if x0 - JOIN <= x <= x1 + JOIN:
+            return False
+    return True
 
 
 def _facing(rules: list[Segment], across: list[Segment]) -> list[Segment]:
