@@ -20,13 +20,15 @@ from .conftest import document_layouts
 
 pytest.importorskip("reportlab")
 
-LEFT = [
+Groups = list[tuple[str, list[tuple[str, str]]]]
+
+LEFT: Groups = [
     ("A", [("awk", "3"), ("Arrays", "12"), ("Attributes", "14")]),
     ("B", [("Binary files", "24"), ("Batch mode", "31"), ("Bytes", "29")]),
     ("C", [("Comma separated values", "5"), ("Compressed files", "26"), ("Connections", "27"), ("CSV files", "10")]),
     ("D", [("Data frames", "11"), ("dBase", "24"), ("DBF files", "21"), ("DBMS", "17")]),
 ]
-RIGHT = [
+RIGHT: Groups = [
     ("N", [("Network Common Data Form", "24"), ("Names", "8"), ("Numbers", "9")]),
     ("O", [("Octave", "16"), ("ODBC", "17"), ("Open Database Connectivity", "21")]),
     ("P", [("Perl", "3"), ("Pipe connections", "26"), ("PostgreSQL", "22"), ("Pushback", "28")]),
@@ -34,14 +36,14 @@ RIGHT = [
 ]
 
 
-def _index_page(tmp_path: Path) -> Path:
+def _index_page(tmp_path: Path, left_groups: Groups = LEFT, right_groups: Groups = RIGHT) -> Path:
     from reportlab.pdfgen import canvas
 
     path = tmp_path / "index.pdf"
     c = canvas.Canvas(str(path), pagesize=(595, 842))
     c.setFont("Times-Bold", 16)
     c.drawString(72, 770, "Concept index")
-    for left, groups in ((72, LEFT), (318, RIGHT)):
+    for left, groups in ((72, left_groups), (318, right_groups)):
         y = 740.0
         for letter, entries in groups:
             c.setFont("Times-Bold", 12)
@@ -91,3 +93,18 @@ def test_leader_dots_in_a_math_font_make_no_formula() -> None:
         pieces.append(Piece(tuple(words + dots + number)))
     block = classify(pieces, Style(body_size=10.0), 5, 842.0)
     assert block.kind is not Kind.FORMULA
+
+
+def test_an_index_is_no_table_of_contents(tmp_path: Path) -> None:
+    """Leader lines whose page numbers go down ("Batch mode .... 31" over "Bytes .... 29": the entries in the
+    alphabet's order, not the book's) on a page with entries of several pages ("4, 6", "17–19") are an index's:
+    text, not tables of contents (a sweep's package manuals' indexes came out as dozens of small tables, broken
+    wherever an entry has several pages)."""
+    several = [
+        (letter, [*entries, (f"{letter} files", "4, 6"), (f"{letter} tables", "17–19")]) for letter, entries in LEFT
+    ]
+    (layout,) = document_layouts(_index_page(tmp_path, several, RIGHT))
+    assert not [b for b in layout.blocks if b.kind is Kind.TABLE]
+    text = " ".join(b.text for b in layout.blocks)
+    for name in ("Batch mode", "Bytes", "Open Database Connectivity", "Rows"):
+        assert name in text

@@ -37,7 +37,18 @@ from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import join, paragraphs
 from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, merge_rules, rule_frames
-from modelhost.docengine.types import BBox, Block, Cell, ImageRegion, Kind, PageContent, PageLayout, Segment, Word
+from modelhost.docengine.types import (
+    BBox,
+    Block,
+    Cell,
+    ImageRegion,
+    Kind,
+    PageContent,
+    PageLayout,
+    Segment,
+    Table,
+    Word,
+)
 from modelhost.docengine.unruled import MIN_ROWS, find_unruled, widened
 
 __all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
@@ -103,6 +114,18 @@ BASELINE_EM = 0.06
 _DESCENDERS = frozenset("gjpqyQ,;()[]{}|/_$@")
 #: Sizes this close are one size (a table's cells in one type size; 9.96 pt and 10 pt are one).
 SIZE_SLACK = 0.05
+#: Prose pieces that must start at one x for it to be the page's text edge: a paragraph's lines (a page of macro
+#: descriptions on the sweep's documented sources has 7 to 17 such lines; three are a short paragraph).
+EDGE_LINES = 3
+#: A cell's first page number ("12", "12, 14", "180–185"); a leader line ending in several pages (an index's entry,
+#: the list's comma followed by a space, which a figure's thousands separator is not); leader dots closing a cell.
+_FIRST_PAGE = re.compile(r"^[.\s]*(\d{1,4})\b")
+_PAGE_LIST = re.compile(r"(?:\.\s*){3,}\d{1,4}(?:(?:,\s+|\s*–\s*)\d{1,4})+$")
+_LEADER_DOTS = re.compile(r"(?:\.\s*){3,}$")
+#: Body sizes between a margin note's end and the text block: LaTeX's \\marginparsep (7 pt, 0.7 em at 10 pt; 0.9-1.0 em
+#: on the sweep's documented sources), wider than a justified line's word space (a third of an em, stretched by half
+#: at most), so a table's first cell reading on into the text block by a space is no margin note.
+MARGIN_GAP = 0.6
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 
 
@@ -324,6 +347,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     page_gutters = gutters(free, style.body_size)
     columned = _by_column(lines(free, page_gutters), page_gutters)
     contents = find_contents([[index[id(w)] for w in line] for line in columned], free)
+    # An index's entries of several pages ("12, 14", "180–185") after their leaders: a statistical table's label
+    # leaders end in one figure per column, a contents' entries in one page.
+    listed = any(_PAGE_LIST.search(" ".join(w.text for w in line)) for line in columned)
+    back_index = listed and any(_index(toc.table) for toc in contents)
+    if back_index:
+        # An index's page: its runs whose few pages happen to go up are its entries as well.
+        contents = []
     if contents:
         fixed += [Block(Kind.TABLE, toc.bbox, table=toc.table) for toc in contents]
         free = _without(free, [toc.words for toc in contents])
@@ -334,13 +364,19 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     unruled = [
         found
         for found in unruled
-        if not _numbered_listing(found, free) and not any(contains(d, found.bbox) for d in diagrams)
+        if not _numbered_listing(found, free)
+        and not any(contains(d, found.bbox) for d in diagrams)
+        and not (listed and _dotted(found.table) and (back_index or _index(found.table)))
     ]
     # Columns of text too short for the page's gutters (a table of contents beside an abstract, two short reference
     # lists) stand as one "table": its sides' lines are at their own leading, never on one baseline; the gap between
     # them is a gutter, read one side after the other.
     streams = [(found, _apart(found, free)) for found in unruled]
-    unruled = [found for found, apart in streams if apart is None]
+    # Names in the page's margin beside its paragraphs (a documented source's macros) are no table's first column.
+    edge = _prose_edge(free) if unruled else None
+    unruled = [
+        found for found, apart in streams if apart is None and not _margin_notes(found, free, edge, style.body_size)
+    ]
     beside = [apart for _, apart in streams if apart is not None]
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
@@ -424,6 +460,60 @@ def _numbered_listing(found: FoundTable, words: Sequence[Word]) -> bool:
     marks = {text for _, text in first}
     rest = [words[i] for i in found.words if words[i].text not in marks]
     return bool(rest) and sum(w.monospace for w in rest) >= CODE_SHARE * len(rest)
+
+
+def _index(table: Table) -> bool:
+    """Whether leader lines are a back-of-book index's, not a table of contents: a contents' page numbers never go
+    down, its entries in the book's order; an index's entries are in the alphabet's, their pages anywhere ("\\sin
+    . . . 15", "\\sinister . . . 14"). Its entries of several pages ("12, 14") break the leader runs, so it came out
+    as many small tables between lines of text; on a page holding such entries (`_PAGE_LIST`) this decides. Each
+    row's first page is read from its last cell."""
+    last = {c.row: c.text for c in table.cells if c.col + c.col_span == table.cols and c.text}
+    firsts = [_FIRST_PAGE.match(last[r]) for r in sorted(last)]
+    pages = [int(m[1]) for m in firsts if m is not None]
+    return any(b < a for a, b in itertools.pairwise(pages))
+
+
+def _dotted(table: Table) -> bool:
+    """Whether a table's rows run on in leader dots: a cell of dots alone, or ending in them, in most rows."""
+    rows = {c.row for c in table.cells if _LEADER_DOTS.search(c.text)}
+    return 2 * len(rows) > table.rows
+
+
+def _prose_edge(words: list[Word]) -> float | None:
+    """Where the page's prose lines start: the left end most of its lines share, to the point, whose first piece holds
+    `PROSE_WORDS` words or more (`EDGE_LINES` of them at least), or None on a page with too little prose to say. A
+    table's rows start with a short cell (a later cell of five words starts no line)."""
+    firsts = [pieces(line)[0] for line in lines(words)]
+    starts = Counter(round(p.bbox[0]) for p in firsts if len(p.words) >= PROSE_WORDS)
+    if not starts:
+        return None
+    edge, count = starts.most_common(1)[0]
+    return float(edge) if count >= EDGE_LINES else None
+
+
+def _margin_notes(found: FoundTable, words: Sequence[Word], edge: float | None, body: float) -> bool:
+    """Whether a table without rules is paragraphs with notes in their margin: LaTeX's documented sources set each
+    macro's name in the margin beside the paragraph that describes it (\\printactname beside "Each command is fully
+    customizable..."). Some of its words stand wholly left of where the page's prose lines start (`edge`, from
+    `_prose_edge`), a margin's gap short of it (`MARGIN_GAP`), the rest start at that edge (within a body size) and
+    hold prose (`PROSE_LINES` lines of `PROSE_WORDS` words at least: code set between the paragraphs is shorter), the
+    margin's none. A table set in the text column starts at or right of the edge, and one wider than the text block
+    has a cell across it."""
+    if edge is None:
+        return False
+    mine = [words[i] for i in found.words]
+    margin = [w for w in mine if w.x1 <= edge - MARGIN_GAP * body]
+    rest = [w for w in mine if w.x0 >= edge - body]
+    if len(margin) + len(rest) < len(mine) or not margin or not rest or abs(min(w.x0 for w in rest) - edge) > body:
+        return False  # a word across the edge or closer to it than a margin's gap: a table's row reads on
+    return _prose_lines(rest) >= PROSE_LINES and not _prose_lines(margin)
+
+
+def _prose_lines(words: list[Word]) -> int:
+    """How many of the lines `words` stand on hold `PROSE_WORDS` of them or more: a sentence's stretch."""
+    per_line = Counter(w.line if w.line >= 0 else round(w.y0) for w in words)
+    return sum(1 for n in per_line.values() if n >= PROSE_WORDS)
 
 
 def _apart(found: FoundTable, words: Sequence[Word]) -> Gutter | None:

@@ -111,6 +111,9 @@ MAX_FIGURES = 50
 #: Rules ending this many points from each other meet (a box's corner drawn as four strokes; rules merged from a
 #: producer's pieces end within a stroke's width of each other).
 CORNER_SLACK = 1.5
+#: Body sizes a panel's frame may stand inside the figure's ends: a box nested in a box (a body's backdrop inside
+#: its frame: 2 pt in on the sweep's tcolorbox listings, 10-point type) is as wide as the figure.
+PANEL_INSET = 0.5
 #: Two closed boxes stand apart when this many body sizes of blank lie between them at least: a diagram's class boxes
 #: or flow chart's steps stand a connector's length apart (12-40 pt on the sweep's UML page, 5.6 pt type); a table's
 #: cells and bands share their rules (0 apart), and a shadow drawn under a box overlaps it.
@@ -153,7 +156,14 @@ def vector_figures(
         if min(box[2] - box[0], box[3] - box[1]) < MIN_SIDE * body or _bleeds(box, content):
             continue
         inner = [w for _, w in upright if centre_in(w, box)]
-        marks = sum(1 for d in drawings if contains(box, d) and box_area(d) < FRAME_COVER * box_area(box))
+        marks = sum(
+            1
+            for d in drawings
+            if contains(box, d)
+            and box_area(d) < FRAME_COVER * box_area(box)
+            and not _corner(d, box, body)
+            and not _panel(d, box, body, inner)
+        )
         marks += _axes([t for t in ticks if contains(box, t)])
         if not (marks or _bars([b for b in bars if contains(box, b)]) >= MIN_BARS) or _prose(inner):
             continue
@@ -270,6 +280,29 @@ def _bleeds(box: BBox, content: PageContent) -> bool:
     """Whether ink runs off the page's edge (within a point): a masthead's or a banner's design, printed to the trim;
     a figure stands inside the page's margins with the text."""
     return box[0] <= 1 or box[1] <= 1 or box[2] >= content.width - 1 or box[3] >= content.height - 1
+
+
+def _corner(drawing: BBox, box: BBox, body: float) -> bool:
+    """A frame's rounded corner: a curve smaller than a body size each way at one of the box's corners, touching a
+    side and the top or bottom. A shaded box around a code listing (listings' and tcolorbox's frames) has these four
+    curves for all its drawn marks, and its code was read as a figure's labels and lost; a chart's curves and marks
+    stand inside its axes or run across them."""
+    x0, y0, x1, y1 = drawing
+    if x1 - x0 > body or y1 - y0 > body:
+        return False
+    side = min(abs(x0 - box[0]), abs(x1 - box[2])) <= CORNER_SLACK
+    end = min(abs(y0 - box[1]), abs(y1 - box[3])) <= CORNER_SLACK
+    return side and end
+
+
+def _panel(drawing: BBox, box: BBox, body: float, inner: list[Word]) -> bool:
+    """A box drawn around text across the whole figure's width: one of a stack of titled boxes (tcolorbox's file
+    listings, a title bar over its body), each box's frame and its body's backdrop drawn as paths. Its words are
+    text; a chart's plot area across its width has its axes' ticks, its curves or its bars besides."""
+    x0, x1 = drawing[0], drawing[2]
+    if x0 - box[0] > PANEL_INSET * body or box[2] - x1 > PANEL_INSET * body:
+        return False
+    return any(centre_in(w, drawing) for w in inner)
 
 
 def _prose(inner: list[Word]) -> bool:

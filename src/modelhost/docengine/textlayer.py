@@ -152,6 +152,9 @@ _FORCE_BOLD = 1 << 18
 _MONO_NAMES = ("mono", "courier", "cmtt", "sftt", "typewriter", "consol", "menlo", "inconsolata", "code", "lmtt")
 #: Font-name fragments of math fonts: TeX's math italic, symbols and extensions, AMS, STIX/Cambria Math...
 _MATH_NAMES = ("cmmi", "cmsy", "cmex", "msam", "msbm", "math", "stix", "eufm", "rsfs", "lmmi", "lmsy", "mathjax")
+#: Text faces whose names hold a math fragment: STIX Two's text family, a book's roman beside its STIXTwoMath (a whole
+#: page of prose came out as display formulas).
+_TEXT_NAMES = ("stixtwotext",)
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi", "cmbx", "sfbx", "lmbx", "ecbx", "cmb10", "ptmb")
 _ITALIC_NAMES = ("italic", "oblique", "cmti", "cmmi", "sfti", "sfsl", "cmsl", "ptmri")
 
@@ -312,7 +315,7 @@ class _Objects:
             bold=weight >= BOLD_WEIGHT or bool(flags & _FORCE_BOLD) or any(n in lower for n in _BOLD_NAMES),
             italic=bool(flags & _ITALIC) or any(n in lower for n in _ITALIC_NAMES),
             monospace=bool(flags & _FIXED_PITCH) or any(n in lower for n in _MONO_NAMES),
-            math=any(n in lower for n in _MATH_NAMES),
+            math=any(n in lower for n in _MATH_NAMES) and not any(n in lower for n in _TEXT_NAMES),
             invisible=invisible,
         )
 
@@ -532,8 +535,18 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
         return frame.point(ox.value, oy.value)[1]
 
     last: tuple[int, _Char] | None = None  # the last glyph: its index and character
+    low = -1  # the index of a surrogate pair's second half, read with its first
     for i in range(count):
+        if i == low:
+            continue
         code = raw.FPDFText_GetUnicode(tp, i)
+        if 0xD800 <= code < 0xDC00 and i + 1 < count:
+            # A character beyond the BMP (math italic "𝑓", U+1D453) comes as two characters, its UTF-16 surrogates,
+            # each with the glyph's box: one character, or both halves were dropped as unmapped.
+            second = raw.FPDFText_GetUnicode(tp, i + 1)
+            if 0xDC00 <= second < 0xE000:
+                code = 0x10000 + ((code - 0xD800) << 10) + (second - 0xDC00)
+                low = i + 1
         ch = chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
         # A hyphen that breaks a word at a line end comes out as U+FFFE (pdfium's soft-hyphen marker) or U+00AD:
         # it is a hyphen as printed, which the paragraph join removes before a lowercase continuation.
