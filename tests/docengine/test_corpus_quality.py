@@ -141,7 +141,9 @@ FLOORS: dict[str, Floor] = {
     # pixels), measured at 587948e with HC's pixel-path change (`--groups tables-dev --files acmart confproc pmlr
     # --tools modelhost --floors modelhost`); the text path is unchanged by it. acmart p3's two cells lost are `𝜋`
     # and `Ψ2 1`, set in a math font
-    "tables_dev/acmart_sigconf_p3": Floor(33.30, 0.94, None, 6, 0.85, 0, None, None),
+    # CER at most 33.50 since a0601bd reads its math italic letters (beyond Unicode's BMP): more of the page's prose
+    # read, against a reference that holds only its tables (cells 12 -> 13 of 14: the `π` cell)
+    "tables_dev/acmart_sigconf_p3": Floor(33.50, 0.94, None, 6, 0.85, 0, None, None),
     "tables_dev/acmart_sigconf_p4": Floor(41.24, 1.00, None, 3, 1.00, 0, None, None),
     "tables_dev/confproc_p009": Floor(62.79, 1.00, None, 9, 1.00, 0, None, None),
     "tables_dev/pmlr_sample_p4": Floor(10.13, 1.00, None, 1, 1.00, 0, None, None),
