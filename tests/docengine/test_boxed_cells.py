@@ -14,7 +14,7 @@ import pytest
 
 from modelhost.docengine.types import Kind
 
-from .conftest import document_layouts, wrapped_prose
+from .conftest import document_layouts, drawn_page, wrapped_prose
 
 pytest.importorskip("reportlab")
 
@@ -58,13 +58,8 @@ def _grid(c: object) -> None:
 
 
 def test_cells_boxed_apart_are_one_grid_with_a_long_spanning_description(tmp_path: Path) -> None:
-    from reportlab.pdfgen import canvas
-
     path = tmp_path / "boxed.pdf"
-    c = canvas.Canvas(str(path), pagesize=(612, 792))
-    _grid(c)
-    c.showPage()
-    c.save()
+    drawn_page(path, _grid)
     (layout,) = document_layouts(path)
     tables = [b.table for b in layout.blocks if b.kind is Kind.TABLE and b.table is not None]
     assert len(tables) == 1
@@ -77,18 +72,17 @@ def test_cells_boxed_apart_are_one_grid_with_a_long_spanning_description(tmp_pat
 
 
 def test_a_boxed_page_of_running_text_is_no_table(tmp_path: Path) -> None:
-    """One frame around a long paragraph, a note box beside it: a sidebar, not a grid (its long cell holds most of
-    the words)."""
-    from reportlab.pdfgen import canvas
+    """One frame around a long paragraph, a note box beside it: a sidebar, not a grid (the boxes face once, and
+    beside the long paragraph only the note holds text)."""
+
+    def sidebar(c: object) -> None:
+        c.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+        c.rect(72, 500, 300, 250)  # type: ignore[attr-defined]
+        wrapped_prose(c, LONG + " " + LONG, 735, x=80, width=284, lead=11)
+        c.rect(72 + 300 + 2 * SPACING, 500, 160, 250)  # type: ignore[attr-defined]  # as far apart as facing borders
+        c.drawString(380, 735, "Note: see the codes.")  # type: ignore[attr-defined]
 
     path = tmp_path / "sidebar.pdf"
-    c = canvas.Canvas(str(path), pagesize=(612, 792))
-    c.setFont("Helvetica", 9)
-    c.rect(72, 500, 300, 250)
-    wrapped_prose(c, LONG + " " + LONG, 735, x=80, width=284, lead=11)
-    c.rect(72 + 300 + 2 * SPACING, 500, 160, 250)  # as far apart as two cells' facing borders
-    c.drawString(380, 735, "Note: see the codes.")
-    c.showPage()
-    c.save()
+    drawn_page(path, sidebar)
     (layout,) = document_layouts(path)
     assert not [b for b in layout.blocks if b.kind is Kind.TABLE]

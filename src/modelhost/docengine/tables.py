@@ -872,15 +872,15 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     if not ruled_columns:
         xs = _word_columns([words[i] for i in members if not _over(words[i], partial)], box)
     else:
-        soft, aligned = _band_columns(xs, [words[i] for i in members])
+        soft, aligned = _band_columns(xs, inside)
         xs = sorted([*xs, *soft])
     # Rows between rules are text lines when rules do not bound every row: no interior horizontal rule, or no
     # vertical rule at all (booktabs' midrule parts the header from a band of many rows, not one multi-line cell).
     lined_rows = lined or not ruled_rows or not ruled_columns
     rule_ys = ys
     if lined_rows:
-        ys = _lines([*ys, *_word_rows([words[i] for i in members], ys)])
-        ys = _wrapped_labels(ys, xs, [words[i] for i in members])
+        ys = _lines([*ys, *_word_rows(inside, ys)])
+        ys = _wrapped_labels(ys, xs, inside)
     # the header band of a table whose rules part its column groups and header only: rows read from its lines
     # (its foot: the first rule under the top that runs the table's width; a straddle rule under a group's label,
     # between the group's vertical rules, is inside the header)
@@ -888,8 +888,8 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     foot = across[0] if across else rule_ys[1]
     head = foot - LINE_MERGE if lined and soft and len(rule_ys) > 2 else float("-inf")
     if head > rule_ys[0]:
-        foot = _labels_foot(foot, across, xs, [words[i] for i in members])
-        ys = _stacked_header(ys, foot, xs, [words[i] for i in members], rule_ys)
+        foot = _labels_foot(foot, across, xs, inside)
+        ys = _stacked_header(ys, foot, xs, inside, rule_ys)
     rows, cols = len(ys) - 1, len(xs) - 1
     if rows < 2 or cols < 2:
         return None
@@ -922,7 +922,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     spanned = _spanned(soft, aligned, xs, ys, slot_words) if soft else {}
     spanning: dict[int, list[tuple[float, float]]] = {}  # per row, the extents of the partial rules just under it
     for rule in partial:
-        above = [w for w in (words[i] for i in members) if _over(w, [rule])]
+        above = [w for w in inside if _over(w, [rule])]
         if above:
             spanning.setdefault(_index(ys, (above[0].y0 + above[0].y1) / 2), []).append((rule.x0, rule.x1))
     owner: dict[tuple[int, int], int] = {}
