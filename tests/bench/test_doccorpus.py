@@ -194,6 +194,26 @@ def test_the_government_tables_group_holds_each_pages_text_and_table() -> None:
     assert by_name["tables_gov/mi_voter_registration_2023"].tables[0][0][1:3] == ["April", "April"]  # a span, twice
 
 
+def test_the_rivals_tables_group_holds_each_pages_text_tables_and_pictures() -> None:
+    """tables_rival/README.md's shapes: every table of each page, rows as wide as the header, a header spanning
+    columns repeated in each, and what the page says beside its tables (a title, notes, two charts' headings)."""
+    by_name = {e.name: e.reference() for e in doccorpus.entries() if e.group == "tables-rival"}
+    assert all(e.split == "held-out" for e in doccorpus.entries() if e.group == "tables-rival")
+    shapes = {name: [(len(t), len(t[0])) for t in ref.tables] for name, ref in by_name.items()}
+    assert shapes == {
+        "tables_rival/chemrxiv_silyl_p2": [(9, 8)],
+        "tables_rival/national_capitals": [(32, 5)],
+        "tables_rival/sce_150_1": [(13, 2), (8, 5)],
+        "tables_rival/tabulate_bug": [(9, 7), (2, 8)],
+    }
+    for ref in by_name.values():
+        assert all(len(row) == len(table[0]) for table in ref.tables for row in table)
+    remuneration = by_name["tables_rival/tabulate_bug"]
+    assert remuneration.tables[0][0][1:] == ["2023-2025*"] * 6  # one header over six columns, in each
+    assert "Financial targets 2023-2025" in remuneration.text
+    assert by_name["tables_rival/sce_150_1"].tables[1][6] == ["RMAX_PREMIUM", "", "", "", "NA"]
+
+
 def test_a_scan_of_one_page_is_scored_against_that_page_of_its_source() -> None:
     """scan/scan_NAME_pN.pdf is page N of NAME: its reference holds that page's tables and none of another page's;
     scan_pdfspec_NAME.pdf is scored against pdf-spec's gold Markdown."""
