@@ -145,3 +145,32 @@ def test_docling_core_needs_escape_for_tag_shaped_text() -> None:
 
     assert parsed(escape=False) != text  # literal: what pdf-spec wants, but docling-core loses the tags' text
     assert html.unescape(parsed(escape=True)) == text
+
+
+def test_an_empty_header_cell_is_written_empty_and_reads_back_empty() -> None:
+    # A header whose first cell is blank (a results table's corner, a group's name over some columns only): docling-
+    # core writes an empty cell `<ecel>` whatever its header flag, and a `<ched>` with no text takes the next token as
+    # its text, so the table read back held "<ched>" in its corner, and a cell short.
+    from modelhost.documents import doctags
+
+    table = Table(
+        rows=2,
+        cols=3,
+        cells=(
+            Cell(0, 0, "", header=True),
+            Cell(0, 1, "Mass", header=True),
+            Cell(0, 2, "", header=True),
+            Cell(1, 0, "Cu"),
+            Cell(1, 1, "63.5"),
+            Cell(1, 2, "8.96"),
+        ),
+    )
+    page = PageLayout(1, 600.0, 800.0, (Block(Kind.TABLE, (60, 200, 540, 300), table=table),))
+    tags = doctags_page(page)
+    assert "<ecel><ched>Mass<ecel><nl><fcel>Cu<fcel>63.5<fcel>8.96<nl>" in tags
+    read = doctags.read(tags, 1, 600.0, 800.0)
+    assert read is not None
+    (block,) = read.blocks
+    assert block.table is not None
+    grid = [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
+    assert grid == [["", "Mass", ""], ["Cu", "63.5", "8.96"]]

@@ -6,7 +6,8 @@ DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element
   size)` clamped to 0-499, as docling-core writes them (`DocumentToken.get_location_token`) and pdf-spec's parser
   reads them: `<loc_500>` is no token to either (pdf-spec keeps it as literal text, and the block loses its box);
 - section headers are `section_header_level_N`; code carries its language tag (`<_unknown_>`) and its line breaks;
-  tables are OTSL (`ched` header cells, `fcel` full, `ecel` empty, `lcel`/`ucel`/`xcel` the spans, `nl` row ends);
+  tables are OTSL (`ched` header cells, `fcel` full, `ecel` empty, a header's too, `lcel`/`ucel`/`xcel` the spans,
+  `nl` row ends);
 - list items are wrapped in `<unordered_list>`/`<ordered_list>`: the wrapper opens with the list's first item and
   closes after its last, so each yielded string is still one complete item and a reader sees it at once; an ordered
   item's text starts with its number as printed ("23."), a bullet is not written;
@@ -60,9 +61,11 @@ def otsl(table: Table, escape: bool = False) -> str:
             if cell is None:
                 out.append("<ecel>")
             elif cell.row == r and cell.col == c:
-                out.append(
-                    ("<ched>" if cell.header else "<fcel>" if cell.text else "<ecel>") + _text(cell.text, escape)
-                )
+                # an empty cell is `<ecel>` even in the header, as docling-core writes it: `<ched>` takes the next
+                # run as its text, and docling's parser (and ours, `documents.doctags`) read the next cell's token,
+                # "<ched>", as the empty header cell's text (a table whose header's first cell is blank)
+                token = "<ecel>" if not cell.text else "<ched>" if cell.header else "<fcel>"
+                out.append(token + _text(cell.text, escape))
             elif cell.row == r:
                 out.append("<lcel>")
             elif cell.col == c:

@@ -887,7 +887,7 @@ def groups(detection: Detection) -> list[Group]:
     # region the model boxed inside it.
     designed = {id(r) for r in regions if r.label == "figure" and _area(r.bbox) >= PAGE_FIGURE * _area(page)}
     ruled: set[int] = set()
-    for frame in table_frames(detection.rulings):
+    for frame in _frames(detection, regions):
         in_figure = any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
         if in_figure and not ruled_grid(frame, detection.rulings):
             continue
@@ -985,6 +985,66 @@ def groups(detection: Detection) -> list[Group]:
         found = [(width - x1, y0, width - x0, y1) for x0, y0, x1, y1 in found]
     order = xy_cut(ordered, found)
     return [*covers, *(out[i] for i in order)]
+
+
+def _frames(detection: Detection, regions: Sequence[Region]) -> list[BBox]:
+    """The page's ruled frames (docengine.tables.table_frames), a frame whose rules make no grid read as the frame of
+    the table region the layout model boxed over it (`_region_frame`): the one region across the frame's columns
+    (`ACROSS` of the narrower's width) that holds one of its horizontal rules. Rules alone stack booktabs'
+    horizontals only a short way apart (tables.STACK_GAP) and in one run down the page: a table's top and header
+    rules made a frame of its header alone, its body read apart as a table of its own (ten rows under the header
+    rule, or a table whose bottom rule came after the other column's), and a running head's rule over a caption
+    stacked with the table under it, the caption a row of the table. The model boxes a table from its top rule to
+    its bottom rule, caption and running head outside."""
+    slack = detection.body_height * detection.scale
+    tables = [r.bbox for r in regions if r.label == "table"]
+    out: list[BBox] = []
+    for frame in table_frames(detection.rulings):
+        if not ruled_grid(frame, detection.rulings):
+            own = [
+                _region_frame(t, detection.rulings, slack)
+                for t in tables
+                if _shares_rule(frame, t, detection.rulings, slack)
+            ]
+            if len(own) == 1 and own[0] is not None:
+                frame = own[0]
+        if frame not in out:
+            out.append(frame)
+    return out
+
+
+def _shares_rule(frame: BBox, region: BBox, rulings: Sequence[Segment], slack: float) -> bool:
+    """Whether a table region stands over a frame's columns (`ACROSS` of the narrower's width in common) and holds
+    one of the frame's horizontal rules (within `slack` of its top or bottom)."""
+    common = min(frame[2], region[2]) - max(frame[0], region[0])
+    if common < ACROSS * min(frame[2] - frame[0], region[2] - region[0]):
+        return False
+    return any(
+        r.horizontal
+        and frame[0] - slack <= r.x0 <= r.x1 <= frame[2] + slack
+        and frame[1] - slack <= r.y0 <= frame[3] + slack
+        and region[1] - slack <= r.y0 <= region[3] + slack
+        for r in rulings
+    )
+
+
+def _region_frame(region: BBox, rulings: Sequence[Segment], slack: float) -> BBox | None:
+    """The frame of a table region's own rules: the horizontal rules that run across `ACROSS` of its width and the
+    vertical rules inside it, within `slack` (a line's height: the model's box reaches a few points past or short of
+    a table's rules) of its sides; None with fewer than two such horizontals. A vertical rule keeps a header whose
+    top rule the scan lost inside the frame (coin's, a column rule from the header's top to the bottom rule)."""
+    x0, y0, x1, y1 = region
+    wide = [
+        r for r in rulings
+        if r.horizontal and y0 - slack <= r.y0 <= y1 + slack and min(r.x1, x1) - max(r.x0, x0) >= ACROSS * (x1 - x0)
+    ]  # fmt: skip
+    if len({round(r.y0) for r in wide}) < 2:
+        return None
+    upright = [
+        r for r in rulings
+        if not r.horizontal and x0 - slack <= r.x0 <= x1 + slack and y0 - slack <= r.y0 and r.y1 <= y1 + slack
+    ]  # fmt: skip
+    return box_union([(r.x0, r.y0, r.x1, r.y1) for r in [*wide, *upright]])
 
 
 def _figure_table(detection: Detection, bbox: BBox, members: Sequence[int]) -> bool:

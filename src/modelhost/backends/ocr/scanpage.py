@@ -49,7 +49,14 @@ from modelhost.backends.ocr.pixels import (
     ink_placed,
     without_turned_labels,
 )
-from modelhost.backends.ocr.scantable import in_table_region, refined, rows, table_block, table_blocks
+from modelhost.backends.ocr.scantable import (
+    completed,
+    in_table_region,
+    refined,
+    rows,
+    table_block,
+    table_blocks,
+)
 from modelhost.docengine.analyse import PAGE_NUMBER_SIZE, PAGE_NUMBER_ZONE, Style, analyse
 from modelhost.docengine.classify import CAPTION, never_heading, unworded
 from modelhost.docengine.figures import box_union
@@ -152,7 +159,7 @@ def _read(reader: PixelReader, detection: Detection, style: Style) -> Iterator[B
                 table = table_block(content.words, rules)
                 found = (table,) if table is not None else found
             elif rules and in_table_region(group.bbox, detection.regions):
-                found = refined(found, content.words, rules, group.bbox)
+                found = refined(completed(found, content.words, rules), content.words, rules, group.bbox)
             if group.label == "text":
                 found = _caption_ends(found, content.words)
             yield from _labelled(group, found, style, content, ends, inside)

@@ -440,6 +440,21 @@ def _parted(table: Table) -> int:
     return sum(1 for cell in table.cells if cell.text.strip())
 
 
+def completed(found: tuple[Block, ...], words: Sequence[Word], rules: Sequence[Segment]) -> tuple[Block, ...]:
+    """A ruled frame in a table region that analysis read partly as a table, the rest as loose text, read whole from
+    its words' positions (`table_block`) where that reading parts as many cells as the tables found, or more. The
+    ruled-table finder stacks booktabs' rules only a short way apart (docengine.tables.STACK_GAP, 120 points): a
+    table's ten rows under its header rule (136 points to the bottom rule) were left as loose lines and headings
+    under a table of its header. Both the layout model and the rules say the whole frame is one table."""
+    tables = [b.table for b in found if b.table is not None]
+    if not tables or not any(b.table is None and b.text.strip() for b in found):
+        return found
+    table = table_block(words, rules)
+    if table is None or table.table is None or _parted(table.table) < sum(_parted(t) for t in tables):
+        return found
+    return (table,)
+
+
 def refined(
     found: tuple[Block, ...], words: Sequence[Word], rules: Sequence[Segment], frame: BBox
 ) -> tuple[Block, ...]:
