@@ -86,7 +86,11 @@ FLOORS: dict[str, Floor] = {
     "tables_dev/reportlab_userguide_p64": Floor(0.12, 1.00, None, 2, 1.00, 0, None, None),
     "tables_dev/reportlab_userguide_p79": Floor(0.84, 1.00, None, 1, 1.00, 0, None, None),
     "tables_dev/reportlab_userguide_p83": Floor(4.15, 1.00, None, 0, 1.00, 0, None, None),
-    "tables_dev/reportlab_userguide_p87": Floor(11.27, 1.00, None, 6, 0.68, 1, None, None),
+    # CER at most 11.51, cells 0.66 (were 11.27, 0.68) since HA's merge_rules sorts each line's pieces along it: the
+    # box's right side around the table ruled in parts (x = 286, drawn in pieces a hundred-thousandth of a point off
+    # the grid's rule there) was dropped by the sort order before; with it the box and the grid read as one 4 x 4 grid
+    # (one cell fewer right) where two overlapping tables were read, one of them false (false tables 1 -> 0)
+    "tables_dev/reportlab_userguide_p87": Floor(11.51, 1.00, None, 6, 0.66, 0, None, None),
     # a row just outside a grid's rules, in its columns, is its row (tables._outer_lines): 0.81 -> 0.90
     "tables_dev/reportlab_userguide_p88": Floor(9.91, 1.00, None, 3, 0.90, 0, None, None),
     "tables_dev/reportlab_userguide_p89": Floor(4.83, 1.00, None, 2, 1.00, 0, None, None),
@@ -165,6 +169,15 @@ FLOORS: dict[str, Floor] = {
     # strokes and broken for 3 points between blocks of rows, the labels' box and its short rules read, the two
     # tables side by side parted (cells 0.01 -> 0.97)
     "tables_dev/irs_i1040nr_p45": Floor(0.15, 0.96, None, 2, 0.96, 0, None, None),
+    # report and government grids from PyMuPDF 2.1's sdist (issue 34, the held-out tables-gov's kinds on the text
+    # path), measured with HA's engine (`--groups tables-dev --files dotted_gridlines tdr_modifications
+    # hydrogen_projects_a1 clo_deal_summary --tools modelhost --floors modelhost`): the grid ruled in dashes reads whole
+    # (cells 0.12 -> 1.00: tables.dotted_rules, _blocks); the deal summary's panels of striped rows without rules
+    # stay mostly unread (pymupdf4llm 0.84) and the statement's first two rows share one row (pymupdf4llm 0.95)
+    "tables_dev/dotted_gridlines": Floor(0.01, 1.00, None, 0, 1.00, 0, None, None),
+    "tables_dev/tdr_modifications": Floor(1.38, 1.00, None, 1, 0.87, 1, None, None),
+    "tables_dev/hydrogen_projects_a1": Floor(0.07, 1.00, None, 3, 1.00, 0, None, None),
+    "tables_dev/clo_deal_summary": Floor(0.62, 1.00, None, 12, 0.44, 0, None, None),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00

@@ -235,7 +235,21 @@ def boxes_apart(box: BBox, rules: Sequence[Segment], words: Sequence[Word], body
             groups = [g for g in groups if _apart(g, c, gap)]
             c = box_union([c, *near])
         groups.append(c)
-    return len(groups) >= 2
+    # A row rule running on through two groups ties them (a table whose one column's verticals start a row lower,
+    # under a cell spanning the columns before it, closes no box across that column): a connector between a
+    # diagram's boxes ends at their sides, where a table's rules run on into both.
+    return len(groups) >= 2 and not all(
+        any(_through(h, g, body) and _through(h, groups[0], body) for h in across) for g in groups[1:]
+    )
+
+
+def _through(rule: Segment, box: BBox, body: float) -> bool:
+    """Whether a horizontal `rule` runs a `body` size or more into `box` and stands at a height within it."""
+    return (
+        rule.x0 <= box[2] - body
+        and rule.x1 >= box[0] + body
+        and box[1] - CORNER_SLACK <= rule.y0 <= box[3] + CORNER_SLACK
+    )
 
 
 def _apart(a: BBox, b: BBox, gap: float) -> bool:

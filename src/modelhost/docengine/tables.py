@@ -106,6 +106,24 @@ MAX_PANEL_DEPTH = 4
 #: cell's word (a few points) is the cell's own.
 FRAMED_HEIGHT = 36.0
 
+#: Marks a dotted rule is drawn in (`dotted_rules`): each shorter than a rule (`textlayer.MIN_RULE_LENGTH`, 4 points)
+#: and so no rule on its own. A run holds this many marks at least: two dots side by side are a colon or a marker's
+#: pair; a dotted rule along one row of 10-point type holds four 2.5-point marks.
+DOT_RUN = 3
+#: Marks of one dotted rule stand this close (points) along it at most: a dotted or dashed rule's gaps are a dot's
+#: length or so (an Italian ministry's grid (iText): 1.9-point dashes 0.6 apart; round dots a point or two), while
+#: no word fits between (a letter is 3 points wide at least in 6-point type).
+DOT_GAP = 3.0
+#: Marks of one dotted rule are drawn alike: their thickness across the rule, and the gaps between them along it,
+#: differ by at most this many points (a producer repeats one mark at one pitch; a chart's scattered markers or a
+#: glyph's pieces keep no pitch). Rounding of the page's coordinates moves them by a few hundredths.
+DOT_SLACK = 0.3
+
+#: Ruled blocks of one table set apart by a blank band at most this tall (points) are one table (`_blocks`): a report
+#: sets each group's rows in a block of its own under the one header, a blank row apart (an Italian ministry's
+#: municipalities by province: 9.4 points); two lines of body type. Blocks further apart are tables of their own.
+BLOCK_GAP = 20.0
+
 #: Two words of one line whose boxes meet within this many ems of the smaller's size are one word in a cell's text
 #: (`_line_text`): glyph boxes of neighbouring letters meet exactly (a subscript set against its letter, a face
 #: changing mid-word), where a thin space is 0.17 em and a word space 0.25 em or more.
@@ -146,6 +164,74 @@ class FoundTable:
     boxed: bool = False
 
 
+def dotted_rules(marks: Sequence[BBox]) -> tuple[list[Segment], list[BBox]]:
+    """Rules drawn as rows of marks (dots or short dashes, each too short to be a rule: `DOT_RUN`), and the marks
+    left over. A run is `DOT_RUN` marks or more of one thickness (`DOT_SLACK`) centred on one line, each within
+    `DOT_GAP` of the next, at one pitch (their inner gaps within `DOT_SLACK` of each other; the run's end marks may be
+    cut short, so the gaps to them may differ), at least as long as its marks are thick: a grid whose every rule is
+    dotted (a ministry's table of municipalities, iText: 7,000 dashes of 1.9 points) was read as no table, its
+    dashes as a drawing over the words. A mark takes part in one rule at most, horizontal runs first."""
+    used: set[int] = set()
+    out: list[Segment] = []
+    for horizontal in (True, False):
+        # each mark as (across: its middle across the line, start, end along it, thickness, index)
+        keyed = sorted(
+            ((y0 + y1) / 2, x0, x1, y1 - y0, i) if horizontal else ((x0 + x1) / 2, y0, y1, x1 - x0, i)
+            for i, (x0, y0, x1, y1) in enumerate(marks)
+            if i not in used
+        )
+        # marks on one line (their centres within DOT_SLACK, chained), then each line's marks along it
+        on_line: list[list[tuple[float, float, float, float, int]]] = []
+        for item in keyed:
+            if on_line and item[0] - on_line[-1][-1][0] <= DOT_SLACK:
+                on_line[-1].append(item)
+            else:
+                on_line.append([item])
+        lines: list[list[tuple[float, float, float, float, int]]] = []
+        for line in on_line:
+            runs: list[list[tuple[float, float, float, float, int]]] = []
+            for item in sorted(line, key=lambda m: m[1]):
+                # a mark goes on the run of its own thickness that it follows within DOT_GAP (a crossing rule's
+                # marks, drawn thick across this line, stand among them)
+                for run in reversed(runs[-8:]):
+                    last = run[-1]
+                    if abs(last[3] - item[3]) <= DOT_SLACK and -DOT_SLACK <= item[1] - last[2] <= DOT_GAP:
+                        run.append(item)
+                        break
+                else:
+                    runs.append([item])
+            lines += runs
+        for run in (piece for line in lines for piece in _pitched(line)):
+            if len(run) < DOT_RUN:
+                continue
+            across = sum(m[0] for m in run) / len(run)
+            start, end, width = run[0][1], run[-1][2], max(m[3] for m in run)
+            if end - start < 3 * width:
+                continue  # a stack of dashes across: a block, no line
+            used.update(m[4] for m in run)
+            if horizontal:
+                out.append(Segment(start, across, end, across, width))
+            else:
+                out.append(Segment(across, start, across, end, width))
+    return out, [m for i, m in enumerate(marks) if i not in used]
+
+
+def _pitched(run: list[tuple[float, float, float, float, int]]) -> list[list[tuple[float, float, float, float, int]]]:
+    """A run of marks (`dotted_rules`: across, start, end, thickness, index) cut where a gap differs from the run's
+    usual one (its median) by more than `DOT_SLACK`: a producer that starts the pattern again at each cell leaves
+    one odd gap there, and marks of no pitch fall apart into runs too short to be rules."""
+    if len(run) < DOT_RUN:
+        return [run]
+    gaps = [b[1] - a[2] for a, b in itertools.pairwise(run)]
+    usual = sorted(gaps)[len(gaps) // 2]
+    out = [[run[0]]]
+    for gap, mark in zip(gaps, run[1:], strict=True):
+        if abs(gap - usual) > DOT_SLACK:
+            out.append([])
+        out[-1].append(mark)
+    return out
+
+
 def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
     """Collinear rule pieces joined into whole rules, cells' facing borders first drawn as one (`_facing`); a
     vertical rule's pieces also across a break under `BREAK_GAP` that no horizontal rule ends in or crosses
@@ -160,16 +246,25 @@ def merge_rules(rules: Sequence[Segment]) -> list[Segment]:
         keyed = sorted(
             ((s.y0, s.x0, s.x1, s.width) if horizontal else (s.x0, s.y0, s.y1, s.width) for s in group),
         )
-        merged: list[list[float]] = []
-        for across, start, end, width in keyed:
-            for m in reversed(merged[-8:]):
-                if abs(m[0] - across) <= LINE_MERGE / 2 and (
-                    start <= m[2] + JOIN or (not horizontal and _broken(across, m[2], start, rows))
-                ):
-                    m[2] = max(m[2], end)
-                    break
+        # pieces on one line (within LINE_MERGE / 2 of its first), then each line's pieces along it: sorted on their
+        # coordinate alone, a line's pieces drawn a hundred-thousandth of a point apart (a rule and the dots
+        # `dotted_rules` joined, whose middle is computed) came in no order along it, and a piece joined one it
+        # does not reach
+        on_line: list[list[tuple[float, float, float, float]]] = []
+        for item in keyed:
+            if on_line and item[0] - on_line[-1][0][0] <= LINE_MERGE / 2:
+                on_line[-1].append(item)
             else:
-                merged.append([across, start, end, width])
+                on_line.append([item])
+        merged: list[list[float]] = []
+        for line in on_line:
+            first = len(merged)
+            for across, start, end, width in sorted(line, key=lambda k: k[1]):
+                m = merged[-1] if len(merged) > first else None
+                if m is not None and (start <= m[2] + JOIN or (not horizontal and _broken(across, m[2], start, rows))):
+                    m[2] = max(m[2], end)
+                else:
+                    merged.append([across, start, end, width])
         for across, start, end, width in merged:
             if horizontal:
                 out.append(Segment(start, across, end, across, width))
@@ -343,6 +438,42 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
             out.append(list(group))
     out.extend(pending)
     return out
+
+
+def _blocks(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[Segment]]:
+    """Groups of rules that are blocks of one table, joined: a grid under another within `BLOCK_GAP`, inside its
+    width, whose every vertical rule stands on a column line of the upper one (within `LINE_MERGE`) and that lacks
+    some of them, with no word in the blank band between them. A report sets each province's rows in a
+    block of their own under the one header, and its total row in a band of its own; read apart, the header stayed
+    with the first block only and a one-row band made no table (a row is no table), its cells loose text."""
+    out: list[list[Segment]] = []
+    for group in sorted(groups, key=lambda g: _box(g)[1]):
+        upper = next((g for g in reversed(out) if _continues(g, group, words)), None)
+        if upper is None:
+            out.append(list(group))
+        else:
+            upper.extend(group)
+    return out
+
+
+def _continues(upper: list[Segment], lower: list[Segment], words: Sequence[Word]) -> bool:
+    """Whether the grid `lower` is a block of the grid `upper` (`_blocks`)."""
+    top_box, low_box = _box(upper), _box(lower)
+    lines = _lines([s.x0 for s in upper if not s.horizontal])
+    own = _lines([s.x0 for s in lower if not s.horizontal])
+    if len(lines) < 3 or len(own) < 3 or not 0.0 <= low_box[1] - top_box[3] <= BLOCK_GAP:
+        return False
+    if low_box[0] < top_box[0] - LINE_MERGE or low_box[2] > top_box[2] + LINE_MERGE:
+        return False
+    if not all(any(abs(x - line) <= LINE_MERGE for line in lines) for x in own):
+        return False
+    # a grid of the same columns is a table of its own (a table split and each part boxed again, its header row too:
+    # tables_dev/reportlab_userguide_p88); a block without some of the upper's column lines (a group's label
+    # column, or labels spanning columns: a total's band) reads only under the upper's header
+    if len(own) >= len(lines):
+        return False
+    band = (low_box[0], top_box[3], low_box[2], low_box[1])
+    return not any(band[0] <= (w.x0 + w.x1) / 2 <= band[2] and band[1] < (w.y0 + w.y1) / 2 < band[3] for w in words)
 
 
 def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
@@ -571,7 +702,7 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     found: list[FoundTable] = []
     taken: set[int] = set()
     rules = rules[:MAX_RULES]
-    groups = [panel for group in _groups(merge_rules(rules)) for panel in _panels(group)]
+    groups = _blocks([panel for group in _groups(merge_rules(rules)) for panel in _panels(group)], words)
     frames = [_box(g) for g in groups if _closed(g)]
     for group in _bracketed(_unstacked(groups, words), words):
         table = _table(group, words, taken)

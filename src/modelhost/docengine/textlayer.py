@@ -48,7 +48,7 @@ import pypdfium2.raw as raw
 from modelhost.docengine.analyse import largest_images
 from modelhost.docengine.backdrops import is_backdrop
 from modelhost.docengine.lines import rtl
-from modelhost.docengine.tables import MAX_RULES
+from modelhost.docengine.tables import MAX_RULES, dotted_rules
 from modelhost.docengine.types import BBox, ImageRegion, PageContent, Segment, Usability, Word
 from modelhost.errors import InvalidInputError
 
@@ -82,6 +82,10 @@ CORNER_SLACK = 1.0
 #: edge or marker, a few hundred to a few thousand (a scatter plot's markers); figures are found from their boxes,
 #: so a hostile page of a million marks keeps its first MAX_DRAWINGS.
 MAX_DRAWINGS = 5_000
+#: Marks (paths shorter than a rule on both sides: dots, ticks, dashes) kept at most for `dotted_rules`, which joins
+#: rows of them into rules: a grid drawn in dots has thousands (an Italian ministry's table of municipalities: 7,000
+#: dashes, past MAX_DRAWINGS); the rest stay drawings. A hostile page of a million marks keeps its first MAX_MARKS.
+MAX_MARKS = 20_000
 #: Segments of one path read at most (`_stroked`, `_curved`): a rule, a box or a cell border has a handful, and the
 #: first few hundred of a plotted line's thousands already show its slant; a hostile path of millions stays bounded.
 PATH_SEGMENTS = 256
@@ -236,19 +240,21 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
     else:
         unread = [image.bbox for image in images if not _covered(image.bbox, words)]
         regions = tuple(unread + _merged([w.bbox for w in garbled]))
+    # rows of dots or short dashes drawn as rules are rules (`dotted_rules`); other marks are drawings
+    dotted, marks = dotted_rules(objects.marks)
     return PageContent(
         number=page_index + 1,
         width=float(width),
         height=float(height),
         words=words,
         # the table finder's bound: a vector drawing of 100,000 hairlines keeps its first MAX_RULES as rules
-        rulings=tuple(objects.rules[:MAX_RULES]),
+        rulings=tuple([*objects.rules, *dotted][:MAX_RULES]),
         images=images,
         usability=usability,
         ocr_regions=regions,
         rotation=frame.rotation,
         fills=tuple(objects.fills),
-        drawings=tuple(objects.drawings),
+        drawings=tuple([*objects.drawings, *marks][:MAX_DRAWINGS]),
     )
 
 
@@ -261,6 +267,7 @@ class _Objects:
         self.images: list[ImageRegion] = []
         self.fills: list[BBox] = []
         self.drawings: list[BBox] = []
+        self.marks: list[BBox] = []
         self.fonts: dict[int, _Font] = {}
         self.invisible_chars = False
         self.visited = 0
@@ -337,7 +344,8 @@ class _Objects:
         x0, y0, x1, y1 = box
         w, h = x1 - x0, y1 - y0
         if max(w, h) < MIN_RULE_LENGTH:
-            self._drawing(box, any(_draw_mode(obj)))  # a tick, a marker, a dot
+            if any(_draw_mode(obj)) and len(self.marks) < MAX_MARKS:
+                self.marks.append(box)  # a tick, a marker, a dot: a drawing, or a piece of a dotted rule
             return
         if h < RULE_THICKNESS or w < RULE_THICKNESS:
             # A line or a hairline rectangle: the rule runs along its long axis, through its middle.
