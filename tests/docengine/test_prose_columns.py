@@ -72,7 +72,7 @@ def test_contents_beside_an_abstract_are_text_read_column_by_column(tmp_path: Pa
     blocks = _page(tmp_path, _contents_beside_abstract)
     cells = " ".join(c.text for b in blocks if b.table is not None for c in b.table.cells)
     assert "package" not in cells and "Discussions" not in cells  # (the contents alone may read as a table)
-    text = " ".join(b.text for b in blocks)
+    text = " ".join(b.text or " ".join(c.text for c in b.table.cells) if b.table else b.text for b in blocks)
     # the abstract read whole, after the contents, never interleaved with the entries
     assert "Discussions and closures can also be generated in the required form." in text
     assert "its journals on energy conversion, power delivery and power systems, and its special" in text
@@ -118,3 +118,54 @@ def test_a_table_with_a_wrapped_cell_stays_a_table(tmp_path: Path) -> None:
 
     tables = [b.table for b in _page(tmp_path, draw) if b.kind is Kind.TABLE]
     assert len(tables) == 1 and tables[0] is not None and tables[0].cols == 3
+
+
+PROSE = (
+    "The running time of this algorithm is set by many parameters, including the degree of the polynomial, the "
+    "sieving region and, most importantly, the smoothness bound. Early articles encountered technical difficulties "
+    "with the descent and reported that the complexity of this step would equal that of the precomputation; this may "
+    "have contributed to misconceptions about the performance of the method. More recent analyses have improved the "
+    "complexity of the descent, and the numerous parameters of the algorithm allow some flexibility to reduce time on "
+    "some steps at the expense of others."
+)
+PRIMES = [
+    ("Apache", "82%", ["9fdb8b8a004544f0045f1737d0ba2e0b", "274cdf1a9f588218fb435316a16e3741"]),
+    ("mod_ssl", "10%", ["d4bcd52406f69b35994b88de5db89682", "c8157f62d8f33633ee5772f11f05ab22"]),
+    ("nginx", "5%", ["48976f76795094e71e7903529f5a824b", "80a3030c6e4c3757d08f70e6aa871033"]),
+    ("(others)", "3%", ["(463 distinct primes)"]),
+]
+
+
+def _table_beside_prose(c: object) -> None:
+    # A paper's two columns: prose at 9 pt on the left; at the top of the right column a table set smaller (8 pt,
+    # its keys in a typewriter face), each row's second key line under its first.
+    c.setFont("Times-Roman", 9)  # type: ignore[attr-defined]
+    for k, line in enumerate(_wrap(c, PROSE, "Times-Roman", 9, 236)):
+        c.drawString(54, 740 - 10.5 * k, line)  # type: ignore[attr-defined]
+    c.setFont("Times-Roman", 8)  # type: ignore[attr-defined]
+    for x, head in ((322, "Source"), (366, "Popularity"), (414, "Prime")):
+        c.drawString(x, 740, head)  # type: ignore[attr-defined]
+    y = 727.0
+    for name, share, keys in PRIMES:
+        c.setFont("Times-Roman", 8)  # type: ignore[attr-defined]
+        c.drawString(322, y, name)  # type: ignore[attr-defined]
+        c.drawString(366, y, share)  # type: ignore[attr-defined]
+        for key in keys:
+            c.setFont("Courier" if key[0] != "(" else "Times-Roman", 8)  # type: ignore[attr-defined]
+            c.drawString(414, y, key)  # type: ignore[attr-defined]
+            y -= 9.5
+
+
+def test_a_table_at_the_top_of_a_column_beside_prose_leaves_the_prose_out(tmp_path: Path) -> None:
+    # The table finder without rules took the left column's lines for a first column of the table beside them
+    # ("The running time of this algorithm is | Source | Popularity | Prime"): both sides meet in rows at no common
+    # size, a table's row is set in one type. The gutter between them parts the prose from the table, which is
+    # then found in its own column.
+    blocks = _page(tmp_path, _table_beside_prose)
+    tables = [b.table for b in blocks if b.table is not None]
+    assert len(tables) == 1
+    cells = [c.text for c in tables[0].cells]
+    assert "Apache" in cells and "mod_ssl" in cells and "82%" in cells
+    assert not any("running" in t or "parameters" in t for t in cells)
+    text = " ".join(b.text for b in blocks if b.table is None)
+    assert "the sieving region and, most importantly, the smoothness bound. Early articles" in text

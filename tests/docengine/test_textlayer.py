@@ -159,6 +159,53 @@ def test_superscripts_and_subscripts_are_words_of_their_own_and_small_capitals_a
     assert words == ["HELLO", "1", "Space", "Z", "gas", "10", "5"]
 
 
+def _tall_metrics_pdf(rotate: int) -> bytes:
+    # Twelve lines of a paragraph, 12 points apart at 10 points, as Word writes them (Tf 1, the matrix scaling by 10),
+    # in a face whose font descriptor claims 3.43 ems of ascent and 2.71 of descent: an ISO standard's Cambria.
+    from modelhost.testing.hostile_pdfs import _pdf, _stream
+
+    lines = b"".join(
+        b"10 0 0 10 72 %d Tm (Line %d of a paragraph set in a face with broken metrics.) Tj " % (700 - 12 * k, k)
+        for k in range(12)
+    )
+    widths = b" ".join(
+        b"280" if chr(c) in "iljtf.,: " else b"820" if chr(c) in "mwMW" else b"560" for c in range(32, 127)
+    )
+    font = (
+        b"<< /Type /Font /Subtype /TrueType /BaseFont /Cambria /FirstChar 32 /LastChar 126 /Widths [%s] "
+        b"/Encoding /WinAnsiEncoding /FontDescriptor 6 0 R >>" % widths
+    )
+    descriptor = (
+        b"<< /Type /FontDescriptor /FontName /Cambria /Flags 32 /FontBBox [-1000 -2710 2000 3430] /ItalicAngle 0 "
+        b"/Ascent 3430 /Descent -2710 /CapHeight 700 /StemV 80 >>"
+    )
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Rotate %d /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>" % rotate
+    )
+    pages = b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"
+    content = _stream(b"", b"BT /F1 1 Tf " + lines + b"ET")
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", pages, page, content, font, descriptor])
+
+
+@pytest.mark.parametrize("rotate", [0, 90])
+def test_a_face_whose_metrics_reach_over_five_lines_keeps_its_lines_apart(tmp_path: Path, rotate: int) -> None:
+    # Each glyph's loose box (ascent to descent) covered five lines, and the paragraph came out interleaved word by
+    # word ("Line Line Line 0 1 2 of of of ..."). A box over twice the type size tall is rebuilt from its baseline.
+    path = tmp_path / "tall.pdf"
+    path.write_bytes(_tall_metrics_pdf(rotate))
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        content = read_text_layer(doc, 0)
+    finally:
+        doc.close()
+    across = [(w.y1 - w.y0) if rotate == 0 else (w.x1 - w.x0) for w in content.words]
+    assert len(across) == 12 * 12 and max(across) < 1.2 * 10
+    text = " ".join(b.text for b in analyse(content).blocks)
+    expected = " ".join(f"Line {k} of a paragraph set in a face with broken metrics." for k in range(12))
+    assert text == expected
+
+
 def test_the_arxiv_affiliation_markers_and_subscripts_come_apart(open_pdf: Open) -> None:
     first = [w.text for w in read_text_layer(open_pdf("pdf/arxiv_2501.00089_p1-3.pdf"), 0).words]
     at = first.index("Space")

@@ -127,6 +127,11 @@ _LEADER_DOTS = re.compile(r"(?:\.\s*){3,}$")
 #: at most), so a table's first cell reading on into the text block by a space is no margin note.
 MARGIN_GAP = 0.6
 _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
+#: Lines of a sentence's stretch (`PROSE_WORDS` words or more) in one header cell of a table without rules that make
+#: it a paragraph: a column's label wraps into two such lines at most (a long label in a wide column); a paragraph
+#: stacked over a table as its "header" holds three and more (a paper's column of prose over a run of aligned lines,
+#: 10 lines; a report's paragraph over a heading's row, 3).
+HEADER_PROSE_LINES = 3
 
 
 def document_style(contents: Iterable[PageContent]) -> Style:
@@ -358,26 +363,43 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         fixed += [Block(Kind.TABLE, toc.bbox, table=toc.table) for toc in contents]
         free = _without(free, [toc.words for toc in contents])
         page_gutters = gutters(free, style.body_size)
+
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
     # gutters are found again without a table's words: its column gaps are no gutters of the page.
-    unruled = find_unruled(free, style.body_size, content.rulings, page_gutters, content.fills)
-    unruled = [
-        found
-        for found in unruled
-        if not _numbered_listing(found, free)
-        and not any(contains(d, found.bbox) for d in diagrams)
-        and not (listed and _dotted(found.table) and (back_index or _index(found.table)))
-    ]
-    # Columns of text too short for the page's gutters (a table of contents beside an abstract, two short reference
-    # lists) stand as one "table": its sides' lines are at their own leading, never on one baseline; the gap between
-    # them is a gutter, read one side after the other.
-    streams = [(found, _apart(found, free)) for found in unruled]
-    # Names in the page's margin beside its paragraphs (a documented source's macros) are no table's first column.
-    edge = _prose_edge(free) if unruled else None
-    unruled = [
-        found for found, apart in streams if apart is None and not _margin_notes(found, free, edge, style.body_size)
-    ]
-    beside = [apart for _, apart in streams if apart is not None]
+    def without_rules(known: Sequence[Gutter], among: Sequence[Word]) -> tuple[list[FoundTable], list[Gutter]]:
+        found_all = find_unruled(among, style.body_size, content.rulings, known, content.fills)
+        if among is not free:  # the words' indexes are the page's free words' (`_without` takes them from `free`)
+            at = {id(w): i for i, w in enumerate(free)}
+            found_all = [replace(f, words=frozenset(at[id(among[i])] for i in f.words)) for f in found_all]
+        found_all = [
+            found
+            for found in (_without_prose_header(f, free) for f in found_all)
+            if found is not None
+            and not _numbered_listing(found, free)
+            and not any(contains(d, found.bbox) for d in diagrams)
+            and not (listed and _dotted(found.table) and (back_index or _index(found.table)))
+        ]
+        # Columns of text too short for the page's gutters (a table of contents beside an abstract, two short
+        # reference lists) stand as one "table": its sides' lines are at their own leading, never on one baseline;
+        # the gap between them is a gutter, read one side after the other.
+        streams = [(found, _apart(found, free)) for found in found_all]
+        # Names in the page's margin beside its paragraphs (a documented source's macros) are no table's first column.
+        edge = _prose_edge(free) if found_all else None
+        kept = [
+            found for found, apart in streams if apart is None and not _margin_notes(found, free, edge, style.body_size)
+        ]
+        return kept, [apart for _, apart in streams if apart is not None]
+
+    unruled, beside = without_rules(page_gutters, free)
+    for gutter in list(beside):
+        # A column of prose beside a table in the next column (a paper's table set at the top of its right column)
+        # stood as one "table": each side of the gutter between them is read again on its own, down the stretch
+        # the gutter runs, so the table is found in its own column.
+        for side in ((w for w in free if w.x1 <= gutter.x0), (w for w in free if w.x0 >= gutter.x1)):
+            among = [w for w in side if w.y0 >= gutter.y0 - 1 and w.y1 <= gutter.y1 + 1]
+            again, more = without_rules(page_gutters, among)
+            unruled += again
+            beside += more
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
         free = _without(free, [found.words for found in unruled])
@@ -538,9 +560,16 @@ def _apart(found: FoundTable, words: Sequence[Word]) -> Gutter | None:
         met = apart = 0
         for row in range(table.rows):
             mine = [[w for c, ws in side if c.row == row for w in ws if _on_baseline(w)] for side in (left, right)]
-            pairs = [(a, b) for a in mine[0] for b in mine[1] if abs(a.size - b.size) <= SIZE_SLACK * max(a.size, 1.0)]
+            pairs = [(a, b) for a in mine[0] for b in mine[1] if _one_size(a, b)]
             pairs = [(a, b) for a, b in pairs if a.font == b.font] or pairs  # one face's feet first: faces differ
             if not pairs:
+                # No size in common at all: a table sets a row's cells in its one type; a paragraph's line beside a
+                # table set smaller (a paper's table at the top of the next column, 8 pt beside 9 pt prose) is a
+                # line of another stream.
+                every = [[w for c, ws in side if c.row == row for w in ws] for side in (left, right)]
+                if every[0] and every[1] and not any(_one_size(a, b) for a in every[0] for b in every[1]):
+                    met += 1
+                    apart += 1
                 continue
             slack = BASELINE_EM * max(pairs[0][0].size, 1.0)
             # level: a line of each side on one baseline (cells set from their tops or their feet), or the sides
@@ -555,6 +584,38 @@ def _apart(found: FoundTable, words: Sequence[Word]) -> Gutter | None:
             if x1 > x0:
                 return Gutter(x0, found.bbox[1], x1, found.bbox[3])
     return None
+
+
+def _one_size(a: Word, b: Word) -> bool:
+    """Whether two words are set in one type size (`SIZE_SLACK`)."""
+    return abs(a.size - b.size) <= SIZE_SLACK * max(a.size, 1.0)
+
+
+def _without_prose_header(found: FoundTable, words: Sequence[Word]) -> FoundTable | None:
+    """A table without rules less the paragraph it took for its header rows, or None where too few rows remain. A
+    column's label wraps in a line or two of a few words; a header cell holding `HEADER_PROSE_LINES` lines of
+    `PROSE_WORDS` words or more is a paragraph's lines stacked over the table (a two-column page's prose above a
+    short run of aligned lines, or a paragraph over a table's first rows). Its row and every row above it go back to
+    the text; what remains is a table where `MIN_ROWS` rows of two filled cells remain."""
+    table = found.table
+    prose = [
+        c.row + c.row_span
+        for c in table.cells
+        if c.header
+        and c.bbox is not None
+        and _prose_lines([words[i] for i in found.words if centre_in(words[i], c.bbox)]) >= HEADER_PROSE_LINES
+    ]
+    if not prose:
+        return found
+    cut = max(prose)
+    cells = [replace(c, row=c.row - cut) for c in table.cells if c.row >= cut]
+    filled = Counter(c.row for c in cells if c.text)
+    if sum(1 for n in filled.values() if n >= 2) < MIN_ROWS:
+        return None
+    boxes = [c.bbox for c in cells if c.bbox is not None]
+    kept = frozenset(i for i in found.words if any(centre_in(words[i], b) for b in boxes))
+    bbox = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+    return replace(found, bbox=bbox, table=replace(table, rows=table.rows - cut, cells=tuple(cells)), words=kept)
 
 
 def _running(side: list[tuple[Cell, list[Word]]]) -> bool:
