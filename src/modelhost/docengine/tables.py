@@ -405,12 +405,12 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
             if _touch(a, rules[j]):
                 partition.join(i, j)
     touching = [[rules[i] for i in group] for group in partition.groups()]
-    flat = sorted((g for g in touching if all(s.horizontal for s in g)), key=lambda g: g[0].y0)
+    flat = _broken_rows(sorted((g for g in touching if all(s.horizontal for s in g)), key=lambda g: g[0].y0))
     out = [g for g in touching if not all(s.horizontal for s in g)]
     pending: list[list[Segment]] = []  # narrower rules under the last stack's rule, waiting for its next one
     for group in flat:
         last = out[-1] if out and all(s.horizontal for s in out[-1]) else None
-        rule = group[0]
+        rule = Segment(min(s.x0 for s in group), group[0].y0, max(s.x1 for s in group), group[0].y0, group[0].width)
         # the stack's last rule of its full extent: a `\\cmidrule` between two of them does not break the stack
         prev = max(last, key=lambda s: (s.x1 - s.x0 >= _extent(last) - 2 * JOIN, s.y0)) if last else None
         if (
@@ -474,6 +474,28 @@ def _continues(upper: list[Segment], lower: list[Segment], words: Sequence[Word]
         return False
     band = (low_box[0], top_box[3], low_box[2], low_box[1])
     return not any(band[0] <= (w.x0 + w.x1) / 2 <= band[2] and band[1] < (w.y0 + w.y1) / 2 < band[3] for w in words)
+
+
+def _broken_rows(flat: list[list[Segment]]) -> list[list[Segment]]:
+    """Groups of horizontal rules only (sorted by height) with the pieces of one row rule joined: pieces at one
+    height whose span another rule within `STACK_GAP` runs, end to end (`JOIN`), are one rule broken where a column goes
+    unruled (a bank's statement rules its rows but for one column of rates), read as the whole rule: no rule under
+    some columns only (a `\\cmidrule` under a spanning header), and stacked as the whole rule is. Two
+    tables side by side, each ruled on its own at the same heights, have no rule across both and stay apart."""
+    out: list[list[Segment]] = []
+    for group in flat:
+        if out and abs(out[-1][0].y0 - group[0].y0) <= LINE_MERGE:
+            line = [*out[-1], *group]
+            x0, x1 = min(s.x0 for s in line), max(s.x1 for s in line)
+            if any(
+                abs(r.x0 - x0) <= JOIN and abs(r.x1 - x1) <= JOIN and 0 < abs(r.y0 - line[0].y0) <= STACK_GAP
+                for g in flat
+                for r in g
+            ):
+                out[-1] = [Segment(x0, line[0].y0, x1, line[0].y0, max(s.width for s in line))]
+                continue
+        out.append(list(group))
+    return out
 
 
 def _panels(group: list[Segment], depth: int = 0) -> list[list[Segment]]:
