@@ -920,3 +920,81 @@ def test_tables_in_two_columns_whose_rules_interleave_keep_their_headers(reader:
         [RIGHT_HEADER, *RIGHT_ROWS],
     ]
     assert not [b.text for b in found if b.kind is Kind.SECTION_HEADER]
+
+
+#: A glossary of two columns set without rules under its section's heading: a word, then how a sort program stores
+#: it; the long words end a space or two short of the second column.
+GLOSSARY_HEADER = ["Word", "Definition"]
+GLOSSARY = [
+    ["High Water", "high water"],
+    ["define", "hash define"],
+    ["10 Downing Street", "10 Downing Street"],
+    ["highwater", "high water"],
+    ["1st Street", "first street"],
+    ["10 Downing Avenue", "10 Downing Avenue"],
+    ["Zebra", "zebra"],
+    ["alpha", "alpha"],
+    ["London, History of", "London history"],
+    ["seal", "seal"],
+    ["sea lion", "sea lion"],
+    ["Ten Samurai, The", "Ten Samurai"],
+    ["elephant", "elephant"],
+    ["Elite", "elite"],
+]
+
+
+def glossary_page(dpi: int = SCAN_DPI) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """A section's heading, its number a quad before its words ("1  Unsorted data", as LaTeX sets it), over a table of
+    two columns with no rule at all, its second column 97 points right of its first, so its longest words end
+    10-15 points before it. Returns the page and the box the layout model gives it: heading and table as one figure."""
+    from reportlab.lib.pagesizes import letter
+    from reportlab.pdfgen import canvas as pdfcanvas
+
+    out = io.BytesIO()
+    c = pdfcanvas.Canvas(out, pagesize=letter)
+    height = letter[1]
+    c.setFont("Times-Bold", 14)
+    c.drawString(70.0, 700.0, "1")
+    c.drawString(95.0, 700.0, "Unsorted data")
+    y = 676.0
+    for n, (word, definition) in enumerate([GLOSSARY_HEADER, *GLOSSARY]):
+        c.setFont("Times-Bold" if n == 0 else "Times-Roman", 10)
+        c.drawString(76.0, y, word)
+        c.setFont("Courier", 10)
+        c.drawString(173.0, y, definition)
+        y -= 12
+    return _rendered(c, out, dpi), (66.0, height - 714.0, 300.0, height - y)
+
+
+def test_a_table_under_its_sections_heading_both_boxed_as_a_figure_is_a_table(reader: PixelReader) -> None:
+    # datatool's sorting sample (dev corpus, rendered): the layout model boxes a section's heading and the two-column
+    # table under it as one figure. Its rows' cells stand in two columns, but the heading's number and words, a quad
+    # apart, are two parts of one row across the columns' gap, which joined the columns into one (and the long words'
+    # rows, a space or two from the second column, part no cells by their gaps): a picture, its lines loose text read
+    # a column at a time. A row or two across a gap (scantable.GAP_CROSSING of them) leave the columns standing.
+    image, box = glossary_page()
+    detection = reader.detect(scanned(image), READ_DPI)
+    kept = tuple(r for r in detection.regions if pixels._overlap(r.bbox, box) == 0)
+    found = list(scanpage.blocks(reader, replace(detection, regions=(*kept, Region("figure", box)))))
+    tables = [_grid(b) for b in found if b.table is not None]
+    assert len(tables) == 1
+    assert [row for row in tables[0] if row in [GLOSSARY_HEADER, *GLOSSARY]] == [GLOSSARY_HEADER, *GLOSSARY]
+    assert not [b for b in found if b.kind is Kind.PICTURE]
+
+
+def test_two_tables_a_paragraph_apart_whose_rules_stack_are_two_frames() -> None:
+    # booktabs' manual (dev corpus, rendered): its second and third price lists stand a paragraph apart, 102 points,
+    # and rules alone stack them into one frame, the paragraph rows between them and the third list's columns merged.
+    # Each table region the layout model boxes over the frame (a tenth wider than its rules on each side) is a table
+    # of its own; a region whose rules run under half its width (an underline) gives no frame.
+    def rules(top: float) -> list[Segment]:
+        level = [Segment(253.0, y, 409.0, y, 0.5) for y in (top, top + 25.0, top + 99.0)]
+        return [*level, Segment(253.0, top + 13.0, 364.0, top + 13.0, 0.4)]  # a cmidrule under the group's name
+
+    first, second = rules(309.0), rules(510.0)
+    image = np.full((10, 10, 3), 255, dtype=np.uint8)
+    regions = (Region("table", (239.0, 311.0, 420.0, 410.0)), Region("table", (244.0, 509.0, 418.0, 612.0)))
+    detection = pixels.Detection(image, [], 0, 1.0, regions, body_height=12.0, rulings=(*first, *second))
+    assert pixels._frames(detection, regions) == [(253.0, 309.0, 409.0, 408.0), (253.0, 510.0, 409.0, 609.0)]
+    wide = (Region("table", (100.0, 300.0, 600.0, 620.0)),)  # the rules run under half of it
+    assert pixels._frames(replace(detection, regions=wide), wide) == [(253.0, 309.0, 409.0, 609.0)]

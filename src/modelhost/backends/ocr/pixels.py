@@ -103,6 +103,11 @@ TWICE_BOXED = 0.8
 #: made it a picture with its cells as loose lines after it. A chart's axis runs past its tick labels either way, but
 #: its bars and curves are drawn ink no rule holds; a diagram's boxes stand under one label each, no rule across.
 ACROSS = 0.9
+#: A table region's rules make its frame (`_region_frame`) when the longest runs across this share of the region's
+#: width: the layout model's box reaches past a table's rules by up to a tenth of its width on a side (booktabs'
+#: manual: rules 156 points long in a box 174 wide), where a rule under half of it is an underline, or a cmidrule
+#: under one group's name.
+REGION_RULE = 0.5
 #: A figure region with less than this share of its width across a page's gutter belongs to the column it mostly
 #: lies in (_in_column): a loose box reaches a sixth of the way over (a rendered handbook page's drawings, 0.14-0.16),
 #: where a figure set across both columns lies half and half.
@@ -988,14 +993,14 @@ def groups(detection: Detection) -> list[Group]:
 
 
 def _frames(detection: Detection, regions: Sequence[Region]) -> list[BBox]:
-    """The page's ruled frames (docengine.tables.table_frames), a frame whose rules make no grid read as the frame of
-    the table region the layout model boxed over it (`_region_frame`): the one region across the frame's columns
-    (`ACROSS` of the narrower's width) that holds one of its horizontal rules. Rules alone stack booktabs'
-    horizontals only a short way apart (tables.STACK_GAP) and in one run down the page: a table's top and header
-    rules made a frame of its header alone, its body read apart as a table of its own (ten rows under the header
-    rule, or a table whose bottom rule came after the other column's), and a running head's rule over a caption
-    stacked with the table under it, the caption a row of the table. The model boxes a table from its top rule to
-    its bottom rule, caption and running head outside."""
+    """The page's ruled frames (docengine.tables.table_frames), a frame whose rules make no grid read as the frames of
+    the table regions the layout model boxed over it (`_region_frame`): the regions across the frame's columns
+    (`ACROSS` of the narrower's width) that hold one of its horizontal rules, each its own table. Rules alone stack
+    booktabs' horizontals only a short way apart (tables.STACK_GAP) and in one run down the page: a table's top and
+    header rules made a frame of its header alone, its body read apart as a table of its own (ten rows under the
+    header rule, or a table whose bottom rule came after the other column's), a running head's rule over a caption
+    stacked with the table under it, the caption a row of the table, and two tables a paragraph apart made one. The
+    model boxes a table from its top rule to its bottom rule, caption, running head and the text between outside."""
     slack = detection.body_height * detection.scale
     tables = [r.bbox for r in regions if r.label == "table"]
     out: list[BBox] = []
@@ -1006,8 +1011,11 @@ def _frames(detection: Detection, regions: Sequence[Region]) -> list[BBox]:
                 for t in tables
                 if _shares_rule(frame, t, detection.rulings, slack)
             ]
-            if len(own) == 1 and own[0] is not None:
-                frame = own[0]
+            if own and all(f is not None for f in own):
+                # each table region's own frame: two tables a paragraph apart (booktabs' manual's second and third
+                # price lists, 102 points apart) stacked into one frame, the paragraph a row between them
+                out.extend(f for f in own if f is not None and f not in out)
+                continue
         if frame not in out:
             out.append(frame)
     return out
@@ -1029,15 +1037,20 @@ def _shares_rule(frame: BBox, region: BBox, rulings: Sequence[Segment], slack: f
 
 
 def _region_frame(region: BBox, rulings: Sequence[Segment], slack: float) -> BBox | None:
-    """The frame of a table region's own rules: the horizontal rules that run across `ACROSS` of its width and the
-    vertical rules inside it, within `slack` (a line's height: the model's box reaches a few points past or short of
-    a table's rules) of its sides; None with fewer than two such horizontals. A vertical rule keeps a header whose
-    top rule the scan lost inside the frame (coin's, a column rule from the header's top to the bottom rule)."""
+    """The frame of a table region's own rules: its horizontal rules within `slack` (a line's height: the model's box
+    reaches a few points past or short of a table's rules) of its top and bottom that run `ACROSS` of the longest
+    one's length, that one across `REGION_RULE` of the region's width at least, and the vertical rules inside it;
+    None with fewer than two such horizontals. A vertical rule keeps a header whose top rule the scan lost inside the
+    frame (coin's, a column rule from the header's top to the bottom rule)."""
     x0, y0, x1, y1 = region
-    wide = [
+    level = [
         r for r in rulings
-        if r.horizontal and y0 - slack <= r.y0 <= y1 + slack and min(r.x1, x1) - max(r.x0, x0) >= ACROSS * (x1 - x0)
+        if r.horizontal and y0 - slack <= r.y0 <= y1 + slack and x0 - slack <= r.x0 and r.x1 <= x1 + slack
     ]  # fmt: skip
+    longest = max((r.x1 - r.x0 for r in level), default=0.0)
+    if longest < REGION_RULE * (x1 - x0):
+        return None
+    wide = [r for r in level if r.x1 - r.x0 >= ACROSS * longest]
     if len({round(r.y0) for r in wide}) < 2:
         return None
     upright = [

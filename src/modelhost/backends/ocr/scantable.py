@@ -382,16 +382,22 @@ def unruled_figure(
 
 def _columned(lines: Sequence[tuple[BBox, T]]) -> bool:
     """Whether the rows of `MIN_COLS` boxes or more stand in `MIN_COLS` columns or more (the x ranges their boxes
-    cover, a range of fewer than `MIN_ROWS` rows joined to its neighbour: `_spans`) with no row's two boxes in one
-    column: a table's cells are aligned down its rows, where boxes a row of a drawing's labels or a listing's comment
-    parts into stand anywhere, and a box that bridges two columns joins them into one."""
+    cover, a range of fewer than `MIN_ROWS` rows joined to its neighbour: `_spans`; where a row bridges them, the
+    columns aligned down the rows that few rows cross: `_aligned_columns`) with no row's two boxes in one column,
+    save the rows that cross a column gap (`GAP_CROSSING` of them: a title the model boxed with the table, a section
+    heading's number and its words over a table of two columns). A table's cells are aligned down its rows, where
+    boxes a row of a drawing's labels or a listing's comment parts into stand anywhere, and a box that bridges two
+    columns in many rows joins them into one."""
     lined = [row for row in rows(lines) if len(row) >= MIN_COLS]
     if len(lined) < MIN_ROWS:
         return False
     columns = _spans(lined, range(len(lined)))
     if len(columns) < MIN_COLS:
+        columns = _aligned_columns([[(box, "") for box, _ in row] for row in lined])
+    if len(columns) < MIN_COLS:
         return False
-    return all(len({_column(box, columns) for box, _ in row}) == len(row) for row in lined)
+    crossing = sum(1 for row in lined if len({_column(box, columns) for box, _ in row}) < len(row))
+    return crossing <= GAP_CROSSING * len(lined)
 
 
 def in_table_region(frame: BBox, regions: Sequence[Region]) -> bool:
