@@ -89,6 +89,15 @@ def test_dial_retries_connection_refused(tmp_path: Path) -> None:
             s.close()
 
 
+def test_dial_waits_its_whole_timeout_before_giving_up(tmp_path: Path) -> None:
+    """A timeout that is not a whole number of retry intervals is still waited in full: dial gave up at the last
+    interval's start (0.1 s into a 0.15 s timeout; 0.26 s into the 0.35 s below, which failed CI under load)."""
+    began = time.monotonic()
+    with pytest.raises(ConnectError):
+        dial(str(tmp_path / "nobody.sock"), timeout=0.15)
+    assert time.monotonic() - began >= 0.15
+
+
 def test_dial_gives_up_after_its_timeout_with_a_hint(tmp_path: Path) -> None:
     began = time.monotonic()
     with pytest.raises(ConnectError, match=r"\(is a model host running\?\)$") as info:

@@ -97,8 +97,10 @@ def dial(path: str, *, timeout: float = CONNECT_TIMEOUT) -> socket.socket:
             sock.connect(path)
         except OSError as exc:
             sock.close()
-            if exc.errno in _RETRY_ERRNOS and remaining > CONNECT_RETRY_INTERVAL:
-                time.sleep(CONNECT_RETRY_INTERVAL)
+            if exc.errno in _RETRY_ERRNOS and remaining > 0:
+                # The last wait is cut to the deadline and one more attempt made there: a host that binds in the
+                # final interval is met, and the caller waits its whole timeout, not up to an interval less.
+                time.sleep(min(CONNECT_RETRY_INTERVAL, remaining))
                 continue
             reason = exc.strerror or str(exc) or type(exc).__name__
             raise ConnectError(f"modelhost: dial {path}: {reason} (is a model host running?)") from exc
