@@ -320,6 +320,8 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     diagrams = [t.bbox for t in ruled if boxes_apart(t.bbox, merged, [words[i] for i in t.words], style.body_size)]
     ruled = [t for t in ruled if t.bbox not in diagrams]
     for found in widened(ruled, words, style.body_size, content.rulings):
+        if _text_box(found, words):
+            continue  # its words stay the page's text
         taken |= found.words
         fixed.append(Block(Kind.TABLE, found.bbox, table=found.table))
 
@@ -375,6 +377,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             found
             for found in (_without_prose_header(f, free) for f in found_all)
             if found is not None
+            and not _text_box(found, free)
             and not _numbered_listing(found, free)
             and not any(contains(d, found.bbox) for d in diagrams)
             and not (listed and _dotted(found.table) and (back_index or _index(found.table)))
@@ -616,6 +619,21 @@ def _without_prose_header(found: FoundTable, words: Sequence[Word]) -> FoundTabl
     kept = frozenset(i for i in found.words if any(centre_in(words[i], b) for b in boxes))
     bbox = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
     return replace(found, bbox=bbox, table=replace(table, rows=table.rows - cut, cells=tuple(cells)), words=kept)
+
+
+def _text_box(found: FoundTable, words: Sequence[Word]) -> bool:
+    """Whether a "table" of fewer than `MIN_ROWS` rows is a box of text: a paragraph (`PROSE_LINES` lines of
+    `PROSE_WORDS` words or more) in a cell across all its columns, the rest a line of labels and fields (a form's
+    framed paragraph over "My account must be activated by [ ]"). Rows that few under a paragraph compare nothing; a
+    table of one long row under a header of short labels (a page's first rows of a table of design decisions) has no
+    cell across its columns, and stays a table."""
+    table = found.table
+    return table.rows < MIN_ROWS and any(
+        c.col_span == table.cols
+        and _prose_lines([words[i] for i in found.words if centre_in(words[i], c.bbox)]) >= PROSE_LINES
+        for c in table.cells
+        if c.bbox is not None
+    )
 
 
 def _running(side: list[tuple[Cell, list[Word]]]) -> bool:
