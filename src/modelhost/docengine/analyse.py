@@ -28,6 +28,7 @@ from modelhost.docengine.classify import (
     classify,
     counts_on,
     italic_label,
+    keyed,
     margin_line,
 )
 from modelhost.docengine.figures import box_area, boxes_apart, centre_in, contains, drawn_within, vector_figures
@@ -777,7 +778,11 @@ def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: 
     grouped = paragraphs(chunk)
     for paragraph in grouped:
         framed = any(contains(frame, paragraph[0].bbox) for frame in frames)
-        out.append(classify(paragraph, style, content.number, content.height, framed=framed))
+        block = classify(paragraph, style, content.number, content.height, framed=framed)
+        # A key beside its value on one line is no heading: a heading stands alone on its line.
+        if block.kind is Kind.SECTION_HEADER and keyed(paragraph, chunk):
+            block = replace(block, kind=Kind.TEXT, level=0)
+        out.append(block)
     # A bold item of a numbered list counts on from its neighbours: no section of its own.
     for i, paragraph in enumerate(grouped):
         out[i] = counts_on(paragraph, out[i], out[max(0, i - 1) : i] + out[i + 1 : i + 2])

@@ -79,6 +79,19 @@ _AFFILIATIONS = re.compile(r"[^\W\d_]\d{1,2}(?:,\d{1,2})+(?:\s|$)")
 _FOOTNOTE_MARK = re.compile(r"^(?:\d{1,2}|[*†‡§¶])(?:\s|[A-Za-z])")
 #: A counted line's opening: a section number (NUMBERED) or a number in parentheses or with one ("(1)", "1)").
 _COUNTED = re.compile(r"^\(?\d{1,2}\)\s+\S")
+#: A continuation note, the whole of its line ("Continued on next page" under a table that runs on, "(continued)",
+#: "Cont'd"): set large or in italics at a table's foot or head, it names no section.
+_CONTINUED = re.compile(
+    r"^\(?(?:continued|cont['’]?d\.?)(?:\s+(?:on|from)\s+(?:the\s+)?(?:next|following|previous|preceding)\s+page"
+    r"|\s+overleaf)?\)?[.…]*$",
+    re.I,
+)
+#: Two lines stand on one row when their feet lie within this share of the font size of each other: the rounding of
+#: loose glyph boxes (as analyse's LEADING_SLACK); the next row's line stands a whole line (1.0 and more) away.
+ROW_SLACK = 0.1
+#: A piece of this many words is prose, as `analyse.PROSE_WORDS` says (a sentence's stretch); a key's value is a name,
+#: a date, a figure or an amount of 1 to 4 ("Onex Credit Partners, LLC", "04/23/2024 - 04/23/2029").
+VALUE_WORDS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,13 +189,40 @@ def _display_math(pieces: Sequence[Piece], text: str) -> bool:
 def never_heading(text: str) -> bool:
     """Text no heading is, whatever its size or the layout model's label: a web or mail address (set in bold on a
     cover), a clause that goes on (ending in `,` `;` `:`; `ENABLE ;` of an SQL listing), an equation (`a2 + 8 =
-    12`, which the layout model boxed as a title on code_and_formula's page read from pixels), or an author line
-    with its affiliation marks (`_AFFILIATIONS`)."""
+    12`, which the layout model boxed as a title on code_and_formula's page read from pixels), an author line
+    with its affiliation marks (`_AFFILIATIONS`), or a continuation note (`_CONTINUED`)."""
     return (
         bool(_ADDRESS.search(text))
+        or _CONTINUED.match(text) is not None
         or text.endswith((",", ";", ":"))
         or _EQUATION.search(text) is not None
         or _AFFILIATIONS.search(text) is not None
+    )
+
+
+def keyed(pieces: Sequence[Piece], column: Sequence[Piece]) -> bool:
+    """Whether a one-line paragraph is a key: its row (`ROW_SLACK`) holds, beside it in its type, a value of fewer
+    than `VALUE_WORDS` words ("Closing Date   04/23/2024" in a deal summary's panel of bold labels), or the first
+    line of a text that runs on under it ("NOTE   Safety goals are..." in a standard, its next line starting under
+    the label). A heading stands alone on its line. The other column of a two-column page shares a heading's row in
+    lines of prose that run on beside it, never under it; a line number in the margin is set in smaller type."""
+    if len(pieces) != 1:
+        return False
+    line = pieces[0]
+    slack = ROW_SLACK * line.size
+
+    def runs_under(value: Piece) -> bool:
+        return any(
+            0 <= q.y0 - line.y1 + slack <= line.size and q.x0 <= line.x0 + slack and q.x1 > value.x0 for q in column
+        )
+
+    return any(
+        p is not line
+        and (p.x1 <= line.x0 or line.x1 <= p.x0)
+        and abs(p.y1 - line.y1) <= slack
+        and abs(p.size - line.size) <= slack
+        and (len(p.words) < VALUE_WORDS or runs_under(p))
+        for p in column
     )
 
 
