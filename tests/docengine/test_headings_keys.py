@@ -4,8 +4,10 @@ Found on report pages (issue 34): a deal summary's panel of bold labels (tables_
 value on its row ("Closing Date ... 04/23/2024"), came out as a run of `######` headings; an ISO standard's "NOTE" in
 capitals, its text on the same line (PyMuPDF's test_2979.pdf), came out as a heading; "Continued on next page" in
 italics at a table's foot, set larger than the table's type (tables_dev/hydrogen_projects_a1), came out as a heading.
-Controls: a bold heading on a line of its own over prose stays a heading, and so does one in the left column of a
-two-column page whose row the right column's text shares.
+A manual's code listings set no body size (tables_dev/reportlab_userguide_p87: 8-point listings longer than the
+10-point prose between them made each prose line a heading). Controls: a bold heading on a line of its own over
+prose stays a heading, and so does one in the left column of a two-column page whose row the right column's text
+shares.
 """
 
 from __future__ import annotations
@@ -97,3 +99,37 @@ def _columns_page(c: object) -> None:
 def test_a_heading_whose_row_the_other_column_shares_stays_a_heading(tmp_path: Path) -> None:
     headings = _headings(_layout(tmp_path / "columns.pdf", _columns_page))
     assert "Payment of the notes" in headings, headings
+
+
+CODE = [
+    "t = Table(data, style=[('GRID', (1, 1), (-2, -2), 1, colors.green),",
+    "                       ('BOX', (0, 0), (1, -1), 2, colors.red),",
+    "                       ('LINEABOVE', (1, 2), (-2, 2), 1, colors.blue),",
+    "                       ('LINEBEFORE', (2, 1), (2, -2), 1, colors.pink),",
+    "                       ('BACKGROUND', (0, 0), (0, 1), colors.pink),",
+    "                       ('BACKGROUND', (1, 1), (1, 2), colors.lavender),",
+    "                       ('BACKGROUND', (2, 2), (2, 3), colors.orange)])",
+]
+
+
+def _manual_page(c: object) -> None:
+    """A manual's page: 10-point prose between 8-point code listings longer than it, as reportlab's user guide sets
+    them, each listing followed by a one-word line ("produces") before its result."""
+    c.setFont("Helvetica-BoldOblique", 12)  # type: ignore[attr-defined]
+    c.drawString(72, 780, "TableStyle Line Commands")  # type: ignore[attr-defined]
+    y = 755.0
+    for _ in range(3):
+        c.setFont("Times-Roman", 10)  # type: ignore[attr-defined]
+        y = wrapped_prose(c, "We can see some line commands in action with the following example.", y) - 20
+        c.setFont("Courier", 8)  # type: ignore[attr-defined]
+        for line in CODE * 2:
+            c.drawString(80, y, line)  # type: ignore[attr-defined]
+            y -= 10
+        c.setFont("Times-Roman", 10)  # type: ignore[attr-defined]
+        c.drawString(72, y - 12, "produces")  # type: ignore[attr-defined]
+        y -= 40
+
+
+def test_prose_between_longer_code_listings_is_the_body(tmp_path: Path) -> None:
+    headings = _headings(_layout(tmp_path / "manual.pdf", _manual_page))
+    assert headings == ["TableStyle Line Commands"], headings

@@ -141,20 +141,31 @@ def document_style(contents: Iterable[PageContent]) -> Style:
     chars: Counter[float] = Counter()
     prose: Counter[float] = Counter()  # characters in prose lines (PROSE_WORDS), by size
     prose_lines: Counter[float] = Counter()
+    # The same counts without monospace type: a manual's code listings, set smaller than its prose and longer, set
+    # no body (reportlab's user guide: 8-point listings under 10-point prose made every prose line a "heading").
+    text_chars: Counter[float] = Counter()
+    text_prose: Counter[float] = Counter()
+    text_lines: Counter[float] = Counter()
     where: dict[float, set[tuple[int, float]]] = {}
     for content in map(upright, contents):
         flat = [w for w in content.words if not w.rotation]
         for word in flat:
             size = round(word.size or word.height, 1)
             chars[size] += len(word.text)
+            text_chars[size] += 0 if word.monospace else len(word.text)
             where.setdefault(size, set()).add((content.number, round(word.y0 / content.height, 3)))
         for piece in (p for line in _layer_lines(flat) for p in pieces(line) if len(p.words) >= PROSE_WORDS):
             size = round(piece.size, 1)
             prose[size] += sum(len(w.text) for w in piece.words)
             prose_lines[size] += 1
+            if not any(w.monospace for w in piece.words):
+                text_prose[size] += sum(len(w.text) for w in piece.words)
+                text_lines[size] += 1
     if not chars:
         return Style(body_size=10.0)
     body = _body_size(chars, prose, prose_lines)
+    if any(text_lines[s] >= PROSE_LINES for s in text_lines):  # prose outside code: the body is its size
+        body = _body_size(+text_chars, text_prose, text_lines)
     heads = tuple(sorted((s for s in chars if s >= HEADING_RATIO * body), reverse=True))
     title = heads[0] if heads and _one_block_on_top(where[heads[0]]) else 0.0
     return Style(body_size=body, heading_sizes=heads, title_size=title)
