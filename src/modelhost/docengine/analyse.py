@@ -616,9 +616,7 @@ def _without_prose_header(found: FoundTable, words: Sequence[Word]) -> FoundTabl
     prose = [
         c.row + c.row_span
         for c in table.cells
-        if c.header
-        and c.bbox is not None
-        and _prose_lines([words[i] for i in found.words if centre_in(words[i], c.bbox)]) >= HEADER_PROSE_LINES
+        if c.header and c.bbox is not None and _prose_lines(_cell_words(found, words, c.bbox)) >= HEADER_PROSE_LINES
     ]
     if not prose:
         return found
@@ -641,11 +639,15 @@ def _text_box(found: FoundTable, words: Sequence[Word]) -> bool:
     cell across its columns, and stays a table."""
     table = found.table
     return table.rows < MIN_ROWS and any(
-        c.col_span == table.cols
-        and _prose_lines([words[i] for i in found.words if centre_in(words[i], c.bbox)]) >= PROSE_LINES
+        c.col_span == table.cols and _prose_lines(_cell_words(found, words, c.bbox)) >= PROSE_LINES
         for c in table.cells
         if c.bbox is not None
     )
+
+
+def _cell_words(found: FoundTable, words: Sequence[Word], bbox: BBox) -> list[Word]:
+    """The words of table `found` (indexes into `words`) whose centres lie in a cell's box."""
+    return [words[i] for i in found.words if centre_in(words[i], bbox)]
 
 
 def _running(side: list[tuple[Cell, list[Word]]]) -> bool:

@@ -1023,7 +1023,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     # rules under some columns only (a `\\cmidrule`): the header just above one spans the columns it stands over
     partial = [h for h in horizontals if h.x1 - h.x0 < box[2] - box[0] - 2 * JOIN] if not verticals else []
     if not ruled_columns:
-        xs = _word_columns([words[i] for i in members if not _over(words[i], partial)], box)
+        xs = _word_columns([w for w in inside if not _over(w, partial)], box)
     else:
         soft, aligned = _band_columns(xs, inside)
         xs = sorted([*xs, *soft])
@@ -1126,7 +1126,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     if filled < 2 or filled < MIN_FILLED * len(cells):
         return None  # boxes of a vector drawing (a network diagram, a flow chart), not a table
     long = [cell for cell in cells if len(cell.text.split()) > MAX_CELL_WORDS]
-    if long and sum(1 for cell in cells if cell.text) - len(long) < 2 * cols:
+    if long and filled - len(long) < 2 * cols:
         return None  # a ruled frame around running text (a cover, a sidebar), not a table
     if not ruled_columns and sum(words[i].monospace for i in members) >= 0.8 * len(members):
         return None  # a framed code listing
