@@ -59,7 +59,9 @@ def ground_truth(name: str) -> dict[int, list[tuple[str, Box]]]:
     for key in ("texts", "tables", "pictures"):
         for item in doc.get(key, []):
             label = DOCLING.get(item.get("label", ""))
-            for prov in item.get("prov", []) if label else []:
+            if label is None:
+                continue  # a label the layout models do not predict (formula, code...) is not scored
+            for prov in item.get("prov", []):
                 b, page = prov["bbox"], prov["page_no"]
                 top, bottom = (heights[page] - b["t"], heights[page] - b["b"])
                 if b.get("coord_origin") == "TOPLEFT":
@@ -74,6 +76,11 @@ def iou(a: Box, b: Box) -> float:
     inter = ix * iy
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return inter / union if union > 0 else 0.0
+
+
+def _scaled(box: Box, scale: float) -> Box:
+    """A box from image pixels to points."""
+    return (box[0] * scale, box[1] * scale, box[2] * scale, box[3] * scale)
 
 
 def cdla() -> Callable[[np.ndarray], list[tuple[str, Box]]]:
@@ -120,13 +127,13 @@ def main() -> None:
         start = time.perf_counter()
         predictions: list[Any] = [model(image) for image, _ in pages]
         seconds = (time.perf_counter() - start) / len(pages)
-        for (_, truth), predicted in zip(pages, predictions, strict=True):
-            boxes = [(label, tuple(v * scale for v in box)) for label, box in predicted]
-            for label, box in truth:
+        for (_, regions), predicted in zip(pages, predictions, strict=True):
+            boxes: list[tuple[str, Box]] = [(kind, _scaled(box, scale)) for kind, box in predicted]
+            for label, box in regions:
                 total += 1
                 per_total[label] += 1
-                best = max(boxes, key=lambda p: iou(p[1], box), default=None)  # type: ignore[arg-type]
-                if best is not None and iou(best[1], box) >= 0.5:  # type: ignore[arg-type]
+                best = max(boxes, key=lambda p: iou(p[1], box), default=None)
+                if best is not None and iou(best[1], box) >= 0.5:
                     found += 1
                     per[label] += 1
                     right += best[0] == label

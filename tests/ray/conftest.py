@@ -6,9 +6,8 @@ Where Ray is not installed (`pip install 'modelhost[ray]'`), each test that need
 modelhost works without Ray are the point there. (A module-level skip here aborted the whole run whenever a file of
 this folder was named on the command line.) Note that `import ray` alone does not tell whether Ray is installed:
 this folder is itself named `ray`, and with pytest's rootdir on sys.path an uninstalled `ray` imports as this
-folder, a namespace package with nothing in it (and bench/ray.py, on sys.path for the document tests, is a module
-named `ray` too). Nor may `ray` be imported before the session's token environment is set (ray_env): Ray reads
-RAY_AUTH_MODE when it is first imported.
+folder, a namespace package with nothing in it. Nor may `ray` be imported before the session's token environment is
+set (ray_env): Ray reads RAY_AUTH_MODE when it is first imported.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from modelhost.testing import raynodes
 def _ray_installed() -> bool:
     # Found by spec, not imported: `import ray` reads RAY_AUTH_MODE once, and the session's token environment
     # (ray_env) must be set before that. A namespace package (this folder) has no origin.
-    # bench/ray.py (bench/ is on sys.path for the document tests) is a module named ray too: only a package is Ray.
     spec = importlib.util.find_spec("ray")
     return spec is not None and spec.origin is not None and Path(spec.origin).name == "__init__.py"
 

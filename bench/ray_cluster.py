@@ -11,7 +11,7 @@
 2. Documents: pages/s and CPU seconds of converting PAGES of the corpus's Redbook from their pixels (the `ocr`
    model, --no-text-layer) with plain `convert` (in this process), and over Ray Data with 1 and 2 actors.
 
-    .venv/bin/python bench/ray.py [--model default] [--parallel 2] [--skip-serve] [--skip-documents]
+    .venv/bin/python bench/ray_cluster.py [--model default] [--parallel 2] [--skip-serve] [--skip-documents]
 
 The model is the embedded SmolLM2 GGUF by default. On 2 cores the two replicas share the cores the direct host has
 alone, so tokens/s compare what Ray adds at equal hardware, not what a second machine would give.
@@ -32,14 +32,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# This file is bench/ray.py, and a script's own folder comes first on sys.path: `import ray` would import this
-# file. The folder goes before anything imports Ray (bench/ holds no module this script needs).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import httpx
 
-import httpx  # noqa: E402
-
-from modelhost.documents.settings import ConvertSettings  # noqa: E402
-from modelhost.testing import raynodes  # noqa: E402
+from modelhost.documents.settings import ConvertSettings
+from modelhost.testing import raynodes
 
 CONCURRENCY = 8
 REQUESTS = 4
