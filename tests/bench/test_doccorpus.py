@@ -214,6 +214,40 @@ def test_the_rivals_tables_group_holds_each_pages_text_tables_and_pictures() -> 
     assert by_name["tables_rival/sce_150_1"].tables[1][6] == ["RMAX_PREMIUM", "", "", "", "NA"]
 
 
+def test_the_fresh_tables_group_holds_each_pages_text_tables_and_headings() -> None:
+    """tables_fresh/README.md's shapes: every table of each page, rows as wide as the header, a header spanning
+    columns repeated in each, a label set once over two header rows kept in the first, and what the page says
+    around its tables (an invoice's fields, a caption, headings); held out whole."""
+    entries = [e for e in doccorpus.entries() if e.group == "tables-fresh"]
+    assert "tables-fresh" in doccorpus.HELD_OUT_GROUPS
+    assert entries and all(e.split == "held-out" for e in entries)
+    by_name = {e.name: e.reference() for e in entries}
+    shapes = {name: [(len(t), len(t[0])) for t in ref.tables] for name, ref in by_name.items()}
+    assert shapes == {
+        "tables_fresh/facturx_invoice": [(4, 9), (8, 5), (5, 6), (2, 3)],
+        "tables_fresh/megafake_report_p3": [(3, 6)],
+        "tables_fresh/oferta_3eso": [(6, 3)],
+        "tables_fresh/sample_table": [(6, 6)],
+        "tables_fresh/tjms_footballers_p3": [(4, 5), (3, 6)],
+    }
+    for ref in by_name.values():
+        assert all(len(row) == len(table[0]) for table in ref.tables for row in table)
+    two_levels = by_name["tables_fresh/sample_table"].tables[0]
+    assert two_levels[0][4:] == ["Results", "Results"]  # one header over two columns, in each
+    assert two_levels[1] == ["", "", "", "", "Accuracy", "Time to complete"]  # names set once stay in the first row
+    invoice = by_name["tables_fresh/facturx_invoice"]
+    assert invoice.tables[0][3][6] == ""  # the third line has no discount
+    assert "N° DE CLIENT : REFCLI0215" in invoice.paragraphs  # a box's field, a paragraph of its own
+    assert not invoice.headings
+    journal = by_name["tables_fresh/tjms_footballers_p3"]
+    assert [(h.text, h.level) for h in journal.headings] == [
+        ("Nitrate determination", 3),
+        ("Statistical Analysis", 3),
+        ("Results", 2),
+    ]
+    assert "Calibration curves" in journal.text  # the page's word, where the text layer breaks it
+
+
 def test_a_scan_of_one_page_is_scored_against_that_page_of_its_source() -> None:
     """scan/scan_NAME_pN.pdf is page N of NAME: its reference holds that page's tables and none of another page's;
     scan_pdfspec_NAME.pdf is scored against pdf-spec's gold Markdown."""
