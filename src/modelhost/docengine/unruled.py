@@ -153,6 +153,17 @@ RECORD_CHANGES = 0.5
 #: wider than its cells ("Species" over "setosa", left-aligned in the last column; a name over right-aligned figures
 #: in the first) overhangs the table's edge by an em or a few. A paragraph's line over a table is one segment.
 HEADER_OVERHANG = 3.0
+#: A rule marks a group header's columns (`_ruled_under`) when it lies at most this many line heights under the
+#: header's words: a `\\cmidrule` or a report's spanner rule sits in the gap between the header and the row below, a
+#: third to a half of a line under it; the next row's own words start a line height down, and a rule further off
+#: is the next row's, not this header's.
+SPANNER_DROP = 0.8
+#: ... or at most this many line heights above the words' bottom: a word box's descent reaches a little under the
+#: baseline, and a rule set tight under it may sit inside; a rule higher up strikes the words through or is the
+#: rule over the header, which marks no span of its.
+SPANNER_RISE = 0.3
+#: Rules weighed as spanners at most: each header segment looks at every one (the text layer keeps `MAX_RULES`).
+MAX_SPANNERS = 2_000
 #: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
 MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
@@ -261,8 +272,9 @@ def find_unruled(
     found: list[FoundTable] = []
     taken: set[int] = set()
     stripes = sorted(fills[:MAX_STRIPES])
+    spanners = [r for r in rules[:MAX_SPANNERS] if r.horizontal and r.length > 0]
     for run in _runs(rows):
-        table = _table(run, rows, words, stripes)
+        table = _table(run, rows, words, stripes, spanners)
         if table is not None:
             table = _beside_listing(table, words)
         if table is None or table.words & taken or any(_cuts(frame, table.bbox) for frame in frames):
@@ -792,7 +804,13 @@ def _across(row: _Row, run: _Run) -> bool:
     return row.x0 < run.x1 and run.x0 < row.x1
 
 
-def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[BBox] = ()) -> FoundTable | None:
+def _table(
+    run: _Run,
+    rows: list[_Row],
+    words: Sequence[Word],
+    fills: Sequence[BBox] = (),
+    spanners: Sequence[Segment] = (),
+) -> FoundTable | None:
     # Trailing rows of one segment (a paragraph's short last line under the table) are not the table's.
     body = list(run.rows)
     while body and rows[body[-1]].segments < 2:
@@ -804,7 +822,7 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
         run = dataclasses.replace(run, separators=sorted(run.separators + hidden))
     separators = run.separators
     cols = len(separators) + 1
-    above, spanning = _above(run, body[0], rows, words)
+    above, spanning = _above(run, body[0], rows, words, spanners)
     grid_rows = above + body
     middles = [(a + b) / 2 for a, b in separators]
     # rows that close a column gap by a tight fit (`_tight`): their words go by where their own spaces part them
@@ -829,7 +847,7 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     if _records([cells for r, cells in zip(grid_rows, cells_words, strict=True) if r not in spanning], words):
         return None  # a paper's authors side by side, read line by line before any line is taken for a wrapped cell
     groups = [[r] for r in grid_rows]
-    fixed = _stacked_header(cells_words, groups, spanning, rows, words, separators)
+    fixed = _stacked_header(cells_words, groups, spanning, rows, words, separators, (run.x0, run.x1), spanners)
     _joined(cells_words, groups, words, fixed)
     plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
     banded = _header_band([rows[r] for r in grid_rows], fills)
@@ -843,7 +861,12 @@ def _table(run: _Run, rows: list[_Row], words: Sequence[Word], fills: Sequence[B
     cells: list[Cell] = []
     for r, (group, by_col) in enumerate(zip(groups, cells_words, strict=True)):
         top, bottom = rows[group[0]].y0, max(rows[k].y1 for k in group)
-        spans = _spans(rows[group[0]], words, separators, (run.x0, run.x1)) if group[0] in spanning else None
+        spans = None
+        if group[0] in spanning:
+            extent = (run.x0, run.x1)
+            spans = _spans(rows[group[0]], words, separators, extent, spanners) or _spans(
+                rows[group[0]], words, separators, extent
+            )
         for start, end in spans or [(c, c + 1) for c in range(cols)]:
             cells.append(
                 Cell(
@@ -907,20 +930,26 @@ def _stacked_header(
     rows: list[_Row],
     words: Sequence[Word],
     separators: list[tuple[float, float]],
+    extent: tuple[float, float] | None = None,
+    spanners: Sequence[Segment] = (),
 ) -> int:
     """A header whose cells wrap onto a second line ("Total" over "population", "Median" over "income") joined into
     one row, in place, and the count of header rows left at the top for `_joined` to keep apart. Two lines at the
     top are one header row when both are set in one face that is not the body's (a bold header over regular figures)
     and the upper line's every piece stands over a single column (a group's header over several columns spans them:
-    `_spans`, it is a row of its own), and some piece of the lower line stands under one of the upper's (a bold
-    group's label alone in the stub under a header whose stub is empty, "Ethanol ($/gal)", is the body's first row).
-    `members` (each grid row's rows) follows."""
+    `_spans`, it is a row of its own, and so is one a rule under it marks over several, `_ruled_under`), and some
+    piece of the lower line stands under one of the upper's (a bold group's label alone in the stub under a header
+    whose stub is empty, "Ethanol ($/gal)", is the body's first row). `members` (each grid row's rows) follows."""
     fixed = len(spanning)
     head = max(fixed, 1)  # the header's last line: the lowest spanning row, or the first row
     if len(grid) < MIN_ROWS + 2 or head > MAX_HEADER_ROWS:
         return fixed
     upper, lower = members[head - 1][0], members[head][0]
     spans = _spans(rows[upper], words, separators)
+    if spans is not None and spanners and extent is not None:
+        ruled = _spans(rows[upper], words, separators, extent, spanners)
+        if ruled is not None and ruled != _spans(rows[upper], words, separators, extent):
+            spans = ruled
     top = [i for cell in grid[head - 1] for i in cell]
     under = [i for cell in grid[head] for i in cell]
     body = [i for cells in grid[head + 1 :] for cell in cells for i in cell]
@@ -1217,14 +1246,17 @@ def _face(ids: list[int], words: Sequence[Word]) -> tuple[bool, str, float]:
     return max(counts, key=lambda k: counts[k])
 
 
-def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tuple[list[int], set[int]]:
+def _above(
+    run: _Run, first: int, rows: list[_Row], words: Sequence[Word], spanners: Sequence[Segment] = ()
+) -> tuple[list[int], set[int]]:
     """Rows just above the run that belong to it, top to bottom, and which of them are spanning header rows.
 
     Walking up from the run's first row over the rows that overlap it across, each at most `ROW_GAP` line heights
     above the last: a row that keeps the run's separators is one of its rows (a label standing alone in the first
     column, "Current assets", is kept only under a row that is kept too: alone it is the paragraph above); a row
     whose segments each sit over whole columns, no two over one, is a header row with spans ("Year ended" over two
-    columns of figures; a lone segment only right of the first column, or it is a paragraph's short last line),
+    columns of figures; a lone segment only right of the first column, or it is a paragraph's short last line;
+    and a row a rule under one of its names marks as a group's header (`_ruled_under`), whatever columns it keeps),
     and above a header row only header rows follow. At most `MAX_HEADER_ROWS` header rows and
     as many label rows."""
     out: list[int] = []
@@ -1241,13 +1273,17 @@ def _above(run: _Run, first: int, rows: list[_Row], words: Sequence[Word]) -> tu
             or row.x1 > run.x1 + 1 + (reach if row.segments >= 2 else 0.0)
         ):
             break
-        if not spanning and _keeps(run.separators, row) is not None:
+        ruled = bool(spanners) and _spans(row, words, run.separators, (run.x0, run.x1), spanners) not in (
+            None,
+            _spans(row, words, run.separators, (run.x0, run.x1)),
+        )
+        if not spanning and not ruled and _keeps(run.separators, row) is not None:
             pending.insert(0, k)
             if row.segments >= 2:
                 out[:0] = pending
                 pending = []
         elif _spans(row, words, run.separators) is not None and (
-            row.segments >= 2 or (row.x0 > sum(run.separators[0]) / 2 and not _title(row, run))
+            ruled or row.segments >= 2 or (row.x0 > sum(run.separators[0]) / 2 and not _title(row, run))
         ):
             out[:0] = [k, *pending]
             pending = []
@@ -1271,6 +1307,7 @@ def _spans(
     words: Sequence[Word],
     separators: list[tuple[float, float]],
     extent: tuple[float, float] | None = None,
+    spanners: Sequence[Segment] = (),
 ) -> list[tuple[int, int]] | None:
     """A header row's cells as column ranges [start, end): each segment covers the columns its extent reaches into;
     None when two segments share a column. Columns no segment covers are cells of their own (empty). A segment
@@ -1283,7 +1320,11 @@ def _spans(
     separator's start, within `tables.ALIGN_SLACK`) ends its segment when the next word ends at the next column's
     right edge too; so does a segment starting at a column's left edge when the next word, across the next column
     gap, ends at the next column's right edge (a code's name over left-aligned codes, an amount's over right-aligned
-    amounts: "COMMITTEE AMOUNT")."""
+    amounts: "COMMITTEE AMOUNT"). Given the table's extent and horizontal `spanners` (the page's rules), a segment
+    with a rule just under it, wider than it, reaching no other segment and not every column, spans the columns that
+    rule reaches (`_ruled_under`): the rule a report or a booktabs `\\cmidrule` draws under a group's header marks its
+    columns, where centring cannot ("2019-2024" centred over six year columns is as well centred over the middle
+    two)."""
     bounds = [(a + b) / 2 for a, b in separators]
     segments: list[tuple[float, float]] = []
     edges = [a for a, _ in separators] + ([extent[1]] if extent is not None else [])  # the columns' right edges
@@ -1307,6 +1348,14 @@ def _spans(
             segments[-1] = (segments[-1][0], max(segments[-1][1], w.x1))
         else:
             segments.append((w.x0, w.x1))
+    ruled: set[int] = set()
+    if extent is not None and spanners:
+        widened_by = [_ruled_under(k, segments, row, spanners, separators, extent) for k in range(len(segments))]
+        ruled = {k for k, rule in enumerate(widened_by) if rule is not None}
+        segments = [
+            segment if rule is None else (min(segment[0], rule[0]), max(segment[1], rule[1]))
+            for segment, rule in zip(segments, widened_by, strict=True)
+        ]
     out: list[tuple[int, int]] = []
     col = 0
     for x0, x1 in segments:
@@ -1323,7 +1372,7 @@ def _spans(
         col = end
     if extent is not None:  # left to right, each seeing its left neighbour's widened span
         for k, segment in enumerate(segments):
-            if out[k][1] - out[k][0] >= 2:
+            if out[k][1] - out[k][0] >= 2 and k not in ruled:
                 out[k] = _centred_span(segment, out, k, separators, extent)
     cells: list[tuple[int, int]] = []
     col = 0
@@ -1333,6 +1382,39 @@ def _spans(
         col = end
     cells.extend((c, c + 1) for c in range(col, len(bounds) + 1))
     return cells
+
+
+def _ruled_under(
+    k: int,
+    segments: list[tuple[float, float]],
+    row: _Row,
+    spanners: Sequence[Segment],
+    separators: list[tuple[float, float]],
+    extent: tuple[float, float],
+) -> tuple[float, float] | None:
+    """The x range of a rule drawn just under segment `k` of a header row to mark the columns it spans, or None: a
+    horizontal rule whose height lies within `SPANNER_DROP` line heights under the row's words, that runs under the
+    segment's middle and past at least one of its ends, reaches no other segment of the row (a rule under the whole
+    header row is the header's rule, not one name's), and leaves some column unreached (a rule under every column is
+    the table's own)."""
+    x0, x1 = segments[k]
+    middle = (x0 + x1) / 2
+    height = max(row.height, 1.0)
+    best: tuple[float, float] | None = None
+    for rule in spanners:
+        y = (rule.y0 + rule.y1) / 2
+        lo, hi = min(rule.x0, rule.x1), max(rule.x0, rule.x1)
+        if not (row.y1 - SPANNER_RISE * height <= y <= row.y1 + SPANNER_DROP * height and lo < middle < hi):
+            continue
+        if lo > x0 - ALIGN_SLACK and hi < x1 + ALIGN_SLACK:
+            continue  # no wider than the name: an underline, it marks no columns
+        if any(j != k and min(hi, b) > max(lo, a) for j, (a, b) in enumerate(segments)):
+            continue
+        if all(_reaches(lo, hi, separators, c) for c in range(len(separators) + 1)):
+            continue
+        if best is None or hi - lo > best[1] - best[0]:
+            best = (lo, hi)
+    return best
 
 
 def _centred_span(
