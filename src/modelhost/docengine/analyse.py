@@ -77,6 +77,10 @@ BACKGROUND_WORDS = 50
 FRAME_SHARE = 0.4
 #: A page number is set at most this many times the body size.
 PAGE_NUMBER_SIZE = 1.3
+#: A listing's line numbers set this much smaller than its lines or more are line numbers (`_numbered_listing`):
+#: algorithm2e's are 7 points beside 10-point pseudo-code (0.7), listings' \tiny or \scriptsize beside
+#: \small; two sizes of type one step apart in LaTeX (10 and 9 points) differ by 0.9.
+LINE_NUMBER_SIZE = 0.85
 #: Lines wholly inside this share of the page height at the top or the bottom are margin lines.
 MARGIN = 0.075
 #: A margin-zone line is one of the body's text block when it stands from the block's nearest line at that line's
@@ -496,7 +500,22 @@ def _numbered_listing(found: FoundTable, words: Sequence[Word]) -> bool:
         return False
     marks = {text for _, text in first}
     rest = [words[i] for i in found.words if words[i].text not in marks]
-    return bool(rest) and sum(w.monospace for w in rest) >= CODE_SHARE * len(rest)
+    if not rest:
+        return False
+    # Line numbers set smaller than the lines beside them, in a face of their own, are a listing's whatever the
+    # lines' face: algorithm2e and listings number pseudo-code in 7 points beside 10 (`LINE_NUMBER_SIZE`), CMBX7 or
+    # CMR5 beside CMR10 and CMTT10; a table's row numbers are its cells' size and face. Words read from pixels name
+    # no face, and their sizes are their lines' heights (a line of figures is shorter than one with descenders).
+    numbers = [words[i] for i in found.words if words[i].text in marks]
+    faces = {w.font for w in numbers}
+    sizes = sorted(w.size for w in numbers)
+    if (
+        all(faces)
+        and not faces & {w.font for w in rest}
+        and sizes[len(sizes) // 2] < LINE_NUMBER_SIZE * sorted(w.size for w in rest)[len(rest) // 2]
+    ):
+        return True
+    return sum(w.monospace for w in rest) >= CODE_SHARE * len(rest)
 
 
 def _index(table: Table) -> bool:

@@ -1003,6 +1003,14 @@ def _evidence(
         return False
     if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
         return False  # equations in a text font, numbered
+    displayed = [[words[i] for cell in cells for i in cell] for cells in grid]
+    if any(_numbered_equation(row) for row in displayed):
+        # numbered display equations (a term left of `=`, the number flush right), the lines of an equation array
+        # that carry no number (mostly math) and a line or two beside them (a justified line's wide spaces under
+        # them: REVTeX's column after an equation array) are no table's rows
+        equations = sum(1 for row in displayed if _numbered_equation(row) or _mostly_math(row))
+        if sum(1 for cells in grid if sum(1 for c in cells if c) >= 2) - equations < MIN_ROWS:
+            return False
     filled = [t for cells in column for t in cells]
     if 2 * sum(1 for t in filled if _RUNS_INTO_NEXT.search(t)) >= len(filled):
         return False  # a list run on across the lines (an index's page numbers, justified): its pieces end mid-list
@@ -1228,6 +1236,23 @@ def _text_header(grid: list[list[list[int]]], words: Sequence[Word]) -> bool:
     table of identifiers ("Type", "Function", "Source Code" over C++ names)."""
     first = [cell for cell in grid[0] if cell]
     return len(first) >= 2 and not any(words[i].monospace for cell in first for i in cell)
+
+
+def _numbered_equation(row: Sequence[Word]) -> bool:
+    """Whether a line is a numbered display equation: its last word an equation number ("(7b)"), and before it a
+    formula's word in a math font or an equals sign. A results table's model numbers ("(1)", "(2)") head columns of
+    their own, never stand last after a formula."""
+    if len(row) < 2:
+        return False
+    last = max(row, key=lambda w: w.bbox[2])
+    return bool(_EQUATION_NUMBER.match(last.text)) and any(
+        w is not last and (_formula(w) or w.text == "=") for w in row
+    )
+
+
+def _mostly_math(row: Sequence[Word]) -> bool:
+    """Whether more than `MATH_SHARE` of a line's words are a formula's (a display's line with no number)."""
+    return sum(1 for w in row if _formula(w)) > MATH_SHARE * len(row)
 
 
 def _formula(word: Word) -> bool:
