@@ -1,7 +1,8 @@
-"""A paper's pages that hold no table where their lines only look like one: numbered display equations in TeX's math
-fonts over a justified line of the column; an algorithm's pseudo-code with its line numbers set small (algorithm2e).
-Pages drawn here with reportlab in the TrueType faces matplotlib ships (the text layer names them as TeX's PDFs do:
-cmmi10 is the math italic)."""
+"""A paper's pages that hold no table and no heading where their lines only look like one: numbered display
+equations in TeX's math fonts over a justified line of the column; an algorithm's pseudo-code with its line numbers
+set small (algorithm2e); a body face whose descriptor's StemV says bold (Debian's builds of REVTeX's samples and R's
+vignettes), which made every short line of prose a bold heading. Pages drawn here with reportlab in the TrueType
+faces matplotlib ships (the text layer names them as TeX's PDFs do: cmmi10 is the math italic)."""
 
 from __future__ import annotations
 
@@ -109,6 +110,34 @@ def test_numbered_equations_over_a_justified_line_are_no_table(tmp_path: Path, d
     assert [b for b in layout.blocks if b.kind is Kind.TABLE] == []
     text = " ".join(b.text for b in layout.blocks if b.kind is Kind.TEXT)
     assert "Putting a \\label{#1} command right after the" in text
+
+
+def test_a_body_face_bold_by_its_stemv_alone_makes_no_short_line_a_heading(tmp_path: Path) -> None:
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    fonts = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    # The body face's descriptor written with StemV 151 (pdfium reads weight 744), as those builds write CMR10's; the
+    # heading face is bold by its name.
+    body = TTFont("BodyStemV151", str(fonts / "DejaVuSerif.ttf"))
+    body.face.stemV = 151
+    pdfmetrics.registerFont(body)
+    pdfmetrics.registerFont(TTFont("DejaVuSerif-Bold", str(fonts / "DejaVuSerif-Bold.ttf")))
+    text = "The results of the survey are set out below, region by region, with the figures of the year before. " * 4
+
+    def draw(c: object) -> None:
+        c.setFont("DejaVuSerif-Bold", 12)  # type: ignore[attr-defined]
+        c.drawString(72, 780, "1 Introduction")  # type: ignore[attr-defined]
+        c.setFont("BodyStemV151", 10)  # type: ignore[attr-defined]
+        y = wrapped_prose(c, text, 760)
+        # a line of its own between two paragraphs, as prose stands between two code chunks in a vignette
+        c.drawString(72, y - 24, "and one more line of the text")  # type: ignore[attr-defined]
+        wrapped_prose(c, text, y - 48)
+
+    layout = _layout(tmp_path / "stemv.pdf", draw)
+    headings = [b.text for b in layout.blocks if b.kind in (Kind.TITLE, Kind.SECTION_HEADER)]
+    assert headings == ["1 Introduction"]
+    assert any(b.kind is Kind.TEXT and b.text == "and one more line of the text" for b in layout.blocks)
 
 
 ALGORITHM = [

@@ -138,7 +138,12 @@ ASCENT_EM = 0.7
 DESCENT_EM = 0.21
 #: Garbled words closer than this (points, at most a line height) form one OCR region.
 MERGE_PAD = 12.0
-#: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold).
+#: Font weight pdfium reports from which a font is bold (CSS weights: 400 regular, 700 bold). With no /FontWeight
+#: pdfium derives it from the descriptor's StemV, which some producers write out of scale: Debian's builds of REVTeX's
+#: samples and of R's vignettes (Type 1C Computer and Latin Modern faces re-embedded) give CMR10 and
+#: LMRoman10-Regular StemVs that read 744, and all their text came out bold: every short line a bold heading.
+#: A page whose type setting most of its letters is bold by its weight alone (not by its name, not by the
+#: force-bold flag) takes no font's weight for bold (`_trusted_weights`): a page's body is set regular.
 BOLD_WEIGHT = 600
 #: A text layer whose letters no language writes is not the page's text, whatever pdfium decoded: a font whose
 #: ToUnicode map sends several glyphs to one letter (right_to_left_02: its Arabic kashida and joining glyphs all
@@ -185,6 +190,8 @@ _ITALIC_NAMES = ("italic", "oblique", "cmti", "cmmi", "sfti", "sfsl", "cmsl", "p
 class _Font:
     name: str
     bold: bool
+    # bold by its weight alone (pdfium's, from StemV): neither its name nor its flags say so
+    heavy: bool
     italic: bool
     monospace: bool
     math: bool
@@ -237,7 +244,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
         objects.walk(page.raw, None, 0)
         textpage = page.get_textpage()
         try:
-            chars = _chars(textpage, frame, objects.fonts)
+            chars = _trusted_weights(_chars(textpage, frame, objects.fonts))
         finally:
             textpage.close()
     finally:
@@ -335,9 +342,11 @@ class _Objects:
         lower = face.lower()
         invisible = mode == raw.FPDF_TEXTRENDERMODE_INVISIBLE
         self.invisible_chars = self.invisible_chars or invisible
+        named = bool(flags & _FORCE_BOLD) or any(n in lower for n in _BOLD_NAMES)
         self.fonts[key] = _Font(
             name=face,
-            bold=weight >= BOLD_WEIGHT or bool(flags & _FORCE_BOLD) or any(n in lower for n in _BOLD_NAMES),
+            bold=weight >= BOLD_WEIGHT or named,
+            heavy=weight >= BOLD_WEIGHT and not named,
             italic=bool(flags & _ITALIC) or any(n in lower for n in _ITALIC_NAMES),
             monospace=bool(flags & _FIXED_PITCH) or any(n in lower for n in _MONO_NAMES),
             math=any(n in lower for n in _MATH_NAMES) and not any(n in lower for n in _TEXT_NAMES),
@@ -537,7 +546,7 @@ _SPACING_ACCENTS = {
     "\u00b8": "\u0327",  # cedilla
     "\u02db": "\u0328",  # ogonek
 }
-_NO_FONT = _Font("", False, False, False, False, False)
+_NO_FONT = _Font("", False, False, False, False, False, False)
 
 
 def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font]) -> list[_Char]:
@@ -641,6 +650,20 @@ def _from_baseline(box: BBox, origin: tuple[float, float], angle: int, size: flo
     if angle == 90:
         return (x - down, box[1], x + up, box[3])
     return (x - up, box[1], x + down, box[3])
+
+
+def _trusted_weights(chars: list[_Char]) -> list[_Char]:
+    """The characters with their fonts' bold taken from names and flags only where the face setting most of the
+    page's letters is bold by its weight alone: that weight is out of scale (see `BOLD_WEIGHT`), and so, coming
+    from the same producer, are the others'."""
+    letters = Counter(ch.font for ch in chars if ch.text.isalpha())
+    if not letters or not letters.most_common(1)[0][0].heavy:
+        return chars
+    regular: dict[_Font, _Font] = {}
+    for ch in chars:
+        if ch.font.heavy:
+            ch.font = regular.setdefault(ch.font, replace(ch.font, bold=False, heavy=False))
+    return chars
 
 
 def _accented(chars: list[_Char]) -> list[_Char]:
