@@ -506,9 +506,9 @@ def _numbered_listing(found: FoundTable, words: Sequence[Word]) -> bool:
     # lines' face: algorithm2e and listings number pseudo-code in 7 points beside 10 (`LINE_NUMBER_SIZE`), CMBX7 or
     # CMR5 beside CMR10 and CMTT10; a table's row numbers are its cells' size and face. Words read from pixels name
     # no face, and their sizes are their lines' heights (a line of figures is shorter than one with descenders).
-    numbers = [words[i] for i in found.words if words[i].text in marks]
-    faces = {w.font for w in numbers}
-    sizes = sorted(w.size for w in numbers)
+    marked = [words[i] for i in found.words if words[i].text in marks]
+    faces = {w.font for w in marked}
+    sizes = sorted(w.size for w in marked)
     if (
         all(faces)
         and not faces & {w.font for w in rest}
