@@ -164,6 +164,9 @@ SPANNER_DROP = 0.8
 SPANNER_RISE = 0.3
 #: Rules weighed as spanners at most: each header segment looks at every one (the text layer keeps `MAX_RULES`).
 MAX_SPANNERS = 2_000
+#: A box's own edges may be doubled this many points inside it (a spreadsheet's double border: two rules a point or
+#: two apart); a horizontal rule further inside rules the box's rows (`_boxed`).
+BOX_RULE_INSET = 4.0
 #: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
 MAX_HEADER_ROWS = 2
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
@@ -274,7 +277,7 @@ def find_unruled(
     stripes = sorted(fills[:MAX_STRIPES])
     spanners = [r for r in rules[:MAX_SPANNERS] if r.horizontal and r.length > 0]
     for run in _runs(rows):
-        table = _table(run, rows, words, stripes, spanners)
+        table = _table(run, rows, words, stripes, spanners, frames)
         if table is not None:
             table = _beside_listing(table, words)
         if table is None or table.words & taken or any(_cuts(frame, table.bbox) for frame in frames):
@@ -783,6 +786,32 @@ def _group_label(run: _Run, n: int, rows: list[_Row]) -> bool:
     return rows[nxt].y0 - row.y1 <= ROW_GAP * max(row.height, rows[nxt].height)
 
 
+def _boxed(run: _Run, row: _Row, top: float, frames: Sequence[BBox], rules: Sequence[Segment]) -> bool:
+    """Whether `row`, one piece of text, is a row of the run whose other cells are empty: it stands in the run's
+    first column (not reaching the next column's words) and one frame of rules with no rule inside it holds both it
+    and the run from its first row's `top` (a spreadsheet's box around names and values, some values not filled in:
+    the frame bounds the table, where a paragraph's line under a table stands outside any frame around it)."""
+    if row.segments != 1 or not run.separators or row.x1 >= run.separators[0][1] or row.x0 >= run.separators[0][0]:
+        return False
+    for f in frames:
+        if not (
+            f[0] <= min(run.x0, row.x0) + 1
+            and max(run.x1, row.x1) <= f[2] + 1
+            and f[1] <= top + 1
+            and row.y1 <= f[3] + 1
+        ):
+            continue
+        # a box with no rule inside it but its own edges (doubled, `BOX_RULE_INSET` inside): a grid's row rules
+        # make it the ruled finder's, and a line alone under one of them is a label's second line
+        inset = BOX_RULE_INSET
+        if not any(
+            f[1] + inset < (r.y0 + r.y1) / 2 < f[3] - inset and min(r.x0, r.x1) < row.x1 and row.x0 < max(r.x0, r.x1)
+            for r in rules
+        ):
+            return True
+    return False
+
+
 def _resumes(run: _Run, n: int, rows: list[_Row]) -> bool:
     """Whether the table goes on at row `n` after a blank line: that row, or the next one across the run (a group's
     label standing alone, then its first row), has two segments or more and keeps the run's separators."""
@@ -810,10 +839,12 @@ def _table(
     words: Sequence[Word],
     fills: Sequence[BBox] = (),
     spanners: Sequence[Segment] = (),
+    frames: Sequence[BBox] = (),
 ) -> FoundTable | None:
-    # Trailing rows of one segment (a paragraph's short last line under the table) are not the table's.
+    # Trailing rows of one segment (a paragraph's short last line under the table) are not the table's, unless a frame
+    # of rules holds them with the table: labels whose values are left empty (`_boxed`).
     body = list(run.rows)
-    while body and rows[body[-1]].segments < 2:
+    while body and rows[body[-1]].segments < 2 and not _boxed(run, rows[body[-1]], rows[body[0]].y0, frames, spanners):
         body.pop()
     if not body:
         return None
@@ -994,12 +1025,15 @@ def _evidence(
     every = [i for cells in grid for cell in cells for i in cell]
     if sum(1 for i in every if _formula(words[i])) > MATH_SHARE * len(every):
         return False  # display equations, their numbers aligned at the right
-    if sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every) and not (
-        (banded or _text_header(grid, words)) and _font_header(grid, words)
+    if (
+        sum(1 for i in every if words[i].monospace) >= CODE_SHARE * len(every)
+        and not ((banded or _text_header(grid, words)) and _font_header(grid, words))
+        and not _faces_apart(plain, words)
     ):
         # a code listing aligned with spaces (the ruled tables' rule, `tables._table`); a monospaced table's header
         # row stands in another face on a shaded band of its own (a listing's shading, if any, lies behind it all),
-        # or in a text face over its columns (a listing's lines are all monospace, its comments too)
+        # or in a text face over its columns (a listing's lines are all monospace, its comments too), or one of
+        # its columns is set in a text face all down (`_faces_apart`)
         return False
     if column[-1] and all(_EQUATION_NUMBER.match(t) for t in column[-1]) and cols == 2:
         return False  # equations in a text font, numbered
@@ -1082,6 +1116,21 @@ def _header_band(grid_rows: list[_Row], fills: Sequence[BBox]) -> bool:
         and not f[1] <= (second.y0 + second.y1) / 2 <= f[3]
         for f in fills[:MAX_STRIPES]
     )
+
+
+def _faces_apart(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
+    """Whether one column's words are all monospace and another's, filled in `MIN_ROWS` rows or more, none: a
+    spreadsheet's names in Courier beside its values in Arial. A code listing aligned with spaces sets every line, its
+    aligned comments too, in its one monospaced face."""
+    cols = len(plain[0]) if plain else 0
+    faces = []
+    for c in range(cols):
+        cells = [cells[c] for cells in plain if cells[c]]
+        ids = [i for cell in cells for i in cell]
+        faces.append(
+            (len(cells), bool(ids) and all(words[i].monospace for i in ids), not any(words[i].monospace for i in ids))
+        )
+    return any(mono for _, mono, _ in faces) and any(n >= MIN_ROWS and text for n, _, text in faces)
 
 
 def _records(plain: list[list[list[int]]], words: Sequence[Word]) -> bool:
