@@ -18,7 +18,7 @@ Nine groups, scored separately because they test different things:
   ReportLab's user guide, BSD, a two-page Chinese table shipped in a BSD-3 npm package, seven pages of booktabs-
   style and partly ruled tables from booktabs' manual and R vignettes shipped in Debian, and more since, four of
   them texinfo tables with no rule at all from the Octave and R manuals), against their cells; and
-  scans of seventeen of those pages (`scan/scan_tablesdev_NAME`, against `tables_dev/NAME.md`). Dev as a whole
+  scans of twenty-five of those pages (`scan/scan_tablesdev_NAME`, against `tables_dev/NAME.md`). Dev as a whole
   (`DEV_GROUPS`): the group one may look at, file by file, where `tables` is only measured.
 - `tables-gov`: real tables from US government reports shipped as an npm package's test files (`tables_gov/README.md`:
   voter registration counts set by InDesign, Excel and a report generator, the Census Bureau's class codes set by
