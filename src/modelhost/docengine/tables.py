@@ -123,6 +123,9 @@ DOT_SLACK = 0.3
 #: sets each group's rows in a block of its own under the one header, a blank row apart (an Italian ministry's
 #: municipalities by province: 9.4 points); two lines of body type. Blocks further apart are tables of their own.
 BLOCK_GAP = 20.0
+#: The most one row ruled on its own spans: three lines of 10-point type at 1.3 times their size apart, and its
+#: padding. Rules of a stack this close are one table's rows; a rule beside them in between is no part of it.
+ROW_REACH = 40.0
 
 #: Two words of one line whose boxes meet within this many ems of the smaller's size are one word in a cell's text
 #: (`_line_text`): glyph boxes of neighbouring letters meet exactly (a subscript set against its letter, a face
@@ -409,8 +412,15 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
     out = [g for g in touching if not all(s.horizontal for s in g)]
     pending: list[list[Segment]] = []  # narrower rules under the last stack's rule, waiting for its next one
     for group in flat:
-        last = out[-1] if out and all(s.horizontal for s in out[-1]) else None
         rule = Segment(min(s.x0 for s in group), group[0].y0, max(s.x1 for s in group), group[0].y0, group[0].width)
+        last = out[-1] if out and all(s.horizontal for s in out[-1]) else None
+        # the last stack under the rule's span, its last rule within a row's reach (`ROW_REACH`) above: a rule
+        # beside it (a link's underline in the next column of an InDesign page) neither joins nor breaks a table
+        # ruled under every row (each one there cut a report's table into loose rows); further apart, another
+        # table's rules beside it still part two of its rules (a deal summary's panels side by side)
+        under = next((g for g in reversed(out) if all(s.horizontal for s in g) and _spans_over(g, rule)), None)
+        if under is not None and 0 <= rule.y0 - max(s.y0 for s in under) <= ROW_REACH:
+            last = under
         # the stack's last rule of its full extent: a `\\cmidrule` between two of them does not break the stack
         prev = max(last, key=lambda s: (s.x1 - s.x0 >= _extent(last) - 2 * JOIN, s.y0)) if last else None
         if (
@@ -438,6 +448,11 @@ def _groups(rules: list[Segment]) -> list[list[Segment]]:
             out.append(list(group))
     out.extend(pending)
     return out
+
+
+def _spans_over(group: Sequence[Segment], rule: Segment) -> bool:
+    """Whether the rule's x span overlaps the group's."""
+    return rule.x0 < max(s.x1 for s in group) and min(s.x0 for s in group) < rule.x1
 
 
 def _blocks(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[Segment]]:
@@ -602,7 +617,10 @@ def _unstacked(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[
         near = [w for w in words if w.rotation == 0 and ys[0] < (w.y0 + w.y1) / 2 < ys[-1]]
         cuts = []
         for line in text_lines(near):
-            if min(w.x0 for w in line) < x0 - COLUMN_GAP or max(w.x1 for w in line) > x1 + COLUMN_GAP:
+            # a piece of the line (its words closer than a column gap) over the stack that runs out past it; a
+            # column of prose beside the table stands a gutter away, a piece of its own (an InDesign report's
+            # table beside its text column: each of its lines cut the stack, its rows left loose)
+            if any(a < x1 and b > x0 and (a < x0 - COLUMN_GAP or b > x1 + COLUMN_GAP) for a, b in _pieces(line)):
                 cuts.append((line[0].y0 + line[0].y1) / 2)
         part: list[Segment] = []
         for rule in ordered:
@@ -1030,10 +1048,19 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     # Rows between rules are text lines when rules do not bound every row: no interior horizontal rule, or no
     # vertical rule at all (booktabs' midrule parts the header from a band of many rows, not one multi-line cell).
     lined_rows = lined or not ruled_rows or not ruled_columns
+    rows_ruled = False  # rules across part every row (`_rows_ruled`): they bound its rows as a grid's would
     rule_ys = ys
     if lined_rows:
         ys = _lines([*ys, *_word_rows(inside, ys)])
         ys = _wrapped_labels(ys, xs, inside)
+        # only rules across the whole table part its rows (a link's underline in a cell, a rule under some columns,
+        # parts none: a price report's underlined links)
+        if (
+            not lined
+            and ruled_rows
+            and all(any(abs(h.y0 - y) <= LINE_MERGE and _spans_box(h, box) for h in horizontals) for y in rule_ys)
+        ):
+            ys, rows_ruled = _rows_ruled(ys, rule_ys, xs, inside)
     # the header band of a table whose rules part its column groups and header only: rows read from its lines
     # (its foot: the first rule under the top that runs the table's width; a straddle rule under a group's label,
     # between the group's vertical rules, is inside the header)
@@ -1145,8 +1172,15 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         return _table(group, words, taken, lined=True) or FoundTable(
             box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
         )
+    # a table whose rules part every row is no open one: a reading without rules (`unruled.widened`) has no more
+    # rows to find in it, and parted its header band into its lines again
     return FoundTable(
-        box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
+        box,
+        Table(rows, cols, tuple(cells)),
+        frozenset(members),
+        open=not ruled_columns and not rows_ruled,
+        loose=loose,
+        boxed=boxed,
     )
 
 
@@ -1419,6 +1453,41 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
         ]
     spans = _pieces(words) or _joined_spans([(w.x0, w.x1) for w in words])
     return [box[0], *((left[1] + right[0]) / 2 for left, right in itertools.pairwise(spans)), box[2]]
+
+
+def _rows_ruled(ys: list[float], rule_ys: list[float], xs: list[float], words: list[Word]) -> tuple[list[float], bool]:
+    """The row lines `ys` of a table with rules across and none down, without those inside a band between two rules
+    (`rule_ys`) where the rules part the rows, with whether they do: `BAND_ROWS` bands or more hold text, and each
+    holds one line, or one line with words past the first column (a label wrapped over lines beside one line of
+    figures: one row), or, in a quarter of them at most, lines that each fill every column (rows a producer set under
+    one rule: each a row), but for the first band, the header: there lines of cells of several lines (an InDesign
+    report's `Total Annual Expected` over `MW Capacity when` over `Operational`, read as three rows and the column's
+    name cut in three) are one row. A booktabs table's few rules, or rules between groups of rows (a bank's
+    statement, a price report's groups), part bands of many rows: they stay the lines."""
+    bands: dict[int, dict[float, set[int]]] = {}
+    for line in text_lines(words):
+        if line:
+            mid = round((min(w.y0 for w in line) + max(w.y1 for w in line)) / 2, 1)
+            filled = bands.setdefault(_index(rule_ys, mid), {}).setdefault(mid, set())
+            filled.update(_index(xs, (w.x0 + w.x1) / 2) for w in line)
+    if len(bands) <= BAND_ROWS:
+        return ys, False
+    cols = len(xs) - 1
+    whole: set[int] = set()  # the bands read as one row
+    several = 0  # the bands below the first holding rows of their own
+    for band, lines_of in bands.items():
+        beyond = sum(1 for filled in lines_of.values() if filled - {0})
+        full = sum(1 for filled in lines_of.values() if len(filled) == cols)
+        if beyond <= 1 or (band == min(bands) and full < 2):
+            whole.add(band)
+        elif full < beyond:
+            return ys, False  # rows with empty cells under one rule: the rules part groups of rows
+        elif band != min(bands):
+            several += 1
+    if 4 * several > len(bands):
+        return ys, False  # most rules part groups of full rows (a price report's groups), not rows
+    kept = [y for y in ys if any(abs(y - r) <= LINE_MERGE for r in rule_ys) or _index(rule_ys, y) not in whole]
+    return kept, True
 
 
 def _word_rows(words: list[Word], rules: list[float]) -> list[float]:
