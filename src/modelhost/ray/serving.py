@@ -30,8 +30,8 @@ from modelhost.ray.replica import REPLICA_DEPLOYMENT, ReplicaConfig, replica_sta
 #: The Serve application's name (and its deployment's): one per cluster unless the caller names its own.
 APP_NAME = "modelhost"
 
-#: Requests a replica holds at once per batch slot of its model. Measured by bench/ray_cluster.py (SmolLM2, 2 replicas of
-#: 2 slots, 8 clients, one run at load 14-17 on 2 cores), CPU s per 1,000 tokens and tokens/s: 1 x slots 26.2 and
+#: Requests a replica holds at once per batch slot of its model. Measured by bench/ray_cluster.py (SmolLM2, 2 replicas
+#: of 2 slots, 8 clients, one run at load 14-17 on 2 cores), CPU s per 1,000 tokens and tokens/s: 1 x slots 26.2 and
 #: 40.4 (a replica's batch runs short while a request waits at the proxy between two answers), 2 x 25.1 and 42.7,
 #: 4 x 23.4 and 46.2; one host alone 20.0 and 42.4. 2 x and 4 x are within that machine's noise of each other;
 #: 2 x keeps what waits inside one replica (where no other replica can take it) to one batch.
