@@ -463,7 +463,7 @@ def _blocks(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[Seg
     with the first block only and a one-row band made no table (a row is no table), its cells loose text."""
     out: list[list[Segment]] = []
     for group in sorted(groups, key=lambda g: _box(g)[1]):
-        upper = next((g for g in reversed(out) if _continues(g, group, words)), None)
+        upper = next((g for g in reversed(out) if block_of(g, group, words)), None)
         if upper is None:
             out.append(list(group))
         else:
@@ -471,7 +471,7 @@ def _blocks(groups: list[list[Segment]], words: Sequence[Word]) -> list[list[Seg
     return out
 
 
-def _continues(upper: list[Segment], lower: list[Segment], words: Sequence[Word]) -> bool:
+def block_of(upper: list[Segment], lower: list[Segment], words: Sequence[Word]) -> bool:
     """Whether the grid `lower` is a block of the grid `upper` (`_blocks`)."""
     top_box, low_box = _box(upper), _box(lower)
     lines = _lines([s.x0 for s in upper if not s.horizontal])

@@ -63,8 +63,7 @@ from modelhost.docengine.analyse import LABEL_WORDS
 from modelhost.docengine.figures import box_union
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
-from modelhost.docengine.tables import JOIN, table_frames
-from modelhost.docengine.tables import _continues as continues
+from modelhost.docengine.tables import JOIN, block_of, table_frames
 from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
 from modelhost.errors import InvalidInputError, ModelLoadError
 
@@ -1021,7 +1020,7 @@ def _frames(detection: Detection, regions: Sequence[Region]) -> list[BBox]:
 
 def _one_table_blocks(detection: Detection, frames: Sequence[BBox], figures: Sequence[BBox]) -> list[BBox]:
     """The ruled frames read as tables, top to bottom: a frame inside a figure region only where its rules make a
-    grid (`ruled_grid`), and a frame that is a block of the table framed above it (docengine.tables' `_continues`: a
+    grid (`ruled_grid`), and a frame that is a block of the table framed above it (`docengine.tables.block_of`: a
     grid just under it, inside its width, on its column lines but lacking some, no line in the blank band between)
     or a frame over most of it joined to that frame, whatever region holds it. A report sets each group's rows in a
     block of its own under the one header (an Italian ministry's municipalities by province), and the text path joins
@@ -1034,7 +1033,7 @@ def _one_table_blocks(detection: Detection, frames: Sequence[BBox], figures: Seq
             # a frame holding most of another (TWICE_BOXED: a table region's frame over the grid of its first block)
             # is the same table's
             held = _overlap(out[k], frame) >= TWICE_BOXED * min(_area(out[k]), _area(frame))
-            if held or continues(_rules_in(out[k], detection.rulings), _rules_in(frame, detection.rulings), lines):
+            if held or block_of(_rules_in(out[k], detection.rulings), _rules_in(frame, detection.rulings), lines):
                 out[k] = box_union([out[k], frame])
                 break
         else:
