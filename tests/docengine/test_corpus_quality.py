@@ -266,16 +266,16 @@ IMAGE_FLOORS: dict[str, Floor] = {
     "scan/scan_tablesdev_revtex_apssamp_p4": Floor(45.62, 0.99, None, 3, 0.99, 0, None, None),
     "scan/scan_tablesdev_revtex_apssamp_p5": Floor(3.30, 0.95, None, 0, 0.95, 0, None, None),
     # scans of eight report and government grids of tables_dev (issue 34, the pixel path on tables-gov's kinds),
-    # measured with blocks of one table framed as one (pixels._one_table_blocks) and a line poking out of a cell of
-    # its grid joined to it (scantable._into_cells) at 08ac13f+HC (`--groups tables-dev --files scan_tablesdev_...
-    # --tools modelhost --floors modelhost`), with the same slack
+    # measured at 08ac13f with the same slack (`--groups tables-dev --files scan_tablesdev_... --tools modelhost
+    # --floors modelhost`); hydrogen_projects_a1 re-measured at 4a0716a without f5abb34's frame joining, which was
+    # taken back for a held-out regression (its cells 0.87 rested on it)
     # (clo_deal_summary re-measured at 57b42f4, after bfb7ed6's stacks of rules across, which HC's row predates: its
     # panels' rules now make more of its cells, 0.04 -> 0.07, and a panel's title is a third heading)
     "scan/scan_tablesdev_clo_deal_summary": Floor(0.77, 0.98, None, 3, 0.06, 0, None, None),
     "scan/scan_tablesdev_dotted_gridlines": Floor(0.48, 0.88, None, 2, 0.00, 0, None, None),
     "scan/scan_tablesdev_gnis_file_formats": Floor(0.14, 0.99, None, 0, 0.99, 0, None, None),
     "scan/scan_tablesdev_gov_presidential_results_2024": Floor(0.34, 0.99, None, 0, 0.99, 0, None, None),
-    "scan/scan_tablesdev_hydrogen_projects_a1": Floor(0.10, 0.90, None, 1, 0.87, 0, None, None),
+    "scan/scan_tablesdev_hydrogen_projects_a1": Floor(0.36, 0.87, None, 1, 0.65, 0, None, None),
     "scan/scan_tablesdev_irs_i1040nr_p45": Floor(0.58, 0.91, None, 1, 0.00, 0, None, None),
     "scan/scan_tablesdev_tdr_modifications": Floor(1.42, 0.99, None, 0, 0.70, 0, None, None),
     "scan/scan_tablesdev_usda_ag_energy_roundup": Floor(0.90, 0.99, None, 0, 0.50, 0, None, None),

@@ -63,7 +63,7 @@ from modelhost.docengine.analyse import LABEL_WORDS
 from modelhost.docengine.figures import box_union
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
-from modelhost.docengine.tables import JOIN, block_of, table_frames
+from modelhost.docengine.tables import table_frames
 from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
 from modelhost.errors import InvalidInputError, ModelLoadError
 
@@ -892,7 +892,10 @@ def groups(detection: Detection) -> list[Group]:
     # region the model boxed inside it.
     designed = {id(r) for r in regions if r.label == "figure" and _area(r.bbox) >= PAGE_FIGURE * _area(page)}
     ruled: set[int] = set()
-    for frame in _one_table_blocks(detection, _frames(detection, regions), figures):
+    for frame in _frames(detection, regions):
+        in_figure = any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
+        if in_figure and not ruled_grid(frame, detection.rulings):
+            continue
         held = [i for i, b in enumerate(boxes) if i not in ruled and _centre_inside(b, frame)]
         if held:
             ruled.update(held)
@@ -1016,37 +1019,6 @@ def _frames(detection: Detection, regions: Sequence[Region]) -> list[BBox]:
         if frame not in out:
             out.append(frame)
     return out
-
-
-def _one_table_blocks(detection: Detection, frames: Sequence[BBox], figures: Sequence[BBox]) -> list[BBox]:
-    """The ruled frames read as tables, top to bottom: a frame inside a figure region only where its rules make a
-    grid (`ruled_grid`), and a frame that is a block of the table framed above it (`docengine.tables.block_of`: a
-    grid just under it, inside its width, on its column lines but lacking some, no line in the blank band between)
-    or a frame over most of it joined to that frame, whatever region holds it. A report sets each group's rows in a
-    block of its own under the one header (an Italian ministry's municipalities by province), and the text path joins
-    them so; framed apart, the header stayed with the first block, and a block the layout model boxed as a figure, no
-    full grid on its own (its label column's box spans only its first row), came out as loose lines."""
-    lines = [Word("x", detection.box(i)) for i in range(len(detection.quads))]
-    out: list[BBox] = []
-    for frame in sorted(frames, key=lambda f: f[1]):
-        for k in range(len(out) - 1, -1, -1):
-            # a frame holding most of another (TWICE_BOXED: a table region's frame over the grid of its first block)
-            # is the same table's
-            held = _overlap(out[k], frame) >= TWICE_BOXED * min(_area(out[k]), _area(frame))
-            if held or block_of(_rules_in(out[k], detection.rulings), _rules_in(frame, detection.rulings), lines):
-                out[k] = box_union([out[k], frame])
-                break
-        else:
-            in_figure = any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
-            if not in_figure or ruled_grid(frame, detection.rulings):
-                out.append(frame)
-    return out
-
-
-def _rules_in(frame: BBox, rulings: Sequence[Segment]) -> list[Segment]:
-    # The rules inside a frame (JOIN of slack: its own rules lie on its edges)
-    x0, y0, x1, y1 = frame
-    return [r for r in rulings if x0 - JOIN <= r.x0 and r.x1 <= x1 + JOIN and y0 - JOIN <= r.y0 and r.y1 <= y1 + JOIN]
 
 
 def _shares_rule(frame: BBox, region: BBox, rulings: Sequence[Segment], slack: float) -> bool:

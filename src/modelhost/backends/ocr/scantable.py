@@ -452,7 +452,6 @@ def completed(found: tuple[Block, ...], words: Sequence[Word], rules: Sequence[S
     ruled-table finder stacks booktabs' rules only a short way apart (docengine.tables.STACK_GAP, 120 points): a
     table's ten rows under its header rule (136 points to the bottom rule) were left as loose lines and headings
     under a table of its header. Both the layout model and the rules say the whole frame is one table."""
-    found = _into_cells(found)
     tables = [b.table for b in found if b.table is not None]
     if not tables or not any(b.table is None and b.text.strip() for b in found):
         return found
@@ -460,43 +459,6 @@ def completed(found: tuple[Block, ...], words: Sequence[Word], rules: Sequence[S
     if table is None or table.table is None or _parted(table.table) < sum(_parted(t) for t in tables):
         return found
     return (table,)
-
-
-def _into_cells(found: tuple[Block, ...]) -> tuple[Block, ...]:
-    """Loose text whose middle lies inside a cell's box of a table (the box the ruled-table finder read the cell
-    in) joined to that cell, before or after its text as it stands above or below the cell's middle: a line of a
-    header cell whose detector box rose past the band's top rule ("Expected" of a report's "Expected project
-    completion date", set white on a fill) is no line the table lacks. Read as one, `completed` read the whole grid
-    again from positions, and its wrapped cells' lines came out as rows and in the wrong order. A title or a note
-    set in the frame outside every cell stays text where it stands."""
-    out = list(found)
-    kept: list[int] = []
-    for k, block in enumerate(found):
-        if block.table is not None or not block.text.strip():
-            kept.append(k)
-            continue
-        cx, cy = (block.bbox[0] + block.bbox[2]) / 2, (block.bbox[1] + block.bbox[3]) / 2
-        home = next(
-            (
-                (t, cell)
-                for t, other in enumerate(out)
-                if other.table is not None
-                for cell in other.table.cells
-                if cell.bbox is not None and cell.bbox[0] <= cx <= cell.bbox[2] and cell.bbox[1] <= cy <= cell.bbox[3]
-            ),
-            None,
-        )
-        if home is None:
-            kept.append(k)
-            continue
-        t, cell = home
-        table = out[t].table
-        assert table is not None and cell.bbox is not None
-        above = cy < (cell.bbox[1] + cell.bbox[3]) / 2
-        text = f"{block.text} {cell.text}" if above else f"{cell.text} {block.text}"
-        cells = tuple(replace(c, text=text.strip()) if c is cell else c for c in table.cells)
-        out[t] = replace(out[t], table=replace(table, cells=cells))
-    return tuple(out[k] for k in sorted({*kept, *(t for t, b in enumerate(out) if b.table is not None)}))
 
 
 def refined(
