@@ -171,3 +171,23 @@ def test_the_ocr_models_markdown_blocks_are_docling_s() -> None:
         for block in layout.blocks:
             one = PageLayout(1, layout.width, layout.height, (block,))
             assert model._markdown(block, layout.width, layout.height) == _docling_markdown([one]).strip(), block
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        ["1,000", "-1,000.25", ".5"],  # thousands separators: numbers, right-aligned
+        ["1e5", "inf", "nan"],  # float() reads them, and tabulate does
+        ["1e999", "2"],  # overflows to infinity: text
+        ["1,0000", "3"],  # a misplaced separator: text
+        ["", "", "7"],  # empty cells do not decide
+        ["", ""],  # nothing to decide on: left
+        ["1_000", "12"],  # float() reads an underscore
+        ["12 %", "3"],
+    ],
+)
+def test_numeric_columns_are_aligned_as_docling_aligns_them(column: list[str]) -> None:
+    cells = (Cell(0, 0, "head", header=True), Cell(0, 1, "label", header=True))
+    cells += tuple(c for i, v in enumerate(column, 1) for c in (Cell(i, 0, v), Cell(i, 1, f"row {i}")))
+    layout = PageLayout(1, 612.0, 792.0, (Block(Kind.TABLE, BOX, table=Table(len(column) + 1, 2, cells)),))
+    assert emit.markdown_page(layout) == _docling_markdown([layout])

@@ -19,6 +19,7 @@ DocTags as docling-core writes it (`DoclingDocument.export_to_doctags`), element
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -333,19 +334,41 @@ def _markdown_table(table: Table) -> str:
     rows of column headers flattened into its one header row, numeric columns right-aligned."""
     if table.rows <= 0:
         return ""
-    from tabulate import _column_type, tabulate  # type: ignore[attr-defined]
+    from tabulate import tabulate
 
     grid = table.grid()
     rows = [[(cell.text if cell else "").replace("\n", " ").replace("|", "&#124;") for cell in row] for row in grid]
     headers = _header_rows(table, grid)
     header = [_HEADER_SEPARATOR.join(_deduplicated(row[c] for row in rows[:headers])) for c in range(table.cols)]
     body = rows[headers:]
-    align = ["right" if _column_type([row[c] for row in body]) in (int, float) else "left" for c in range(table.cols)]
+    align = ["right" if numeric_column([row[c] for row in body]) else "left" for c in range(table.cols)]
     return str(
         tabulate(
             body, headers=header, tablefmt="github", disable_numparse=True, colalign=tuple(align) if body else None
         )
     )
+
+
+#: A number as tabulate reads one with thousands separators ("1,000", "-1,000.25", ".5"); plain ones go to float().
+_GROUPED_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})*(?:\.\d*)?|\.\d+)")
+
+
+def numeric_column(cells: Sequence[str]) -> bool:
+    """Whether a column is right-aligned as docling's tabulate aligns it: every non-empty cell is a number (an int, a
+    float, "1e5", "1,000.5"; "inf" and "nan" as words; not "1e999", which only overflows to one), and one cell is.
+    Written here rather than calling tabulate's private `_column_type`, which may change in any release."""
+    filled = [cell.strip() for cell in cells if cell.strip()]
+    return bool(filled) and all(_number(cell) for cell in filled)
+
+
+def _number(text: str) -> bool:
+    if _GROUPED_NUMBER.fullmatch(text):
+        return True
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return not (math.isinf(value) or math.isnan(value)) or text.lower() in ("inf", "-inf", "nan")
 
 
 #: How docling joins a column's stacked header cells into the one header row a pipe table has.
