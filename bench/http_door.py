@@ -45,7 +45,7 @@ TASK = "write a long, detailed story about a lighthouse keeper and the sea."
 def gguf_path() -> str:
     from modelhost.inference.catalogue import resolve
 
-    return resolve("default")
+    return str(resolve("default"))
 
 
 def start_servers(threads: int) -> tuple[dict[str, str], list[subprocess.Popen[bytes]], list[str]]:

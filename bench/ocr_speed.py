@@ -56,7 +56,7 @@ def recall(reference: str, hypothesis: str) -> float:
 
 def cer(reference: str, hypothesis: str) -> float:
     """Character error rate over the words joined by single spaces (order matters: a page read out of order pays)."""
-    return text_cer(" ".join(words(reference)), " ".join(words(hypothesis)))
+    return float(text_cer(" ".join(words(reference)), " ".join(words(hypothesis))))
 
 
 def load_pages(dpi: float) -> list[tuple[str, np.ndarray, str]]:

@@ -203,7 +203,7 @@ def bench_documents(head: raynodes.RayNode) -> list[tuple[str, float, float]]:
     pages = 4
 
     def mine() -> list[int]:
-        return raynodes.process_tree(os.getpid())
+        return list(raynodes.process_tree(os.getpid()))
 
     meter, t0 = CpuMeter(mine), time.perf_counter()
     asyncio.run(plain())
@@ -212,7 +212,7 @@ def bench_documents(head: raynodes.RayNode) -> list[tuple[str, float, float]]:
     for actors in (1, 2):
 
         def both() -> list[int]:
-            return raynodes.process_tree(head.process.pid) + mine()
+            return list(raynodes.process_tree(head.process.pid)) + mine()
 
         meter, t0 = CpuMeter(both), time.perf_counter()
         settings = documents.ReadSettings("ocr", "ocr", convert=ONLY_PIXELS)

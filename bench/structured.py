@@ -131,7 +131,7 @@ def _count_llama_refusals() -> list[Any]:
 
     def counting(self: Any, ctx: Any, idx: int = -1) -> int:
         before = self.refused
-        token = original(self, ctx, idx)
+        token = int(original(self, ctx, idx))
         counters[0] += self.refused - before
         counters[1] += 1
         return token

@@ -77,12 +77,12 @@ def plain(folder: str, recs: list[dict[str, Any]], args: argparse.Namespace) -> 
         examples = [encoder.encode_example(r) for r in recs]
         pad = int(encoder.checkpoint.tokenizer.pad_token_id)
     batches = stream_batches(examples, args.batch_size, 0)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     config = LoraConfig(
         r=args.rank, lora_alpha=2 * args.rank, target_modules=list(DEFAULT_TARGETS), lora_dropout=0.0, bias="none"
     )
     torch.manual_seed(0)
-    model = get_peft_model(model, config)
+    model = get_peft_model(base, config)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-4)

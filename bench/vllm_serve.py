@@ -47,7 +47,7 @@ def smollm2_folder() -> Path:
     from modelhost.backends.transformers.loading import dequantised_gguf_folder
     from modelhost.inference import catalogue
 
-    return dequantised_gguf_folder(Path(catalogue.resolve("default")))
+    return Path(dequantised_gguf_folder(Path(catalogue.resolve("default"))))
 
 
 def vllm_flags(folder: Path) -> list[str]:
