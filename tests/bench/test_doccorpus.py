@@ -248,6 +248,53 @@ def test_the_fresh_tables_group_holds_each_pages_text_tables_and_headings() -> N
     assert "Calibration curves" in journal.text  # the page's word, where the text layer breaks it
 
 
+def test_the_fresh_documents_group_holds_whole_pages_with_headings_lists_and_sentences() -> None:
+    """docs_fresh/README.md's pages: whole pages scored on every measure (headings and their levels, sentences whole,
+    tables), held out whole; furniture and footnote marks are out of the text, a paragraph that runs from one column
+    into the next is one, a line-end hyphen is gone, a row span is written in each row."""
+    entries = [e for e in doccorpus.entries() if e.group == "docs-fresh"]
+    assert "docs-fresh" in doccorpus.HELD_OUT_GROUPS
+    assert entries and all(e.split == "held-out" for e in entries)
+    by_name = {e.name.removeprefix("docs_fresh/"): e.reference() for e in entries}
+    assert sorted(by_name) == [
+        "devref_p20",
+        "fhs_p8",
+        "fhs_p9",
+        "mom_essay_p10",
+        "mom_letter",
+        "mom_pdf_p8",
+        "mom_slides_p6",
+    ]
+    levels = {name: [(h.text, h.level) for h in ref.headings] for name, ref in by_name.items()}
+    assert levels["fhs_p8"] == [("Chapter 1. Introduction", 1), ("1.1. Purpose", 2), ("1.2. Conventions", 2)]
+    assert levels["mom_essay_p10"][0] == ("CONTROL EQUALS CHAOS", 1)
+    assert [level for _, level in levels["devref_p20"]] == [3, 3, 3]
+    assert levels["mom_letter"] == []
+    assert {name: [(len(t), len(t[0])) for t in ref.tables] for name, ref in by_name.items() if ref.tables} == {
+        "fhs_p9": [(5, 3)]
+    }
+    assert [row[0] for row in by_name["fhs_p9"].tables[0][1:]] == ["static", "static", "variable", "variable"]
+    for ref in by_name.values():
+        assert len(docmetrics.sentences(ref.paragraphs)) >= 5  # each page judges reading order
+    essay = by_name["mom_essay_p10"]
+    assert any(
+        p.startswith("Lorem ipsum dolor sit amet, consetetur sadipscing elitr, sed diam nonumy eirmod tempor")
+        and p.endswith("Gubergren no sea takimata sanctus est.")
+        for p in essay.paragraphs
+    )  # across columns
+    assert "dolore magna" in essay.text and "do-" not in essay.text and "†" not in essay.text
+    devref = by_name["devref_p20"]
+    assert "Release 12.18" not in devref.text and "Chapter 3" not in devref.text  # running head and foot
+    assert "your message and state the period" in devref.text  # the footnote mark is out
+    assert devref.paragraphs[-1].startswith("This is so that the message")  # the footnote, last, unmarked
+    slides = by_name["mom_slides_p6"]
+    assert (
+        "Header left" not in slides.text and "both fit on A4 or US letter paper sizes when printed" in slides.paragraphs
+    )
+    assert "prohibit the use of open source software" in by_name["mom_letter"].text
+    assert "PDF_TITLE" in by_name["mom_pdf_p8"].text and "<thus>" in by_name["fhs_p8"].text  # escapes read as printed
+
+
 def test_a_scan_of_one_page_is_scored_against_that_page_of_its_source() -> None:
     """scan/scan_NAME_pN.pdf is page N of NAME: its reference holds that page's tables and none of another page's;
     scan_pdfspec_NAME.pdf is scored against pdf-spec's gold Markdown."""
