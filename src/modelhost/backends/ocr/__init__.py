@@ -13,7 +13,7 @@ the pixel path itself, the `ocr` model's work, on the document engine's leaf lib
     scripts.py       Tesseract's models for the scripts RapidOCR's recogniser cannot read, and the page's choice
     layoutmodel.py   the CDLA layout model's regions
     pixelrules.py    ruling lines found in pixels
-    scantable.py     unruled tables from word positions
+    scantable.py     tables from OCR'd words' positions (the reader: docengine.wordtable, the text path's too)
     scanpage.py      a scanned page's blocks in reading order, each recognised when asked for
 """
 
