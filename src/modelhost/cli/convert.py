@@ -58,6 +58,14 @@ def convert(
             "of prose) with the model: each picture costs a page's OCR, so it is off unless asked.",
         ),
     ] = False,
+    regions: Annotated[
+        bool,
+        typer.Option(
+            "--regions/--no-regions",
+            help="Read the tables of a text-layer page that shows one from the model's layout regions (the ocr "
+            "model's layout model; loads the model for such a page); --no-regions keeps the text path's own tables.",
+        ),
+    ] = True,
     ray: Annotated[
         str | None,
         typer.Option("--ray", help="Spread the pages over actors on the Ray cluster at HOST:PORT (or auto)."),
@@ -79,7 +87,7 @@ def convert(
         raise usage(str(exc)) from exc
     if ray is not None and socket is not None:
         raise usage("--ray and --socket: choose one (with --ray, each actor loads the model itself)")
-    settings = ConvertSettings(dpi, pages, max_tokens, text_layer, pictures=pictures)
+    settings = ConvertSettings(dpi, pages, max_tokens, text_layer, pictures=pictures, regions=regions)
     try:
         if ray is not None:
             from modelhost.ray.cluster import check_installed

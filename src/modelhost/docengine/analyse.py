@@ -36,7 +36,7 @@ from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
-from modelhost.docengine.paragraphs import join, paragraphs
+from modelhost.docengine.paragraphs import BULLETS, join, paragraphs
 from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, merge_rules, rule_frames
 from modelhost.docengine.types import (
     BBox,
@@ -51,8 +51,9 @@ from modelhost.docengine.types import (
     Word,
 )
 from modelhost.docengine.unruled import MIN_ROWS, find_unruled, widened
+from modelhost.docengine.wordtable import table_blocks
 
-__all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "upright"]
+__all__ = ["Style", "analyse", "continues", "document_style", "join_pages", "table_evidence", "upright"]
 
 #: An image covering this share of the page or more is a background (a cover, a scan under its own text layer):
 #: it is still a picture, but the text over it is the page's text.
@@ -137,6 +138,22 @@ _SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 #: stacked over a table as its "header" holds three and more (a paper's column of prose over a run of aligned lines,
 #: 10 lines; a report's paragraph over a heading's row, 3).
 HEADER_PROSE_LINES = 3
+#: A page shows a table its text path declined when this many rows of its body hold two one-line blocks side by side
+#: (`_side_by_side`): a table's rows read as loose lines. Two, as a table needs MIN_ROWS rows; one such row is a
+#: heading beside its page's running text, or a two-column page whose paragraphs happen to start level.
+ROW_EVIDENCE = 2
+#: A cell-like block is at most this many body sizes high: a line or two at the usual leading (1.2), as a table's cell
+#: is one line or a wrapped two, where a paragraph of a two-column page is many lines high.
+LINE_HEIGHTS = 2.5
+#: Blocks after a block (by their tops) looked at for one beside it: a row of a table holds a handful of cells.
+SIDE_LOOKAHEAD = 12
+#: Vertical rules down a table's box that make it a grid of rules (`_gridded`): its two sides, or a side and a column
+#: rule; a table of words with one rule beside it (a change bar, a sidebar's edge) is no grid.
+GRID_RULES = 2
+#: A list item's number, as a region's first column would hold it ("1.", "(a)", "iv)").
+_LIST_NUMBER = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]$")
+#: What a table's cell comes out as when no finder made a table of it.
+_CELL_LIKE = frozenset({Kind.TEXT, Kind.SECTION_HEADER, Kind.TITLE, Kind.LIST_ITEM})
 
 
 def document_style(contents: Iterable[PageContent]) -> Style:
@@ -422,6 +439,14 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
         free = _without(free, [found.words for found in unruled])
+    # The layout model's table regions (given for a text-layer page that shows a table: documents/engine.py) where
+    # no finder above made a table, each read from the layer's words inside it by their positions (wordtable, the
+    # pixel path's reader of its regions).
+    tabled = _region_tables(content, free, [b.bbox for b in fixed if b.kind is Kind.TABLE])
+    fixed += [block for blocks, _ in tabled for block in blocks]
+    if tabled:
+        free = _without(free, [frozenset(inside) for _, inside in tabled])
+    if unruled or tabled:
         page_gutters = gutters(free, style.body_size)
     page_gutters = [*page_gutters, *beside]
     runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
@@ -440,6 +465,93 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         _extend(blocks, _classified(chunk, style, content, frames))
     blocks = _captioned(_heading_something(blocks + bottom))
     return PageLayout(content.number, content.width, content.height, tuple(blocks), content.regions)
+
+
+def table_evidence(layout: PageLayout, rulings: Sequence[Segment], body_size: float) -> bool:
+    """Whether a laid-out text-layer page shows a table whose reading its layout regions may better: a table the
+    text path found that no grid of rules frames (`_gridded`: a ruled grid is read from its rules, and its page is
+    never asked), or `ROW_EVIDENCE` rows of short blocks side by side that it left as text (`_side_by_side`): the
+    cells of a table it declined, read as loose lines and headings."""
+    found = any(b.kind is Kind.TABLE and not _gridded(b.bbox, rulings) for b in layout.blocks)
+    return found or _side_by_side(layout.blocks, body_size) >= ROW_EVIDENCE
+
+
+def _gridded(box: BBox, rulings: Sequence[Segment]) -> bool:
+    """Whether vertical rules run down most of a table's box (`GRID_RULES` of them, each over half its height): a grid
+    of rules, whose columns its rules say. Booktabs' horizontals alone, or a rule under a header, say no column."""
+    x0, y0, x1, y1 = box
+    down = [
+        s
+        for s in rulings
+        if not s.horizontal and x0 - 1 <= s.x0 <= x1 + 1 and min(s.y1, y1) - max(s.y0, y0) >= 0.5 * (y1 - y0)
+    ]
+    return len(down) >= GRID_RULES
+
+
+def _side_by_side(blocks: Sequence[Block], body_size: float) -> int:
+    """Rows of the page's body where two blocks of text or headings, each a line or two high (`LINE_HEIGHTS` body
+    sizes at most), stand side by side: how a table's row comes out when no finder made a table of it."""
+    short = sorted(
+        (
+            b.bbox
+            for b in blocks
+            if b.kind in _CELL_LIKE and b.text and 0 < b.bbox[3] - b.bbox[1] <= LINE_HEIGHTS * body_size
+        ),
+        key=lambda box: box[1],
+    )
+    rows = 0
+    last = -1.0  # the bottom of the last row counted: the other cells of a row count it once
+    for i, a in enumerate(short):
+        height = a[3] - a[1]
+        if a[1] < last:
+            continue
+        if any(
+            min(a[3], b[3]) - max(a[1], b[1]) >= 0.5 * min(height, b[3] - b[1]) and (b[0] >= a[2] or b[2] <= a[0])
+            for b in short[i + 1 : i + 1 + SIDE_LOOKAHEAD]
+        ):
+            rows += 1
+            last = a[3]
+    return rows
+
+
+def _region_tables(
+    content: PageContent, words: Sequence[Word], tables: Sequence[BBox]
+) -> list[tuple[list[Block], set[int]]]:
+    """The page's table regions (the layout model's, `content.regions`) where no table was found, read from `words`
+    inside them (wordtable.table_blocks), each as its blocks and its words' indexes. A region that shares its box
+    with a table found from rules or columns keeps that table: a ruled grid is read from its rules (held-out
+    `tables/`, all ruled grids: cells 0.99 on the text path, 0.67 from regions on the pixel path), and the text path's
+    tables without rules read the dev pages' tables better than their regions (revtex's, whose wrapped cells the
+    region reader cut into rows). A region whose words make no table by their positions stays the page's text."""
+    out: list[tuple[list[Block], set[int]]] = []
+    used: set[int] = set()
+    for region in content.regions:
+        if region.label != "table" or any(_shared(t, region.bbox) > 0 for t in tables):
+            continue
+        inside = {i for i, w in enumerate(words) if i not in used and not w.rotation and centre_in(w, region.bbox)}
+        chosen = [words[i] for i in sorted(inside)]
+        if sum(len(w.text) for w in chosen if w.monospace) >= CODE_SHARE * sum(len(w.text) for w in chosen):
+            continue  # a code listing the model boxed as a table: its words are code, aligned by their spaces
+        blocks = table_blocks(chosen)
+        if not blocks or any(_listed(b.table) for b in blocks if b.table is not None):
+            continue
+        used |= inside
+        out.append((blocks, inside))
+    return out
+
+
+def _listed(table: Table) -> bool:
+    """Whether a table's first column is list markers only (a bulleted or numbered list the model boxed as a table:
+    each item's marker set apart from its text reads as a column), as the text path's tables without rules refuse."""
+    first = [c.text for c in table.cells if c.col == 0 and c.row > 0 and c.text]
+    return bool(first) and all(
+        (len(text) <= 2 and all(ch in BULLETS for ch in text)) or _LIST_NUMBER.match(text) for text in first
+    )
+
+
+def _shared(a: BBox, b: BBox) -> float:
+    # The area two boxes share.
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _heading_something(blocks: list[Block]) -> list[Block]:

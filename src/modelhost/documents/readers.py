@@ -2,7 +2,10 @@
 
 Both send what pdf-spec sends (one page image and "Convert this page to docling.") and return the page's DocTags
 with how generation ended. A page that hits its token bound or fails keeps the text generated so far (pdf-spec's
-rule: a partial page is worth more than none); the pipeline marks it partial.
+rule: a partial page is worth more than none); the pipeline marks it partial. The host's reader also asks a page's
+layout regions alone (`regions`: docengine.regions.REGIONS_PROMPT, which the `ocr` model answers with its layout
+model's regions) for a text-layer page whose tables the engine reads from the model's table regions and the layer's
+words; a socket's model is unknown, so WireReader is never asked.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from modelhost.docengine.regions import REGIONS_PROMPT
 from modelhost.documents.settings import DEFAULT_PAGE_TOKENS
 from modelhost.errors import ModelHostError, UnsupportedAttachmentError
 
@@ -50,6 +54,16 @@ class PageReader(Protocol):
     async def read(self, image: Any, *, max_tokens: int) -> PageAnswer: ...
 
 
+@runtime_checkable
+class RegionReader(Protocol):
+    """A reader that also answers a page image's layout regions (docengine.regions' answer): the page loop asks it
+    of a text-layer page that shows a table. A reader without `regions` is never asked."""
+
+    name: str
+
+    async def regions(self, image: Any) -> PageAnswer: ...
+
+
 class HostReader:
     """Pages through a Host's scheduler, like every other door (the host queues, cancels and measures)."""
 
@@ -59,11 +73,26 @@ class HostReader:
         self.prompt = prompt
 
     async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
+        return await self._ask(image, self.prompt, max_tokens)
+
+    async def regions(self, image: Any) -> PageAnswer:
+        """The page's layout regions (docengine.regions.read_regions reads the answer) when the host's model answers
+        REGIONS_PROMPT (the `ocr` model says so: `answers_regions`); from any other model an empty answer, as a VLM
+        would spend a page's generation on the question. (A socket's model is unknown: WireReader is never asked.)"""
+        await self._ready()
+        if not getattr(getattr(self.host, "model", None), "answers_regions", False):
+            return PageAnswer("", "stop")
+        return await self._ask(image, REGIONS_PROMPT, DEFAULT_PAGE_TOKENS)
+
+    async def _ready(self) -> None:
+        """The host started (it is, when given)."""
+
+    async def _ask(self, image: Any, prompt: str, max_tokens: int) -> PageAnswer:
         from modelhost.host import Delta, Done, Failed, GenerationRequest
         from modelhost.inference.types import Message
 
         request = GenerationRequest(
-            messages=[Message("user", self.prompt, (image,))], options={"max_tokens": max_tokens, "temperature": 0.0}
+            messages=[Message("user", prompt, (image,))], options={"max_tokens": max_tokens, "temperature": 0.0}
         )
         parts: list[str] = []
         async with self.host.submit(request) as stream:
@@ -95,7 +124,7 @@ class StartingReader(HostReader):
         self._started = False
         self._lock = asyncio.Lock()
 
-    async def read(self, image: Any, *, max_tokens: int = DEFAULT_PAGE_TOKENS) -> PageAnswer:
+    async def _ready(self) -> None:
         async with self._lock:
             if not self._started:
                 if self.made is None:
@@ -105,7 +134,10 @@ class StartingReader(HostReader):
                 self.host = self.made
                 await self.made.start()
                 self._started = True
-        return await super().read(image, max_tokens=max_tokens)
+
+    async def _ask(self, image: Any, prompt: str, max_tokens: int) -> PageAnswer:
+        await self._ready()
+        return await super()._ask(image, prompt, max_tokens)
 
 
 class WireReader:

@@ -17,6 +17,13 @@ DEFAULT_PAGE_TOKENS = 8192
 #: truth leaves a picture's text out), for no word of the ground truth more. A caller whose documents carry scanned
 #: inserts turns it on.
 PICTURES = False
+#: Whether a text-layer page that shows a table has its tables read from the layout model's table regions unless
+#: asked: on. The regions find tables the text path's own finders miss on pages nobody tuned on (docengine.regions):
+#: held-out tables-rival 4/6 -> 5/6 tables, cells 0.73 -> 0.86, every other group and the dev pages unchanged
+#: (bench/documents_quality.py --tools modelhost, 2026-12-07). Only such pages are rendered and asked
+#: (engine.find_regions): a page of prose costs what it did; a page asked ~0.3 CPU s, and the first one loads the
+#: `ocr` model (a one-page table's `modelhost convert`: 0.66 -> ~3 CPU s).
+REGIONS = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,8 @@ class ConvertSettings:
       worker job's `pixels: false`, docling's `do_ocr: false`).
     - `pictures`: a text-layer page's pictures that hold text only as pixels are read too (PICTURES says why not by
       default).
+    - `regions`: a text-layer page that shows a table is rendered and its layout regions asked of the reader (the
+      `ocr` model), its tables read from the model's table regions and the layer's words (REGIONS).
     """
 
     dpi: int = DEFAULT_DPI
@@ -41,6 +50,7 @@ class ConvertSettings:
     text_layer: bool = True
     pixels: bool = True
     pictures: bool = PICTURES
+    regions: bool = REGIONS
 
 
 #: The settings of a conversion nobody tuned (`modelhost convert FILE`): the default of every call that takes them.

@@ -13,8 +13,10 @@ for docling-core is the business of `convert`, which parses with docling).
 The prompt picks the answer's format: a prompt that asks for Markdown (docling's VLM API pipeline sends "Convert
 this page to markdown. Do not miss any text and only output the bare markdown!" with its MARKDOWN response format,
 see docling's `vlm_model_specs`) gets Markdown, one block per token, blocks separated by a blank line, page
-furniture left out as docling's Markdown leaves it out; any other prompt ("Convert this page to docling.", pdf-spec's)
-gets DocTags. A request without an image is refused before any compute, as pdf-spec's own host refuses it.
+furniture left out as docling's Markdown leaves it out; docengine.regions.REGIONS_PROMPT gets the layout model's
+regions alone (no line detection, no recognition: what the page loop asks of a text-layer page whose text layer shows
+a table); any other prompt ("Convert this page to docling.", pdf-spec's) gets DocTags. A request without an image is
+refused before any compute, as pdf-spec's own host refuses it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, Self
 from modelhost.backends.ocr import scanpage
 from modelhost.backends.ocr.pixels import PixelReader, check_image, check_size
 from modelhost.docengine.emit import element, markdown_page
+from modelhost.docengine.regions import REGIONS_PROMPT, regions_answer
 from modelhost.docengine.types import Block, Kind, PageLayout
 from modelhost.errors import GenerationError, InvalidInputError, ModelClosedError, ModelHostError
 from modelhost.inference.adapters import StreamEngine
@@ -82,6 +85,12 @@ def rgb_array(image: Any) -> Any:
     return np.ascontiguousarray(check_image(image))
 
 
+def wants_regions(messages: Sequence[Message]) -> bool:
+    """True when the last user turn's prompt is REGIONS_PROMPT: the page's layout regions only."""
+    user = [m for m in messages if m.role == "user"]
+    return bool(user) and (user[-1].content or "").strip() == REGIONS_PROMPT
+
+
 def wants_markdown(messages: Sequence[Message]) -> bool:
     """True when the last user turn's prompt asks for Markdown."""
     user = [m for m in messages if m.role == "user"]
@@ -92,6 +101,8 @@ class OcrModel:
     """A loaded pixel path (pixels.PixelReader). Drive it from one thread, as the host does."""
 
     model_type = "pp-ocr"
+    #: It answers docengine.regions.REGIONS_PROMPT with its layout model's regions (readers.HostReader.regions asks).
+    answers_regions = True
 
     def __init__(self, reader: PixelReader, folder: Path, *, architecture: str) -> None:
         self._reader: PixelReader | None = reader
@@ -131,12 +142,18 @@ class OcrModel:
         o.refuse("ocr", ["json_schema", "logprobs", "tools"], "it answers DocTags")
         o = o.resolved({"max_tokens": DEFAULT_MAX_ELEMENTS})
         # Decoded and bounds-checked now: a bad image is refused before the stream starts, not after `<doctag>`.
-        return self._run(rgb_array(images[0]), o, markdown=wants_markdown(messages))
+        return self._run(rgb_array(images[0]), o, markdown=wants_markdown(messages), regions=wants_regions(messages))
 
     def _pieces(
-        self, rgb: Any, opts: GenerateOptions, clock: MetricsClock, markdown: bool
+        self, rgb: Any, opts: GenerateOptions, clock: MetricsClock, markdown: bool, regions: bool = False
     ) -> Generator[str, None, None]:
         # The page's text, piece by piece; each piece is computed only when decode_loop asks for the next token.
+        if regions:
+            # A text-layer page's regions (docengine.regions): the layout model alone, one region per token.
+            found = self._live().regions(rgb)
+            clock.prefill_done(len(found))
+            yield from regions_answer(found, rgb.shape[1], rgb.shape[0])
+            return
         if not markdown:
             yield "<doctag>"
         if opts.cancelled():
@@ -162,14 +179,14 @@ class OcrModel:
         if not markdown:
             yield pending + "</doctag>"
 
-    def _run(self, image: Any, opts: GenerateOptions, *, markdown: bool) -> Iterator[Token]:
+    def _run(self, image: Any, opts: GenerateOptions, *, markdown: bool, regions: bool = False) -> Iterator[Token]:
         clock = MetricsClock()
         outcome = LoopOutcome()
         self._err = None
         reader = self._live()
         lines, unread = reader.recognised_lines, reader.unreadable_lines
         pieces: list[str] = []
-        source = self._pieces(image, opts, clock, markdown)
+        source = self._pieces(image, opts, clock, markdown, regions)
 
         def ids() -> Iterator[int]:
             for piece in source:

