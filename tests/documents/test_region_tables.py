@@ -105,3 +105,29 @@ def test_a_page_of_prose_is_never_asked_for_its_regions(ocr_model: OcrModel, tmp
     markdown, asked = _convert(ocr_model, _page(tmp_path / "prose.pdf", table=False))
     assert asked == 0
     assert "survey team" in markdown
+
+
+def test_a_starting_reader_starts_its_model_for_regions_only_when_told(tmp_path: Path) -> None:
+    from modelhost.documents.readers import StartingReader
+
+    made: list[str] = []
+
+    def make() -> Any:
+        made.append("host")
+        raise RuntimeError("no ocr model installed")
+
+    async def run() -> None:
+        quiet = StartingReader(make=make)  # a VLM's door: no model is loaded for a page's regions
+        assert (await quiet.regions(None)).text == "" and not made
+        told = StartingReader(make=make, regions=True)  # convert's `ocr`, not installed: no regions, no failure
+        answer = await told.regions(None)
+        assert answer.text == "" and made == ["host"]
+        assert (await told.regions(None)).text == "" and made == ["host"]  # tried once
+        try:  # a page read from its pixels meets the error as it did before
+            await told.read(None)
+        except RuntimeError as exc:
+            assert "no ocr model" in str(exc)
+        else:
+            raise AssertionError("a page read from pixels must fail when the model does not start")
+
+    asyncio.run(run())

@@ -166,7 +166,11 @@ async def _convert(
         path = named if named is not None else catalogue.resolve(model)
         return Host(lambda: registry.load_model(path, backend), name=model_name(model))
 
-    reader: Any = WireReader(socket) if socket is not None else StartingReader(make=make_host)
+    # The built-in `ocr` model answers a page's layout regions (readers.StartingReader starts it for them); another
+    # model (a VLM) is loaded only for pages read from their pixels.
+    reader: Any = (
+        WireReader(socket) if socket is not None else StartingReader(make=make_host, regions=model == DEFAULT_MODEL)
+    )
     try:
         if isinstance(reader, WireReader):
             reader.check()  # no host, or one whose model reads no pages: one line now, not a failure per page

@@ -110,10 +110,21 @@ class StartingReader(HostReader):
     """A HostReader whose host is started at its first page: converting documents whose pages all have a usable
     text layer never loads the model (the `ocr` model's start costs seconds). Given `make` instead of a host, the
     host itself is made then too (`modelhost convert`: a text-layer document imports no host); `made` is the host
-    once there is one, for its caller to close."""
+    once there is one, for its caller to close.
+
+    A page's regions start the host only with `regions` (the door knows its model answers them: `convert`'s built-in
+    `ocr`), and a host that will not start (the `documents` extra not installed) gives no regions, the text-layer
+    page keeping the text path's tables: a VLM is never loaded for a question it cannot answer, and a born-digital
+    document converts without the extra as it did. Once a pixel page has started the host, its regions are asked
+    whatever `regions` says (its model says whether it answers them)."""
 
     def __init__(
-        self, host: Host | None = None, *, make: Callable[[], Host] | None = None, prompt: str = PROMPT
+        self,
+        host: Host | None = None,
+        *,
+        make: Callable[[], Host] | None = None,
+        prompt: str = PROMPT,
+        regions: bool = False,
     ) -> None:
         if (host is None) == (make is None):
             raise TypeError("StartingReader takes a host or a function that makes one")
@@ -123,6 +134,20 @@ class StartingReader(HostReader):
         self.prompt = prompt
         self._started = False
         self._lock = asyncio.Lock()
+        self._start_for_regions = regions
+
+    async def regions(self, image: Any) -> PageAnswer:
+        if not self._started:
+            if not self._start_for_regions:
+                return PageAnswer("", "stop")
+            try:
+                await self._ready()
+            except Exception as exc:  # any failure to start: the page keeps its own tables
+                self._start_for_regions = False
+                if self._make is not None:
+                    self.made = None  # a pixel page makes the host again and meets the same error as before
+                return PageAnswer("", "error", f"the model did not start for the page's regions: {exc}")
+        return await super().regions(image)
 
     async def _ready(self) -> None:
         async with self._lock:
