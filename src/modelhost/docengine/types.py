@@ -131,7 +131,8 @@ class PageContent:
     `number` is 1-based. `ocr_regions` are boxes (points) with no usable text that the pixel path should read: the
     whole page when the layer is unusable, or image regions big enough to hold text. `rotation` is the page's
     /Rotate (0, 90, 180, 270); boxes are already in the rotated (as displayed) frame. `regions` are the layout
-    model's regions when the page was read from its pixels (empty for a text layer: no layout model runs on it).
+    model's regions when the page was read from its pixels, or when a text-layer page that shows a table was asked
+    for them (documents/engine.py, docengine.regions: its table regions are read from its words); else empty.
     `fills` are the boxes of filled rectangles drawn on the page (shaded cells, stripes, boxes behind text), at least
     a few points on each side (thinner ones are rules); they draw no text and are never pictures. `drawings` are the
     boxes of the other vector paths: curves, slanted lines, polygons and marks too small to be rules (a chart's
@@ -233,8 +234,8 @@ class Block:
 @dataclass(frozen=True, slots=True)
 class PageLayout:
     """One analysed page: its number (1-based), size in points, its blocks in reading order, and the layout model's
-    regions it was read with (its PageContent's; empty for a text-layer page), for callers that want the model's
-    boxes and labels beside the blocks (a docling JSON's layout clusters)."""
+    regions it was read with (its PageContent's; empty for a text-layer page not asked for them), for callers that
+    want the model's boxes and labels beside the blocks (a docling JSON's layout clusters)."""
 
     number: int
     width: float

@@ -7,11 +7,11 @@ by a model, yielded one page at a time as soon as each is known.
         ...                                         # a PageResult, or Unread(number, reason)
 
 A page goes through stages kept in one list, as docling's PaginatedPipeline sends a page through its list of page
-models: PREPARE (read_text_layer, lay_out, cut_pictures, render) runs on a worker thread ahead of the reader; then
-the reader reads what they left (the pictures' text into the layout, or the page's pixels into DocTags), and the
-pipeline (pipeline.py) builds the page's part of the document. Each PREPARE stage takes the page's `_Work` and does
-its part or nothing (a stage that does not apply to the page leaves it as it is), so a stage is added, removed or
-measured by editing the list.
+models: PREPARE (read_text_layer, lay_out, find_regions, cut_pictures, render) runs on a worker thread ahead of the
+reader; then the reader reads what they left (a page's layout regions, with which it is analysed again, the
+pictures' text into the layout, or the page's pixels into DocTags), and the pipeline (pipeline.py) builds the
+page's part of the document. Each PREPARE stage takes the page's `_Work` and does its part or nothing (a stage that
+does not apply to the page leaves it as it is), so a stage is added, removed or measured by editing the list.
 
 - Text layer first: a PDF page's words come from pdfium (in the sandbox) and `analyse` lays them out; only a page
   whose layer is unusable (no text, U+FFFD, private-use glyphs, no ToUnicode, an invisible OCR layer, letters no
@@ -21,6 +21,9 @@ measured by editing the list.
 - With `settings.pictures`, a usable text layer's page whose pictures hold text only as pixels (a scanned paragraph, a
   pasted screenshot: its `ocr_regions`) is rendered once, and each such region (pictures.py bounds how many) is
   read by `reader` like a page; text that reads like text joins the layout after its picture.
+- With `settings.regions`, a usable text layer's page that shows a table (analyse.table_evidence) is rendered once
+  and its layout regions asked of `reader` (docengine.regions); the page is analysed again with them, and a table
+  region where the text path found no table is read from the layer's words inside it.
 - Pages are prepared ahead in parallel on the sandbox's children (text layer, analysis, or rendering: one job per
   child), and yielded in order; a model reads one page at a time (the host serialises a model's work anyway).
 - Memory is bounded by a few pages: the window of pages prepared ahead (`window`, children + 1), of which only
