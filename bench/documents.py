@@ -53,7 +53,7 @@ def direct(model: Any, images: list[Any]) -> float:
     """Seconds for the OCR library alone on already rasterized pages: detection + recognition, as the backend does."""
     import numpy as np
 
-    engine = model.reader._engine  # the RapidOCR object whose sessions the pixel path uses
+    engine = model.reader.engine()  # the RapidOCR object whose sessions the pixel path uses
     start = time.perf_counter()
     for image in images:
         bgr = np.asarray(image)[:, :, ::-1]

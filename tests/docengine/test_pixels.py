@@ -185,10 +185,11 @@ def test_rapidocr_with_its_defaults_still_works_after_the_pixel_path_loads() -> 
     import sys
 
     script = (
+        "import numpy as np\n"
         "from modelhost.backends.ocr.pixels import PixelReader\n"
-        "PixelReader.load()\n"
+        "PixelReader.load().read(np.full((200, 200, 3), 255, np.uint8), 100)\n"  # its models load with a first page
         "from rapidocr import RapidOCR\n"
-        "import pypdfium2 as pdfium, numpy as np\n"
+        "import pypdfium2 as pdfium\n"
         f"doc = pdfium.PdfDocument({str(corpus('pdfspec/scanned.pdf'))!r})\n"
         "image = np.asarray(doc[0].render(scale=150 / 72).to_pil().convert('RGB'))\n"
         "print(' '.join(RapidOCR()(image).txts or ()))\n"

@@ -9,6 +9,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from modelhost.backends.ocr.model import OcrModel
 from modelhost.documents import ConvertSettings, HostReader, convert
 from modelhost.host import Host
@@ -131,3 +133,35 @@ def test_a_starting_reader_starts_its_model_for_regions_only_when_told(tmp_path:
             raise AssertionError("a page read from pixels must fail when the model does not start")
 
     asyncio.run(run())
+
+
+def test_a_pages_regions_load_no_ocr_models_and_a_pixel_page_loads_them_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The regions of a text-layer page need the layout model alone: RapidOCR (its import and its three models, ~0.8
+    # CPU s of a one-page convert) is made when a page's pixels are first read, and once.
+    from PIL import Image, ImageDraw
+
+    from modelhost.backends.ocr import rapid
+    from modelhost.backends.ocr.pixels import PixelReader, models_folder
+
+    made: list[int] = []
+    real = rapid.import_rapidocr
+
+    def counted() -> Any:
+        made.append(1)
+        return real()
+
+    monkeypatch.setattr(rapid, "import_rapidocr", counted)
+    model = OcrModel(PixelReader.load(), models_folder(), architecture="pp-ocr")
+    try:
+        markdown, asked = _convert(model, _page(tmp_path / "stations.pdf"))
+        assert asked == 1 and not made
+        assert any("North ridge" in line and "Alice Brown" in line for line in markdown.splitlines() if "|" in line)
+        image = Image.new("RGB", (850, 1100), "white")
+        ImageDraw.Draw(image).text((100, 100), "Stations of the network", fill="black", font_size=28)
+        assert "Stations" in model.page_doctags(image)
+        assert "Stations" in model.page_doctags(image)
+        assert made == [1]
+    finally:
+        model.close()

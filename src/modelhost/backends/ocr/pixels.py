@@ -1,7 +1,8 @@
 """The pixel path: a page image to the same `PageContent` the text layer gives, with the layout model's regions.
 
 `PixelReader` holds RapidOCR's PP-OCR ONNX models (detection, recognition and the text-line classifier, all inside
-the rapidocr wheel) and the layout model (`layoutmodel.py`), loaded once per process. A page goes:
+the rapidocr wheel) and the layout model (`layoutmodel.py`), loaded once per process (RapidOCR's three models with the
+first page read from pixels: a text-layer page's `regions` need the layout model alone). A page goes:
 
     detect(image, dpi) -> Detection     text-line boxes, the page's orientation (orientation.py), layout regions,
                                         ruling lines (pixelrules.py)
@@ -39,7 +40,7 @@ import itertools
 import math
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
 from modelhost.docengine.types import BBox, PageContent, Segment, Usability, Word
-from modelhost.errors import InvalidInputError, ModelLoadError
+from modelhost.errors import InvalidInputError, ModelClosedError, ModelLoadError
 
 #: The page's long side is shrunk to this for detection (see the module doc for the measurement).
 DET_MAX_SIDE = 1280
@@ -261,18 +262,19 @@ class PixelReader:
 
     def __init__(
         self,
-        engine: Any,
+        engine: Callable[[], Any],
         layout: LayoutModel | None,
         *,
         det_max_side: int = DET_MAX_SIDE,
         scripts: ScriptReader | None = None,
     ) -> None:
-        self._engine = engine
-        loaded = rapid.models(engine)
-        # Any: close() drops them (None), and a closed reader is never called again (OcrModel refuses first).
-        self._det: Any = loaded.det
-        self._rec: Any = loaded.rec
-        self._cls: Any = loaded.cls
+        # `engine` makes the RapidOCR engine whose detection, recognition and line classifier read a page's pixels:
+        # made when a page's pixels are first read (`_ocr`), never for a text-layer page's regions, which need the
+        # layout model alone (importing rapidocr and loading its three models cost ~0.8 CPU s of `modelhost
+        # convert`'s 3.1 on a one-page table, measured).
+        self._make_engine: Callable[[], Any] | None = engine
+        self._engine: Any = None
+        self._loaded: rapid.Models | None = None
         self._layout = layout
         self._det_max_side = det_max_side
         self._scripts = scripts
@@ -306,10 +308,10 @@ class PixelReader:
         models = find_models(folder)
         if models is None:
             raise ModelLoadError(f"{str(folder)!r} holds no PP-OCR detection and recognition models")
-        try:
-            RapidOCR = rapid.import_rapidocr()
-        except ImportError as exc:
-            raise ModelLoadError(f"the pixel path needs rapidocr and onnxruntime ({exc})") from exc
+        # What a page's pixels need is checked now, so a host that is ready reads them; the models themselves load
+        # with the first page that is read from pixels (`_ocr`).
+        if any(importlib.util.find_spec(m) is None for m in ("rapidocr", "onnxruntime")):
+            raise ModelLoadError("the pixel path needs rapidocr and onnxruntime (the `documents` extra)")
         params: dict[str, Any] = {
             "Global.log_level": "warning",
             "Global.model_root_dir": str(folder),
@@ -321,8 +323,15 @@ class PixelReader:
         }
         if threads is not None:
             params["EngineConfig.onnxruntime.intra_op_num_threads"] = threads
+
+        def engine() -> Any:
+            try:
+                RapidOCR = rapid.import_rapidocr()
+            except ImportError as exc:
+                raise ModelLoadError(f"the pixel path needs rapidocr and onnxruntime ({exc})") from exc
+            return RapidOCR(params=params)
+
         try:
-            engine = RapidOCR(params=params)
             return cls(
                 engine,
                 LayoutModel.load(threads=threads) if layout and LayoutModel.installed() else None,
@@ -332,6 +341,27 @@ class PixelReader:
             raise
         except Exception as exc:
             raise ModelLoadError(f"ocr models in {str(folder)!r} failed to load: {type(exc).__name__}: {exc}") from exc
+
+    def _ocr(self) -> rapid.Models:
+        """RapidOCR's detection, recognition and line classifier, loaded when a page's pixels are first read."""
+        if self._loaded is None:
+            if self._make_engine is None:
+                raise ModelClosedError("the pixel reader was closed")
+            try:
+                engine = self._make_engine()
+                loaded = rapid.models(engine)
+            except ModelLoadError:
+                raise
+            except Exception as exc:
+                raise ModelLoadError(f"the ocr models failed to load: {type(exc).__name__}: {exc}") from exc
+            self._engine, self._loaded = engine, loaded
+        return self._loaded
+
+    def engine(self) -> Any:
+        """The RapidOCR engine whose models read a page's pixels (loaded now if no page was read yet), for the
+        benchmark that times the OCR library alone (bench/documents.py)."""
+        self._ocr()
+        return self._engine
 
     # -- detection -------------------------------------------------------------------------------------------------
     def _shrunk(self, rgb: np.ndarray) -> tuple[np.ndarray, float]:
@@ -346,7 +376,7 @@ class PixelReader:
         return np.ascontiguousarray(small[:, :, ::-1]), ratio
 
     def _quads(self, small: np.ndarray, ratio: float) -> list[np.ndarray]:
-        result = self._det(small)
+        result = self._ocr().det(small)
         if result.boxes is None or len(result.boxes) == 0:
             return []
         return [np.asarray(box, dtype=np.float32) / ratio for box in result.boxes]
@@ -369,8 +399,9 @@ class PixelReader:
         small, ratio = self._shrunk(rgb)
         quads = self._quads(small, ratio)
         rotation = 0
-        if self._cls is not None and quads:
-            rotation = orientation.page_rotation(rgb, quads, _crop, orientation.classifier_votes(self._cls))
+        classifier = self._ocr().cls
+        if classifier is not None and quads:
+            rotation = orientation.page_rotation(rgb, quads, _crop, orientation.classifier_votes(classifier))
         if rotation:
             height, width = rgb.shape[:2]
             rgb = orientation.upright(rgb, rotation)
@@ -422,7 +453,7 @@ class PixelReader:
         crops = {i: c for i, c in crops.items() if c.size and c.shape[1] >= c.shape[0]}
         if not crops:
             return None, {}
-        texts, scores = rapid.recognise(self._rec, list(crops.values()))
+        texts, scores = rapid.recognise(self._ocr().rec, list(crops.values()))
         known = {i: (text, score) for i, text, score in zip(crops, texts, scores, strict=False)}
         doubtful = sum(1 for i in crops if _doubtful(*known.get(i, ("", 0.0))))
         if self._scripts is None or doubtful * 2 <= len(crops):
@@ -435,7 +466,7 @@ class PixelReader:
     # -- recognition -----------------------------------------------------------------------------------------------
     def _latin(self, crops: list[np.ndarray]) -> tuple[list[str], list[float]]:
         # The bundled recogniser on the words a script model doubts (scripts.latin_spans: Latin inside Arabic).
-        return rapid.recognise(self._rec, crops)
+        return rapid.recognise(self._ocr().rec, crops)
 
     def recognise(self, detection: Detection, lines: Sequence[int]) -> list[Word]:
         """The words of the given lines (boxes in points), lines the recogniser is unsure of dropped."""
@@ -443,7 +474,7 @@ class PixelReader:
         crops = {i: _crop(detection.image, detection.quads[i]) for i in lines if i not in read}
         for batch in _batches(crops):
             self.recognition_calls += 1
-            texts, scores = rapid.recognise(self._rec, [crops[i] for i in batch])
+            texts, scores = rapid.recognise(self._ocr().rec, [crops[i] for i in batch])
             for index, text, score in zip(batch, texts, scores, strict=False):
                 read[index] = (text, score)
         turned = self._read_turned(detection, read, crops) if detection.script is None else set()
@@ -492,7 +523,7 @@ class PixelReader:
         turned: set[int] = set()
         for batch in _batches(flipped):
             self.recognition_calls += 1
-            texts, scores = rapid.recognise(self._rec, [flipped[i] for i in batch])
+            texts, scores = rapid.recognise(self._ocr().rec, [flipped[i] for i in batch])
             for index, text, score in zip(batch, texts, scores, strict=False):
                 if not _doubtful(text, score) and score > read[index][1]:
                     read[index] = (text, score)
@@ -542,7 +573,7 @@ class PixelReader:
 
     def close(self) -> None:
         """Drop the sessions (their memory goes with the last reference)."""
-        self._det = self._rec = self._cls = self._engine = None
+        self._loaded = self._engine = self._make_engine = None
         self._layout = None
         if self._scripts is not None:
             self._scripts.close()
