@@ -205,7 +205,7 @@ def _convert_on_ray(
     from modelhost.ray import documents
     from modelhost.serve import model_name
 
-    settings = documents.ReadSettings(model, model_name(model), backend, convert)
+    settings = documents.ReadSettings(model, model_name(model), backend, convert, regions=model == DEFAULT_MODEL)
     by_node: dict[str, int] = {}
 
     def on_piece(path: Path, node: str, count: int) -> None:

@@ -71,13 +71,17 @@ class ReadSettings:
     its pages are credited to, and the conversion's settings (`convert.pixels=False` reads only the pages with a
     usable text layer and names the others unread: a worker job's `pixels: false`). `loader`, when given, loads the
     model instead of `model` and `backend`: a worker's served model, with the load options it was served with (it
-    travels pickled; its files must be at the same path on every node)."""
+    travels pickled; its files must be at the same path on every node). `regions`: the model answers a text-layer
+    page's layout regions (the caller knows: `modelhost convert --ray` says so of its built-in `ocr`, as without
+    --ray), so an actor starts its host for them (readers.StartingReader) and a piece reads its tables as `modelhost
+    convert` of the same pages does; otherwise a piece asks them only once a pixel page has started the model."""
 
     model: str
     label: str
     backend: str | None = None
     convert: ConvertSettings = DEFAULTS
     loader: Callable[[], TextModel] | None = None
+    regions: bool = False
 
 
 class PageConverter(HostActor):
@@ -93,7 +97,7 @@ class PageConverter(HostActor):
             loader = functools.partial(registry.load_model, path, settings.backend)
         # Loaded at the first page that needs pixels read: a piece all from the text layer never loads the model.
         self.host = Host(loader, name=settings.label)
-        self.reader = StartingReader(self.host) if settings.convert.pixels else None
+        self.reader = StartingReader(self.host, regions=settings.regions) if settings.convert.pixels else None
         import ray
 
         self.node = str(ray.util.get_node_ip_address())
