@@ -132,3 +132,58 @@ def test_the_regions_answer_reads_back_on_the_page_it_was_written_for() -> None:
         for g, w, size, px in zip(got.bbox, want.bbox, (612, 792, 612, 792), (1275, 1650, 1275, 1650), strict=True):
             assert abs(g - w / px * size) <= size / 500 + 1e-9
     assert read_regions("<doctag><text>Some page text</text></doctag>", 612, 792) == ()
+
+
+#: A table whose header (two lines, bold) a grid of rules boxes, its body rows below with no rule: the ruled-table
+#: finder reads the header's grid (taking the first body row with it) and the finder without rules the rest, so the
+#: text path cuts the one table the layout model boxes in two.
+HEAD = [("Station", "Keeper", "Town", "Visits"), ("(name)", "(person)", "(served)", "(count)")]
+BODY = [
+    ("North ridge", "Alice Brown", "Arden", "12"),
+    ("River mouth", "Carlos Diaz", "Bexley", "7"),
+    ("Old mill", "Dana Evans", "Corby", "15"),
+    ("Quarry gate", "Farid Ghani", "Dover", "9"),
+    ("Salt marsh", "Grace Hill", "Epping", "11"),
+]
+COLUMNS_X = (72, 180, 290, 380)
+
+
+def _header_ruled_page(path: Path) -> tuple[PageContent, tuple[float, float, float, float]]:
+    """The page, and the box the layout model would give its table (its header and rows, a few points of padding)."""
+
+    def draw(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 760, lead=13)
+        c.setFont("Helvetica-Bold", 10)  # type: ignore[attr-defined]
+        for k, row in enumerate(HEAD):
+            for x, text in zip(COLUMNS_X, row, strict=True):
+                c.drawString(x, TABLE_TOP - 14 * k, text)  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        for y in (TABLE_TOP + 12, TABLE_TOP - 3, TABLE_TOP - 19):
+            c.line(66, y, 430, y)  # type: ignore[attr-defined]
+        for x in (66, 174, 284, 374, 430):
+            c.line(x, TABLE_TOP + 12, x, TABLE_TOP - 19)  # type: ignore[attr-defined]
+        for r, row in enumerate(BODY):
+            for x, text in zip(COLUMNS_X, row, strict=True):
+                c.drawString(x, TABLE_TOP - 34 - 15 * r, text)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 470, lead=13)
+
+    bottom = TABLE_TOP - 34 - 15 * (len(BODY) - 1)
+    return drawn_page(path, draw), (62.0, 842 - TABLE_TOP - 16, 436.0, 842 - bottom + 6)
+
+
+def test_a_table_region_the_text_path_cut_in_pieces_is_read_whole(tmp_path: Path) -> None:
+    content, box = _header_ruled_page(tmp_path / "header_ruled.pdf")
+    style = document_style([content])
+    assert len(_tables(analyse(content, style).blocks)) == 2  # the text path alone: two pieces of one table
+    tables = _tables(analyse(replace(content, regions=(Region("table", box),)), style).blocks)
+    assert len(tables) == 1
+    table = tables[0].table
+    assert table is not None and (table.rows, table.cols) == (len(HEAD) + len(BODY), 4)
+    rows = [[c.text for c in table.cells if c.row == r] for r in range(table.rows)]
+    assert rows == [list(row) for row in [*HEAD, *BODY]]
+    # A region of most of the page (the model boxes a report's whole page as one table, headings, prose and charts
+    # inside) is no evidence of a table the text path cut: its own pieces stay.
+    page = (20.0, 20.0, content.width - 20, content.height - 20)
+    pieces = _tables(analyse(content, style).blocks)
+    assert _tables(analyse(replace(content, regions=(Region("table", page),)), style).blocks) == pieces

@@ -150,6 +150,11 @@ SIDE_LOOKAHEAD = 12
 #: Vertical rules down a table's box that make it a grid of rules (`_gridded`): its two sides, or a side and a column
 #: rule; a table of words with one rule beside it (a change bar, a sidebar's edge) is no grid.
 GRID_RULES = 2
+#: A table region the text path's tables disagree with is read whole only where it covers less than this share of the
+#: page: the layout model boxes a report's whole page or spread as one table (tables-dev's amazon_sustainability_p12,
+#: usda_ag_energy_roundup, clo_deal_summary: 0.73-0.90 of the page, with headings, prose and charts in the box), where
+#: a table region around a table is at most half of it (0.02-0.48 on tables-dev, a page-long table aside).
+JOIN_PAGE_SHARE = 0.5
 #: A list item's number, as a region's first column would hold it ("1.", "(a)", "iv)").
 _LIST_NUMBER = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]$")
 #: What a table's cell comes out as when no finder made a table of it.
@@ -439,6 +444,11 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
     if unruled:
         free = _without(free, [found.words for found in unruled])
+    # A table region the text path's tables disagree with (it cut the model's one table in pieces, or read a small part
+    # of it and left the rest loose) is read whole from the layer's words inside it.
+    fixed, joined = _region_joined(content, words, free, fixed)
+    if joined:
+        free = [w for w in free if id(w) not in joined]
     # The layout model's table regions (given for a text-layer page that shows a table: documents/engine.py) where
     # no finder above made a table, each read from the layer's words inside it by their positions (wordtable, the
     # pixel path's reader of its regions).
@@ -538,6 +548,48 @@ def _region_tables(
         used |= inside
         out.append((blocks, inside))
     return out
+
+
+def _region_joined(
+    content: PageContent, words: Sequence[Word], free: Sequence[Word], fixed: list[Block]
+) -> tuple[list[Block], set[int]]:
+    """`fixed` with the text path's tables inside a table region (the layout model's) replaced by the region read
+    whole from the layer's words (wordtable.table_blocks), where the two readings disagree: several of its tables in
+    one region (the model saw one table where the text path cut it in pieces: a grid ruled around its header only,
+    its body read as a table of its own), or one whose region holds more loose words than the table has (the text
+    path read a part of the model's table: its body without its header of several lines, or a few columns). Where
+    one table and its region agree (about the same extent, few loose words: a caption or a note) the text path's
+    stays: its wrapped cells are right, where the region reader cut revtex's into rows (tables-dev cells 0.96 ->
+    0.84). The ids of the free words the regions took are returned with the blocks. A region of most of the page
+    (`JOIN_PAGE_SHARE`), or whose reading is no table, a code listing or a list, changes nothing."""
+    page_area = max(content.width * content.height, 1.0)
+    joined: set[int] = set()
+    for region in content.regions:
+        box = region.bbox
+        if region.label != "table" or box_area(box) >= JOIN_PAGE_SHARE * page_area:
+            continue
+        pieces = [
+            b
+            for b in fixed
+            if b.kind is Kind.TABLE and b.table is not None and _shared(b.bbox, box) >= 0.5 * box_area(b.bbox)
+        ]
+        if not pieces:
+            continue
+        loose = [w for w in free if id(w) not in joined and not w.rotation and centre_in(w, box)]
+        loose_ids, free_ids = {id(w) for w in loose}, {id(w) for w in free}
+        # the pieces' own words: taken by them, so no longer free
+        held = {id(w) for w in words if id(w) not in free_ids and any(centre_in(w, b.bbox) for b in pieces)}
+        if len(pieces) < 2 and len(loose) <= len(held):
+            continue
+        chosen = [w for w in words if not w.rotation and (id(w) in loose_ids or id(w) in held)]
+        if sum(len(w.text) for w in chosen if w.monospace) >= CODE_SHARE * sum(len(w.text) for w in chosen):
+            continue
+        blocks = table_blocks(chosen)
+        if not blocks or any(_listed(b.table) for b in blocks if b.table is not None):
+            continue
+        fixed = [b for b in fixed if not any(b is p for p in pieces)] + blocks
+        joined |= loose_ids
+    return fixed, joined
 
 
 def _listed(table: Table) -> bool:
