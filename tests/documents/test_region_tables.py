@@ -165,3 +165,49 @@ def test_a_pages_regions_load_no_ocr_models_and_a_pixel_page_loads_them_once(
         assert made == [1]
     finally:
         model.close()
+
+
+class _Answering:
+    """A reader whose page regions are a given answer (docengine.regions' format); pages are never read from pixels."""
+
+    name = "regions"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    async def read(self, image: Any, *, max_tokens: int) -> Any:
+        raise AssertionError("no page of a text-layer document is read from its pixels")
+
+    async def regions(self, image: Any) -> Any:
+        from modelhost.documents.readers import PageAnswer
+
+        return PageAnswer(self.answer, "stop")
+
+
+def test_regions_without_a_table_leave_the_page_as_it_was_laid_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # analyse reads a page's table regions only: a page whose regions hold none is not laid out again (a page asked
+    # costs its render and the layout model, and no second analysis for nothing).
+    from modelhost.documents import engine
+
+    calls: list[int] = []
+    real = engine.analyse
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyse", counted)
+    path = _page(tmp_path / "stations.pdf")
+
+    def converted(answer: str) -> tuple[str, int]:
+        calls.clear()
+        conversion = asyncio.run(convert(path, _Answering(answer), ConvertSettings()))  # type: ignore[arg-type]
+        return str(conversion.render("md")), len(calls)
+
+    plain, once = converted("")
+    texts, again = converted("<doctag><text><loc_50><loc_50><loc_450><loc_200></text></doctag>")
+    assert texts == plain and again == once
+    _, more = converted("<doctag><table><loc_50><loc_50><loc_450><loc_450></table></doctag>")
+    assert more == once + 1

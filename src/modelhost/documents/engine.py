@@ -459,6 +459,9 @@ async def _with_regions(reader: RegionReader, work: _Work) -> PageLayout:
     regions = read_regions(answer.text, content.width, content.height)
     if not regions:
         return work.layout
+    if not any(r.label == "table" for r in regions):
+        # analyse reads a page's table regions only: without one it would lay the page out as it did
+        return replace(work.layout, regions=regions)
     return await asyncio.to_thread(analyse, replace(content, regions=regions), work.page_style)
 
 
