@@ -288,10 +288,14 @@ _SCAN_PAGE = re.compile(r"^(?P<stem>.+)_p(?P<page>\d+)$")
 
 
 def _truth_of(gt: Path, stem: str) -> Path:
-    """A born-digital file's ground truth: the arXiv papers' whole-paper Markdown, else docling's JSON."""
+    """A born-digital file's ground truth: the arXiv papers' whole-paper Markdown, a page's Markdown written from its
+    own text layer where docling made none (`gt/NAME.md`: the office pages, see the corpus README), else docling's
+    JSON."""
     for prefix in ("arxiv_2501.00089", "arxiv_2501.01300v2"):
         if stem.startswith(prefix):
             return gt / f"{prefix}.md"
+    if (gt / f"{stem}.md").exists() and not (gt / f"{stem}.json").exists():
+        return gt / f"{stem}.md"
     return gt / f"{stem}.json"
 
 

@@ -25,11 +25,13 @@ from modelhost.docengine.classify import (
     HEADING_RATIO,
     NUMBERED,
     Style,
+    centred_over,
     classify,
     counts_on,
     italic_label,
     keyed,
     margin_line,
+    sections,
 )
 from modelhost.docengine.figures import box_area, boxes_apart, centre_in, contains, drawn_within, vector_figures
 from modelhost.docengine.furniture import PAGE_NUMBER
@@ -473,7 +475,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             chunk = []
             blocks.append(fixed[i - len(runs)])
         _extend(blocks, _classified(chunk, style, content, frames))
-    blocks = _captioned(_heading_something(blocks + bottom))
+    blocks = _captioned(_heading_something(sections(blocks + bottom, HEAD_REACH, content.words)))
     return PageLayout(content.number, content.width, content.height, tuple(blocks), content.regions)
 
 
@@ -988,15 +990,9 @@ def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: 
         label = block.kind is Kind.SECTION_HEADER and italic_label(paragraph, block.text)
         if label and max(p.size for p in paragraph) < HEADING_RATIO * style.body_size:
             heads = i + 1 < len(out) and out[i + 1].kind is Kind.TEXT
+            heads = heads and not centred_over(block.bbox, out[i + 1].bbox, max(p.size for p in paragraph))
             if not heads:
                 out[i] = replace(block, kind=Kind.TEXT, level=0)
-    # Unnumbered headings of one level one after another are emphasis (a cover's selling points, a sidebar), not
-    # sections: a section heading is followed by what it heads.
-    plain = [b.kind is Kind.SECTION_HEADER and not NUMBERED.match(b.text) for b in out]
-    for i, block in enumerate(out):
-        same = [j for j in (i - 1, i + 1) if 0 <= j < len(out) and plain[j] and out[j].level == block.level]
-        if plain[i] and same:
-            out[i] = replace(block, kind=Kind.TEXT, level=0)
     return out
 
 

@@ -14,17 +14,21 @@ The tests in order, and why each comes where it does:
 - title: the document's largest size, on the first page;
 - footnote: small type in the bottom quarter of the page, starting with a marker;
 - otherwise text.
+Then, the whole page classified, `sections` takes back the headings that head nothing: a run of lines in one heading
+style (a cover's title block), a heading closed at once by one of a higher rank, a subtitle centred under the title.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from modelhost.docengine.lines import Piece
 from modelhost.docengine.paragraphs import code_text, join, marker
-from modelhost.docengine.types import Block, Kind, PageContent
+from modelhost.docengine.types import BBox, Block, Kind, PageContent, Word
 
 #: A size this many times the body size, or more, is a heading's (LaTeX's \subsection is 1.2x, Word's 1.15x+).
 HEADING_RATIO = 1.12
@@ -54,6 +58,10 @@ FOOTNOTE_ZONE = 0.8
 #: A plain line under a number three levels deep is a heading up to this many words (a subsection's name; a longer
 #: line is a numbered clause of a contract or a standard, which runs on like a sentence).
 DEEP_WORDS = 8
+#: A line starting this many font sizes or more right of the text under it, centred over it, is set apart from the
+#: text's edge (`centred_over`): a word processor's first-line indent is half an inch (3 ems at 12 pt, 3.6 at 10 pt),
+#: LaTeX's 1.5 em; a centred running head over a 6-inch measure starts 8 ems in and more.
+CENTRED_INDENT = 4.0
 #: Deepest heading level (DocTags and Markdown both stop at 6).
 MAX_LEVEL = 6
 
@@ -92,6 +100,10 @@ ROW_SLACK = 0.1
 #: A piece of this many words is prose, as `analyse.PROSE_WORDS` says (a sentence's stretch); a key's value is a name,
 #: a date, a figure or an amount of 1 to 4 ("Onex Credit Partners, LLC", "04/23/2024 - 04/23/2029").
 VALUE_WORDS = 5
+#: A key whose value is longer is still a key when this many other rows of its list (or more) set a short key at its
+#: x and a value at its value's x: a list of terms repeats its two columns (three rows and more with the key), where a
+#: heading beside the other column of a two-column page has prose lines, not short keys, under it.
+LIST_ROWS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +216,9 @@ def keyed(pieces: Sequence[Piece], column: Sequence[Piece]) -> bool:
     """Whether a one-line paragraph is a key: its row (`ROW_SLACK`) holds, beside it in its type, a value of fewer
     than `VALUE_WORDS` words ("Closing Date   04/23/2024" in a deal summary's panel of bold labels), or the first
     line of a text that runs on under it ("NOTE   Safety goals are..." in a standard, its next line starting under
-    the label). A heading stands alone on its line. The other column of a two-column page shares a heading's row in
+    the label), or a value of any length in a list whose other rows set short keys and their values in the same two
+    columns (`LIST_ROWS`: "NHNC1   National Hydro Network, Canada, Level 1" among a report's abbreviations). A
+    heading stands alone on its line. The other column of a two-column page shares a heading's row in
     lines of prose that run on beside it, never under it; a line number in the margin is set in smaller type."""
     if len(pieces) != 1:
         return False
@@ -216,12 +230,30 @@ def keyed(pieces: Sequence[Piece], column: Sequence[Piece]) -> bool:
             0 <= q.y0 - line.y1 + slack <= line.size and q.x0 <= line.x0 + slack and q.x1 > value.x0 for q in column
         )
 
+    def listed(value: Piece) -> bool:
+        # Other rows of the same two columns: a short key where this line starts, a value where this value starts
+        # (a list of abbreviations, a form's fields), and no prose line starting there among them: a column of prose
+        # beside the other column of a two-column page sets a paragraph's short last line there now and then, among
+        # its full lines.
+        starts = [q for q in column if abs(q.x0 - line.x0) <= slack]
+        keys = [
+            q
+            for q in starts
+            if q is not line
+            and len(q.words) < VALUE_WORDS
+            and any(r is not q and abs(r.x0 - value.x0) <= slack and abs(r.y1 - q.y1) <= slack for r in column)
+        ]
+        if len(keys) < LIST_ROWS:
+            return False
+        top, bottom = min(q.y0 for q in [*keys, line]), max(q.y1 for q in [*keys, line])
+        return not any(len(q.words) >= VALUE_WORDS and top <= q.y0 and q.y1 <= bottom for q in starts)
+
     return any(
         p is not line
         and (p.x1 <= line.x0 or line.x1 <= p.x0)
         and abs(p.y1 - line.y1) <= slack
         and abs(p.size - line.size) <= slack
-        and (len(p.words) < VALUE_WORDS or runs_under(p))
+        and (len(p.words) < VALUE_WORDS or runs_under(p) or listed(p))
         for p in column
     )
 
@@ -244,6 +276,84 @@ def counts_on(pieces: Sequence[Piece], block: Block, neighbours: Sequence[Block]
     return block
 
 
+def sections(blocks: Sequence[Block], reach: float, words: Sequence[Word]) -> list[Block]:
+    """A page's unnumbered section headings that close before they hold anything, made text. A section heading is
+    followed by what it heads, so the block after it (in reading order, past pictures and furniture: a logo in a
+    title block, a running foot), where that starts within `reach` of the heading's own heights below it, is
+    - no heading set as it is (its level, its fonts and size, its case and alignment, `_set_alike`):
+      unnumbered headings of one style one after another are emphasis (a cover's selling points, a title block's
+      lines, a sidebar's bold lines), where a heading over a subheading of the same level in another face is a
+      hierarchy ("Technical Amendments" in bold over "National Eligibility" in bold italics, in a memo);
+    - no heading of a higher rank: a section that one above it in rank closes at once holds nothing (a cover's date
+      over its "INTRODUCTION", a running head in bold over the page's first heading). Rank is the level, and the
+      type size where both levels stand at `MAX_LEVEL` (a document of many sizes ranks its smaller headings all
+      there: a Redbook's product name, tagline and first heading, each in a size of its own). The title is no rank
+      above: a report's series name stands over its title as a heading of its own ("이슈와 논점" over a Korean
+      report's title, in normal_4pages).
+    And a heading set right under the title, centred on its axis (`_centred_under`), continues the title block: a
+    subtitle, no section of it.
+    A block further off is another part of the page (side headings in the margin, read one after another before the
+    text beside them). Each block is judged by the kinds and levels all had before this pass, so every line of a run
+    goes, not every other one; a numbered heading keeps its number's word, and a heading with no block after it is
+    `analyse`'s to judge. `words` are the page's, whose fonts and sizes tell a heading's face."""
+    body = [i for i, b in enumerate(blocks) if b.kind is not Kind.PICTURE and not b.kind.furniture]
+    plain = {i for i in body if blocks[i].kind is Kind.SECTION_HEADER and not NUMBERED.match(blocks[i].text)}
+    out = list(blocks)
+    # The words by the heights of their centres, so a heading's own words are found by bisection: a hostile page of
+    # thousands of headings costs n log n, not n squared.
+    placed = sorted(((w.y0 + w.y1) / 2, n) for n, w in enumerate(words))
+    heights = [y for y, _ in placed]
+
+    def face(bbox: BBox) -> tuple[float, frozenset[str]]:
+        x0, y0, x1, y1 = bbox
+        span = placed[bisect.bisect_left(heights, y0) : bisect.bisect_right(heights, y1)]
+        inside = [words[n] for _, n in span if x0 <= (words[n].x0 + words[n].x1) / 2 <= x1]
+        return max((w.size for w in inside), default=0.0), frozenset(w.font for w in inside)
+
+    for before, i in itertools.pairwise(body):
+        if i in plain and blocks[before].kind is Kind.TITLE and _centred_under(blocks[i].bbox, blocks[before].bbox):
+            out[i] = replace(blocks[i], kind=Kind.TEXT, level=0)
+    for i, after in itertools.pairwise(body):
+        block, following = blocks[i], blocks[after]
+        bottom = block.bbox[3]
+        if i not in plain or following.bbox[1] > bottom + reach * (bottom - block.bbox[1]):
+            continue
+        if following.kind is not Kind.SECTION_HEADER:
+            continue
+        (size, faces), (theirs, their_faces) = face(block.bbox), face(following.bbox)
+        # 0.3 pt: one style's sizes, as the title's size is matched in `classify`
+        alike = faces == their_faces and abs(size - theirs) < 0.3 and _set_alike(block, following)
+        same = after in plain and following.level == block.level and alike
+        capped = block.level == following.level == MAX_LEVEL
+        higher = following.level < block.level or (capped and theirs > size + 0.3)
+        if same or higher:
+            out[i] = replace(block, kind=Kind.TEXT, level=0)
+        if same:
+            out[after] = replace(following, kind=Kind.TEXT, level=0)
+    return out
+
+
+def _set_alike(one: Block, other: Block) -> bool:
+    """Whether two lines are set alike beyond their face: both in capitals or neither, and on one left edge, one
+    axis or one row (within the first's height: a left edge's or a centred line's rounding; authors' names side by
+    side). "TITLE IV: MISCELLANEOUS PROVISIONS" at the margin over "Clarification of the Authority..." indented half
+    an inch, in the same bold face, is a title over its first section."""
+    height = one.bbox[3] - one.bbox[1]
+    flush = abs(one.bbox[0] - other.bbox[0]) <= height
+    centred = abs((one.bbox[0] + one.bbox[2]) / 2 - (other.bbox[0] + other.bbox[2]) / 2) <= height
+    row = abs(one.bbox[1] - other.bbox[1]) <= height
+    return (one.text.upper() == one.text) == (other.text.upper() == other.text) and (flush or centred or row)
+
+
+def _centred_under(line: BBox, title: BBox) -> bool:
+    """Whether a block stands right under the title (its top within one of its own heights of the title's foot) and
+    centred on the title's axis (the midpoints within that height: a centred line's rounding, where a heading set
+    flush left under a centred title is off its axis by half the difference of their widths)."""
+    height = line[3] - line[1]
+    near = line[1] - title[3] <= height
+    return near and abs((line[0] + line[2]) / 2 - (title[0] + title[2]) / 2) <= height
+
+
 def _item_number(sign: str) -> int | None:
     digits = sign.strip("().")
     return int(digits) if digits.isdigit() else None
@@ -262,6 +372,15 @@ def italic_label(pieces: Sequence[Piece], text: str) -> bool:
         and text[:1].isupper()
         and not text.endswith((".", "!", "?"))
     )
+
+
+def centred_over(line: BBox, block: BBox, size: float) -> bool:
+    """Whether a line stands centred over a block wider than it, apart from its left edge: a running head or a
+    by-line over the page's text, where a label line heading the text starts at its left edge or its paragraphs'
+    indent ("No mandate" in bold, three ems in, over a memo's justified paragraph). Centred: the two midpoints within
+    one font size (`size`) of each other, the line starting more than `CENTRED_INDENT` font sizes in."""
+    inset = line[0] - block[0]
+    return inset > CENTRED_INDENT * size and abs((line[0] + line[2]) / 2 - (block[0] + block[2]) / 2) <= size
 
 
 def unworded(text: str, size: float, body: float) -> bool:
