@@ -34,7 +34,9 @@ LEAD = 16.0
 TABLE_BOX = (66.0, 842 - TABLE_TOP - 12, 330.0, 842 - (TABLE_TOP - LEAD * (len(ROWS) - 1)) + 6)
 
 
-def _page(path: Path) -> PageContent:
+def _page(path: Path, *, ruled: bool = False) -> PageContent:
+    """The stations table between two paragraphs; `ruled` draws a full grid of rules around its cells."""
+
     def draw(c: object) -> None:
         c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
         wrapped_prose(c, PROSE, 760, lead=13)
@@ -42,6 +44,12 @@ def _page(path: Path) -> PageContent:
             y = TABLE_TOP - LEAD * r
             c.drawString(72, y, left)  # type: ignore[attr-defined]
             c.drawString(220, y, right)  # type: ignore[attr-defined]
+        if ruled:
+            top, bottom = TABLE_TOP + 12, TABLE_TOP - LEAD * (len(ROWS) - 1) - 5
+            for k in range(len(ROWS) + 1):
+                c.line(66, top - LEAD * k, 330, top - LEAD * k)  # type: ignore[attr-defined]
+            for x in (66, 214, 330):
+                c.line(x, top, x, bottom)  # type: ignore[attr-defined]
         wrapped_prose(c, PROSE, 480, lead=13)
 
     return drawn_page(path, draw)
@@ -70,21 +78,7 @@ def test_a_table_region_reads_an_unruled_table_of_words_from_the_text_layer(tmp_
 
 def test_a_ruled_grid_in_a_table_region_stays_the_grid_its_rules_make(tmp_path: Path) -> None:
     # The region reader reads rules as no more than gaps; where the ruled-table finder made a grid, it stays.
-    def draw(c: object) -> None:
-        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
-        wrapped_prose(c, PROSE, 760, lead=13)
-        for r, (left, right) in enumerate(ROWS):
-            y = TABLE_TOP - LEAD * r
-            c.drawString(72, y, left)  # type: ignore[attr-defined]
-            c.drawString(220, y, right)  # type: ignore[attr-defined]
-        top, bottom = TABLE_TOP + 12, TABLE_TOP - LEAD * (len(ROWS) - 1) - 5
-        for k in range(len(ROWS) + 1):
-            c.line(66, top - LEAD * k, 330, top - LEAD * k)  # type: ignore[attr-defined]
-        for x in (66, 214, 330):
-            c.line(x, top, x, bottom)  # type: ignore[attr-defined]
-        wrapped_prose(c, PROSE, 480, lead=13)
-
-    content = drawn_page(tmp_path / "ruled.pdf", draw)
+    content = _page(tmp_path / "ruled.pdf", ruled=True)
     style = document_style([content])
     alone = _tables(analyse(content, style).blocks)
     assert len(alone) == 1
