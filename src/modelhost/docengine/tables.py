@@ -77,14 +77,6 @@ MIN_FILLED = 0.4
 #: two rows' worth of other cells hold text beside it: a long description in a grid of short cells is a cell
 #: (tables_dev/gnis_file_formats: 109 words beside 25 short cells).
 MAX_CELL_WORDS = 80
-#: A ruled grid whose rows hold, on average, fewer cells than this share of its columns is a form's boxes of fields,
-#: not a table: each row of boxes draws column lines of its own, so the grid's columns are the union of every row's
-#: and each box spans many of them (and its text was written once per spanned column). Measured on text-layer
-#: grids: tables_dev's and the docling pages' tables fill 0.69-1.0 of their columns a row (a title row spanning the
-#: grid, a span or two below it); the boxes of US federal forms (pikepdf's DD 293 and VA 21-0966) 0.12-0.22.
-FORM_FILL = 0.4
-#: A form grid of boxes has at least this many rows: a small grid of spans (a two-row heading box) stays a table.
-FORM_ROWS = 4
 #: A grid line within this distance (points) of another is the same line (double rules, rounding).
 LINE_MERGE = 2.0
 #: Parallel rules whose drawn edges stand this close (points) may draw one border: the facing borders of two cells
@@ -1165,8 +1157,6 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         return None  # a ruled frame around running text (a cover, a sidebar), not a table
     if not ruled_columns and sum(words[i].monospace for i in members) >= 0.8 * len(members):
         return None  # a framed code listing
-    if ruled_columns and _form(cells, rows, cols):
-        return None  # boxes of fields: their words are read as lines, or as tables without rules where they stand so
     if not ruled_columns:
         full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
         if full_rows < 0.5 * rows:
@@ -1192,16 +1182,6 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         loose=loose,
         boxed=boxed,
     )
-
-
-def _form(cells: Sequence[Cell], rows: int, cols: int) -> bool:
-    """Whether a ruled grid is a form's boxes of fields (`FORM_FILL`): its rows hold few cells for its columns."""
-    if rows < FORM_ROWS:
-        return False
-    per_row = [0] * rows
-    for cell in cells:
-        per_row[cell.row] += 1
-    return sum(per_row) / (rows * cols) < FORM_FILL
 
 
 def _short_verticals(xs: list[float], verticals: Sequence[Segment], box: BBox) -> list[float]:
