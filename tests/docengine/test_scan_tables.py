@@ -24,7 +24,7 @@ from PIL import Image
 from modelhost.backends.ocr import pixels, scanpage
 from modelhost.backends.ocr.pixels import PixelReader
 from modelhost.backends.ocr.scantable import refined, table_block, table_blocks, unruled_figure
-from modelhost.docengine.figures import box_union
+from modelhost.docengine.figures import box_overlap, box_union
 from modelhost.docengine.types import Block, Cell, Kind, Region, Segment, Table, Word
 
 #: The DPI pages are read at (`modelhost convert`'s) and the DPI a scan is made at (the corpus's scan/ files).
@@ -756,7 +756,7 @@ def test_a_table_set_tight_without_rules_that_the_layout_model_calls_a_figure_is
     detection = reader.detect(scanned(table_page("none", dpi=SCAN_DPI, pitch=12.0, tight=True, left=200.0)), READ_DPI)
     boxes = [detection.box(i) for i in range(len(detection.quads))]
     table = box_union([b for b in boxes if b[0] >= 190.0])  # the prose starts at 72, the table at 200
-    kept = [r for r in detection.regions if pixels._overlap(r.bbox, table) == 0]
+    kept = [r for r in detection.regions if box_overlap(r.bbox, table) == 0]
     near = (table[0] - 2, table[1] - 2, table[2] + 2, table[3] + 1)
     boxed = [Region("figure", table), *([Region("text", near)] if twice else [])]
     found = list(scanpage.blocks(reader, replace(detection, regions=(*kept, *boxed))))
@@ -871,7 +871,7 @@ def test_a_long_booktabs_table_under_a_running_heads_rule_is_one_table_without_i
     image, (x0, y0, x1, y1) = journal_page()
     detection = reader.detect(scanned(image), READ_DPI)
     table = (x0 - 3, y0 - 2, x1 + 3, y1 + 2)  # the model's box reaches a few points past the rules
-    kept = tuple(r for r in detection.regions if pixels._overlap(r.bbox, table) == 0)
+    kept = tuple(r for r in detection.regions if box_overlap(r.bbox, table) == 0)
     found = list(scanpage.blocks(reader, replace(detection, regions=(*kept, Region("table", table)))))
     assert [_grid(b) for b in found if b.table is not None] == [[CATALOGUE_HEADER, *CATALOGUE]]
     assert any(b.text.startswith("Table 3. The first twelve") for b in found if b.table is None)
@@ -913,7 +913,7 @@ def test_tables_in_two_columns_whose_rules_interleave_keep_their_headers(reader:
     image, boxes = columns_page()
     detection = reader.detect(scanned(image), READ_DPI)
     tables = [(x0 - 3, y0 - 2, x1 + 3, y1 + 2) for x0, y0, x1, y1 in boxes]
-    kept = tuple(r for r in detection.regions if all(pixels._overlap(r.bbox, t) == 0 for t in tables))
+    kept = tuple(r for r in detection.regions if all(box_overlap(r.bbox, t) == 0 for t in tables))
     found = list(scanpage.blocks(reader, replace(detection, regions=(*kept, *(Region("table", t) for t in tables)))))
     assert [_grid(b) for b in found if b.table is not None] == [
         [LEFT_HEADER, *LEFT_ROWS],
@@ -974,7 +974,7 @@ def test_a_table_under_its_sections_heading_both_boxed_as_a_figure_is_a_table(re
     # a column at a time. A row or two across a gap (scantable.GAP_CROSSING of them) leave the columns standing.
     image, box = glossary_page()
     detection = reader.detect(scanned(image), READ_DPI)
-    kept = tuple(r for r in detection.regions if pixels._overlap(r.bbox, box) == 0)
+    kept = tuple(r for r in detection.regions if box_overlap(r.bbox, box) == 0)
     found = list(scanpage.blocks(reader, replace(detection, regions=(*kept, Region("figure", box)))))
     tables = [_grid(b) for b in found if b.table is not None]
     assert len(tables) == 1

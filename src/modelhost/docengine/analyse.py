@@ -33,7 +33,15 @@ from modelhost.docengine.classify import (
     margin_line,
     sections,
 )
-from modelhost.docengine.figures import box_area, boxes_apart, centre_in, contains, drawn_within, vector_figures
+from modelhost.docengine.figures import (
+    box_area,
+    box_overlap,
+    boxes_apart,
+    centre_in,
+    contains,
+    drawn_within,
+    vector_figures,
+)
 from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
@@ -538,7 +546,7 @@ def _region_tables(
     out: list[tuple[list[Block], set[int]]] = []
     used: set[int] = set()
     for region in content.regions:
-        if region.label != "table" or any(_shared(t, region.bbox) > 0 for t in tables):
+        if region.label != "table" or any(box_overlap(t, region.bbox) > 0 for t in tables):
             continue
         inside = {i for i, w in enumerate(words) if i not in used and not w.rotation and centre_in(w, region.bbox)}
         chosen = [words[i] for i in sorted(inside)]
@@ -573,7 +581,7 @@ def _region_joined(
         pieces = [
             b
             for b in fixed
-            if b.kind is Kind.TABLE and b.table is not None and _shared(b.bbox, box) >= 0.5 * box_area(b.bbox)
+            if b.kind is Kind.TABLE and b.table is not None and box_overlap(b.bbox, box) >= 0.5 * box_area(b.bbox)
         ]
         if not pieces:
             continue
@@ -601,11 +609,6 @@ def _listed(table: Table) -> bool:
     return bool(first) and all(
         (len(text) <= 2 and all(ch in BULLETS for ch in text)) or _LIST_NUMBER.match(text) for text in first
     )
-
-
-def _shared(a: BBox, b: BBox) -> float:
-    # The area two boxes share.
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _heading_something(blocks: list[Block]) -> list[Block]:

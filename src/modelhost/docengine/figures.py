@@ -445,6 +445,11 @@ def box_area(box: BBox) -> float:
     return max(box[2] - box[0], 0.0) * max(box[3] - box[1], 0.0)
 
 
+def box_overlap(a: BBox, b: BBox) -> float:
+    """The area two boxes share in square points (0 where they do not meet)."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
 def contains(outer: BBox, inner: BBox) -> bool:
     """Whether `inner` lies inside `outer`, give or take a point (producers' rounding of boxes)."""
     return (

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from modelhost.docengine.emit import GRID
+from modelhost.docengine.figures import box_overlap
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout
 
 if TYPE_CHECKING:
@@ -132,8 +133,7 @@ def with_region_text(layout: PageLayout, box: BBox, blocks: Sequence[Block]) -> 
 
 
 def _same(a: BBox, b: BBox) -> bool:
-    overlap = max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    return overlap >= 0.8 * max(_area(a), _area(b), 1e-6)
+    return box_overlap(a, b) >= 0.8 * max(_area(a), _area(b), 1e-6)
 
 
 def _area(b: BBox) -> float:

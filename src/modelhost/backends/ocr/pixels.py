@@ -61,7 +61,7 @@ from modelhost.backends.ocr.scripts import (
     script_letters,
 )
 from modelhost.docengine.analyse import LABEL_WORDS
-from modelhost.docengine.figures import box_union
+from modelhost.docengine.figures import box_overlap, box_union
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
@@ -934,7 +934,7 @@ def groups(detection: Detection) -> list[Group]:
     designed = {id(r) for r in regions if r.label == "figure" and _area(r.bbox) >= PAGE_FIGURE * _area(page)}
     ruled: set[int] = set()
     for frame in _frames(detection, regions):
-        in_figure = any(_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
+        in_figure = any(box_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
         if in_figure and not ruled_grid(frame, detection.rulings):
             continue
         held = [i for i, b in enumerate(boxes) if i not in ruled and _centre_inside(b, frame)]
@@ -950,11 +950,13 @@ def groups(detection: Detection) -> list[Group]:
         for r, region in enumerate(regions):
             if id(region) in designed:
                 continue
-            inside = _overlap(box, region.bbox) / max(_area(box), 1e-6)
+            inside = box_overlap(box, region.bbox) / max(_area(box), 1e-6)
             key = (round(inside, 1) if inside >= IN_REGION else 0.0, region.label != "figure", -_area(region.bbox))
             if inside >= IN_REGION and key > rank:
                 best, rank = r, key
-        cover = max((_overlap(box, r.bbox) for r in regions if id(r) in designed), default=0.0) / max(_area(box), 1e-6)
+        cover = max((box_overlap(box, r.bbox) for r in regions if id(r) in designed), default=0.0) / max(
+            _area(box), 1e-6
+        )
         if best >= 0 and cover >= IN_REGION and rank[0] < round(cover, 1):
             best = -1  # a finer region takes a page-sized figure's line only where it holds it as well, as it did
         if best >= 0:
@@ -972,7 +974,7 @@ def groups(detection: Detection) -> list[Group]:
         if text.label == "text"
         for f, figure in enumerate(regions)
         if figure.label == "figure"
-        and _overlap(text.bbox, figure.bbox) >= TWICE_BOXED * _area(box_union([text.bbox, figure.bbox]))
+        and box_overlap(text.bbox, figure.bbox) >= TWICE_BOXED * _area(box_union([text.bbox, figure.bbox]))
     }
     tabled = {
         r
@@ -988,19 +990,19 @@ def groups(detection: Detection) -> list[Group]:
                 cells = {i for row in run for i in row}
                 out.append(Group("table", box_union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
-        framed = any(g.label == "ruled" and _overlap(g.bbox, region.bbox) >= 0.8 * _area(g.bbox) for g in out)
+        framed = any(g.label == "ruled" and box_overlap(g.bbox, region.bbox) >= 0.8 * _area(g.bbox) for g in out)
         # the model boxes a table both as a table and as a figure (booktabs' manual, lme4's method list): a figure
         # that holds no line and lies (0.8 of it) in a ruled frame or in a region the model calls a table is that
         # table, whose lines the frame or the table region took, no picture
         in_table = any(
-            _overlap(box, region.bbox) >= 0.8 * _area(region.bbox)
+            box_overlap(box, region.bbox) >= 0.8 * _area(region.bbox)
             for box in [*(g.bbox for g in out if g.label == "ruled"), *(r.bbox for r in regions if r.label == "table")]
         )
         if not m and region.label == "figure" and (framed or in_table or r in tabled_twins):
             continue  # a "figure" whose every line is in the ruled grids it holds is those tables, no picture
         if m or label in ("figure", "table"):
             bbox = region.bbox
-            if m and label != "figure" and any(_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
+            if m and label != "figure" and any(box_overlap(bbox, g.bbox) > 0 for g in out if g.label == "ruled"):
                 bbox = box_union([boxes[i] for i in m])  # what a ruled frame left of it: ordered by what it holds
             out.append(Group(label, bbox, sorted(m, key=lambda i: (boxes[i][1], boxes[i][0]))))
     body = detection.body_height * detection.scale
@@ -1123,7 +1125,7 @@ def _twice_boxed(regions: Sequence[Region]) -> list[Region]:
     for region in regions:
         for k, kept in enumerate(out):
             union = box_union([kept.bbox, region.bbox])
-            if kept.label == region.label and _overlap(kept.bbox, region.bbox) >= TWICE_BOXED * _area(union):
+            if kept.label == region.label and box_overlap(kept.bbox, region.bbox) >= TWICE_BOXED * _area(union):
                 out[k] = replace(kept, bbox=union)
                 break
         else:
@@ -1209,10 +1211,6 @@ def _centre_inside(box: BBox, frame: BBox) -> bool:
 
 def _area(b: BBox) -> float:
     return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
-
-
-def _overlap(a: BBox, b: BBox) -> float:
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
 def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float, *, tables: bool = True) -> list[Group]:
