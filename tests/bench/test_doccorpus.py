@@ -295,6 +295,36 @@ def test_the_fresh_documents_group_holds_whole_pages_with_headings_lists_and_sen
     assert "PDF_TITLE" in by_name["mom_pdf_p8"].text and "<thus>" in by_name["fhs_p8"].text  # escapes read as printed
 
 
+def test_the_new_tables_group_holds_whole_pages_with_their_tables_held_out() -> None:
+    """tables_new/README.md's pages: whole pages with tables, held out whole (this test names their shapes, never their
+    text): every table's rows as wide as its header, a cell spanning columns written in each, the form's boxes read as
+    paragraphs (no table, no heading), headings at their documents' levels."""
+    entries = [e for e in doccorpus.entries() if e.group == "tables-new"]
+    assert "tables-new" in doccorpus.HELD_OUT_GROUPS
+    assert entries and all(e.split == "held-out" for e in entries)
+    by_name = {e.name.removeprefix("tables_new/"): e.reference() for e in entries}
+    assert {name: len(ref.tables) for name, ref in by_name.items()} == {
+        "icccm_p9": 2,
+        "jags_user_p29": 1,
+        "jags_user_p39": 1,
+        "rml_fw2_p4": 0,
+        "rml_shipment_p1": 1,
+        "rml_shipment_p2": 1,
+        "umfpack_guide_p10": 1,
+        "xorg_relnotes_p6": 2,
+    }
+    for name, ref in by_name.items():
+        assert all(len(row) == len(table[0]) >= 3 for table in ref.tables for row in table), name
+        assert all(len(table) >= 3 for table in ref.tables), name  # a header and rows under it
+    form = by_name["rml_fw2_p4"]
+    assert not form.headings and len(form.paragraphs) > 30  # a paragraph per box
+    rows = [row for name in ("rml_shipment_p1", "rml_shipment_p2") for row in by_name[name].tables[0][1:]]
+    assert sum(row[0] != "" and len(set(row[:4])) == 1 for row in rows) == 2  # spans over four columns, in each
+    assert [h.level for h in by_name["jags_user_p39"].headings] == [1, 2]
+    assert [h.level for h in by_name["xorg_relnotes_p6"].headings] == [3, 3, 4]
+    assert not by_name["rml_shipment_p2"].headings
+
+
 def test_a_scan_of_one_page_is_scored_against_that_page_of_its_source() -> None:
     """scan/scan_NAME_pN.pdf is page N of NAME: its reference holds that page's tables and none of another page's;
     scan_pdfspec_NAME.pdf is scored against pdf-spec's gold Markdown."""
