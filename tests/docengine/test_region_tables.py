@@ -181,3 +181,56 @@ def test_a_table_region_the_text_path_cut_in_pieces_is_read_whole(tmp_path: Path
     page = (20.0, 20.0, content.width - 20, content.height - 20)
     pieces = _tables(analyse(content, style).blocks)
     assert _tables(analyse(replace(content, regions=(Region("table", page),)), style).blocks) == pieces
+
+
+NOTE = "Note: Inactive voters did not answer the county office's mailing."
+COUNTIES = [("County", "Registered", "Active"), ("Adams", "24,973", "19,978"), ("Baker", "31,154", "24,923")]
+COUNTIES += [("Clark", "17,756", "14,204"), ("Dunn", "3,004", "2,403")]
+
+
+def _noted_grid_page(path: Path) -> tuple[PageContent, tuple[float, float, float, float]]:
+    """A grid of rules whose last row is one cell across its columns holding a note (a spreadsheet's merged row under
+    its figures), between paragraphs; and the box the layout model gives the table: its header and rows of figures,
+    a few points of padding, the note's row left out (as it boxed a drawn page of this kind)."""
+    top, lead, xs = TABLE_TOP + 12, 16.0, (66.0, 180.0, 290.0, 400.0)
+    foot = top - lead * len(COUNTIES)  # the top of the note's row
+
+    def draw(c: object) -> None:
+        c.setFont("Helvetica", 10)  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 760, lead=13)
+        for r, row in enumerate(COUNTIES):
+            for x, text in zip(xs, row, strict=False):
+                c.drawString(x + 6, TABLE_TOP - lead * r, text)  # type: ignore[attr-defined]
+        c.drawString(xs[0] + 6, foot - 12, NOTE)  # type: ignore[attr-defined]
+        for k in range(len(COUNTIES) + 2):
+            c.line(xs[0], top - lead * k, xs[-1], top - lead * k)  # type: ignore[attr-defined]
+        for x in xs:  # the inner rules stop at the note's row; the frame's sides run down to its foot
+            c.line(x, top, x, foot - (lead if x in (xs[0], xs[-1]) else 0))  # type: ignore[attr-defined]
+        wrapped_prose(c, PROSE, 440, lead=13)
+
+    return drawn_page(path, draw), (xs[0] - 4, 842 - top - 4, xs[-1] + 4, 842 - foot + 2)
+
+
+def test_a_note_row_under_a_grid_that_its_table_region_leaves_out_is_text(tmp_path: Path) -> None:
+    content, box = _noted_grid_page(tmp_path / "noted_grid.pdf")
+    style = document_style([content])
+    # the text path alone: the note is the grid's last row, one cell across the three columns
+    alone = _tables(analyse(content, style).blocks)
+    assert len(alone) == 1 and alone[0].table is not None and alone[0].table.rows == len(COUNTIES) + 1
+    assert table_evidence(analyse(content, style), content.rulings, style.body_size)  # so its regions are asked
+    layout = analyse(replace(content, regions=(Region("table", box),)), style)
+    tables = _tables(layout.blocks)
+    assert len(tables) == 1
+    table = tables[0].table
+    assert table is not None and (table.rows, table.cols) == (len(COUNTIES), 3)
+    assert [[c.text for c in table.cells if c.row == r] for r in range(table.rows)] == [list(r) for r in COUNTIES]
+    # the note is text once, after the table, before the paragraph under it
+    texts = [b.text for b in layout.blocks]
+    at = next(i for i, t in enumerate(texts) if "Inactive voters" in t)
+    assert texts[at].startswith("Note:") and layout.blocks.index(tables[0]) < at
+    assert sum("Inactive voters" in t for t in texts) == 1
+    assert "survey team" in texts[at + 1]
+    # a region that holds the note's row (the model boxed it with the table) keeps it the table's last row
+    held = (box[0], box[1], box[2], box[3] + 24)
+    kept = _tables(analyse(replace(content, regions=(Region("table", held),)), style).blocks)
+    assert kept[0].table is not None and kept[0].table.rows == len(COUNTIES) + 1

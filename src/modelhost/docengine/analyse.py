@@ -456,6 +456,12 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         free = _without(free, [found.words for found in unruled])
     # A table region the text path's tables disagree with (it cut the model's one table in pieces, or read a small part
     # of it and left the rest loose) is read whole from the layer's words inside it.
+    # A note or a source set in a grid's own frame, on a row of one cell across its columns at its foot, which the
+    # layout model leaves out of the table it boxes: read as the page's text after the table.
+    fixed, released = _region_trimmed(content, words, free, fixed)
+    if released:
+        at = {id(w): i for i, w in enumerate(words)}
+        free = sorted([*free, *released], key=lambda w: at[id(w)])
     fixed, joined = _region_joined(content, words, free, fixed)
     if joined:
         free = [w for w in free if id(w) not in joined]
@@ -466,7 +472,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     fixed += [block for blocks, _ in tabled for block in blocks]
     if tabled:
         free = _without(free, [frozenset(inside) for _, inside in tabled])
-    if unruled or tabled:
+    if unruled or tabled or released:
         page_gutters = gutters(free, style.body_size)
     page_gutters = [*page_gutters, *beside]
     runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
@@ -490,10 +496,26 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
 def table_evidence(layout: PageLayout, rulings: Sequence[Segment], body_size: float) -> bool:
     """Whether a laid-out text-layer page shows a table whose reading its layout regions may better: a table the
     text path found that no grid of rules frames (`_gridded`: a ruled grid is read from its rules, and its page is
-    never asked), or `ROW_EVIDENCE` rows of short blocks side by side that it left as text (`_side_by_side`): the
-    cells of a table it declined, read as loose lines and headings."""
-    found = any(b.kind is Kind.TABLE and not _gridded(b.bbox, rulings) for b in layout.blocks)
+    not asked), or a grid whose last row is one cell across it (`_spanned_foot`: a note its region may leave out,
+    `_region_trimmed`), or `ROW_EVIDENCE` rows of short blocks side by side that it left as text (`_side_by_side`):
+    the cells of a table it declined, read as loose lines and headings."""
+    found = any(
+        b.kind is Kind.TABLE and (not _gridded(b.bbox, rulings) or (b.table is not None and _spanned_foot(b.table)))
+        for b in layout.blocks
+    )
     return found or _side_by_side(layout.blocks, body_size) >= ROW_EVIDENCE
+
+
+def _spanned_foot(table: Table) -> Cell | None:
+    """The cell of a table's last row where that row is one cell across all its columns (a row of merged cells under
+    the grid's figures: a note, a source), under `MIN_ROWS` rows of the table's own above it; else None."""
+    if table.cols < 2 or table.rows <= MIN_ROWS:
+        return None
+    last = table.grid()[table.rows - 1]
+    cell = last[0]
+    if cell is None or cell.row != table.rows - 1 or cell.bbox is None or any(slot is not cell for slot in last):
+        return None
+    return cell
 
 
 def _gridded(box: BBox, rulings: Sequence[Segment]) -> bool:
@@ -558,6 +580,50 @@ def _region_tables(
         used |= inside
         out.append((blocks, inside))
     return out
+
+
+def _region_trimmed(
+    content: PageContent, words: Sequence[Word], free: Sequence[Word], fixed: list[Block]
+) -> tuple[list[Block], list[Word]]:
+    """`fixed` with the rows at a table's foot that its table region (the layout model's) leaves out cut from it, and
+    the words of the rows cut, which are the page's text. A row is cut only where it is one cell across every column
+    (`_spanned_foot`: a spreadsheet's or a report tool's merged row holding a note or a source inside the grid's frame)
+    and none of its words stands in the region: the model boxes a table from its header to its last row of cells,
+    and read as a row the note was written once per column it spans, a sentence broken into cells. A title row across
+    a grid's head stays the table's, as the dev references keep it (reportlab_userguide_p61, _p64), and so does any
+    row of cells, whatever the region says (a region's box can fall a few points short of a table's last row)."""
+    regions = [r.bbox for r in content.regions if r.label == "table"]
+    if not regions:
+        return fixed, []
+    free_ids = {id(w) for w in free}
+    out: list[Block] = []
+    released: list[Word] = []
+    for block in fixed:
+        table = block.table
+        if block.kind is not Kind.TABLE or table is None:
+            out.append(block)
+            continue
+        region = max(regions, key=lambda r: box_overlap(r, block.bbox))
+        if box_overlap(region, block.bbox) < 0.5 * box_area(block.bbox):
+            out.append(block)
+            continue
+        cut: list[Cell] = []
+        while (foot := _spanned_foot(table)) is not None and foot.bbox is not None:
+            box = foot.bbox
+            inside = [w for w in words if id(w) not in free_ids and not w.rotation and centre_in(w, box)]
+            if not inside or any(centre_in(w, region) for w in inside):
+                break
+            cut.append(foot)
+            released += inside
+            rows = table.rows - 1
+            cells = tuple(replace(c, row_span=min(c.row_span, rows - c.row)) for c in table.cells if c.row < rows)
+            table = Table(rows, table.cols, cells)
+        if not cut:
+            out.append(block)
+            continue
+        x0, y0, x1, _ = block.bbox
+        out.append(replace(block, bbox=(x0, y0, x1, min(c.bbox[1] for c in cut if c.bbox is not None)), table=table))
+    return out, released
 
 
 def _region_joined(
