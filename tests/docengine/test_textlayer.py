@@ -159,6 +159,59 @@ def test_superscripts_and_subscripts_are_words_of_their_own_and_small_capitals_a
     assert words == ["HELLO", "1", "Space", "Z", "gas", "10", "5"]
 
 
+def _invisible_spaces_line(y: int, pieces: list[str], gap: float) -> bytes:
+    # One 6-point line (Tf 1 under a 6x matrix, as Acrobat Distiller writes it) drawn piece by piece: after each
+    # piece an invisible word space (render mode 3) of its own, drawn back over the piece's first letters (a fifth
+    # of its width in), and the next piece `gap` ems after the piece's end: 0 for pieces of one word, printed
+    # touching.
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    ops = [b"BT /F1 1 Tf 6 0 0 6 72 %d Tm" % y]
+    for piece in pieces:
+        width = stringWidth(piece, "Helvetica", 1)
+        back = 0.8 * width
+        ops.append(
+            b"0 Tr (%s) Tj 3 Tr %.4f 0 Td [( ) -941 ( )] TJ %.4f 0 Td" % (piece.encode(), width - back, back + gap)
+        )
+    ops.append(b"ET")
+    return b" ".join(ops)
+
+
+def test_a_word_parted_by_invisible_spaces_is_one_word_and_words_apart_stay_apart(tmp_path: Path) -> None:
+    # A bank's annual report (Acrobat Distiller, tables_dev/tdr_modifications) writes its word spaces as invisible
+    # glyphs of their own, drawn back over the line; some fall inside words, between letters printed touching, where
+    # pdfium kept them as spaces or generated one: "t he", "d iffer", "loa ns". Pieces a word space apart (0.28
+    # em), or a tight table's cells with no space at all between them (0.5 em), stay words of their own.
+    content = b" ".join(
+        [
+            _invisible_spaces_line(700, ["of t", "he loan d", "iffer"], 0.0),
+            _invisible_spaces_line(680, ["the", "loan"], 0.28),
+            b"BT /F1 1 Tf 6 0 0 6 72 660 Tm (1,357) Tj 3.28 0 Td (1,727) Tj ET",  # cells 0.5 em apart, no space
+        ]
+    )
+    path = tmp_path / "invisible_spaces.pdf"
+    path.write_bytes(_content_pdf(content))
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        words = [w.text for w in read_text_layer(doc, 0).words]
+    finally:
+        doc.close()
+    assert words == ["of", "the", "loan", "differ", "the", "loan", "1,357", "1,727"]
+
+
+def test_spaces_generated_inside_words_go_and_word_spaces_between_objects_stay(open_pdf: Open) -> None:
+    # The corpus' case of the drawn page above, and word spaces pdfium generates between text objects whose glyph
+    # boxes (the faces' boxes, wider than the advances) leave only 0.09-0.10 em between the words: they stay.
+    def text(name: str) -> str:
+        return " ".join(w.text for w in read_text_layer(open_pdf(name), 0).words)
+
+    report = text("tables_dev/tdr_modifications.pdf")
+    assert "the effects of the TDR" in report and "will differ from" in report and "on loans previously" in report
+    assert not re.search(r"\b(t he|d iffer|loa ns)\b", report)
+    assert "time and frequency" in text("tables_dev/confproc_p009.pdf")
+    assert "unauthorized copying" in text("pdf/office_dmca_p4.pdf")
+
+
 def _tall_metrics_pdf(rotate: int) -> bytes:
     # Twelve lines of a paragraph, 12 points apart at 10 points, as Word writes them (Tf 1, the matrix scaling by 10),
     # in a face whose font descriptor claims 3.43 ems of ascent and 2.71 of descent: an ISO standard's Cambria.

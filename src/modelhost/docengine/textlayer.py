@@ -118,6 +118,13 @@ SCRIPT_SHIFT = 0.1
 #: break: letters of one word touch (kerning moves them by 0.05 em at most), while even tight justified word spaces
 #: are 0.2 em or more (TeX shrinks a 0.333 em space by at most 0.111 em).
 PHANTOM_GAP = 0.1
+#: A space pdfium generated (or one written away from its gap: `_in_place`) between two letters is no word break only where the gap across it is at most this share
+#: of the font size over the gaps between the letters beside it in their own pieces (and under PHANTOM_GAP): kerning
+#: moves one word's letters by 0.05 em at most (above). Against the run's own gaps, since glyph boxes differ by face:
+#: where the boxes are the advances (tdr_modifications' pieces, img2table's title) a word's letters are 0.00-0.05
+#: points apart, where they are the faces' wider boxes they overlap by 1-3 points (office_dmca: 12-point letters,
+#: whose word spaces generated between objects show a gap of only 1.16 points, 0.10 em; confproc's italic: 0.09 em).
+KERN_SLACK = 0.05
 #: A loose box (the font's ascent to its descent) taller than this many times the type size says nothing of its
 #: line: at 2 ems a line's box reaches halfway into the lines above and below it at the tightest leading (1 em, set
 #: solid), and `lines` joins words whose boxes overlap by half. Faces measured on ~400 registry PDFs span 0.9-1.75
@@ -210,6 +217,9 @@ class _Char:
     angle: int
     generated: bool
     baseline: float | None = None  # displayed y of its origin; read only where the size changes (_chars)
+    #: A space the producer wrote, read without its box (marked generated only so that no box is asked): a word
+    #: space whatever its neighbours' boxes say, where a space pdfium generated may stand for no gap at all.
+    written: bool = False
 
 
 class _Frame:
@@ -570,6 +580,7 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
         return frame.point(ox.value, oy.value)[1]
 
     last: tuple[int, _Char] | None = None  # the last glyph: its index and character
+    written: dict[int, int] = {}  # spaces read without their box: their place in `out`, their index
     low = -1  # the index of a surrogate pair's second half, read with its first
     for i in range(count):
         if i == low:
@@ -595,7 +606,8 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
             # after a letter of a script beyond ASCII, where such spaces were found (Arabic shaping): one foreign
             # call per space of a Latin page is a tenth of the reader's time for nothing.
             if last is None or last[1].text.isascii():
-                out.append(_Char(ch, 0, 0, 0, 0, 0, _NO_FONT, 0, True))
+                written[len(out)] = i
+                out.append(_Char(ch, 0, 0, 0, 0, 0, _NO_FONT, 0, True, written=True))
                 continue
             raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
             x0, y0, x1, y1 = frame.box(rect.left, rect.bottom, rect.right, rect.top)
@@ -633,7 +645,37 @@ def _chars(textpage: pdfium.PdfTextPage, frame: _Frame, fonts: dict[int, _Font])
                 last[1].baseline = baseline(last[0])
         last = (i, glyph)
         out.append(glyph)
+    for k, i in written.items():
+        # A space written between two letters that touch (a word's letters: PHANTOM_GAP) is asked for its box, and
+        # where the space was drawn away from them, it is no gap between them: a producer writing its word spaces
+        # as invisible glyphs (render mode 3) of their own drew some of them back over the line's earlier letters,
+        # between two pieces of a word printed touching (tables_dev/tdr_modifications, "a s", "t heir"). It then
+        # counts as a space pdfium generated there, which `_without_phantom_breaks` weighs. A word space stands in
+        # its gap: letters a space's width apart are never asked (one foreign call per space of a page is a tenth
+        # of the reader's time).
+        prev, nxt = _glyph(out, k - 1), _glyph(out, k + 1)
+        if prev is None or nxt is None or not _touching(prev, nxt):
+            continue
+        raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
+        x0, y0, x1, y1 = frame.box(rect.left, rect.bottom, rect.right, rect.top)
+        if not _in_place(prev, _Char(" ", x0, y0, x1, y1, 0, _NO_FONT, prev.angle, False), nxt):
+            out[k].written = False
     return out
+
+
+def _in_place(prev: _Char, space: _Char, nxt: _Char) -> bool:
+    # Whether `space` was drawn on the line of `prev` and `nxt`, along it somewhere from the one's start to the
+    # other's end.
+    if not _same_line(prev, space):
+        return False
+    axis = (0, 2) if prev.angle in (0, 180) else (1, 3)
+    lo = min(_at(prev, axis[0]), _at(nxt, axis[0]))
+    hi = max(_at(prev, axis[1]), _at(nxt, axis[1]))
+    return _at(space, axis[1]) >= lo and _at(space, axis[0]) <= hi
+
+
+def _at(ch: _Char, side: int) -> float:
+    return (ch.x0, ch.y0, ch.x1, ch.y1)[side]
 
 
 def _from_baseline(box: BBox, origin: tuple[float, float], angle: int, size: float) -> BBox:
@@ -695,8 +737,9 @@ def _accented(chars: list[_Char]) -> list[_Char]:
 def _without_phantom_spaces(chars: list[_Char]) -> list[_Char]:
     """Spaces the producer wrote that take no room between two letters that touch dropped: right_to_left_01 has one
     inside "بناءً" (before its tanween) and "أيضًا", splitting each word in two. A space pdfium generated stands for a
-    gap and stays; so does a real space with an advance, or between letters any gap apart (that file's word spaces
-    are zero-width too, but its words stand 3 points apart)."""
+    gap and stays (between letters that touch, `_without_phantom_breaks` weighs it); so does a real space with an
+    advance, or between letters any gap apart (that file's word spaces are zero-width too, but its words stand 3
+    points apart)."""
     out: list[_Char] = []
     for i, ch in enumerate(chars):
         if ch.text.isspace() and not ch.generated and ch.x1 - ch.x0 <= 0.01:
@@ -708,27 +751,57 @@ def _without_phantom_spaces(chars: list[_Char]) -> list[_Char]:
 
 
 def _without_phantom_breaks(chars: list[_Char]) -> list[_Char]:
-    """Line breaks pdfium generated between two letters that touch on one line dropped: a producer that draws each
-    glyph as a text object of its own (pdftotext's three_columns.pdf, a word set "c", "olu", "m", "n") gets a break
-    after every object, which split each word into its pieces. Letters of one word touch (PHANTOM_GAP); a word
-    space, even one the producer never drew, is a gap of a space's width, so the break after it still parts words."""
+    """Line breaks and spaces pdfium generated between two letters that touch on one line dropped: a producer that
+    draws each glyph as a text object of its own (pdftotext's three_columns.pdf, a word set "c", "olu", "m", "n")
+    gets a break after every object, which split each word into its pieces; one that writes its word spaces as
+    invisible glyphs (render mode 3, for copy and paste) of their own objects, some of them inside a word (a bank's
+    annual report by Acrobat Distiller, tables_dev/tdr_modifications: "t he", "d iffer", "loa ns"), gets a space
+    generated where pdfium skips them, between letters printed touching. Letters of one word touch (PHANTOM_GAP); a
+    word space, even one the producer never drew, is a gap of a space's width, so a space or break generated after
+    it still parts words."""
     out: list[_Char] = []
     i = 0
     while i < len(chars):
         ch = chars[i]
-        if not (ch.generated and ch.text in "\r\n"):
+        if not _generated_gap(ch):
             out.append(ch)
             i += 1
             continue
         j = i
-        while j < len(chars) and chars[j].generated and chars[j].text in "\r\n":
+        while j < len(chars) and _generated_gap(chars[j]):
             j += 1
-        prev = out[-1] if out and not (out[-1].generated or out[-1].text.isspace()) else None
-        nxt = chars[j] if j < len(chars) and not (chars[j].generated or chars[j].text.isspace()) else None
-        if prev is None or nxt is None or not _touching(prev, nxt):
+        prev = _glyph(out, len(out) - 1)
+        nxt = _glyph(chars, j)
+        spaced = any(c.text == " " for c in chars[i:j])
+        if prev is None or nxt is None or not _touching(prev, nxt) or (spaced and not _as_close(out, chars, j)):
             out.extend(chars[i:j])
         i = j
     return out
+
+
+def _glyph(chars: list[_Char], i: int) -> _Char | None:
+    # chars[i] where it is a glyph (no space, no break), else None
+    if 0 <= i < len(chars) and not (chars[i].generated or chars[i].text.isspace()):
+        return chars[i]
+    return None
+
+
+def _as_close(before: list[_Char], after: list[_Char], j: int) -> bool:
+    """Whether the last glyph of `before` and `after[j]` are no further apart than each stands from its neighbour
+    in its own piece (KERN_SLACK): the letters of one word drawn in two pieces. Where neither piece has a second
+    letter, nothing says how the run is set, and the space stays."""
+    prev, nxt = before[-1], after[j]
+    inner = [
+        _gap(a, b)
+        for a, b in ((_glyph(before, len(before) - 2), prev), (nxt, _glyph(after, j + 1)))
+        if a is not None and b is not None and a.angle == b.angle and _same_line(a, b)
+    ]
+    return bool(inner) and _gap(prev, nxt) <= max(inner) + KERN_SLACK * max(prev.size, nxt.size, 1.0)
+
+
+def _generated_gap(ch: _Char) -> bool:
+    # A line break (CR, LF) or a space pdfium generated between two text objects; not a space the producer wrote.
+    return ch.generated and not ch.written and ch.text in "\r\n "
 
 
 def _touching(prev: _Char, nxt: _Char) -> bool:
