@@ -214,6 +214,15 @@ FLOORS: dict[str, Floor] = {
     # HB, measured with `--groups tables-dev --files who_hcv --tools modelhost --floors modelhost`): the band's two
     # header rows read as one (cells 0.60; pymupdf4llm 0.70)
     "tables_dev/who_hcv_guidelines_p44": Floor(3.12, 1.00, None, 2, 0.60, 0, None, None),
+    # a form's boxes of fields and tables under their own titles (issue 34, the held-out tables-fresh's kinds; HE's
+    # pages, re-added by HH with the form read from its rules on the text layer only, measured with `--groups
+    # tables-dev --files img2table va_form dd_form --tools modelhost --floors modelhost`): whole-page references; the
+    # img2table pages' two titled grids still read as one table (1/2, cells 0.50) and their false headings allow 2,
+    # as 71091fb's `analyse._titled_apart` (two titled tables in one region kept two) reads their second title
+    "tables_dev/dd_form_293_p1": Floor(0.19, 1.00, 0.50, 5, None, 0, 0.74, 1.00),
+    "tables_dev/img2table_tables_p1": Floor(0.09, 0.92, None, 2, 0.50, 0, 0.00, None),
+    "tables_dev/img2table_tables_p2": Floor(0.09, 0.93, None, 2, 0.50, 0, 0.00, None),
+    "tables_dev/va_form_210966_p1": Floor(0.29, 1.00, 1.00, 1, None, 0, 0.89, 1.00),
 }
 
 #: The image-only files, read by PIXEL_ENGINE. Measured at e1b22e6 (`--tools modelhost --floors modelhost`): CER 0.00

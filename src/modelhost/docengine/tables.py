@@ -19,6 +19,9 @@ How, and why each step:
   column labels wrapped in their columns are one row and the stub's header heads every header row. Where it has no
   interior horizontals, or no verticals at all (booktabs: a midrule under the header, then a band of rows), rows come
   from the text lines (multi-line cells then read as rows: nothing better is known).
+- A form's boxes of fields are no table (`_own_rows`): on a text layer, a grid whose rows fill few of its columns,
+  each row of boxes parted by column lines of its own, is read as lines, and its labels are no headings
+  (`form_fields`).
 - Spans: two neighbouring grid slots are one cell when no rule separates them at that point (a header cell drawn
   over three columns). Every slot belongs to exactly one cell, so no cell is ever dropped, and every word goes to
   the cell under its centre.
@@ -77,6 +80,30 @@ MIN_FILLED = 0.4
 #: two rows' worth of other cells hold text beside it: a long description in a grid of short cells is a cell
 #: (tables_dev/gnis_file_formats: 109 words beside 25 short cells).
 MAX_CELL_WORDS = 80
+#: A ruled grid whose rows hold, on average, fewer cells than this share of its columns, each row's boxes parted by
+#: rules of their own (`FORM_SHARE`), is a form's boxes of fields, not a table: its columns are the union of every
+#: row's lines, each box spans many of them, and its text was written once per spanned column. Measured on text-layer
+#: grids: tables_dev's and the docling pages' tables fill 0.69-1.0 of their columns a row (a title row spanning the
+#: grid, a span or two below it); the boxes of US federal forms (pikepdf's DD 293 and VA 21-0966) 0.12-0.22. Fill alone
+#: also takes a table whose columns its words part (`_band_columns`: a scanned report grid, 0.23), hence the rules.
+FORM_FILL = 0.4
+#: A form's grid has at least this many bands of boxes between its horizontal rules: a small grid of spans (a
+#: two-row heading box) stays a table.
+FORM_ROWS = 4
+#: The inner column lines of a form's grid run, the median one, through fewer than this share of its bands: each row
+#: of boxes draws lines of its own where its fields end (VA 21-0966: 2 of 16 bands, DD 293: 1 or 2 of 39), where a
+#: table's column lines run through its rows, whole or drawn in pieces at one x (tables_dev's grids 0.67-1.0, the
+#: pixels' rules of the scanned USDA grid 1.0). An IRS tax table's label boxes cross 1 of 9 bands, but its rows fill
+#: its columns (0.96): both tests together make a form.
+FORM_SHARE = 0.5
+#: A form's field leaves room below its label for the value: at least this many times the label's own height (a
+#: field's box is a label line over one or two lines of entry or its options; a band's title fills its band but for
+#: its padding).
+FIELD_ROOM = 1.0
+#: A form's label starts within this many of its line's heights of its box's left edge: forms inset a label by a
+#: few points (2-3 points before 7-point labels on the VA and DD forms), where a title centred in a box wider than
+#: it starts further in.
+FIELD_INSET = 1.5
 #: A grid line within this distance (points) of another is the same line (double rules, rounding).
 LINE_MERGE = 2.0
 #: Parallel rules whose drawn edges stand this close (points) may draw one border: the facing borders of two cells
@@ -1157,6 +1184,9 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         return None  # a ruled frame around running text (a cover, a sidebar), not a table
     if not ruled_columns and sum(words[i].monospace for i in members) >= 0.8 * len(members):
         return None  # a framed code listing
+    sparse = ruled_columns and rows >= FORM_ROWS and len(cells) < FORM_FILL * rows * cols
+    if sparse and _layered(inside) and _own_rows(group):
+        return None  # boxes of fields: their words are read as lines, or as tables without rules where they stand so
     if not ruled_columns:
         full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
         if full_rows < 0.5 * rows:
@@ -1182,6 +1212,92 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         loose=loose,
         boxed=boxed,
     )
+
+
+def _layered(words: Sequence[Word]) -> bool:
+    """Whether words come from a text layer (their fonts known; OCR'd words have none): its rules are then its
+    vector drawing. A form is read from its boxes on the text path only: the pixel path's rules of a scan come in
+    pieces, and its OCR'd lines of two columns of a form's options interleave when the grid is read as lines (the
+    probe's irs_f1040nr_03 order check on pixels), where its grid kept them apart."""
+    return sum(1 for w in words if w.font) >= 0.5 * len(words)
+
+
+def _own_rows(group: Sequence[Segment]) -> list[list[float]] | None:
+    """Where a grid's rows of boxes each draw column lines of their own (a form's fields, each as wide as what it
+    asks): each band's column lines (its box's edges and the vertical rules across its middle), top band first; None
+    where the median inner column line runs through `FORM_SHARE` of the bands or more (a table's column lines run
+    through its rows, whole or in pieces at one x), or the grid has fewer than `FORM_ROWS` bands. Read on the rules
+    alone: missing pieces of a rule lower no line's count of bands but where they miss."""
+    box = _box(group)
+    ys = _lines([box[1], box[3], *(s.y0 for s in group if s.horizontal)])
+    middles = [(a + b) / 2 for a, b in itertools.pairwise(ys)]
+    inner = [s for s in group if not s.horizontal and box[0] + LINE_MERGE < s.x0 < box[2] - LINE_MERGE]
+    if len(middles) < FORM_ROWS or not inner:
+        return None
+    xs = _lines([s.x0 for s in inner])
+    crossed: list[set[int]] = [set() for _ in xs]  # per inner column line, the bands whose middles its rules cross
+    per_band: list[set[int]] = [set() for _ in middles]
+    for s in inner:
+        k = bisect.bisect_right(xs, s.x0) - 1  # the line whose merged rules it is one of (`_lines`)
+        for band in range(bisect.bisect_left(middles, s.y0 - JOIN), bisect.bisect_right(middles, s.y1 + JOIN)):
+            crossed[k].add(band)
+            per_band[band].add(k)
+    counts = sorted(len(bands) for bands in crossed)
+    if counts[len(counts) // 2] >= FORM_SHARE * len(middles):
+        return None
+    return [[box[0], *(xs[k] for k in sorted(ks)), box[2]] for ks in per_band]
+
+
+def form_fields(rules: Sequence[Segment], words: Sequence[Word]) -> list[BBox]:
+    """The boxes of a form's fields (`_own_rows`) labelled at their top left (`FIELD_INSET`) beside another field of
+    their row, or with room below the label (`FIELD_ROOM`): the value's, empty on a blank form, or its options. Such
+    a label (`2. SOCIAL SECURITY NUMBER` over the boxes of its digits) is no heading, however it is set (a form sets
+    its labels in capitals). A band's title across the form (`SECTION I: ...` on its shading, alone in its row and
+    filling its box) or the form's title (centred in its box) stays what its type makes it."""
+    out: list[BBox] = []
+    for group in _groups(merge_rules(rules[:MAX_RULES])):
+        lines_x = _own_rows(group) if _closed(group) else None
+        if lines_x is None:
+            continue
+        box = _box(group)
+        horizontals = [s for s in group if s.horizontal]
+        ys = _lines([box[1], box[3], *(s.y0 for s in horizontals)])
+        # A box runs down through bands where no rule closes it (a label of three lines beside three rows of options
+        # ruled apart): [left, top, right, bottom, alone in each of its bands]
+        boxes: list[tuple[float, float, float, float, bool]] = []
+        above: dict[tuple[float, float], int] = {}
+        for (top, bottom), xs in zip(itertools.pairwise(ys), lines_x, strict=True):
+            below: dict[tuple[float, float], int] = {}
+            for left, right in itertools.pairwise(xs):
+                k = above.get((left, right))
+                middle = (left + right) / 2
+                closed = any(
+                    abs(h.y0 - top) <= LINE_MERGE and h.x0 - JOIN <= middle <= h.x1 + JOIN for h in horizontals
+                )
+                if k is None or closed:
+                    boxes.append((left, top, right, bottom, len(xs) == 2))
+                    k = len(boxes) - 1
+                else:
+                    x0, y0, x1, _, alone = boxes[k]
+                    boxes[k] = (x0, y0, x1, bottom, alone and len(xs) == 2)
+                below[(left, right)] = k
+            above = below
+        # the group's words by the heights of their centres: each box looks at its own band of them only
+        placed = sorted(((w.y0 + w.y1) / 2, k) for k, w in enumerate(words) if not w.rotation and _inside(w, box))
+        heights = [y for y, _ in placed]
+        for left, top, right, bottom, alone in boxes:
+            field = (left, top, right, bottom)
+            band = placed[bisect.bisect_left(heights, top) : bisect.bisect_right(heights, bottom)]
+            inside = [words[k] for _, k in band if _inside(words[k], field)]
+            if not inside:
+                continue
+            first = min(inside, key=lambda w: w.y0)
+            height = first.y1 - first.y0
+            label = [w for w in inside if first.y0 <= (w.y0 + w.y1) / 2 <= first.y1]
+            at_left = min(w.x0 for w in label) - left <= FIELD_INSET * height
+            if at_left and (not alone or bottom - first.y1 >= FIELD_ROOM * height):
+                out.append(field)
+    return out
 
 
 def _short_verticals(xs: list[float], verticals: Sequence[Segment], box: BBox) -> list[float]:
