@@ -234,3 +234,45 @@ def test_a_note_row_under_a_grid_that_its_table_region_leaves_out_is_text(tmp_pa
     held = (box[0], box[1], box[2], box[3] + 24)
     kept = _tables(analyse(replace(content, regions=(Region("table", held),)), style).blocks)
     assert kept[0].table is not None and kept[0].table.rows == len(COUNTIES) + 1
+
+
+#: Two small data tables, each a full grid under its own title line, one under the other.
+TITLES = ("Example of Data Table 1", "Example of Data Table 2")
+GRIDS = (
+    [("sample", "blue value", "red value"), ("clear water", "97", "79"), ("blue water", "73", "13")],
+    [("sample", "blue share", "red share"), ("clear water", "100%", "100%"), ("blue water", "75%", "17%")],
+)
+GRID_X = (72.0, 200.0, 320.0, 440.0)
+TOPS = (700.0, 590.0)
+
+
+def _two_tables(c: object) -> None:
+    c.setLineWidth(0.6)  # type: ignore[attr-defined]
+    for title, rows, top in zip(TITLES, GRIDS, TOPS, strict=True):
+        c.setFont("Helvetica-BoldOblique", 11)  # type: ignore[attr-defined]
+        c.drawCentredString(256, top + 8, title)  # type: ignore[attr-defined]
+        c.setFont("Helvetica", 9)  # type: ignore[attr-defined]
+        for r, row in enumerate(rows):
+            y = top - 18 * r
+            c.line(GRID_X[0], y, GRID_X[-1], y)  # type: ignore[attr-defined]
+            for k, text in enumerate(row):
+                c.drawString(GRID_X[k] + 3, y - 13, text)  # type: ignore[attr-defined]
+        bottom = top - 18 * len(rows)
+        c.line(GRID_X[0], bottom, GRID_X[-1], bottom)  # type: ignore[attr-defined]
+        for x in GRID_X:
+            c.line(x, top, x, bottom)  # type: ignore[attr-defined]
+
+
+def test_two_titled_grids_in_one_table_region_stay_two_tables(tmp_path: Path) -> None:
+    content = drawn_page(tmp_path / "two.pdf", _two_tables)
+    style = document_style([content])
+    alone = _tables(analyse(content, style).blocks)
+    assert len(alone) == 2
+    # the model's one table region over both titles and grids (842 - 720 .. 842 - 530, with padding)
+    region = Region("table", (66.0, 842 - 722.0, 446.0, 842 - 530.0))
+    layout = analyse(replace(content, regions=(region,)), style)
+    tables = _tables(layout.blocks)
+    assert len(tables) == 2
+    assert [t.table.rows if t.table else 0 for t in tables] == [3, 3]
+    text = " ".join(b.text for b in layout.blocks if b.kind is not Kind.TABLE)
+    assert TITLES[1] in text

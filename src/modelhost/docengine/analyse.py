@@ -658,6 +658,8 @@ def _region_joined(
         held = {id(w) for w in words if id(w) not in free_ids and any(centre_in(w, b.bbox) for b in pieces)}
         if len(pieces) < 2 and len(loose) <= len(held):
             continue
+        if _titled_apart(pieces, loose):
+            continue
         chosen = [w for w in words if not w.rotation and (id(w) in loose_ids or id(w) in held)]
         if sum(len(w.text) for w in chosen if w.monospace) >= CODE_SHARE * sum(len(w.text) for w in chosen):
             continue
@@ -667,6 +669,19 @@ def _region_joined(
         fixed = [b for b in fixed if not any(b is p for p in pieces)] + blocks
         joined |= loose_ids
     return fixed, joined
+
+
+def _titled_apart(pieces: Sequence[Block], loose: Sequence[Word]) -> bool:
+    """Whether a line of loose words stands between two of the text path's tables in one region, across both: each
+    table under its own title (a Word document's `Example of Data Table 1` over one grid, `... Table 2` over the
+    next, which the model boxes as one table). The pieces a region joins touch: a grid ruled around a table's header
+    and first row, its body read without rules right under it, with no line between them."""
+    ordered = sorted(pieces, key=lambda b: b.bbox[1])
+    for upper, lower in itertools.pairwise(ordered):
+        x0, x1 = max(upper.bbox[0], lower.bbox[0]), min(upper.bbox[2], lower.bbox[2])
+        if any(upper.bbox[3] <= (w.y0 + w.y1) / 2 <= lower.bbox[1] and x0 <= (w.x0 + w.x1) / 2 <= x1 for w in loose):
+            return True
+    return False
 
 
 def _listed(table: Table) -> bool:
