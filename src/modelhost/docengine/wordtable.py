@@ -15,6 +15,12 @@ one reader, words from OCR or from the text layer. The rules, and why each is th
   The first row is the header.
 - Lines of a row in one column closer than CELL_GAP_HEIGHTS line heights are one cell (a phrase cut in two); lines
   of two columns never are.
+- A wrapped cell's next line is a row's next line, not a row (`_joined`): by its text (lowercase after no sentence's
+  end, or hanging under the row with its label and another column empty), or by the rows' spacing, read from the
+  table itself: a line set closer under its row than the full rows stand apart (`CLOSE_PITCH`), holding
+  words under the row's words only and no figures, is that row's however it is capitalised (title-cased names), and
+  a header's next lines so set are the header's. A line many times the others' height (a math glyph's) stretches no
+  row (`TALL_LINE`).
 - A table region whose rows repeat its first row of cells whole holds two tables of one header (`table_blocks`); a
   row of one cell just above the repeat is the second one's title.
 - A header cell with a rule just under it that stops short of the table's width (booktabs' `cmidrule`, a partial
@@ -60,6 +66,17 @@ UNDER_HEIGHTS = 1.0
 _NUMBER = re.compile(r"^[(\[]?[-+−–]?[$€£¥]?[\d.,\s]*\d[\d.,\s]*%?[)\]]?[*†‡]?$")
 #: A cell that does not end a sentence may run on into the line below it.
 _RUNS_ON = re.compile(r"[^.!?:;]$")
+#: A line whose centre stands less than this share of the table's row pitch (`_pitch`) under the last line above it
+#: is that row's next line, a wrapped cell's. Measured on the dev tables read from their regions: a wrapped cell's
+#: next line stands at the text's leading, which cell padding and rules add to between rows, 0.47-0.61 of the pitch
+#: (hydrogen_projects_a1's project names, scanned and from the text layer alike); a row's first line 0.95-1.0 of it
+#: (the detector's boxes jitter by a pixel or two, ~0.1 pitch), and 0.74-0.78 where a panel of keys and dates stands
+#: tighter than the panel beside it in one region (clo_deal_summary). 0.7 parts the two.
+CLOSE_PITCH = 0.7
+#: A line this many times as tall as a table's lines usually are holds a tall glyph (a math accent over a symbol, a
+#: big bracket) and is no row of its height: lines of text are 1.0-1.2 of the median, lme4's line with a hatted `β`
+#: 3.4, and it chained three rows into one.
+TALL_LINE = 1.5
 
 
 def _box(items: Sequence[Word]) -> BBox:
@@ -86,8 +103,11 @@ def _lines(words: Sequence[Word]) -> list[tuple[BBox, str]]:
     return out
 
 
-def rows(lines: Sequence[tuple[BBox, T]]) -> list[list[tuple[BBox, T]]]:
-    """Boxes (with anything attached) gathered into rows, top to bottom, each row left to right."""
+def rows(lines: Sequence[tuple[BBox, T]], *, height: float | None = None) -> list[list[tuple[BBox, T]]]:
+    """Boxes (with anything attached) gathered into rows, top to bottom, each row left to right. With `height` (the
+    lines' usual height), a line more than `TALL_LINE` times as tall joins the row it overlaps without stretching the
+    row's span: a math glyph's box (lme4's `β` with its hat) reached into the lines above and below, and three rows
+    of a table came out as one."""
     rows: list[list[tuple[BBox, T]]] = []
     spans: list[tuple[float, float]] = []
     for line in sorted(lines, key=lambda ln: (ln[0][1] + ln[0][3]) / 2):
@@ -96,7 +116,8 @@ def rows(lines: Sequence[tuple[BBox, T]]) -> list[list[tuple[BBox, T]]]:
             top, bottom = spans[-1]
             if min(bottom, y1) - max(top, y0) >= 0.5 * min(y1 - y0, bottom - top):
                 rows[-1].append(line)
-                spans[-1] = (min(top, y0), max(bottom, y1))
+                if height is None or y1 - y0 <= TALL_LINE * height:
+                    spans[-1] = (min(top, y0), max(bottom, y1))
                 continue
         rows.append([line])
         spans.append((y0, y1))
@@ -223,8 +244,8 @@ def table_block(words: Sequence[Word], rules: Sequence[Segment] = ()) -> Block |
     found = _read_table(words)
     if found is None:
         return None
-    placed, columns, _, spots = found
-    return _built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules))
+    placed, columns, _, spots, centres = found
+    return _built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules), centres)
 
 
 def table_blocks(words: Sequence[Word], rules: Sequence[Segment] = ()) -> list[Block]:
@@ -236,17 +257,17 @@ def table_blocks(words: Sequence[Word], rules: Sequence[Segment] = ()) -> list[B
     found = _read_table(words)
     if found is None:
         return []
-    placed, columns, boxes, spots = found
+    placed, columns, boxes, spots, centres = found
     head = next((r for r, row in enumerate(placed) if len(row) >= MIN_COLS), 0)
     starts = [head, *(r for r in range(head + MIN_ROWS, len(placed)) if _repeats(placed[r], placed[head]))]
     starts = [s for k, s in enumerate(starts) if k == 0 or s - starts[k - 1] > MIN_ROWS]
     if len(starts) == 1 or len(placed) - starts[-1] < MIN_ROWS:
-        return [_built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules))]
+        return [_built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules), centres)]
     out = [_title(placed[r], boxes[r]) for r in range(head)]  # the first table's title, set over its columns
     for start, end in itertools.pairwise([*starts, len(placed)]):
         title = end < len(placed) and len(placed[end - 1]) == 1
         stop = end - 1 if title else end
-        out.append(_built(placed[start:stop], columns, box_union(boxes[start:stop])))
+        out.append(_built(placed[start:stop], columns, box_union(boxes[start:stop]), centres=centres[start:stop]))
         if title:
             out.append(_title(placed[end - 1], boxes[end - 1]))
     return out
@@ -267,10 +288,14 @@ def _built(
     columns: Sequence[tuple[float, float]],
     box: BBox,
     spans: dict[tuple[int, int], tuple[int, int]] | None = None,
+    centres: Sequence[tuple[float, float]] = (),
 ) -> Block:
-    """Rows of cells placed in `columns` as a TABLE block, wrapped cells joined (`_joined`), row 0 its header; `spans`
-    maps a cell (row, column) of the head (rows `_joined` never moves) to the columns [start, end) it spans."""
-    placed = _joined(placed, len(columns))
+    """Rows of cells placed in `columns` as a TABLE block, wrapped cells joined (`_joined`, by the rows' `centres`
+    too), row 0 its header; `spans` maps a cell (row, column) of the head to the columns [start, end) it spans (given
+    only where `_joined` leaves the head's rows as they are: see `_header_spans`)."""
+    joined = _joined(placed, len(columns), centres)
+    spans = spans if len(joined) == len(placed) or joined[0] == placed[0] else None
+    placed = joined
     spans = spans or {}
     cells = []
     for r, row in enumerate(placed):
@@ -313,12 +338,24 @@ def _header_spans(
 
 def _read_table(
     words: Sequence[Word],
-) -> tuple[list[dict[int, str]], list[tuple[float, float]], list[BBox], list[dict[int, BBox]]] | None:
-    """The words' rows as cells placed in columns (column index to text), the columns, each row's box, and each
-    placed cell's box; None when they do not form at least MIN_ROWS x MIN_COLS cells or most rows hold one cell."""
+) -> (
+    tuple[
+        list[dict[int, str]],
+        list[tuple[float, float]],
+        list[BBox],
+        list[dict[int, BBox]],
+        list[tuple[float, float]],
+    ]
+    | None
+):
+    """The words' rows as cells placed in columns (column index to text), the columns, each row's box, each placed
+    cell's box, and each row's first and last line's vertical centre; None when they do not form at least
+    MIN_ROWS x MIN_COLS cells or most rows hold one cell."""
     if not words:
         return None
-    lined = rows(_lines(words))
+    found = _lines(words)
+    heights = sorted(box[3] - box[1] for box, _ in found)
+    lined = rows(found, height=heights[len(heights) // 2])
     columns = _line_columns(lined)
     if len(columns) < MIN_COLS:
         # a line set across the columns (a title, a spanning header) bridges every gap: the columns where the lines
@@ -337,35 +374,101 @@ def _read_table(
             held.setdefault(column_of(box, columns), []).append(box)
         placed.append({c: " ".join(t) for c, t in texts.items()})
         spots.append({c: box_union(b) for c, b in held.items()})
-    joined = _joined(placed, len(columns))
+    centres = [(min((b[1] + b[3]) / 2 for b, _ in row), max((b[1] + b[3]) / 2 for b, _ in row)) for row in lined]
+    joined = _joined(placed, len(columns), centres)
     if 2 * sum(1 for row in joined if len(row) >= MIN_COLS) <= len(joined):
         return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
-    return placed, columns, [box_union([box for box, _ in row]) for row in lined], spots
+    return placed, columns, [box_union([box for box, _ in row]) for row in lined], spots, centres
 
 
-def _joined(table: list[dict[int, str]], columns: int) -> list[dict[int, str]]:
+def _pitch(placed: Sequence[dict[int, str]], centres: Sequence[tuple[float, float]], columns: int) -> float | None:
+    """How far apart the table's rows stand: the median distance from the last line's centre of a row to the first
+    line's centre of the next row that fills every column but one (a row's own first line: a wrapped cell's next line
+    leaves the columns of its row's short cells empty). None where fewer than `MIN_ROWS` rows say, or the rows were not
+    measured: no evidence."""
+    steps = sorted(
+        centres[r][0] - centres[r - 1][1] for r in range(1, len(placed)) if len(placed[r]) >= max(MIN_COLS, columns - 1)
+    )
+    return steps[len(steps) // 2] if len(steps) >= MIN_ROWS else None
+
+
+def _joined(
+    table: list[dict[int, str]], columns: int, centres: Sequence[tuple[float, float]] = ()
+) -> list[dict[int, str]]:
     """Wrapped cells joined: a body row is the next line of the row above when each of its cells continues the cell
     above it (lowercase after no sentence's end), or when it hangs under that row (its first column empty where most
     rows fill it, another column empty too, only words under words, no figures). The evidence the text path joins
-    an unruled table's wrapped cells with (docengine.unruled); here on the cells' texts, as OCR gives no fonts."""
+    an unruled table's wrapped cells with (docengine.unruled); here on the cells' texts, as OCR gives no fonts.
+    `centres` (each row's first and last line's vertical centre) add the rows' spacing: a line set closer under the
+    row above than the table's rows stand apart (`CLOSE_PITCH` of its pitch) is that row's next line where it holds
+    words under its words only, no figures, and leaves a column empty that the rows filling the table fill (its
+    row's anchor, a figure or a name) or starts no cell as its column's cells start (`_starts_cell`): title-cased
+    project names wrapped onto three lines came out as rows of one cell. A header's next lines so set join the
+    header, whatever their columns (a header cell wrapped onto two lines, bottom-aligned or not)."""
+    pitch = _pitch(table, centres, columns) if len(centres) == len(table) else None
+
+    def close(r: int) -> bool:
+        return pitch is not None and centres[r][0] - centres[r - 1][1] < CLOSE_PITCH * pitch
+
+    full = [row for row in table[1:] if len(row) >= max(MIN_COLS, columns - 1)]
+    anchors = {c for c in range(columns) if 2 * sum(1 for row in full if c in row) > len(full)}
     labelled = sum(1 for row in table[1:] if 0 in row)
-    out = table[:2]  # the header, and the first body row, which never joins the header
-    for row in table[2:]:
+    out = table[:1]  # the header
+    header = True  # still in the header's lines
+    for r, row in enumerate(table[1:], start=1):
         above = out[-1]
+        figures = any(_figure(text) for text in row.values())
+        if header and close(r) and not figures and not any(_figure(text) for text in above.values()):
+            out[-1] = _appended(above, row)  # a header's next line, its cells set closer than the rows
+            continue
+        header = False
+        if r == 1 or len(out) == 1:
+            out.append(row)  # the first body row never joins the header
+            continue
         under = bool(row) and all(c in above for c in row)
         hangs = (
             0 not in row
             and 2 * labelled > len(table) - 1
             and len(row) < columns - 1
-            and not any(_NUMBER.match(text) or _NUMBER.match(above.get(c, "")) for c, text in row.items())
+            and not any(_figure(text) or _figure(above.get(c, "")) for c, text in row.items())
         )
         # a row filling every column the row above fills is a row of its own, lowercase or not (a code table's
         # `random | (g)lmer | m_re` over `gee | geeglm | m_gee`): a wrapped row leaves its short cells' columns empty
-        continues = len(row) < len(above) and all(
+        continues = (len(row) < len(above) or close(r)) and all(
             _RUNS_ON.search(above.get(c, ".")) and text[:1].islower() for c, text in row.items()
         )
-        if under and (hangs or continues):
-            out[-1] = {**above, **{c: f"{above[c]} {text}" for c, text in row.items()}}
+        # set close under its row (the rows' spacing), where a cell that ends in a figure (an amount, a date) is
+        # whole: a line under it that starts as its column's cells start is a row (clo_deal_summary's keys)
+        wrapped = (
+            close(r)
+            and len(row) < len(above)
+            and not figures
+            and not any(
+                _NUMBER.match(above.get(c, "").rsplit(" ", 1)[-1]) and _starts_cell(table, c, text)
+                for c, text in row.items()
+            )
+            and (bool(anchors - row.keys()) or not any(_starts_cell(table, c, text) for c, text in row.items()))
+        )
+        if under and (hangs or continues or wrapped):
+            out[-1] = _appended(above, row)
         else:
             out.append(row)
     return out
+
+
+def _figure(text: str) -> bool:
+    # Whether a cell is figures only: a number, an amount, a percentage, or several (an estimate's two standard errors)
+    return bool(text.split()) and all(_NUMBER.match(part) for part in text.split())
+
+
+def _appended(above: dict[int, str], row: dict[int, str]) -> dict[int, str]:
+    # A row's cells run on with the next line's, column by column
+    return {**above, **{c: f"{above[c]} {text}" if c in above else text for c, text in row.items()}}
+
+
+def _starts_cell(table: Sequence[dict[int, str]], column: int, text: str) -> bool:
+    """Whether `text` starts as most cells of its column start, with a capital or a figure (a name, an amount): a
+    line that starts so may be a row's first; one in lowercase, under capitals, runs on."""
+    starts = [cell[:1] for row in table[1:] if (cell := row.get(column))]
+    capital = sum(1 for ch in starts if ch.isupper() or ch.isdigit())
+    return (text[:1].isupper() or text[:1].isdigit()) and 2 * capital > len(starts)
