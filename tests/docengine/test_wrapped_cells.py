@@ -6,11 +6,17 @@ its pixels alone (the pixel path reads every table region with the same reader).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 
 from modelhost.docengine.types import Block, Word
 from modelhost.docengine.wordtable import table_block, table_blocks
+
+if TYPE_CHECKING:
+    from modelhost.backends.ocr.pixels import PixelReader
 
 #: The DPI pages are read at (`modelhost convert`'s).
 READ_DPI = 150
@@ -20,7 +26,7 @@ PITCH = 20.0
 LEADING = 12.0
 
 
-def _words(lines: list[tuple[float, list[tuple[float, str]]]]) -> list[Word]:
+def _words(lines: Sequence[tuple[float, Sequence[tuple[float, str]]]]) -> list[Word]:
     # Detector lines as the recogniser gives them: one line per (x, text) at the line's top y, 10 points tall.
     return [
         Word(text, (x, y, x + 6.0 * len(text), y + 10.0), size=10.0, line=100 * n + c)
@@ -34,7 +40,7 @@ def _grid(block: Block | None) -> list[list[str]]:
     return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
 
 
-def _rows(*rows: list[list[tuple[float, str]]]) -> list[tuple[float, list[tuple[float, str]]]]:
+def _rows(*rows: Sequence[Sequence[tuple[float, str]]]) -> list[tuple[float, Sequence[tuple[float, str]]]]:
     # Each row's lines, its first at the row's place and the next ones LEADING under it; rows PITCH apart
     out, y = [], 0.0
     for row in rows:
@@ -110,7 +116,7 @@ def test_two_tables_of_one_header_keep_their_wrapped_cells() -> None:
     ]
 
 
-def test_a_scanned_reports_wrapped_project_names_are_one_cell_each(reader: object) -> None:
+def test_a_scanned_reports_wrapped_project_names_are_one_cell_each(reader: PixelReader) -> None:
     # The dev scan of a policy report's appendix (tables_dev/hydrogen_projects_a1, scanned at 200 DPI): project names
     # in title case wrapped onto two to four lines beside one line of figures, rows ruled apart. Each next line was a
     # row of its own (the table's cell recall 0.66).
@@ -126,7 +132,7 @@ def test_a_scanned_reports_wrapped_project_names_are_one_cell_each(reader: objec
         image = np.asarray(doc[0].render(scale=READ_DPI / 72).to_pil().convert("RGB"))
     finally:
         doc.close()
-    found = scanpage.blocks(reader, reader.detect(image, READ_DPI))  # type: ignore[attr-defined]
+    found = scanpage.blocks(reader, reader.detect(image, READ_DPI))
     cells = {cell.text for block in found if block.table is not None for cell in block.table.cells}
     names = ("Envision Zero Carbon Technology (Chifeng) 1.52 Million", "Inner Mongolia Shenfeng Green Ammonia Chemical")
     assert all(any(cell.startswith(name) for cell in cells) for name in names)
