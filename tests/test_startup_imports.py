@@ -92,3 +92,21 @@ def test_serving_a_model_imports_only_its_own_engine(model: str, allowed: set[st
         "specs[0].loader().close()"
     )
     assert imported_after(code) - {"modelhost.inference"} == allowed
+
+
+#: A dev page that shows a table without rules, so the text path asks the `ocr` model for its layout regions
+#: (bench/region_cost.py's one-page table).
+TABLE_PAGE = Path(__file__).parent / "corpus" / "documents" / "tables_dev" / "aastex_sample631_p6.pdf"
+
+#: What a text-layer page's layout regions have no use for (issue 34 point 7): the script models' tesserocr, PIL (the
+#: page is rendered to an array and handed over as one) and `serve` (its doors and model set: the host's name is the
+#: catalogue's to give).
+REGIONS_UNUSED = ("tesserocr", "PIL", "modelhost.serve", "rapidocr")
+
+
+def test_a_text_layer_page_asked_for_its_regions_imports_only_the_layout_model(tmp_path: Path) -> None:
+    out = tmp_path / "table.md"
+    imported = imported_after(run_cli("convert", str(TABLE_PAGE), "-o", str(out)), ("onnxruntime", *REGIONS_UNUSED))
+    assert "onnxruntime" in imported  # the page was asked for its regions: the layout model ran
+    assert imported & set(REGIONS_UNUSED) == set()
+    assert "|" in out.read_text()

@@ -32,7 +32,8 @@ from modelhost._access import AccessRecord, LogFormat
 from modelhost.errors import ModelLoadError
 from modelhost.host import DEFAULT_MAX_QUEUE, adapters
 from modelhost.host.models import Models, ModelSpec, ServedModel, resident_size
-from modelhost.inference import catalogue, hub_cache, openmp, registry
+from modelhost.inference import catalogue, openmp, registry
+from modelhost.inference.catalogue import model_name
 from modelhost.inference.lora_files import AdapterFiles, inspect_adapter
 
 log = logging.getLogger(__name__)
@@ -180,18 +181,6 @@ def docling_state(config: ServeConfig) -> Path:
     if config.state_dir is not None:
         return config.state_dir / "docling"
     return Path(os.path.expanduser("~/.local/state/modelhost/docling"))
-
-
-def model_name(model: str) -> str:
-    """The name a model is served under: the catalogue name, a hub name as given (`org/repo:Q4_K_M`), or the
-    file/folder name without `.gguf`."""
-    entry = catalogue.ENTRIES.get(model)
-    if entry is not None:
-        return entry.name
-    if hub_cache.parse_ref(model) is not None and not Path(model).exists():
-        return model  # a pulled hub model keeps the name `modelhost list` and Ollama's /api/tags show for it
-    name = Path(model.rstrip("/")).name
-    return name[: -len(".gguf")] if name.endswith(".gguf") else name
 
 
 def split_model(arg: str) -> tuple[str | None, str]:

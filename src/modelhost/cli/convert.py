@@ -161,7 +161,7 @@ async def _convert(
         # At the first page that needs the model: a document of text-layer pages imports no host nor contract.
         from modelhost.host import Host
         from modelhost.inference import catalogue, registry
-        from modelhost.serve import model_name
+        from modelhost.inference.catalogue import model_name
 
         path = named if named is not None else catalogue.resolve(model)
         return Host(lambda: registry.load_model(path, backend), name=model_name(model))
@@ -202,8 +202,8 @@ def _convert_on_ray(
     backend: str | None,
     convert: ConvertSettings,
 ) -> list[Any]:
+    from modelhost.inference.catalogue import model_name
     from modelhost.ray import documents
-    from modelhost.serve import model_name
 
     settings = documents.ReadSettings(model, model_name(model), backend, convert, regions=model == DEFAULT_MODEL)
     by_node: dict[str, int] = {}

@@ -267,6 +267,7 @@ class PixelReader:
         *,
         det_max_side: int = DET_MAX_SIDE,
         scripts: ScriptReader | None = None,
+        load_scripts: Callable[[], ScriptReader | None] | None = None,
     ) -> None:
         # `engine` makes the RapidOCR engine whose detection, recognition and line classifier read a page's pixels:
         # made when a page's pixels are first read (`_ocr`), never for a text-layer page's regions, which need the
@@ -278,6 +279,10 @@ class PixelReader:
         self._layout = layout
         self._det_max_side = det_max_side
         self._scripts = scripts
+        # `load_scripts` finds the installed script models (ScriptReader.load) when a page's pixels first ask for
+        # them, never for a text-layer page's regions: it imports tesserocr, and PIL with it (~0.1 CPU s of a
+        # one-page convert without bytecode caches, issue 34 point 7). Missing, they are None then, as at load.
+        self._load_scripts = load_scripts if scripts is None else None
         self._last_script: Choice | None = None  # the previous page's: a document's pages share a script
         #: Lines recognised and recogniser calls made so far by `recognise`: the work `max_tokens` bounds (tests
         #: count these, never seconds). `detect`'s own reading of a few lines to choose the page's script is part of
@@ -291,7 +296,13 @@ class PixelReader:
     @property
     def scripts(self) -> tuple[str, ...]:
         """The scripts this reader reads: the bundled recogniser's and the installed script models' (scripts.py)."""
-        return BUNDLED + (self._scripts.scripts if self._scripts is not None else ())
+        models = self._script_models()
+        return BUNDLED + (models.scripts if models is not None else ())
+
+    def _script_models(self) -> ScriptReader | None:
+        if self._load_scripts is not None:
+            self._scripts, self._load_scripts = self._load_scripts(), None
+        return self._scripts
 
     @property
     def script_reads(self) -> int:
@@ -335,7 +346,7 @@ class PixelReader:
             return cls(
                 engine,
                 LayoutModel.load(threads=threads) if layout and LayoutModel.installed() else None,
-                scripts=ScriptReader.load() if scripts else None,
+                load_scripts=ScriptReader.load if scripts else None,
             )
         except ModelLoadError:
             raise
@@ -456,9 +467,10 @@ class PixelReader:
         texts, scores = rapid.recognise(self._ocr().rec, list(crops.values()))
         known = {i: (text, score) for i, text, score in zip(crops, texts, scores, strict=False)}
         doubtful = sum(1 for i in crops if _doubtful(*known.get(i, ("", 0.0))))
-        if self._scripts is None or doubtful * 2 <= len(crops):
+        models = self._script_models()
+        if models is None or doubtful * 2 <= len(crops):
             return None, known
-        choice = self._scripts.choose(list(crops.values()), self._last_script)
+        choice = models.choose(list(crops.values()), self._last_script)
         if choice is not None:
             self._last_script = choice
         return choice, ({} if choice is not None and choice.turned else known)
@@ -481,10 +493,11 @@ class PixelReader:
         self.recognised_lines += len(set(lines))
         words: list[Word] = []
         model = detection.script.model if detection.script is not None else ""  # the last line's script model
+        models = self._script_models() if detection.script is not None else None
         for index in lines:
             text, score = read.get(index, ("", 0.0))
             doubtful = _doubtful(text, score)
-            if detection.script is not None and self._scripts is not None:
+            if detection.script is not None and models is not None:
                 # each line in the model that reads it (scripts.read_line: a page may mix two scripts), the last
                 # line's tried first, as a paragraph's lines share one. A line the bundled recogniser reads sure and
                 # Latin is read too, and given up only where the script model reads it as sure, with its own letters
@@ -493,7 +506,7 @@ class PixelReader:
                 sure = not doubtful and _latin(text)
                 crop = crops[index] if index in crops else _crop(detection.image, detection.quads[index])
                 first = (model, detection.script.model)
-                other, confidence, chosen = self._scripts.read_line(crop, first, self._latin)
+                other, confidence, chosen = models.read_line(crop, first, self._latin)
                 if not sure or (confidence >= CHOOSE_CONF and script_letters(other)):
                     model = chosen
                     if confidence >= LINE_CONF and any(c.isalnum() for c in other):
@@ -575,6 +588,7 @@ class PixelReader:
         """Drop the sessions (their memory goes with the last reference)."""
         self._loaded = self._engine = self._make_engine = None
         self._layout = None
+        self._load_scripts = None
         if self._scripts is not None:
             self._scripts.close()
             self._scripts = None
