@@ -149,14 +149,17 @@ def test_superscripts_and_subscripts_are_words_of_their_own_and_small_capitals_a
         b"BT /F1 10 Tf 72 620 Td (Z) Tj /F1 7 Tf 0 -1.5 Td (gas) Tj ET "  # TeX's subscript: 0.15 em lower
         b"BT /F1 10 Tf 72 580 Td (10) Tj /F1 7 Tf 0 4 Td (5) Tj ET"  # an exponent
     )
-    path = tmp_path / "scripts.pdf"
+    assert _layer_words(tmp_path / "scripts.pdf", content) == ["HELLO", "1", "Space", "Z", "gas", "10", "5"]
+
+
+def _layer_words(path: Path, content: bytes) -> list[str]:
+    # The text layer's words of a one-page PDF drawn from `content` (a page's content stream).
     path.write_bytes(_content_pdf(content))
     doc = pdfium.PdfDocument(str(path))
     try:
-        words = [w.text for w in read_text_layer(doc, 0).words]
+        return [w.text for w in read_text_layer(doc, 0).words]
     finally:
         doc.close()
-    assert words == ["HELLO", "1", "Space", "Z", "gas", "10", "5"]
 
 
 def _invisible_spaces_line(y: int, pieces: list[str], gap: float) -> bytes:
@@ -189,13 +192,7 @@ def test_a_word_parted_by_invisible_spaces_is_one_word_and_words_apart_stay_apar
             b"BT /F1 1 Tf 6 0 0 6 72 660 Tm (1,357) Tj 3.28 0 Td (1,727) Tj ET",  # cells 0.5 em apart, no space
         ]
     )
-    path = tmp_path / "invisible_spaces.pdf"
-    path.write_bytes(_content_pdf(content))
-    doc = pdfium.PdfDocument(str(path))
-    try:
-        words = [w.text for w in read_text_layer(doc, 0).words]
-    finally:
-        doc.close()
+    words = _layer_words(tmp_path / "invisible_spaces.pdf", content)
     assert words == ["of", "the", "loan", "differ", "the", "loan", "1,357", "1,727"]
 
 
