@@ -39,6 +39,12 @@ COUNTED_RATIO = 1.05
 #: Headings are short: longer paragraphs are text however they are set.
 HEADING_WORDS = 20
 HEADING_LINES = 3
+#: A plain line (no bold, no number) of more than this many words that reads as a sentence (capitalised, ending in
+#: ".", "?" or "!") is text at any size (`_plain_sentence`): the count the body-size sentence rule below has always
+#: used. A page mostly of small-type table cells measures its body from the cells, and a note set at the ordinary
+#: text size under the table stood "larger than the body" and came out as a `#` heading; a heading is a name, a
+#: sentence that long is said, not named.
+SENTENCE_WORDS = 6
 #: An italic label line heading what follows it has at most this many words: as many as a line of capitals set apart
 #: (below); a longer italic line standing alone is a quotation's or an emphasis's last line.
 LABEL_WORDS = 8
@@ -333,6 +339,14 @@ def sections(blocks: Sequence[Block], reach: float, words: Sequence[Word]) -> li
     return out
 
 
+def _plain_sentence(text: str, n_words: int) -> bool:
+    """A sentence as a reader sees one, numbered like no section: a capital first, more than SENTENCE_WORDS words, a
+    full stop, question or exclamation mark last ("The figures were revised after the audit.", not "2.1 Scope.")."""
+    return (
+        n_words > SENTENCE_WORDS and text[:1].isupper() and text.endswith((".", "?", "!")) and not NUMBERED.match(text)
+    )
+
+
 def _set_alike(one: Block, other: Block) -> bool:
     """Whether two lines are set alike beyond their face: both in capitals or neither, and on one left edge, one
     axis or one row (within the first's height: a left edge's or a centred line's rounding; authors' names side by
@@ -404,9 +418,11 @@ def heading_level(pieces: Sequence[Piece], text: str, size: float, style: Style)
     big = size >= HEADING_RATIO * body
     if unworded(text, size, body):
         return 0  # tick labels, page numbers, issue numbers, dates
-    if never_heading(text) or (text.endswith(".") and n_words > 6 and not big):
+    if never_heading(text) or (text.endswith(".") and n_words > SENTENCE_WORDS and not big):
         return 0  # a sentence, not a heading
     bold = all(w.bold for p in pieces for w in p.words)
+    if big and not bold and _plain_sentence(text, n_words):
+        return 0  # a sentence set larger than the small type around it, with no heading's mark but its size
     italic = all(w.italic for p in pieces for w in p.words[1:]) and len(pieces[0].words) > 1
     numbered = NUMBERED.match(text)
     # Numbered small capitals or capitals set apart ("1. INTRODUCTION", "ABSTRACT"): LaTeX classes mark headings so.
