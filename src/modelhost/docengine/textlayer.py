@@ -118,8 +118,9 @@ SCRIPT_SHIFT = 0.1
 #: break: letters of one word touch (kerning moves them by 0.05 em at most), while even tight justified word spaces
 #: are 0.2 em or more (TeX shrinks a 0.333 em space by at most 0.111 em).
 PHANTOM_GAP = 0.1
-#: A space pdfium generated (or one written away from its gap: `_in_place`) between two letters is no word break only where the gap across it is at most this share
-#: of the font size over the gaps between the letters beside it in their own pieces (and under PHANTOM_GAP): kerning
+#: A space pdfium generated (or one written away from its gap: `_in_place`) between two letters is no word break
+#: only where the gap across it is at most this share of the font size over the gaps between the letters beside it
+#: in their own pieces (and under PHANTOM_GAP): kerning
 #: moves one word's letters by 0.05 em at most (above). Against the run's own gaps, since glyph boxes differ by face:
 #: where the boxes are the advances (tdr_modifications' pieces, img2table's title) a word's letters are 0.00-0.05
 #: points apart, where they are the faces' wider boxes they overlap by 1-3 points (office_dmca: 12-point letters,
