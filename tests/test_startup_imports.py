@@ -99,9 +99,10 @@ def test_serving_a_model_imports_only_its_own_engine(model: str, allowed: set[st
 TABLE_PAGE = Path(__file__).parent / "corpus" / "documents" / "tables_dev" / "aastex_sample631_p6.pdf"
 
 #: What a text-layer page's layout regions have no use for (issue 34 point 7): the script models' tesserocr, PIL (the
-#: page is rendered to an array and handed over as one) and `serve` (its doors and model set: the host's name is the
-#: catalogue's to give).
-REGIONS_UNUSED = ("tesserocr", "PIL", "modelhost.serve", "rapidocr")
+#: page is rendered to an array and handed over as one), `serve` (its doors and model set: the host's name is the
+#: catalogue's to give) and prometheus_client (no door serves the convert's host's /metrics: host/metrics.py's
+#: UnreadMetrics).
+REGIONS_UNUSED = ("tesserocr", "PIL", "modelhost.serve", "rapidocr", "prometheus_client")
 
 
 def test_a_text_layer_page_asked_for_its_regions_imports_only_the_layout_model(tmp_path: Path) -> None:

@@ -71,6 +71,24 @@ report(tokens=len(text))
     assert seen["env"]["OMP_WAIT_POLICY"] is None
 
 
+def test_a_model_whose_engine_has_no_openmp_loads_without_measuring_a_wait() -> None:
+    # The `ocr` model runs on onnxruntime, which loads no OpenMP: its load (a one-page `convert` of a table page
+    # starts it) must not pay the probe, which keeps every core busy for a tenth of a second.
+    pytest.importorskip("rapidocr")
+    pytest.importorskip("onnxruntime")
+    seen = child("""
+probes = []
+measure = openmp.waiting_share
+openmp.waiting_share = lambda *args, **kwargs: probes.append(1) or measure(*args, **kwargs)
+from modelhost.inference import registry
+registry.load_model("ocr").close()
+report(probes=len(probes))
+""")
+    assert seen["probes"] == 0
+    assert seen["in_force"] is None and seen["loaded"] is False
+    assert seen["env"]["GOMP_SPINCOUNT"] is None
+
+
 def test_the_default_is_measured_once_while_no_openmp_is_loaded() -> None:
     # A llama.cpp built without OpenMP never maps libgomp, so `loaded()` stays false: each availability check and
     # load calls configure(None) again, and each must not pay the probe's tenth of a second again.

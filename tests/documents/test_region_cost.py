@@ -77,3 +77,62 @@ def test_a_wheel_without_the_pieces_is_read_through_its_public_api(
         model = layoutmodel.LayoutModel.load()
     assert "public API" in caplog.text
     assert model(image, 1.0) == expected
+
+
+def _sessions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The model files onnxruntime sessions are made from, from now on."""
+    import onnxruntime
+
+    made: list[str] = []
+    session = onnxruntime.InferenceSession
+
+    def recorded(path: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(Path(path).name)
+        return session(path, *args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", recorded)
+    return made
+
+
+def test_the_layout_graph_is_optimised_once_and_read_back_with_the_same_regions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from modelhost.backends.ocr import layoutmodel
+
+    monkeypatch.setenv("MODELHOST_CACHE_DIR", str(tmp_path / "cache"))
+    image = _bgr(_page(tmp_path / "stations.pdf"))
+    made = _sessions(monkeypatch)
+    first = layoutmodel.LayoutModel.load()(image, 72 / 150)
+    cached = list((tmp_path / "cache" / "layout").iterdir())
+    assert [p.suffix for p in cached] == [".onnx"] and not cached[0].name.startswith(".")  # no partial file left
+    again = layoutmodel.LayoutModel.load()(image, 72 / 150)
+    assert made == [layoutmodel.model_path().name, cached[0].name]  # optimised from the wheel's file, then read back
+    assert again == first and any(r.label == "table" for r in first)
+
+    cached[0].write_bytes(b"not a graph")  # a damaged file is set aside and written again, never fatal
+    assert layoutmodel.LayoutModel.load()(image, 72 / 150) == first
+    assert made[2:] == [cached[0].name, layoutmodel.model_path().name]
+    assert layoutmodel.LayoutModel.load()(image, 72 / 150) == first and made[4:] == [cached[0].name]
+
+
+def test_a_cached_layout_graph_is_named_by_what_it_was_optimised_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from modelhost.backends.ocr import layoutmodel
+
+    monkeypatch.setenv("MODELHOST_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "layout.onnx"
+    model.write_bytes(b"graph")
+    name = layoutmodel._cached(model, "1.20.0")
+    assert name is not None and name.parent == tmp_path / "cache" / "layout"
+    assert layoutmodel._cached(model, "1.20.0") == name
+    assert layoutmodel._cached(model, "1.21.0") != name  # another onnxruntime optimises otherwise
+    model.write_bytes(b"another graph")  # the model file changed: its old optimised graph is stale
+    assert layoutmodel._cached(model, "1.20.0") != name
+    stale = layoutmodel._cached(model, "1.20.0")
+    os.utime(model, ns=(1, 1))
+    assert layoutmodel._cached(model, "1.20.0") != stale
+    (tmp_path / "cache" / "layout").chmod(0o777)  # a folder others may write: a graph there could be anyone's
+    assert layoutmodel._cached(model, "1.20.0") is None

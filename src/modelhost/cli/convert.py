@@ -160,11 +160,14 @@ async def _convert(
     def make_host() -> Any:
         # At the first page that needs the model: a document of text-layer pages imports no host nor contract.
         from modelhost.host import Host
+        from modelhost.host.metrics import UnreadMetrics
         from modelhost.inference import catalogue, registry
         from modelhost.inference.catalogue import model_name
 
         path = named if named is not None else catalogue.resolve(model)
-        return Host(lambda: registry.load_model(path, backend), name=model_name(model))
+        name = model_name(model)
+        # No door serves this host's /metrics: its figures are dropped, and prometheus_client is never imported.
+        return Host(lambda: registry.load_model(path, backend), name=name, metrics=UnreadMetrics(name))
 
     # The built-in `ocr` model answers a page's layout regions (readers.StartingReader starts it for them); another
     # model (a VLM) is loaded only for pages read from their pixels.

@@ -15,15 +15,22 @@ reused (their ratio is the prefix cache's hit rate); `iteration_tokens_total` is
 choices it has), `time_per_output_token_seconds` and `request_inference_time_seconds` (prefill plus
 decode) are per request; `lora_requests_info` names the adapters running and waiting, `cache_config_info` the
 cache's shape (batch slots), both as vLLM's info gauges (labels carry the facts; the value is when they were set).
+
+A host nothing reads figures from (`modelhost convert` in one process: no door, no /metrics) is given
+`UnreadMetrics`, which drops every figure: prometheus_client is imported where a HostMetrics is built, not with this
+module, so such a host never imports it (with the http.server and wsgiref it pulls in) nor builds a registry of 30
+series (0.035 CPU s together, measured, of a one-page convert that should take under one).
 """
 
 from __future__ import annotations
 
 import time
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from typing import TYPE_CHECKING, Any
 
 from modelhost.inference.types import GenerateMetrics
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 # Latency buckets in seconds: from a cached-prompt first token on a small model (~10 ms) to a long page (minutes).
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -48,6 +55,8 @@ class HostMetrics:
     """Counters, gauges and histograms of one host, labelled with its model name."""
 
     def __init__(self, model_name: str, registry: CollectorRegistry | None = None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+
         self.registry = registry or CollectorRegistry()
         labels = ["model_name"]
         r = self.registry
@@ -303,3 +312,42 @@ class HostMetrics:
         for metric in (self.requests_running, self.requests_waiting, self.batch_slots_used):
             metric.labels(model_name).set(0)
         self.batch_slots.labels(model_name).set(1)
+
+
+class UnreadMetrics(HostMetrics):
+    """The metrics of a host whose figures nothing reads (no door serves its /metrics, no budget weighs its
+    requests): every update is dropped, and nothing of prometheus_client is imported or built (the module's
+    docstring). `mean_request_seconds` knows no request."""
+
+    def __init__(self, model_name: str) -> None:  # no registry: HostMetrics.__init__ is not run
+        self.model_name = model_name
+        self._lora_labels = {}
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for the attributes HostMetrics.__init__ would have set (its series): each is the series that drops
+        # what it is given.
+        return _DROPPED
+
+    def mean_request_seconds(self, model_name: str) -> float | None:
+        return None
+
+
+class _Dropped:
+    """A series that drops every update: `labels(...)` is the series itself; inc, dec, set, observe, remove do
+    nothing."""
+
+    def labels(self, *values: str) -> _Dropped:
+        return self
+
+    def inc(self, amount: float = 1) -> None: ...
+
+    def dec(self, amount: float = 1) -> None: ...
+
+    def set(self, value: float) -> None: ...
+
+    def observe(self, value: float) -> None: ...
+
+    def remove(self, *values: str) -> None: ...
+
+
+_DROPPED = _Dropped()

@@ -154,8 +154,13 @@ class Registry:
     def _choose(self, path: str, resolved: str, backend: str | None, opts: Mapping[str, Any]) -> Backend:
         """The backend `load_model` uses: the pinned one, else the first available one that accepts the file."""
         load = LoadOptions.parse(opts, backend=backend)
-        # Before any `available()` below imports an engine: that import loads OpenMP, which reads its wait once.
-        openmp.configure(load.poll)
+        # A poll the caller named is put in force before any `available()` below imports an engine: that import loads
+        # OpenMP, which reads its wait once. The default wait is measured where an engine that loads OpenMP is
+        # imported (openmp.import_engine, every backend's one way in), not here: the measurement keeps every core
+        # busy for a tenth of a second (0.2 CPU s on 2 cores, a fifth of a one-page `convert`), which a model whose
+        # engine has no OpenMP (the `ocr` model's onnxruntime) would pay for nothing.
+        if load.poll is not None:
+            openmp.configure(load.poll)
         if load.backend is not None:
             chosen = self.get(load.backend)
             if not _safe_available(chosen):

