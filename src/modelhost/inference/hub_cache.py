@@ -178,6 +178,17 @@ def cache_root() -> Path:
     )
 
 
+def modelhost_cache_root() -> Path:
+    """modelhost's own cache folder, for files it derives from a model (a GGUF dequantised for transformers, the
+    layout model's optimised graph): $MODELHOST_CACHE_DIR, else $XDG_CACHE_HOME/modelhost, else ~/.cache/modelhost.
+    Beside the hub's cache, not in it: huggingface_hub owns that layout and may prune what it did not write."""
+    explicit = os.environ.get("MODELHOST_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "modelhost"
+
+
 def repo_folder(repo: str, root: Path | None = None) -> Path:
     """The cache folder of a model repository (`models--org--name`)."""
     return (root or cache_root()) / ("models--" + repo.replace("/", "--"))

@@ -248,9 +248,9 @@ def _cached(path: Path, version: str) -> Path | None:
     that changes with any of them (a changed model file, another onnxruntime, another machine sharing the home
     folder), so a stale graph is never read. None when there is no folder safe to keep it in: one this user owns
     and no one else may write (a graph someone else could replace would run in this process)."""
-    from modelhost.backends.transformers.loading import cache_root
+    from modelhost.inference.hub_cache import modelhost_cache_root
 
-    folder = cache_root() / "layout"
+    folder = modelhost_cache_root() / "layout"
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         stat = path.stat()

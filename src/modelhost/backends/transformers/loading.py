@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelhost.errors import InvalidOptionError, ModelLoadError, ModelNotFoundError
-from modelhost.inference import catalogue
+from modelhost.inference import catalogue, hub_cache
 from modelhost.inference.options import LoadOptions
 
 if TYPE_CHECKING:
@@ -253,15 +253,6 @@ def apply_adapter(model: Any, adapter: str) -> Any:
 # GGUF: dequantise once, then load the cached safetensors folder like any other
 
 
-def cache_root() -> Path:
-    """modelhost's cache folder: $MODELHOST_CACHE_DIR, else $XDG_CACHE_HOME/modelhost, else ~/.cache/modelhost."""
-    explicit = os.environ.get("MODELHOST_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "modelhost"
-
-
 def gguf_cache_key(gguf: Path) -> str:
     """A key for a GGUF file's content: its size and samples of its start, middle and end (see _GGUF_KEY_SAMPLE)."""
     size = gguf.stat().st_size
@@ -276,7 +267,7 @@ def gguf_cache_key(gguf: Path) -> str:
 def gguf_cache_folder(gguf: Path) -> Path:
     """Where the dequantised safetensors of `gguf` are (or will be) cached: one folder per file's name and content
     key, so a changed file never reuses a stale conversion."""
-    return cache_root() / "gguf" / f"{gguf.stem}-{gguf_cache_key(gguf)}"
+    return hub_cache.modelhost_cache_root() / "gguf" / f"{gguf.stem}-{gguf_cache_key(gguf)}"
 
 
 def gguf_cache_lock(folder: Path) -> Path:
