@@ -123,5 +123,5 @@ def test_column_lines_in_pieces_at_one_x_are_a_tables_where_each_rows_own_lines_
         for r, (top, bottom) in enumerate(itertools.pairwise(ys))
         for k in range(2)
     ]
-    lines = tables._own_rows([*rows, *sides, *own])
-    assert lines is not None and lines[0] == [100.0, 150.0, 210.0, 500.0]
+    form = tables._own_rows([*rows, *sides, *own])
+    assert form is not None and form.lines_x[0] == [100.0, 150.0, 210.0, 500.0]

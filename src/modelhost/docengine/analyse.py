@@ -47,7 +47,7 @@ from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
 from modelhost.docengine.paragraphs import BULLETS, join, paragraphs
-from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, form_fields, merge_rules, rule_frames
+from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, frames_and_fields, merge_rules
 from modelhost.docengine.types import (
     BBox,
     Block,
@@ -350,8 +350,9 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
 
     page_area = max(content.width * content.height, 1.0)
     # Small frames only: a box drawn around a diagram or a note. A frame around most of the page is a border.
-    frames = [f for f in rule_frames(content.rulings) if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area]
-    frames += form_fields(content.rulings, words)  # a form's label over its field's room is no heading
+    # A form's label over its field's room is no heading: its box is a frame too (one grouping of the rules for both).
+    closed, fields = frames_and_fields(content.rulings, words)
+    frames = [f for f in closed if (f[2] - f[0]) * (f[3] - f[1]) < FRAME_SHARE * page_area] + fields
     # Ruled tables (shaded cells rule them too: fill_rules); an open one (no vertical rules) gives way to the table
     # without rules that reads it and more.
     rules = [*content.rulings, *fill_rules(content.fills, content.rulings)]

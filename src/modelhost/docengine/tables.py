@@ -194,6 +194,18 @@ class FoundTable:
     boxed: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class FormGrid:
+    """A grid of a form's boxes of fields (`_own_rows`): its box, its bands' edges (`ys`, top first), each band's
+    column lines (its box's edges and the rules across its middle), and its horizontal rules (where a box closes at a
+    band's top), as `_own_rows` measured them; `form_fields` makes the field boxes from it."""
+
+    box: BBox
+    ys: list[float]
+    lines_x: list[list[float]]
+    horizontals: list[Segment]
+
+
 def dotted_rules(marks: Sequence[BBox]) -> tuple[list[Segment], list[BBox]]:
     """Rules drawn as rows of marks (dots or short dashes, each too short to be a rule: `DOT_RUN`), and the marks
     left over. A run is `DOT_RUN` marks or more of one thickness (`DOT_SLACK`) centred on one line, each within
@@ -1018,7 +1030,19 @@ def border_breaks(rules: Sequence[Segment], words: Sequence[Word]) -> list[Segme
 
 def rule_frames(rules: Sequence[Segment]) -> list[BBox]:
     """The boxes of closed rule groups (horizontal and vertical rules that touch), table or not."""
-    return [_box(group) for group in _groups(merge_rules(rules[:MAX_RULES])) if _closed(group)]
+    return [_box(group) for group in _closed_groups(rules)]
+
+
+def frames_and_fields(rules: Sequence[Segment], words: Sequence[Word]) -> tuple[list[BBox], list[BBox]]:
+    """A page's `rule_frames` and its forms' field boxes (`form_fields`), from one grouping of its rules: both are
+    read off the same closed groups."""
+    closed = _closed_groups(rules)
+    return [_box(group) for group in closed], form_fields(closed, words)
+
+
+def _closed_groups(rules: Sequence[Segment]) -> list[list[Segment]]:
+    """The groups of rules (merged, `_groups`) that close a frame (`_closed`), in `_groups`' order."""
+    return [group for group in _groups(merge_rules(rules[:MAX_RULES])) if _closed(group)]
 
 
 def table_frames(rules: Sequence[Segment]) -> list[BBox]:
@@ -1185,7 +1209,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
     if not ruled_columns and sum(words[i].monospace for i in members) >= 0.8 * len(members):
         return None  # a framed code listing
     sparse = ruled_columns and rows >= FORM_ROWS and len(cells) < FORM_FILL * rows * cols
-    if sparse and _layered(inside) and _own_rows(group):
+    if sparse and _layered(inside) and _own_rows(group) is not None:
         return None  # boxes of fields: their words are read as lines, or as tables without rules where they stand so
     if not ruled_columns:
         full_rows = sum(1 for r in range(rows) if sum(1 for cell in cells if cell.row == r and cell.text) >= 2)
@@ -1222,14 +1246,15 @@ def _layered(words: Sequence[Word]) -> bool:
     return sum(1 for w in words if w.font) >= 0.5 * len(words)
 
 
-def _own_rows(group: Sequence[Segment]) -> list[list[float]] | None:
+def _own_rows(group: Sequence[Segment]) -> FormGrid | None:
     """Where a grid's rows of boxes each draw column lines of their own (a form's fields, each as wide as what it
-    asks): each band's column lines (its box's edges and the vertical rules across its middle), top band first; None
-    where the median inner column line runs through `FORM_SHARE` of the bands or more (a table's column lines run
-    through its rows, whole or in pieces at one x), or the grid has fewer than `FORM_ROWS` bands. Read on the rules
-    alone: missing pieces of a rule lower no line's count of bands but where they miss."""
+    asks): the grid, with each band's column lines (its box's edges and the vertical rules across its middle), top
+    band first; None where the median inner column line runs through `FORM_SHARE` of the bands or more (a table's
+    column lines run through its rows, whole or in pieces at one x), or the grid has fewer than `FORM_ROWS` bands.
+    Read on the rules alone: missing pieces of a rule lower no line's count of bands but where they miss."""
     box = _box(group)
-    ys = _lines([box[1], box[3], *(s.y0 for s in group if s.horizontal)])
+    horizontals = [s for s in group if s.horizontal]
+    ys = _lines([box[1], box[3], *(s.y0 for s in horizontals)])
     middles = [(a + b) / 2 for a, b in itertools.pairwise(ys)]
     inner = [s for s in group if not s.horizontal and box[0] + LINE_MERGE < s.x0 < box[2] - LINE_MERGE]
     if len(middles) < FORM_ROWS or not inner:
@@ -1245,23 +1270,22 @@ def _own_rows(group: Sequence[Segment]) -> list[list[float]] | None:
     counts = sorted(len(bands) for bands in crossed)
     if counts[len(counts) // 2] >= FORM_SHARE * len(middles):
         return None
-    return [[box[0], *(xs[k] for k in sorted(ks)), box[2]] for ks in per_band]
+    return FormGrid(box, ys, [[box[0], *(xs[k] for k in sorted(ks)), box[2]] for ks in per_band], horizontals)
 
 
-def form_fields(rules: Sequence[Segment], words: Sequence[Word]) -> list[BBox]:
-    """The boxes of a form's fields (`_own_rows`) labelled at their top left (`FIELD_INSET`) beside another field of
-    their row, or with room below the label (`FIELD_ROOM`): the value's, empty on a blank form, or its options. Such
-    a label (`2. SOCIAL SECURITY NUMBER` over the boxes of its digits) is no heading, however it is set (a form sets
-    its labels in capitals). A band's title across the form (`SECTION I: ...` on its shading, alone in its row and
-    filling its box) or the form's title (centred in its box) stays what its type makes it."""
+def form_fields(groups: Sequence[Sequence[Segment]], words: Sequence[Word]) -> list[BBox]:
+    """The boxes of a form's fields among closed rule `groups` (`_closed_groups`; a form's grid: `_own_rows`)
+    labelled at their top left (`FIELD_INSET`) beside another field of their row, or with room below the label
+    (`FIELD_ROOM`): the value's, empty on a blank form, or its options. Such a label (`2. SOCIAL SECURITY NUMBER`
+    over the boxes of its digits) is no heading, however it is set (a form sets its labels in capitals). A band's
+    title across the form (`SECTION I: ...` on its shading, alone in its row and filling its box) or the form's title
+    (centred in its box) stays what its type makes it."""
     out: list[BBox] = []
-    for group in _groups(merge_rules(rules[:MAX_RULES])):
-        lines_x = _own_rows(group) if _closed(group) else None
-        if lines_x is None:
+    for group in groups:
+        form = _own_rows(group)
+        if form is None:
             continue
-        box = _box(group)
-        horizontals = [s for s in group if s.horizontal]
-        ys = _lines([box[1], box[3], *(s.y0 for s in horizontals)])
+        box, ys, lines_x, horizontals = form.box, form.ys, form.lines_x, form.horizontals
         # A box runs down through bands where no rule closes it (a label of three lines beside three rows of options
         # ruled apart): [left, top, right, bottom, alone in each of its bands]
         boxes: list[tuple[float, float, float, float, bool]] = []
