@@ -244,8 +244,8 @@ def table_block(words: Sequence[Word], rules: Sequence[Segment] = ()) -> Block |
     found = _read_table(words)
     if found is None:
         return None
-    placed, columns, _, spots, centres = found
-    return _built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules), centres)
+    placed, joined, columns, _, spots, _ = found
+    return _built(placed, joined, columns, _box(words), _header_spans(placed, columns, spots, rules))
 
 
 def table_blocks(words: Sequence[Word], rules: Sequence[Segment] = ()) -> list[Block]:
@@ -257,17 +257,20 @@ def table_blocks(words: Sequence[Word], rules: Sequence[Segment] = ()) -> list[B
     found = _read_table(words)
     if found is None:
         return []
-    placed, columns, boxes, spots, centres = found
+    placed, joined, columns, boxes, spots, centres = found
     head = next((r for r, row in enumerate(placed) if len(row) >= MIN_COLS), 0)
     starts = [head, *(r for r in range(head + MIN_ROWS, len(placed)) if _repeats(placed[r], placed[head]))]
     starts = [s for k, s in enumerate(starts) if k == 0 or s - starts[k - 1] > MIN_ROWS]
     if len(starts) == 1 or len(placed) - starts[-1] < MIN_ROWS:
-        return [_built(placed, columns, _box(words), _header_spans(placed, columns, spots, rules), centres)]
+        return [_built(placed, joined, columns, _box(words), _header_spans(placed, columns, spots, rules))]
     out = [_title(placed[r], boxes[r]) for r in range(head)]  # the first table's title, set over its columns
     for start, end in itertools.pairwise([*starts, len(placed)]):
         title = end < len(placed) and len(placed[end - 1]) == 1
         stop = end - 1 if title else end
-        out.append(_built(placed[start:stop], columns, box_union(boxes[start:stop]), centres=centres[start:stop]))
+        part = placed[start:stop]
+        out.append(
+            _built(part, _joined(part, len(columns), centres[start:stop]), columns, box_union(boxes[start:stop]))
+        )
         if title:
             out.append(_title(placed[end - 1], boxes[end - 1]))
     return out
@@ -285,15 +288,14 @@ def _repeats(row: dict[int, str], first: dict[int, str]) -> bool:
 
 def _built(
     placed: list[dict[int, str]],
+    joined: list[dict[int, str]],
     columns: Sequence[tuple[float, float]],
     box: BBox,
     spans: dict[tuple[int, int], tuple[int, int]] | None = None,
-    centres: Sequence[tuple[float, float]] = (),
 ) -> Block:
-    """Rows of cells placed in `columns` as a TABLE block, wrapped cells joined (`_joined`, by the rows' `centres`
-    too), row 0 its header; `spans` maps a cell (row, column) of the head to the columns [start, end) it spans (given
-    only where `_joined` leaves the head's rows as they are: see `_header_spans`)."""
-    joined = _joined(placed, len(columns), centres)
+    """Rows of cells placed in `columns` as a TABLE block, its rows `joined` where a wrapped cell's lines were read as
+    rows (`_joined` of `placed`), row 0 its header; `spans` maps a cell (row, column) of the head to the columns
+    [start, end) it spans (given only where `_joined` leaves the head's rows as they are: see `_header_spans`)."""
     spans = spans if len(joined) == len(placed) or joined[0] == placed[0] else None
     placed = joined
     spans = spans or {}
@@ -341,6 +343,7 @@ def _read_table(
 ) -> (
     tuple[
         list[dict[int, str]],
+        list[dict[int, str]],
         list[tuple[float, float]],
         list[BBox],
         list[dict[int, BBox]],
@@ -348,8 +351,9 @@ def _read_table(
     ]
     | None
 ):
-    """The words' rows as cells placed in columns (column index to text), the columns, each row's box, each placed
-    cell's box, and each row's first and last line's vertical centre; None when they do not form at least
+    """The words' rows as cells placed in columns (column index to text), those rows with wrapped cells joined
+    (`_joined`, which decides that they are a table), the columns, each row's box, each placed cell's box, and each
+    row's first and last line's vertical centre; None when they do not form at least
     MIN_ROWS x MIN_COLS cells or most rows hold one cell."""
     if not words:
         return None
@@ -378,7 +382,7 @@ def _read_table(
     joined = _joined(placed, len(columns), centres)
     if 2 * sum(1 for row in joined if len(row) >= MIN_COLS) <= len(joined):
         return None  # columns read from gaps hold cells on most rows, or they are none: a listing's aligned comments
-    return placed, columns, [box_union([box for box, _ in row]) for row in lined], spots, centres
+    return placed, joined, columns, [box_union([box for box, _ in row]) for row in lined], spots, centres
 
 
 def _pitch(placed: Sequence[dict[int, str]], centres: Sequence[tuple[float, float]], columns: int) -> float | None:
