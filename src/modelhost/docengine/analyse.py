@@ -165,6 +165,12 @@ GRID_RULES = 2
 #: usda_ag_energy_roundup, clo_deal_summary: 0.73-0.90 of the page, with headings, prose and charts in the box), where
 #: a table region around a table is at most half of it (0.02-0.48 on tables-dev, a page-long table aside).
 JOIN_PAGE_SHARE = 0.5
+#: A found table is a table region's (the layout model's) where at least this share of its box lies in the region: a
+#: region boxes its table to within a few points (it may fall short of the last row), so a table of its own has most
+#: of its area inside, where a table that only touches a region beside or below it (a neighbouring grid, a chart's
+#: box) has a sliver in it: that region neither cuts its foot (`_region_trimmed`) nor reads it with the region's
+#: other pieces as one table (`_region_joined`).
+REGION_SHARE = 0.5
 #: A list item's number, as a region's first column would hold it ("1.", "(a)", "iv)").
 _LIST_NUMBER = re.compile(r"^\(?(?:\d{1,3}|[a-z]|[ivx]{1,5})[.)]$")
 #: What a table's cell comes out as when no finder made a table of it.
@@ -606,7 +612,7 @@ def _region_trimmed(
             out.append(block)
             continue
         region = max(regions, key=lambda r: box_overlap(r, block.bbox))
-        if box_overlap(region, block.bbox) < 0.5 * box_area(block.bbox):
+        if box_overlap(region, block.bbox) < REGION_SHARE * box_area(block.bbox):
             out.append(block)
             continue
         cut: list[Cell] = []
@@ -649,7 +655,9 @@ def _region_joined(
         pieces = [
             b
             for b in fixed
-            if b.kind is Kind.TABLE and b.table is not None and box_overlap(b.bbox, box) >= 0.5 * box_area(b.bbox)
+            if b.kind is Kind.TABLE
+            and b.table is not None
+            and box_overlap(b.bbox, box) >= REGION_SHARE * box_area(b.bbox)
         ]
         if not pieces:
             continue
