@@ -46,8 +46,15 @@ from modelhost.docengine.furniture import PAGE_NUMBER
 from modelhost.docengine.leaders import find_contents
 from modelhost.docengine.lines import Gutter, Piece, gutters, lines, pieces
 from modelhost.docengine.order import order
-from modelhost.docengine.paragraphs import BULLETS, join, paragraphs
-from modelhost.docengine.tables import FoundTable, fill_rules, find_tables, frames_and_fields, merge_rules
+from modelhost.docengine.paragraphs import BULLETS, SENTENCE_END, join, paragraphs
+from modelhost.docengine.tables import (
+    LEADER_TAIL,
+    FoundTable,
+    fill_rules,
+    find_tables,
+    frames_and_fields,
+    merge_rules,
+)
 from modelhost.docengine.types import (
     BBox,
     Block,
@@ -134,15 +141,14 @@ SIZE_SLACK = 0.05
 #: descriptions on the sweep's documented sources has 7 to 17 such lines; three are a short paragraph).
 EDGE_LINES = 3
 #: A cell's first page number ("12", "12, 14", "180–185"); a leader line ending in several pages (an index's entry,
-#: the list's comma followed by a space, which a figure's thousands separator is not); leader dots closing a cell.
+#: the list's comma followed by a space, which a figure's thousands separator is not). Leader dots closing a cell are
+#: the ruled tables' (`tables.LEADER_TAIL`).
 _FIRST_PAGE = re.compile(r"^[.\s]*(\d{1,4})\b")
 _PAGE_LIST = re.compile(r"(?:\.\s*){3,}\d{1,4}(?:(?:,\s+|\s*–\s*)\d{1,4})+$")
-_LEADER_DOTS = re.compile(r"(?:\.\s*){3,}$")
 #: Body sizes between a margin note's end and the text block: LaTeX's \\marginparsep (7 pt, 0.7 em at 10 pt; 0.9-1.0 em
 #: on the sweep's documented sources), wider than a justified line's word space (a third of an em, stretched by half
 #: at most), so a table's first cell reading on into the text block by a space is no margin note.
 MARGIN_GAP = 0.6
-_SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
 #: Lines of a sentence's stretch (`PROSE_WORDS` words or more) in one header cell of a table without rules that make
 #: it a paragraph: a column's label wraps into two such lines at most (a long label in a wide column); a paragraph
 #: stacked over a table as its "header" holds three and more (a paper's column of prose over a run of aligned lines,
@@ -792,7 +798,7 @@ def _index(table: Table) -> bool:
 
 def _dotted(table: Table) -> bool:
     """Whether a table's rows run on in leader dots: a cell of dots alone, or ending in them, in most rows."""
-    rows = {c.row for c in table.cells if _LEADER_DOTS.search(c.text)}
+    rows = {c.row for c in table.cells if LEADER_TAIL.search(c.text)}
     return 2 * len(rows) > table.rows
 
 
@@ -1115,7 +1121,7 @@ def continues(prev: Block, block: Block) -> bool:
         and block.kind is Kind.TEXT
         and block.text[:1].islower()
         and len(prev.text.split()) >= MIN_CONTINUED_WORDS
-        and not _SENTENCE_END.search(prev.text)
+        and not SENTENCE_END.search(prev.text)
     )
 
 

@@ -40,7 +40,12 @@ SHORT_LINE = 4.0
 
 BULLETS = "•·▪◦‣●○■□➢►▶✓✔-–—*\uf0b7\uf0a7\uf076\uf0d8\uf0fc"
 _ORDERED = re.compile(r"^(?:\(?\d{1,3}[.)]|\(?[a-z][.)]|\(?[ivx]{1,5}[.)])$")
-_SENTENCE_END = re.compile(r"[.!?:;]['\")\]]*$")
+#: A sentence's end: its full stop, question or exclamation mark, or a colon before what it announces, then any
+#: closing quotes or brackets. A paragraph that ends without one goes on (`analyse.continues`: across a page break).
+SENTENCE_END = re.compile(r"[.!?:]['\")\]]*$")
+#: A line's end that may end its paragraph: a sentence's, or a semicolon's (a list of clauses set a clause a line);
+#: a short line ending so ends its paragraph. A paragraph across a page break runs on past a semicolon.
+_CLAUSE_END = re.compile(r"[.!?:;]['\")\]]*$")
 
 
 def marker(piece: Piece) -> tuple[str, bool] | None:
@@ -94,7 +99,7 @@ def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
         elif item_text_x is not None:
             new = abs(piece.x0 - item_text_x) > INDENT * size and piece.x0 < item_text_x
         elif (piece.x0 - left >= INDENT * size and prev.x0 - left < INDENT * size and not _style(prev)[1]) or (
-            right - prev.x1 > SHORT_LINE * size and _SENTENCE_END.search(prev.text)
+            right - prev.x1 > SHORT_LINE * size and _CLAUSE_END.search(prev.text)
         ):
             new = True
         if new:
@@ -117,7 +122,7 @@ def _label_line(prev: Piece, piece: Piece, right: float, size: float) -> bool:
     # A line in italics throughout, standing alone before upright text: a run-in emphasis wraps on (its line is full,
     # or it goes on in upright type on the same line), a sentence in italics ends on its full stop.
     italic = all(w.italic for w in prev.words) and not all(w.italic for w in piece.words)
-    return italic and right - prev.x1 > SHORT_LINE * size and not _SENTENCE_END.search(prev.text)
+    return italic and right - prev.x1 > SHORT_LINE * size and not _CLAUSE_END.search(prev.text)
 
 
 def _item_text_x(piece: Piece) -> float | None:

@@ -162,8 +162,9 @@ TOUCH_EM = 0.1
 #: exponent is 60-75% of its letter's size; one font's sizes round apart by a few hundredths.
 SIZE_STEP = 0.1
 
-#: Trailing leader dots of a word ("offenses......", "Total . . ."): three or more (an ellipsis is three).
-_LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
+#: Trailing leader dots of a word or a cell ("offenses......", "Total . . ."): three or more (an ellipsis is three),
+#: full stops, middle dots or ellipses (`classify.LEADER_DOTS`'s characters).
+LEADER_TAIL = re.compile(r"(?:[.·…]\s*){3,}$")
 #: Leader dots ending a cell's text: four or more, so that an ellipsis ("and so on...") stays the text's.
 _LEADERS = re.compile(r"(?:[.·…]\s*){4,}$")
 #: Leading leader dots, touching the figure they lead to ("......204.5"): three or more.
@@ -1699,7 +1700,7 @@ def inked(word: Word) -> tuple[float, float] | None:
     text less the leader dots it ends or starts with ("offenses......", "......204.5" where the dots touch the
     figure), in proportion to its characters (the text layer gives a word's box, not its letters')."""
     text = word.text
-    tail = _LEADER_TAIL.search(text)
+    tail = LEADER_TAIL.search(text)
     head = _LEADER_HEAD.match(text)
     start = head.end() if head else 0
     end = tail.start() if tail else len(text)

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from modelhost.docengine.emit import GRID
-from modelhost.docengine.figures import box_overlap
+from modelhost.docengine.figures import box_area, box_overlap
 from modelhost.docengine.types import BBox, Block, Kind, PageContent, PageLayout
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def regions_to_read(content: PageContent) -> list[BBox]:
     if not content.usable:
         return []
     boxes = [b for b in content.ocr_regions if b[2] - b[0] >= MIN_SIDE and b[3] - b[1] >= MIN_SIDE]
-    keep = set(sorted(range(len(boxes)), key=lambda i: -_area(boxes[i]))[:MAX_REGIONS])
+    keep = set(sorted(range(len(boxes)), key=lambda i: -box_area(boxes[i]))[:MAX_REGIONS])
     return [b for i, b in enumerate(boxes) if i in keep]
 
 
@@ -133,8 +133,4 @@ def with_region_text(layout: PageLayout, box: BBox, blocks: Sequence[Block]) -> 
 
 
 def _same(a: BBox, b: BBox) -> bool:
-    return box_overlap(a, b) >= 0.8 * max(_area(a), _area(b), 1e-6)
-
-
-def _area(b: BBox) -> float:
-    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+    return box_overlap(a, b) >= 0.8 * max(box_area(a), box_area(b), 1e-6)

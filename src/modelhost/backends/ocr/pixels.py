@@ -61,7 +61,7 @@ from modelhost.backends.ocr.scripts import (
     script_letters,
 )
 from modelhost.docengine.analyse import LABEL_WORDS
-from modelhost.docengine.figures import box_overlap, box_union
+from modelhost.docengine.figures import box_area, box_overlap, box_union
 from modelhost.docengine.lines import gutters, rtl
 from modelhost.docengine.order import order
 from modelhost.docengine.tables import table_frames
@@ -945,10 +945,10 @@ def groups(detection: Detection) -> list[Group]:
     # read in blocks (COVER) the XY-cut orders with the page's other regions. As one group it was one block of lines
     # sorted top to bottom, so a back cover's three columns were read across, row by row, and all before the text
     # region the model boxed inside it.
-    designed = {id(r) for r in regions if r.label == "figure" and _area(r.bbox) >= PAGE_FIGURE * _area(page)}
+    designed = {id(r) for r in regions if r.label == "figure" and box_area(r.bbox) >= PAGE_FIGURE * box_area(page)}
     ruled: set[int] = set()
     for frame in _frames(detection, regions):
-        in_figure = any(box_overlap(frame, f) >= 0.8 * _area(frame) for f in figures)
+        in_figure = any(box_overlap(frame, f) >= 0.8 * box_area(frame) for f in figures)
         if in_figure and not ruled_grid(frame, detection.rulings):
             continue
         held = [i for i, b in enumerate(boxes) if i not in ruled and _centre_inside(b, frame)]
@@ -964,12 +964,12 @@ def groups(detection: Detection) -> list[Group]:
         for r, region in enumerate(regions):
             if id(region) in designed:
                 continue
-            inside = box_overlap(box, region.bbox) / max(_area(box), 1e-6)
-            key = (round(inside, 1) if inside >= IN_REGION else 0.0, region.label != "figure", -_area(region.bbox))
+            inside = box_overlap(box, region.bbox) / max(box_area(box), 1e-6)
+            key = (round(inside, 1) if inside >= IN_REGION else 0.0, region.label != "figure", -box_area(region.bbox))
             if inside >= IN_REGION and key > rank:
                 best, rank = r, key
         cover = max((box_overlap(box, r.bbox) for r in regions if id(r) in designed), default=0.0) / max(
-            _area(box), 1e-6
+            box_area(box), 1e-6
         )
         if best >= 0 and cover >= IN_REGION and rank[0] < round(cover, 1):
             best = -1  # a finer region takes a page-sized figure's line only where it holds it as well, as it did
@@ -988,7 +988,7 @@ def groups(detection: Detection) -> list[Group]:
         if text.label == "text"
         for f, figure in enumerate(regions)
         if figure.label == "figure"
-        and box_overlap(text.bbox, figure.bbox) >= TWICE_BOXED * _area(box_union([text.bbox, figure.bbox]))
+        and box_overlap(text.bbox, figure.bbox) >= TWICE_BOXED * box_area(box_union([text.bbox, figure.bbox]))
     }
     tabled = {
         r
@@ -1004,12 +1004,12 @@ def groups(detection: Detection) -> list[Group]:
                 cells = {i for row in run for i in row}
                 out.append(Group("table", box_union([boxes[i] for i in cells]), sorted(cells)))
                 m = [i for i in m if i not in cells]
-        framed = any(g.label == "ruled" and box_overlap(g.bbox, region.bbox) >= 0.8 * _area(g.bbox) for g in out)
+        framed = any(g.label == "ruled" and box_overlap(g.bbox, region.bbox) >= 0.8 * box_area(g.bbox) for g in out)
         # the model boxes a table both as a table and as a figure (booktabs' manual, lme4's method list): a figure
         # that holds no line and lies (0.8 of it) in a ruled frame or in a region the model calls a table is that
         # table, whose lines the frame or the table region took, no picture
         in_table = any(
-            box_overlap(box, region.bbox) >= 0.8 * _area(region.bbox)
+            box_overlap(box, region.bbox) >= 0.8 * box_area(region.bbox)
             for box in [*(g.bbox for g in out if g.label == "ruled"), *(r.bbox for r in regions if r.label == "table")]
         )
         if not m and region.label == "figure" and (framed or in_table or r in tabled_twins):
@@ -1036,7 +1036,7 @@ def groups(detection: Detection) -> list[Group]:
     found = [(g.x0, g.y0, g.x1, g.y1) for g in gutters([Word("x", b, size=body) for b in inked], body)]
     # A page-sized figure is read first, the page's background: its box is one band over every block inside it, and
     # any edge of it would cut the page's columns across where it starts.
-    covers = [g for g in out if g.label == "figure" and _area(g.bbox) >= PAGE_FIGURE * _area(page)]
+    covers = [g for g in out if g.label == "figure" and box_area(g.bbox) >= PAGE_FIGURE * box_area(page)]
     out = [g for g in out if all(g is not c for c in covers)]
     ordered = [_in_column(g.bbox, found) if g.label == "figure" else g.bbox for g in out]
     if detection.script is not None and detection.script.right_to_left:
@@ -1139,7 +1139,7 @@ def _twice_boxed(regions: Sequence[Region]) -> list[Region]:
     for region in regions:
         for k, kept in enumerate(out):
             union = box_union([kept.bbox, region.bbox])
-            if kept.label == region.label and box_overlap(kept.bbox, region.bbox) >= TWICE_BOXED * _area(union):
+            if kept.label == region.label and box_overlap(kept.bbox, region.bbox) >= TWICE_BOXED * box_area(union):
                 out[k] = replace(kept, bbox=union)
                 break
         else:
@@ -1221,10 +1221,6 @@ def _in_column(box: BBox, page_gutters: Sequence[BBox]) -> BBox:
 def _centre_inside(box: BBox, frame: BBox) -> bool:
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     return frame[0] <= cx <= frame[2] and frame[1] <= cy <= frame[3]
-
-
-def _area(b: BBox) -> float:
-    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
 
 
 def _blocks_of_loose(lines: list[int], boxes: Sequence[BBox], body: float, *, tables: bool = True) -> list[Group]:
