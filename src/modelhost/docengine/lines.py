@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from modelhost.docengine.types import BBox, Word
 
 #: A gap wider than this many font sizes between two words of one line separates two pieces (gutter, table cell).
-#: Justified text stretches word spaces to ~1 em at worst; a two-column gutter is ~2 em and more.
+#: Justified text stretches word spaces to ~1 em at worst; a two-column gutter is ~2 em and more. Between
+#: letter-spaced words (`Word.tracking`) the gap is measured with their tracking taken off.
 PIECE_GAP = 1.6
 #: Code aligns with runs of spaces: between monospace words only a gap this wide (in font sizes) cuts.
 CODE_GAP = 6.0
@@ -273,6 +274,9 @@ def pieces(line: Sequence[Word]) -> list[Piece]:
             size = max(word.size or word.height, last.size or last.height, 1.0)
             limit = CODE_GAP if word.monospace and last.monospace else PIECE_GAP
             gap = max(word.x0 - last.x1, last.x0 - word.x1)  # either reading direction
+            # Between two words of a letter-spaced line the letter gap counts twice more (after the last letter and
+            # after the space, which character spacing widens too): a title tracked by 1 em has 2.3 em word gaps.
+            gap -= 2 * min(word.tracking, last.tracking)
             if gap <= limit * size or (len(out) == 1 and len(out[-1]) == 1 and _MARKER.match(last.text)):
                 out[-1].append(word)
                 continue

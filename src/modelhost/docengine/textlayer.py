@@ -94,6 +94,25 @@ MIN_IMAGE_SIDE = 12.0
 #: A new word starts when the gap from the previous character exceeds this share of the font size, even where
 #: pdfium generated no space: table cells and tightly set columns.
 WORD_GAP = 0.3
+#: Letter spacing (tracking: a title, a running head or a table header set with its letters spread by the character
+#: spacing Tc, by a TJ kern after every letter, or by hand with a space between letters) spreads a line's letters
+#: evenly, wider than WORD_GAP, and a word break is then only a gap clearly wider than the line's own letter gap
+#: (`_letter_spaced`). Tracking as designers set it runs from 0.05 to 1 em (InDesign's tracking field in thousandths
+#: of an em, CSS letter-spacing); a wider even gap between letters is a table's columns, which stay apart.
+LETTER_SPACING_MAX = 1.2
+#: Letters of one letter-spaced run stand this share of the font size from the run's median letter gap at most, and a
+#: word break stands further: a word space adds the space glyph's own advance (0.25 em in Times, 0.28 in Helvetica,
+#: 0.33 in TeX's roman) to the letter gap, while letter gaps vary only by the glyphs' side bearings where boxes are the
+#: faces' ink boxes (under 0.1 em; where boxes are advances, by nothing).
+SPACED_SLACK = 0.15
+#: Letter gaps a line shows at least before it counts as letter-spaced: two gaps (three letters, "T H E") say too
+#: little, a row of single-letter table cells can do as much by chance; four letters set evenly wide is tracking.
+MIN_SPACED_GAPS = 3
+#: A letter-spaced run set with a space between its letters (by hand, or a TJ kern pdfium takes for a space) is one
+#: only where it also shows a word break: a gap wider than its letter gap by a word space and at most this many ems
+#: more (a word space in tracked type is the letter gap plus 0.25-0.6 em). Without one, "A B C D" (a form's choices,
+#: single-letter column heads) reads as it is written; a gap wider than this is a column, not a word space.
+SPACED_BREAK_MAX = 1.0
 #: A font is monospaced when its words' per-character advance varies by less than this share (proportional type
 #: varies by 15-30%: "ill" against "mmm"). Measured per page on the corpus: monospaced fonts 0.001-0.003 (the
 #: Redbook's BookMasterGothic); proportional fonts over a few words came as low as 0.02 (a one-line Helvetica-Bold
@@ -221,6 +240,9 @@ class _Char:
     #: A space the producer wrote, read without its box (marked generated only so that no box is asked): a word
     #: space whatever its neighbours' boxes say, where a space pdfium generated may stand for no gap at all.
     written: bool = False
+    #: The letter gap (points) of this glyph's letter-spaced line (`_letter_spaced`), 0 where the line is set solid
+    #: and WORD_GAP decides.
+    tracking: float = 0.0
 
 
 class _Frame:
@@ -260,7 +282,7 @@ def read_text_layer(pdf: pdfium.PdfDocument, page_index: int) -> PageContent:
             textpage.close()
     finally:
         page.close()
-    every = list(_words(_accented(_without_phantom_breaks(_without_phantom_spaces(chars)))))
+    every = list(_words(_letter_spaced(_accented(_without_phantom_breaks(_without_phantom_spaces(chars))))))
     # Words of raw font codes (a font without a ToUnicode map: control characters, U+FFFD) are not text: they
     # leave the words, and where they were is a region for OCR, so a page with one such sidebar keeps the rest.
     # A word with a stray code beside real letters (the Redbook's bullet "r" + U+0001) keeps its letters.
@@ -853,7 +875,10 @@ def _words(chars: list[_Char]) -> Iterator[Word]:
             continue
         if current:
             prev = current[-1]
+            tracked = min(prev.tracking, ch.tracking)
             gap_limit = WORD_GAP * max(prev.size, ch.size, 1.0)
+            if tracked:
+                gap_limit = max(gap_limit, tracked + SPACED_SLACK * max(prev.size, ch.size))
             split = ch.angle != prev.angle or _gap(prev, ch) > gap_limit or not _same_line(prev, ch)
             if split or _script_change(prev, ch):
                 word = flush()
@@ -865,6 +890,119 @@ def _words(chars: list[_Char]) -> Iterator[Word]:
     word = flush()
     if word is not None:
         yield word
+
+
+def _letter_spaced(chars: list[_Char]) -> list[_Char]:
+    """Letter-spaced runs read as words (see LETTER_SPACING_MAX): per line and face, from the line's own gaps.
+
+    - Letters printed with nothing between them (Tc, or Tz with Tc) that stand evenly apart, wider than WORD_GAP:
+      each such letter joins the one before it where the gap is within SPACED_SLACK of the line's median letter gap.
+    - Single letters each set apart by one space (a space typed between letters, or a TJ kern pdfium generated one
+      for) that stand evenly apart, where the run also shows a word break (a wider gap, or several spaces): the
+      spaces between its letters go, and the letters join.
+
+    Only upright, left-to-right, proportional type: code aligns letters on its grid, and right-to-left scripts and
+    vertical text are not tracked this way. Justified text spreads its word spaces and leaves letters touching, so
+    its median letter gap stays under WORD_GAP."""
+    out = list(chars)
+    drop: set[int] = set()
+    start = 0
+    for end in range(len(out) + 1):
+        if end == len(out) or (out[end].generated and out[end].text in "\r\n"):
+            if end > start:
+                _spaced_line(out, start, end, drop)
+            start = end + 1
+    return [ch for i, ch in enumerate(out) if i not in drop] if drop else out
+
+
+def _trackable(ch: _Char) -> bool:
+    # A glyph letter spacing may spread: upright, proportional, not right-to-left.
+    return (
+        not ch.generated
+        and not ch.text.isspace()
+        and ch.angle == 0
+        and ch.size > 0
+        and not ch.font.monospace
+        and not rtl(ch.text)
+    )
+
+
+def _spaced_line(out: list[_Char], start: int, end: int, drop: set[int]) -> None:
+    # One line's glyphs (out[start:end], between line breaks): each step from a glyph to the next, with the count of
+    # spaces between them; steps between glyphs of one face and size that read left to right are the evidence.
+    glyphs = [i for i in range(start, end) if _glyph(out, i) is not None]
+    steps: dict[tuple[str, float], list[tuple[int, int, float]]] = {}
+    for a, b in itertools.pairwise(glyphs):
+        prev, nxt = out[a], out[b]
+        if not (_trackable(prev) and _trackable(nxt)) or (prev.font.name, prev.size) != (nxt.font.name, nxt.size):
+            continue
+        if nxt.x0 < prev.x0 or not _same_line(prev, nxt):
+            continue
+        steps.setdefault((prev.font.name, prev.size), []).append((a, b, _gap(prev, nxt)))
+    for (_, size), found in steps.items():
+        _tracked(out, [s for s in found if s[1] == s[0] + 1], size)
+        _typed(out, found, size, drop)
+
+
+def _even_gap(gaps: list[float], size: float) -> float | None:
+    # The letter gap of gaps set evenly: enough of them (MIN_SPACED_GAPS), three in four within SPACED_SLACK of
+    # their median, the median no wider than LETTER_SPACING_MAX; else None.
+    if len(gaps) < MIN_SPACED_GAPS:
+        return None
+    median = sorted(gaps)[len(gaps) // 2]
+    even = sum(abs(g - median) <= SPACED_SLACK * size for g in gaps)
+    return median if median <= LETTER_SPACING_MAX * size and 4 * even >= 3 * len(gaps) else None
+
+
+def _tracked(out: list[_Char], steps: list[tuple[int, int, float]], size: float) -> None:
+    # Letters printed one after the other, nothing between them, evenly and wider than WORD_GAP: each is marked with
+    # the letter gap, and `_words` joins those within SPACED_SLACK of it.
+    letter = _even_gap([g for _, _, g in steps], size)
+    if letter is None or letter <= WORD_GAP * size:
+        return
+    for a, b, _ in steps:
+        out[a].tracking = out[b].tracking = letter
+
+
+def _typed(out: list[_Char], steps: list[tuple[int, int, float]], size: float, drop: set[int]) -> None:
+    # Runs of single letters, each with spaces before and after it: see `_letter_spaced`.
+    def single(i: int) -> bool:
+        return _glyph(out, i - 1) is None and _glyph(out, i + 1) is None and out[i].text.isalnum()
+
+    run: list[tuple[int, int, float]] = []
+    for a, b, gap in steps:
+        if b == a + 1 or not (single(a) and single(b)):
+            _join_typed(out, run, size, drop)
+            run = []
+        elif run and run[-1][1] != a:
+            _join_typed(out, run, size, drop)
+            run = [(a, b, gap)]
+        else:
+            run.append((a, b, gap))
+    _join_typed(out, run, size, drop)
+
+
+def _join_typed(out: list[_Char], run: list[tuple[int, int, float]], size: float, drop: set[int]) -> None:
+    # One run of single letters: the letter gap is that of its steps over one space (a typed space is the face's own
+    # width, often under WORD_GAP: Helvetica's 0.28 em, so evenness is the evidence); a step over several spaces, or
+    # wider than the letter gap by SPACED_SLACK, is a word break, and the run joins only where it shows one, no wider
+    # than SPACED_BREAK_MAX past the letter gap, and every word it makes has two letters or more.
+    letter = _even_gap([g for a, b, g in run if b == a + 2], size)
+    if letter is None or 2 * sum(out[a].text.isalpha() for a, _, _ in run) < len(run):
+        return
+    limit = letter + SPACED_SLACK * size
+    joined = [b == a + 2 and g <= limit for a, b, g in run]
+    breaks = [g for (_, _, g), j in zip(run, joined, strict=True) if not j]
+    if not breaks or max(breaks) > letter + SPACED_BREAK_MAX * size:
+        return
+    # the lengths of the words the joins make, in letters
+    cuts = [0] + [k + 1 for k, j in enumerate(joined) if not j] + [len(run) + 1]
+    if min(b - a for a, b in itertools.pairwise(cuts)) < 2:
+        return
+    for (a, b, _), j in zip(run, joined, strict=True):
+        out[a].tracking = out[b].tracking = letter
+        if j:
+            drop.add(a + 1)
 
 
 def _script_change(prev: _Char, ch: _Char) -> bool:
@@ -912,6 +1050,7 @@ def _word(chars: list[_Char], line: int) -> Word:
         math=any(f.math for f in fonts),
         rotation=first.angle,
         line=line,
+        tracking=round(max(c.tracking for c in chars), 2),
     )
 
 

@@ -43,6 +43,9 @@ class Word:
     rotation: int = 0
     line: int = -1
     score: float = 1.0
+    #: The letter gap (points) its letters were read across where its line is letter-spaced (a tracked title:
+    #: `textlayer._letter_spaced`), else 0: the gap between two such words is wider by as much as twice this.
+    tracking: float = 0.0
 
     @property
     def x0(self) -> float:
