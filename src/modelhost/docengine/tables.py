@@ -161,6 +161,16 @@ TOUCH_EM = 0.1
 #: A word set this share smaller than its neighbour is set in another size (`_line_text`): a subscript or an
 #: exponent is 60-75% of its letter's size; one font's sizes round apart by a few hundredths.
 SIZE_STEP = 0.1
+#: A row of one cell across a whole grid, set this much larger than the grid's other cells and the page's text, is
+#: the sheet's title (`_edge_rows`): a spreadsheet's title merged across the sheet is set at 14 points over 10 or 11
+#: (x1.27 to 1.4), a word processor's heading 16 over 11; a title row set in the page's prose size over smaller
+#: cells (ReportLab's `canvas.acroform.radio parameters`, 10 points over 7 and 8, beside 10-point prose) stays the
+#: table's.
+TITLE_SIZE = 1.15
+#: A row of one cell across a grid's foot set at most this share of its cells' size is a note under it (`_note`): a
+#: sheet's notes a point under its figures (9 over 10 points, 0.9, the edge of `SIZE_STEP`); one font's sizes round
+#: apart by a few hundredths.
+NOTE_SIZE = 0.95
 
 #: Trailing leader dots of a word or a cell ("offenses......", "Total . . ."): three or more (an ellipsis is three),
 #: full stops, middle dots or ellipses (`classify.LEADER_DOTS`'s characters).
@@ -810,13 +820,59 @@ def find_tables(rules: Sequence[Segment], words: Sequence[Word]) -> list[FoundTa
     for ids, (distance, t, above) in nearest.items():
         if (t, above) not in sides or distance < sides[(t, above)][0]:
             sides[(t, above)] = (distance, ids)
+    outside = sorted(w.size for i, w in enumerate(words) if i not in taken and w.size > 0)
+    prose = outside[len(outside) // 2] if outside else 0.0
     return [
         part
         for t, table in enumerate(found)
-        for part in _titled_parts(
-            _with_rows(table, words, sides.get((t, True), (0.0, ()))[1], sides.get((t, False), (0.0, ()))[1]), words
+        for edged in _edge_rows(
+            _with_rows(table, words, sides.get((t, True), (0.0, ()))[1], sides.get((t, False), (0.0, ()))[1]),
+            words,
+            prose,
         )
+        for part in _titled_parts(edged, words)
     ]
+
+
+def _edge_rows(found: FoundTable, words: Sequence[Word], prose: float) -> list[FoundTable]:
+    """A grid without the title block above its rows and the notes below them, where the sheet's own grid boxes them
+    too (a spreadsheet printed with its cell gridlines, the title, units line and notes merged across the sheet):
+    rows of one cell spanning every column, from the first while it is set `TITLE_SIZE` larger than the grid's other
+    cells and than `prose`, the size of the page's words outside its tables (0 where none: a sheet's gridlines box
+    them all), down to the first row of two cells or more, and from the last up while each is a note (`_note`). They
+    stay text: a heading, paragraphs. A table's own title row in the size of the prose around it, over smaller cells,
+    is no heading of the page."""
+    table = found.table
+    if table.cols < 2 or table.rows < 3:
+        return [found]
+    across = {c.row: c for c in table.cells if c.col == 0 and c.col_span == table.cols and c.row_span == 1}
+    sizes: dict[int, list[float]] = {}
+    for i in found.words:
+        w = words[i]
+        row = next((c.row for c in table.cells if c.bbox and _inside(w, c.bbox)), None)
+        if row is not None and w.size > 0:
+            sizes.setdefault(row, []).append(w.size)
+    body = sorted(s for r, row_sizes in sizes.items() if r not in across for s in row_sizes)
+    if not body:
+        return [found]
+    size = body[len(body) // 2]
+    start = 0
+    if 0 in across and 0 in sizes and min(sizes[0]) > max(size, prose) * TITLE_SIZE:
+        while start in across:
+            start += 1
+    end = table.rows
+    while end - 1 > start and end - 1 in across and _note(sizes.get(end - 1, []), size):
+        end -= 1
+    if (start, end) == (0, table.rows) or end - start < 2:
+        return [found]
+    return _part(found, words, start, end)
+
+
+def _note(sizes: list[float], size: float) -> bool:
+    """A row's words are a note under a grid: set smaller than its cells (`NOTE_SIZE`). A note in the cells' own size
+    stays the grid's last row (whether it is the table's is for the layout model's region to say,
+    `analyse._region_trimmed`)."""
+    return bool(sizes) and max(sizes) < size * NOTE_SIZE
 
 
 def _titled_parts(found: FoundTable, words: Sequence[Word]) -> list[FoundTable]:
