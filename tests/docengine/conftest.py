@@ -12,7 +12,7 @@ import pytest
 from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.furniture import mark_furniture
 from modelhost.docengine.textlayer import read_text_layer
-from modelhost.docengine.types import PageContent, PageLayout
+from modelhost.docengine.types import Block, Kind, PageContent, PageLayout
 
 if TYPE_CHECKING:
     from modelhost.backends.ocr.pixels import PixelReader
@@ -53,6 +53,17 @@ def drawn_page(path: Path, draw: Callable[[object], None]) -> PageContent:
         return read_text_layer(doc, 0)
     finally:
         doc.close()
+
+
+def table_blocks(layout: PageLayout) -> list[Block]:
+    """The page's tables, in reading order."""
+    return [b for b in layout.blocks if b.kind is Kind.TABLE]
+
+
+def table_rows(block: Block) -> list[list[str]]:
+    """A table block's cells as text, row by row, a span's text in every cell it covers, "" for an empty cell."""
+    assert block.table is not None
+    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
 
 
 def wrapped_prose(c: object, text: str, top: float, *, x: float = 72, width: float = 450, lead: float = 12) -> float:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind, PageLayout
+from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_rows
 
 #: The stub's labels (a wrapped one in two parts) and their nine figures: three groups of three years.
 ROWS = tuple(
@@ -104,15 +104,10 @@ def _layout(path: Path, wrapped: bool = False, rules: bool = True) -> PageLayout
     return analyse(content, document_style([content]))
 
 
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 def test_figure_columns_a_figure_apart_between_group_rules_are_a_column_each(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "dense.pdf")
     (table,) = [b for b in layout.blocks if b.kind is Kind.TABLE]
-    rows = _rows(table)
+    rows = table_rows(table)
     # each group's label spans its three columns, each year heads one column, the stub's header both header rows
     assert rows[0] == ["Offense", *(label for label in GROUPS for _ in range(3))]
     assert rows[1] == ["Offense", *YEARS * 3]
@@ -127,7 +122,7 @@ def test_figure_columns_a_figure_apart_between_group_rules_are_a_column_each(tmp
 def test_column_labels_wrapped_in_narrow_columns_are_one_header_row(tmp_path: Path) -> None:
     # the first group's labels take two lines in their columns, bottom-aligned beside the years of the others
     (table,) = [b for b in _layout(tmp_path / "wrapped.pdf", wrapped=True).blocks if b.kind is Kind.TABLE]
-    rows = _rows(table)
+    rows = table_rows(table)
     assert rows[0] == ["Offense", *(label for label in GROUPS for _ in range(3))]
     assert rows[1] == ["Offense", *(" ".join(label) for label in LABELS), *YEARS * 2]
     assert rows[2:] == [[" ".join(label), *figures] for label, figures in ROWS]
@@ -137,7 +132,7 @@ def test_without_rules_two_figures_closer_than_a_column_gap_keep_the_table_going
     # "10,182.6" ends 0.4 em short of "10,174.8" in the next column, where every other row leaves a column gap: the
     # row stays in the table (it ended the table there, and the rows under it fell apart into lines of figures)
     (table,) = [b for b in _layout(tmp_path / "bare.pdf", rules=False).blocks if b.kind is Kind.TABLE]
-    rows = _rows(table)
+    rows = table_rows(table)
     assert rows[0][1:] == [label for label in GROUPS for _ in range(3)]
     assert rows[1][1:] == list(YEARS) * 3
     assert rows[2:] == [[" ".join(label), *figures] for label, figures in ROWS]
@@ -178,4 +173,4 @@ def test_columns_of_figures_closer_than_a_column_gap_are_read_by_their_figures(t
     # columns from "disp" to "qsec" were one, under one header cell "disp hp drat wt qsec"
     content = drawn_page(tmp_path / "cars.pdf", _cars)
     (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
-    assert _rows(table) == [list(row) for row in CARS]
+    assert table_rows(table) == [list(row) for row in CARS]

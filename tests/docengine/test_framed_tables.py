@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_rows
 
 HEADER = ("This Week", "Last Week", "Year Ago")
 #: Groups of rows: a bold label (one longer than the label column is wide, running past where the first column of
@@ -104,11 +104,6 @@ def _report(c: object) -> None:
     _chart(c, DIVIDER + 2, BOTTOM + 4, RIGHT - 4, middle - 4, "Central Illinois Soybean Oil")
 
 
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 def test_a_price_table_framed_beside_charts_is_one_table_of_its_own_columns(tmp_path: Path) -> None:
     # at the parent the frame, the rule between the table and the charts and the charts' frames were one grid: a
     # "table" of the whole page, the table's columns in one cell each, the charts' labels cells beside them
@@ -120,7 +115,7 @@ def test_a_price_table_framed_beside_charts_is_one_table_of_its_own_columns(tmp_
     for label, rows in GROUPS:
         expected.append([label, "", "", ""])  # a group's label alone in its row, the long one too
         expected.extend(list(row) for row in rows)
-    assert _rows(tables[0]) == expected
+    assert table_rows(tables[0]) == expected
     # the charts' titles and tick labels are no table's cells
     cells = {cell.text for cell in tables[0].table.cells} if tables[0].table else set()
     assert "Iowa Ethanol" not in cells and "1.50" not in cells
@@ -155,7 +150,7 @@ def test_a_subscript_set_against_its_letter_is_one_word_in_a_cell(tmp_path: Path
     # at the parent "Y" and its subscript "i" were joined by a space: "Y i", "g add"
     content = drawn_page(tmp_path / "symbols.pdf", _symbols)
     (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
-    rows = _rows(table)
+    rows = table_rows(table)
     assert rows[0] == [letter + sub for letter, sub in SYMBOLS]
     assert rows[1:] == [list(row) for row in VALUES]
 
@@ -193,4 +188,4 @@ def test_a_figure_touching_chinese_text_keeps_its_word_break(tmp_path: Path) -> 
     # joined as one word, where the text layer (and the page's reader) keeps them apart
     content = drawn_page(tmp_path / "notes.pdf", _notes)
     (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
-    assert _rows(table)[1:] == [[f"{r + 1}", f"{number} {text}"] for r, (number, text) in enumerate(NOTES)]
+    assert table_rows(table)[1:] == [[f"{r + 1}", f"{number} {text}"] for r, (number, text) in enumerate(NOTES)]

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind, PageLayout
+from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_blocks, table_rows
 
 Draw = Callable[[object], None]
 
@@ -74,15 +74,6 @@ def _layout(path: Path, draw: Draw) -> PageLayout:
     return analyse(content, document_style([content]))
 
 
-def _tables(layout: PageLayout) -> list[Block]:
-    return [b for b in layout.blocks if b.kind is Kind.TABLE]
-
-
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 def test_a_title_and_notes_inside_a_sheets_gridlines_are_no_rows_of_its_table(tmp_path: Path) -> None:
     """The title (14 points over the grid's 10) and every row of one cell across the grid down to the header are
     the sheet's title block, the rows of one cell at its foot set smaller its notes: the table is the header and
@@ -90,9 +81,9 @@ def test_a_title_and_notes_inside_a_sheets_gridlines_are_no_rows_of_its_table(tm
     five columns). A row across the grid set in the cells' own size is the table's title row (ReportLab's
     parameter tables set `canvas.acroform.radio parameters` so over their grids): it stays the table's first row."""
     layout = _layout(tmp_path / "sheet.pdf", _sheet)
-    tables = _tables(layout)
+    tables = table_blocks(layout)
     assert len(tables) == 1
-    rows = _rows(tables[0])
+    rows = table_rows(tables[0])
     assert rows[0] == list(HEADER)
     assert rows[1:] == [list(row) for row in ROWS]
     text = [b.text for b in layout.blocks if b.kind is not Kind.TABLE]
@@ -100,6 +91,6 @@ def test_a_title_and_notes_inside_a_sheets_gridlines_are_no_rows_of_its_table(tm
     assert UNITS in text
     assert all(note in text for note in NOTES)
 
-    same_size = _tables(_layout(tmp_path / "titled.pdf", lambda c: _sheet(c, title_size=10, notes=False)))
+    same_size = table_blocks(_layout(tmp_path / "titled.pdf", lambda c: _sheet(c, title_size=10, notes=False)))
     assert len(same_size) == 1
-    assert _rows(same_size[0])[0] == [TITLE] * len(HEADER)
+    assert table_rows(same_size[0])[0] == [TITLE] * len(HEADER)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_rows
 
 #: The body: a range's two ends, then three figures, one per filing status.
 BODY = tuple(
@@ -56,15 +56,10 @@ def _tax_table(c: object, dx: float = 0.0, top_rule: bool = True, broken: bool =
         c.line(dx + x, labels_top, dx + x, labels_bottom)  # type: ignore[attr-defined]
 
 
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 def test_rules_between_column_labels_only_part_no_column_of_figures(tmp_path: Path) -> None:
     content = drawn_page(tmp_path / "tax.pdf", _tax_table)
     (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
-    rows = _rows(table)
+    rows = table_rows(table)
     # every figure a cell of its own under its label (at the parent the three figures of a row were one cell,
     # spanning the second group's three columns: the labels' rules were taken as the columns' lines)
     assert rows[-len(BODY) :] == [list(row) for row in BODY]
@@ -88,11 +83,11 @@ def test_two_boxed_tables_side_by_side_under_one_rule_are_two_tables(tmp_path: P
     # each its own five columns, its rows at the same heights as the other's (at the parent: one table of both)
     assert len(tables) == 2
     for table in tables:
-        assert _rows(table)[-len(BODY) :] == [list(row) for row in BODY]
+        assert table_rows(table)[-len(BODY) :] == [list(row) for row in BODY]
 
 
 def test_rules_broken_for_three_points_between_rows_are_one_table(tmp_path: Path) -> None:
     content = drawn_page(tmp_path / "broken.pdf", lambda c: _tax_table(c, broken=True))
     (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
     # every row in one table (at the parent the rows under the break were a table of their own)
-    assert _rows(table)[-len(BODY) :] == [list(row) for row in BODY]
+    assert table_rows(table)[-len(BODY) :] == [list(row) for row in BODY]

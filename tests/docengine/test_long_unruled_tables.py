@@ -11,9 +11,9 @@ from pathlib import Path
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind, PageLayout
+from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_blocks, table_rows
 
 FONT, SIZE, LEAD = "Helvetica", 8.0, 10.0
 SPACE = stringWidth(" ", FONT, SIZE)  # a word space: 0.278 em, as wide as the spaces inside the names
@@ -55,15 +55,6 @@ def _layout(path: Path, rows: list[tuple[str, ...]], gaps: tuple[float, ...]) ->
     return analyse(content, document_style([content]))
 
 
-def _tables(layout: PageLayout) -> list[Block]:
-    return [b for b in layout.blocks if b.kind is Kind.TABLE]
-
-
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 def test_a_list_whose_first_row_holds_its_widest_names_a_space_apart_is_one_table(tmp_path: Path) -> None:
     # No header: the first row's surname and given names are the widest of their columns, each a word space from the
     # next column, and its amount the widest, a word space after a code column whose cells all end at one x. At the
@@ -71,8 +62,8 @@ def test_a_list_whose_first_row_holds_its_widest_names_a_space_apart_is_one_tabl
     # as another, and the table stopped at the first row whose amount ran to a space of the codes: the rest was text.
     rows = DONORS * 5
     layout = _layout(tmp_path / "donors.pdf", rows, (SPACE, SPACE, 14.0, 10.0, SPACE))
-    (table,) = _tables(layout)
-    assert _rows(table) == [list(row) for row in rows]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [list(row) for row in rows]
     assert not any("PATRICK" in b.text for b in layout.blocks if b.kind is not Kind.TABLE)
 
 
@@ -82,8 +73,8 @@ def test_an_amount_a_space_after_a_column_of_codes_stays_in_its_own_column(tmp_p
     # where the amounts' column starts: the narrower amounts start further right), ending the table above it.
     rows = [row[:2] + row[4:] for row in DONORS[1:]] * 5 + [DONORS[0][:2] + DONORS[0][4:]]
     layout = _layout(tmp_path / "amounts.pdf", rows, (14.0, 14.0, SPACE))
-    (table,) = _tables(layout)
-    assert _rows(table) == [list(row) for row in rows]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [list(row) for row in rows]
 
 
 def test_a_header_whose_column_names_stand_a_space_apart_does_not_join_the_columns_under_it(tmp_path: Path) -> None:
@@ -94,8 +85,8 @@ def test_a_header_whose_column_names_stand_a_space_apart_does_not_join_the_colum
     header = ("LAST NAME", "FIRST NAME", "CITY", "ST", "COMMITTEE", "AMOUNT")
     rows = [header, *DONORS * 5]
     layout = _layout(tmp_path / "header.pdf", rows, (0.5 * SIZE,) * 5)
-    (table,) = _tables(layout)
-    assert _rows(table) == [list(row) for row in rows]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [list(row) for row in rows]
 
 
 def test_a_code_name_and_an_amount_name_a_space_apart_over_their_columns_are_two_header_cells(tmp_path: Path) -> None:
@@ -105,5 +96,5 @@ def test_a_code_name_and_an_amount_name_a_space_apart_over_their_columns_are_two
     header = ("LAST NAME", "FIRST NAME", "CITY", "ST", "COMMITTEE", "AMOUNT")
     rows = [header, *DONORS * 5]
     layout = _layout(tmp_path / "names.pdf", rows, (14.0, 14.0, 14.0, 14.0, 0.6 * SIZE))
-    (table,) = _tables(layout)
-    assert _rows(table) == [list(row) for row in rows]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [list(row) for row in rows]

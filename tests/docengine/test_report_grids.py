@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind, PageLayout
+from modelhost.docengine.types import PageLayout
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_blocks, table_rows
 
 Draw = Callable[[object], None]
 
@@ -99,23 +99,14 @@ def _report(c: object, prose: bool = True) -> None:
     _rule(c, 300, 380, 150.5)  # a link in the prose column, underlined: a rule between two of the table's rules
 
 
-def _tables(layout: PageLayout) -> list[Block]:
-    return [b for b in layout.blocks if b.kind is Kind.TABLE]
-
-
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 def test_a_table_ruled_across_beside_a_column_of_prose_is_one_table(tmp_path: Path) -> None:
     """Every line of the prose column beside the table reaches past the table's rules, but a gutter away: it cuts no
     stack of them (each line did, and the table came apart into rules of one row each, its rows loose lines or
     tables of a few rows), and a link's underline in that column neither."""
     layout = _layout(tmp_path / "report.pdf", _report)
-    tables = _tables(layout)
+    tables = table_blocks(layout)
     assert len(tables) == 1
-    rows = _rows(tables[0])
+    rows = table_rows(tables[0])
     assert [row[0] for row in rows[1:]] == [name for name, _, _ in ROWS]
     assert rows[-1] == ["Total", "32", "1,982"]
 
@@ -125,9 +116,9 @@ def test_a_header_band_of_several_lines_between_two_rules_is_one_row(tmp_path: P
     it holds three lines, one row of cells of up to three lines each (read as three rows, the capacity's name was
     cut in three and `Total Annual Expected` stood over an empty row)."""
     layout = _layout(tmp_path / "report.pdf", lambda c: _report(c, prose=False))
-    tables = _tables(layout)
+    tables = table_blocks(layout)
     assert len(tables) == 1
-    rows = _rows(tables[0])
+    rows = table_rows(tables[0])
     assert rows[0] == ["Project Location", "Number of Projects", "Total Annual Expected MW Capacity when Operational"]
     assert rows[1] == ["Australia", "7", "265"]
     assert len(rows) == 1 + len(ROWS)

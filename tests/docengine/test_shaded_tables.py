@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind, PageLayout
+from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_blocks, table_rows
 
 Draw = Callable[[object], None]
 
@@ -45,15 +45,6 @@ def _prose(c: object, x: float, top: float, lines: int, chars: int = 80) -> None
         end = words.rfind(" ", start, start + chars)
         _text(c, x, top + 12.5 * n, words[start:end])
         start = end + 1
-
-
-def _tables(layout: PageLayout) -> list[Block]:
-    return [b for b in layout.blocks if b.kind is Kind.TABLE]
-
-
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
 
 
 #: A comparison table whose header cells are shaded one by one and whose body has rules between rows and columns,
@@ -100,13 +91,13 @@ def test_filled_rectangles_are_read_and_a_rounded_box_is_none(tmp_path: Path) ->
 
 
 def test_a_header_row_shaded_as_one_band_across_the_tables_verticals_is_its_own_row(tmp_path: Path) -> None:
-    (table,) = _tables(_layout(tmp_path / "band.pdf", lambda c: _shaded_header(c, one_band=True)))
-    assert _rows(table) == [list(HEADER), *map(list, BODY)]
+    (table,) = table_blocks(_layout(tmp_path / "band.pdf", lambda c: _shaded_header(c, one_band=True)))
+    assert table_rows(table) == [list(HEADER), *map(list, BODY)]
 
 
 def test_a_header_row_shaded_cell_by_cell_is_its_own_row(tmp_path: Path) -> None:
-    (table,) = _tables(_layout(tmp_path / "header.pdf", _shaded_header))
-    assert _rows(table) == [list(HEADER), *map(list, BODY)]
+    (table,) = table_blocks(_layout(tmp_path / "header.pdf", _shaded_header))
+    assert table_rows(table) == [list(HEADER), *map(list, BODY)]
 
 
 def _boxed_note(c: object) -> None:
@@ -121,7 +112,7 @@ def _boxed_note(c: object) -> None:
 
 def test_a_shaded_box_and_a_banner_behind_text_stay_text(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "note.pdf", _boxed_note)
-    assert not _tables(layout)
+    assert not table_blocks(layout)
     kinds = {b.text: b.kind for b in layout.blocks}
     assert kinds["Background of the review"] in (Kind.TITLE, Kind.SECTION_HEADER)
     assert any(k is Kind.TEXT and t.startswith("The committee met") for t, k in kinds.items())

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Block, Kind, PageLayout
+from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page
+from .conftest import drawn_page, table_blocks, table_rows
 
 PROSE = (
     "The committee met on the first of the month and reviewed the accounts of the year. Its members agreed that "
@@ -54,15 +54,6 @@ def _prose(c: object, x: float, y: float, chars: int, count: int, lead: float = 
     return y - lead * count
 
 
-def _tables(layout: PageLayout) -> list[Block]:
-    return [b for b in layout.blocks if b.kind is Kind.TABLE]
-
-
-def _rows(block: Block) -> list[list[str]]:
-    assert block.table is not None
-    return [[cell.text if cell else "" for cell in row] for row in block.table.grid()]
-
-
 STATEMENT = [
     ("Current assets", "", ""),
     ("Cash and cash equivalents", "1,234,567", "1,045,332"),
@@ -94,8 +85,8 @@ def _statement(c: object) -> None:
 
 def test_a_financial_statement_without_rules_is_one_table_with_its_labels_header_and_figures(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "statement.pdf", _statement)
-    (table,) = _tables(layout)
-    assert _rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
     assert table.table is not None and all(c.header for c in table.table.cells if c.row == 0)
     assert not any(c.header for c in table.table.cells if c.row > 0)
     # The prose around it stays text, before and after it, and no label or figure is left outside the table.
@@ -121,8 +112,8 @@ def test_groups_of_rows_set_apart_by_blank_lines_stay_one_table(tmp_path: Path) 
             y -= 14  # a blank line after each group
         _prose(c, 72, y - 30, 90, 3, start=40)
 
-    (table,) = _tables(_layout(tmp_path / "groups.pdf", draw))
-    assert _rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
+    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", draw))
+    assert table_rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
 
 
 def test_a_header_cell_over_two_columns_of_figures_spans_them(tmp_path: Path) -> None:
@@ -139,11 +130,11 @@ def test_a_header_cell_over_two_columns_of_figures_spans_them(tmp_path: Path) ->
             _right(c, 520, y - 14 * k, before)
         _prose(c, 72, y - 14 * 9, 90, 3, start=30)
 
-    (table,) = _tables(_layout(tmp_path / "spanning.pdf", draw))
+    (table,) = table_blocks(_layout(tmp_path / "spanning.pdf", draw))
     assert table.table is not None
     (year,) = [c for c in table.table.cells if c.text == "Year ended 31 December"]
     assert (year.row, year.col, year.col_span, year.header) == (0, 1, 2, True)
-    assert _rows(table)[1:] == [["", "2023", "2022"], *[list(r) for r in STATEMENT[1:5]]]
+    assert table_rows(table)[1:] == [["", "2023", "2022"], *[list(r) for r in STATEMENT[1:5]]]
 
 
 def test_a_results_table_under_its_caption_keeps_its_rows_and_its_header(tmp_path: Path) -> None:
@@ -165,8 +156,8 @@ def test_a_results_table_under_its_caption_keeps_its_rows_and_its_header(tmp_pat
         _prose(c, 72, y - 12 * 7, 90, 5, start=30)
 
     layout = _layout(tmp_path / "results.pdf", draw)
-    (table,) = _tables(layout)
-    assert _rows(table) == [head, *rows]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [head, *rows]
     assert layout.blocks[table.caption].text == "Table 2: Results on the test set."
 
 
@@ -185,8 +176,8 @@ def test_a_table_of_words_with_a_bold_header_and_its_labels_flush_left_is_a_tabl
                 _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
         _prose(c, 72, y - 13 * 6, 90, 3, start=40)
 
-    (table,) = _tables(_layout(tmp_path / "terms.pdf", draw))
-    assert _rows(table) == rows
+    (table,) = table_blocks(_layout(tmp_path / "terms.pdf", draw))
+    assert table_rows(table) == rows
 
 
 def test_a_table_in_one_column_of_a_two_column_page_takes_none_of_the_other_column(tmp_path: Path) -> None:
@@ -202,8 +193,8 @@ def test_a_table_in_one_column_of_a_two_column_page_takes_none_of_the_other_colu
         _prose(c, 320, 780, 42, 50, lead=12, start=120)
 
     layout = _layout(tmp_path / "column.pdf", draw)
-    (table,) = _tables(layout)
-    assert _rows(table) == [["Region", "Count", "Share"], ["North", "1,204", "31%"], ["South", "987", "25%"],
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [["Region", "Count", "Share"], ["North", "1,204", "31%"], ["South", "987", "25%"],
                             ["East", "1,655", "44%"]]  # fmt: skip
     assert table.bbox[2] < 300
 
@@ -238,8 +229,8 @@ def test_rules_under_the_figures_only_leave_the_statement_one_table_with_its_lab
         _prose(c, 72, bottom - 30, 90, 3, start=40)
 
     layout = _layout(tmp_path / "underlined.pdf", draw)
-    (table,) = _tables(layout)
-    assert _rows(table) == [["", "2023", "2022"], *[list(row) for row in statement]]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [["", "2023", "2022"], *[list(row) for row in statement]]
     assert not any("Revenue" in b.text for b in layout.blocks if b.kind is not Kind.TABLE)
 
 
@@ -261,8 +252,8 @@ def test_a_booktabs_table_set_tight_keeps_one_row_per_line(tmp_path: Path) -> No
         c.line(72, y - 26 - 10.2 * len(rows) + 6, 520, y - 26 - 10.2 * len(rows) + 6)  # type: ignore[attr-defined]
         _prose(c, 72, y - 80, 90, 3, start=40)
 
-    (table,) = _tables(_layout(tmp_path / "booktabs.pdf", draw))
-    assert _rows(table) == [head, *rows]
+    (table,) = table_blocks(_layout(tmp_path / "booktabs.pdf", draw))
+    assert table_rows(table) == [head, *rows]
 
 
 def _two_columns(c: object) -> None:
@@ -393,7 +384,7 @@ def _authors_flush(columns: int, fonts: tuple[str, str, str, str], centred_names
 )
 def test_columns_that_are_no_table_stay_text(tmp_path: Path, draw: Draw) -> None:
     layout = _layout(tmp_path / "page.pdf", draw)
-    assert _tables(layout) == []
+    assert table_blocks(layout) == []
     assert any(b.kind in (Kind.TEXT, Kind.LIST_ITEM) for b in layout.blocks)
 
 
@@ -407,8 +398,8 @@ def test_a_table_of_contents_with_leaders_stays_the_two_columns_its_leaders_make
             _text(c, 200, 750 - 14 * k, " ." * 40)
             _right(c, 520, 750 - 14 * k, str(page))
 
-    (table,) = _tables(_layout(tmp_path / "contents.pdf", draw))
-    rows = _rows(table)
+    (table,) = table_blocks(_layout(tmp_path / "contents.pdf", draw))
+    rows = table_rows(table)
     assert [len(r) for r in rows] == [2] * len(entries)
     assert [r[1] for r in rows] == [str(p) for _, p in entries]
     assert rows[0][0].startswith("1 Introduction . .")
@@ -495,7 +486,7 @@ def test_narrow_columns_of_justified_prose_stay_text(tmp_path: Path, script: str
     else:
         draw = _justified_columns(PROSE, False, "Helvetica", 4, 100.0)
     layout = _layout(tmp_path / "columns.pdf", draw)
-    assert _tables(layout) == []
+    assert table_blocks(layout) == []
     assert sum(1 for b in layout.blocks if b.kind is Kind.TEXT) >= 3
 
 
@@ -527,8 +518,8 @@ def test_a_wrapped_cell_whose_next_line_starts_with_a_capital_stays_one_cell(tmp
         ("Budget", "Plans Spending", "2022"),
     ]
 
-    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", _word_table(lines, (72, 200, 400))))
-    assert _rows(table) == [
+    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", _word_table(lines, (72, 200, 400))))
+    assert table_rows(table) == [
         ["Component", "Purpose", "Since"],
         ["Reserve fund", "Covers Losses of the Previous Year", "2019"],
         ["Ledger", "Records All Entries", "2020"],
@@ -548,8 +539,8 @@ def test_a_first_column_that_names_a_group_once_keeps_the_group_rows_apart(tmp_p
         ("", "Leek", "Green"),
     ]
 
-    (table,) = _tables(_layout(tmp_path / "groups.pdf", _word_table(lines, (72, 200, 330))))
-    assert _rows(table) == [list(line) for line in lines]
+    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", _word_table(lines, (72, 200, 330))))
+    assert table_rows(table) == [list(line) for line in lines]
 
 
 #: Arrests by offence, a statistical abstract's kind: labels run on in dot leaders to their first figure.
@@ -587,8 +578,8 @@ def _leaders(c: object, touching: bool) -> None:
 @pytest.mark.parametrize("touching", [False, True], ids=["spaced", "touching"])
 def test_labels_with_dot_leaders_to_their_figures_keep_the_figures_apart(tmp_path: Path, touching: bool) -> None:
     layout = _layout(tmp_path / "leaders.pdf", lambda c: _leaders(c, touching))
-    (table,) = _tables(layout)
-    rows = _rows(table)
+    (table,) = table_blocks(layout)
+    rows = table_rows(table)
     assert rows[0] == ["", "2000", "2005", "2010"]
     # the leaders stay with the label (or the figure they touch); the label and each figure are cells of their own
     label = [re.sub(r"\.{2,}", "", row[0]).strip() for row in rows[1:]]
@@ -628,8 +619,8 @@ def _settings(c: object, stripes: bool, prose: bool = False) -> None:
 
 def test_zebra_stripes_behind_two_columns_of_short_cells_make_them_a_table(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "striped.pdf", lambda c: _settings(c, stripes=True))
-    (table,) = _tables(layout)
-    assert _rows(table) == [list(row) for row in SETTINGS]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [list(row) for row in SETTINGS]
 
 
 @pytest.mark.parametrize("case", ["no stripes", "stripes behind prose"])
@@ -639,7 +630,7 @@ def test_without_stripes_or_behind_prose_two_columns_stay_text(tmp_path: Path, c
     layout = _layout(
         tmp_path / "plain.pdf", lambda c: _settings(c, stripes=case != "no stripes", prose=case != "no stripes")
     )
-    assert not _tables(layout)
+    assert not table_blocks(layout)
 
 
 def _wrapped_labels(c: object) -> None:
@@ -659,8 +650,8 @@ def _wrapped_labels(c: object) -> None:
 
 
 def test_a_label_wrapped_onto_the_line_of_its_figures_is_one_cell(tmp_path: Path) -> None:
-    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", _wrapped_labels))
-    assert [row[0] for row in _rows(table)] == [
+    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", _wrapped_labels))
+    assert [row[0] for row in table_rows(table)] == [
         "",
         "Total offenses",
         "Murder and nonnegligent manslaughter",
@@ -668,7 +659,7 @@ def test_a_label_wrapped_onto_the_line_of_its_figures_is_one_cell(tmp_path: Path
         "All other offenses (except traffic)",
         "Arson",
     ]
-    assert [row[1:] for row in _rows(table)][1:] == [list(row[1:]) for row in OFFENCES]
+    assert [row[1:] for row in table_rows(table)][1:] == [list(row[1:]) for row in OFFENCES]
 
 
 #: A report's small table set in a monospaced font, pdf2docx's sample letter's kind (tables_dev/pdf2docx_table_stream):
@@ -702,11 +693,11 @@ def _monospaced_table(band: str) -> Draw:
 
 
 def test_a_monospaced_table_whose_header_stands_on_a_band_of_its_own_is_a_table(tmp_path: Path) -> None:
-    (table,) = _tables(_layout(tmp_path / "band.pdf", _monospaced_table("header")))
-    assert _rows(table) == [list(row) for row in VEHICLES]
+    (table,) = table_blocks(_layout(tmp_path / "band.pdf", _monospaced_table("header")))
+    assert table_rows(table) == [list(row) for row in VEHICLES]
     # the same lines shaded all alike, or not at all, stay a code listing (a bold first line is a keyword's)
-    assert _tables(_layout(tmp_path / "shaded.pdf", _monospaced_table("all"))) == []
-    assert _tables(_layout(tmp_path / "plain.pdf", _monospaced_table("none"))) == []
+    assert table_blocks(_layout(tmp_path / "shaded.pdf", _monospaced_table("all"))) == []
+    assert table_blocks(_layout(tmp_path / "plain.pdf", _monospaced_table("none"))) == []
 
 
 HALVES = [
@@ -734,14 +725,14 @@ def _halves(c: object, repeat: bool) -> None:
 
 def test_two_tables_side_by_side_under_the_same_header_are_two_tables(tmp_path: Path) -> None:
     # Read as one table of six columns, the second half's cells paired with the first's rows (issue 34).
-    tables = _tables(_layout(tmp_path / "halves.pdf", lambda c: _halves(c, repeat=True)))
-    assert [_rows(t) for t in tables] == [[list(row) for row in half] for half in HALVES]
+    tables = table_blocks(_layout(tmp_path / "halves.pdf", lambda c: _halves(c, repeat=True)))
+    assert [table_rows(t) for t in tables] == [[list(row) for row in half] for half in HALVES]
     assert tables[0].bbox[2] < tables[1].bbox[0]
 
 
 def test_a_table_whose_header_does_not_repeat_stays_one_table(tmp_path: Path) -> None:
-    (table,) = _tables(_layout(tmp_path / "whole.pdf", lambda c: _halves(c, repeat=False)))
-    assert _rows(table)[0] == ["Item", "Count", "Share", "Region", "2021", "2022"]
+    (table,) = table_blocks(_layout(tmp_path / "whole.pdf", lambda c: _halves(c, repeat=False)))
+    assert table_rows(table)[0] == ["Item", "Count", "Share", "Region", "2021", "2022"]
 
 
 def test_years_repeated_under_two_groups_stay_one_table(tmp_path: Path) -> None:
@@ -756,7 +747,7 @@ def test_years_repeated_under_two_groups_stay_one_table(tmp_path: Path) -> None:
                 (_text if j == 0 else _right)(c, 72 + 90 * j + (0 if j == 0 else 50), y - 12 * k, text)
         _prose(c, 72, y - 12 * 7, 90, 3, start=40)
 
-    tables = _tables(_layout(tmp_path / "years.pdf", draw))
+    tables = table_blocks(_layout(tmp_path / "years.pdf", draw))
     assert len(tables) == 1
 
 
@@ -779,8 +770,8 @@ def test_a_table_of_records_whose_names_and_addresses_fill_their_columns_keeps_t
                 (_right if j == 4 else _text)(c, x, y - 10 * k, text, font, 8)
         _prose(c, 72, y - 10 * len(rows) - 20, 90, 3, start=40)
 
-    (table,) = _tables(_layout(tmp_path / "records.pdf", draw))
-    assert _rows(table) == [list(row) for row in rows]
+    (table,) = table_blocks(_layout(tmp_path / "records.pdf", draw))
+    assert table_rows(table) == [list(row) for row in rows]
 
 
 def _wrapped_header(c: object, header_font: str) -> None:
@@ -807,8 +798,8 @@ WRAPPED_BODY = [
 
 def test_a_header_wrapped_onto_two_lines_is_one_header_row(tmp_path: Path) -> None:
     # Each column's name on two bold lines is one header cell ("Total population"), not two rows of halves.
-    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", lambda c: _wrapped_header(c, "Helvetica-Bold")))
-    assert _rows(table) == [
+    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", lambda c: _wrapped_header(c, "Helvetica-Bold")))
+    assert table_rows(table) == [
         ["State", "Total population", "Urban population", "Net migration", "Median income"],
         *[list(row) for row in WRAPPED_BODY],
     ]
@@ -816,8 +807,8 @@ def test_a_header_wrapped_onto_two_lines_is_one_header_row(tmp_path: Path) -> No
 
 def test_two_header_lines_in_the_body_face_stay_two_rows(tmp_path: Path) -> None:
     # Nothing sets the two lines apart from the body: no evidence that they are one header, so each is a row.
-    (table,) = _tables(_layout(tmp_path / "plain.pdf", lambda c: _wrapped_header(c, "Helvetica")))
-    assert _rows(table)[:2] == [["", "Total", "Urban", "Net", "Median"], ["State", "population", "population",
+    (table,) = table_blocks(_layout(tmp_path / "plain.pdf", lambda c: _wrapped_header(c, "Helvetica")))
+    assert table_rows(table)[:2] == [["", "Total", "Urban", "Net", "Median"], ["State", "population", "population",
                                                                           "migration", "income"]]  # fmt: skip
 
 
@@ -841,7 +832,7 @@ def _index(c: object) -> None:
 def test_an_index_whose_justified_page_numbers_line_up_is_no_table(tmp_path: Path) -> None:
     # Numbers ending in commas, one under another down the lines, read as tables of page numbers (issue 34: seven
     # such tables on a drawn index page, two on the index of a LaTeX package's manual); a list run on is no table.
-    assert _tables(_layout(tmp_path / "index.pdf", _index)) == []
+    assert table_blocks(_layout(tmp_path / "index.pdf", _index)) == []
 
 
 DONORS = [
@@ -873,8 +864,8 @@ def test_a_long_cell_set_tight_against_the_next_column_stays_in_its_row_and_colu
     # 0.6 em between the longest name and its city, under `unruled.COLUMN_GAP_EM`: the row closed the column gap, and
     # the table stopped above it (the rows below were lost). The space there is the row's widest and ends where the
     # cities start: a tight fit, not a line across the columns.
-    (table,) = _tables(_layout(tmp_path / "donors.pdf", lambda c: _donors(c, 0.6)))
-    assert _rows(table) == [list(row) for row in DONORS]
+    (table,) = table_blocks(_layout(tmp_path / "donors.pdf", lambda c: _donors(c, 0.6)))
+    assert table_rows(table) == [list(row) for row in DONORS]
 
 
 def test_a_long_cell_one_word_space_from_the_next_column_stays_in_its_row_and_column(tmp_path: Path) -> None:
@@ -894,8 +885,8 @@ def test_a_long_cell_one_word_space_from_the_next_column_stays_in_its_row_and_co
             _text(c, city + 110 + 4.5, y - 11 * k, "Currency" if k == 0 else "USD", font, 9)
         _prose(c, 72, y - 11 * len(DONORS) - 20, 90, 3, start=40)
 
-    (table,) = _tables(_layout(tmp_path / "donors.pdf", draw))
-    assert [row[:2] for row in _rows(table)] == [list(row[:2]) for row in DONORS]
+    (table,) = table_blocks(_layout(tmp_path / "donors.pdf", draw))
+    assert [row[:2] for row in table_rows(table)] == [list(row[:2]) for row in DONORS]
 
 
 # Tables without rules whose cells are names (issue 34, tables with no rules at all): lowercase names and program
@@ -937,8 +928,8 @@ SHAPES = [
 def test_lowercase_names_in_columns_keep_one_row_per_line(tmp_path: Path) -> None:
     # At the parent every lowercase line was taken for the next line of the cell above: 8 rows read as 2.
     draw = _columns(SHAPES, (90, 200, 280), ("Helvetica", "Courier", "Courier"), "Helvetica-Bold")
-    (table,) = _tables(_layout(tmp_path / "shapes.pdf", draw))
-    assert _rows(table) == [list(row) for row in SHAPES]
+    (table,) = table_blocks(_layout(tmp_path / "shapes.pdf", draw))
+    assert table_rows(table) == [list(row) for row in SHAPES]
 
 
 #: A manual's table of C++ types (texinfo's @multitable: no rules): the column names in the text face, every cell an
@@ -958,8 +949,8 @@ TYPES = [
 def test_identifiers_in_courier_under_column_names_in_the_text_face_are_a_table(tmp_path: Path) -> None:
     # At the parent: a code listing by its monospace share, and rows of one kind read down (records).
     draw = _columns(TYPES, (72, 200, 350), ("Courier",) * 3, "Helvetica")
-    (table,) = _tables(_layout(tmp_path / "types.pdf", draw))
-    assert _rows(table) == [list(row) for row in TYPES]
+    (table,) = table_blocks(_layout(tmp_path / "types.pdf", draw))
+    assert table_rows(table) == [list(row) for row in TYPES]
 
 
 #: Operators and the methods that overload them (monospace) beside a description in the text face.
@@ -978,8 +969,8 @@ OPERATORS = [
 def test_operators_and_method_names_beside_descriptions_are_a_table(tmp_path: Path) -> None:
     # At the parent the two monospace columns "flowed" (lowercase after lowercase): columns of running text.
     draw = _columns(OPERATORS, (72, 170, 280), ("Courier", "Courier", "Helvetica"), "Helvetica")
-    (table,) = _tables(_layout(tmp_path / "operators.pdf", draw))
-    assert _rows(table) == [list(row) for row in OPERATORS]
+    (table,) = table_blocks(_layout(tmp_path / "operators.pdf", draw))
+    assert table_rows(table) == [list(row) for row in OPERATORS]
 
 
 def test_a_description_wrapped_at_its_column_width_is_still_one_cell(tmp_path: Path) -> None:
@@ -993,9 +984,9 @@ def test_a_description_wrapped_at_its_column_width_is_still_one_cell(tmp_path: P
         ("paste", "joins strings"),
     ]
     draw = _columns(rows, (72, 160), ("Courier", "Helvetica"), "Helvetica-Bold")
-    (table,) = _tables(_layout(tmp_path / "wrapped.pdf", draw))
-    assert _rows(table)[1] == ["nchar", "counts the characters of a string and returns its length"]
-    assert len(_rows(table)) == 5
+    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", draw))
+    assert table_rows(table)[1] == ["nchar", "counts the characters of a string and returns its length"]
+    assert len(table_rows(table)) == 5
 
 
 def test_a_code_listing_under_a_line_of_text_stays_code(tmp_path: Path) -> None:
@@ -1010,7 +1001,7 @@ def test_a_code_listing_under_a_line_of_text_stays_code(tmp_path: Path) -> None:
                 _text(c, x, y - 12 * k, text, "Courier", 9)
         _prose(c, 72, y - 12 * 5 - 20, 90, 3, start=36)
 
-    assert _tables(_layout(tmp_path / "listing.pdf", draw)) == []
+    assert table_blocks(_layout(tmp_path / "listing.pdf", draw)) == []
 
 
 #: Labels run to their figures with dot leaders, spaced (". . .") as statistical abstracts set them or glued ("....").
@@ -1034,8 +1025,8 @@ def test_dot_leaders_are_no_part_of_the_label_they_lead_from(tmp_path: Path) -> 
                 c.drawRightString(330 + 60 * j, y - 12 * k, figure)  # type: ignore[attr-defined]
         _prose(c, 72, y - 12 * len(LED) - 20, 90, 3, start=36)
 
-    (table,) = _tables(_layout(tmp_path / "leaders.pdf", draw))
-    assert _rows(table) == [list(row) for row in LED]
+    (table,) = table_blocks(_layout(tmp_path / "leaders.pdf", draw))
+    assert table_rows(table) == [list(row) for row in LED]
 
 
 #: Measurements right-aligned under column names wider than their figures, numbered rows (R's data frames printed
@@ -1061,8 +1052,8 @@ def test_column_names_wider_than_their_figures_head_their_own_columns(tmp_path: 
                 c.drawRightString(x, y - 12 * k, text)  # type: ignore[attr-defined]
         _prose(c, 72, y - 12 * len(FLOWERS) - 20, 90, 3, start=36)
 
-    (table,) = _tables(_layout(tmp_path / "flowers.pdf", draw))
-    assert _rows(table) == [list(row) for row in FLOWERS]
+    (table,) = table_blocks(_layout(tmp_path / "flowers.pdf", draw))
+    assert table_rows(table) == [list(row) for row in FLOWERS]
 
 
 #: A balance sheet's two sides in one table with no rule, lowercase labels (fcolumn's manual sets its example so),
@@ -1092,8 +1083,8 @@ def test_a_title_centred_on_the_table_is_no_header_of_its_middle_columns(tmp_pat
         _prose(c, 72, y - 13 * 7 - 20, 90, 3, start=36)
 
     layout = _layout(tmp_path / "sheet.pdf", draw)
-    (table,) = _tables(layout)
-    assert _rows(table) == [list(row) for row in SHEET]
+    (table,) = table_blocks(layout)
+    assert table_rows(table) == [list(row) for row in SHEET]
     assert any(b.text == "Balance sheet" for b in layout.blocks if b.kind is not Kind.TABLE)
 
 
@@ -1121,8 +1112,8 @@ def test_a_groups_header_centred_over_three_columns_spans_all_three(tmp_path: Pa
                 )
         _prose(c, 72, y - 90, 90, 3, start=40)
 
-    (table,) = _tables(_layout(tmp_path / "groups.pdf", draw))
-    rows = _rows(table)
+    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", draw))
+    rows = table_rows(table)
     assert rows[0] == ["", *(name for name in GROUPS for _ in range(3))]
     assert rows[1] == ["Offense charged", *(["2000", "2005", "2009"] * 3)]
     assert len(rows) == 7
