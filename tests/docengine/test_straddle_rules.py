@@ -9,8 +9,8 @@ from pathlib import Path
 from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page
-from .test_dense_tables import GROUPS, HEADNOTE, PITCH, ROWS, SIZE, YEARS, _rows, _statistical_table
+from .conftest import drawn_page, table_rows
+from .test_dense_tables import GROUPS, HEADNOTE, PITCH, ROWS, SIZE, YEARS, _statistical_table
 
 
 def _straddled(c: object) -> None:
@@ -35,7 +35,7 @@ def test_straddle_rules_under_group_labels_keep_the_stub_header_over_both_header
     # band and the stub's header ("Offense") headed the group labels' row only
     content = drawn_page(tmp_path / "straddled.pdf", _straddled)
     (table,) = [b for b in analyse(content, document_style([content])).blocks if b.kind is Kind.TABLE]
-    rows = _rows(table)
+    rows = table_rows(table)
     assert rows[0] == ["Offense", *(label for label in GROUPS for _ in range(3))]
     assert rows[1] == ["Offense", *YEARS * 3]
     assert rows[2:] == [[" ".join(label), *figures] for label, figures in ROWS]
