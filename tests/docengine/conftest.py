@@ -55,6 +55,16 @@ def drawn_page(path: Path, draw: Callable[[object], None]) -> PageContent:
         doc.close()
 
 
+def first_page_layout(path: Path) -> PageLayout:
+    """The first page of the PDF at `path` through the text path: its text layer, analysed in its own style."""
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        content = read_text_layer(doc, 0)
+    finally:
+        doc.close()
+    return analyse(content, document_style([content]))
+
+
 def table_blocks(layout: PageLayout) -> list[Block]:
     """The page's tables, in reading order."""
     return [b for b in layout.blocks if b.kind is Kind.TABLE]

@@ -10,25 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pypdfium2 as pdfium
-
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import Kind, PageLayout
+
+from .conftest import first_page_layout
 
 #: A4, in points.
 WIDTH, HEIGHT = 595.0, 842.0
 #: The page margin, in points (2.2 cm).
 MARGIN = 62.0
-
-
-def _layout(path: Path) -> PageLayout:
-    document = pdfium.PdfDocument(str(path))
-    try:
-        content = read_text_layer(document, 0)
-    finally:
-        document.close()
-    return analyse(content, document_style([content]))
 
 
 def _text(layout: PageLayout) -> str:
@@ -108,7 +97,7 @@ def test_a_table_under_its_caption_in_the_right_column_is_read_after_the_left_co
     )
     canvas.save()
 
-    text = _text(_layout(path))
+    text = _text(first_page_layout(path))
     at = text.find(caption)
     assert at >= 0, text
     for sentence in left:

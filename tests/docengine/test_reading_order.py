@@ -14,10 +14,12 @@ from typing import Any
 import pypdfium2 as pdfium
 import pytest
 
-from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.analyse import document_style
 from modelhost.docengine.lines import gutters
 from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import PageLayout
+
+from .conftest import first_page_layout
 
 #: A letter page, in points.
 WIDTH, HEIGHT = 612.0, 792.0
@@ -75,15 +77,6 @@ def _two_columns(
     return left, right
 
 
-def _layout(path: Path) -> PageLayout:
-    document = pdfium.PdfDocument(str(path))
-    try:
-        content = read_text_layer(document, 0)
-    finally:
-        document.close()
-    return analyse(content, document_style([content]))
-
-
 def _text(layout: PageLayout) -> str:
     return " ".join(" ".join(b.text for b in layout.blocks).split())
 
@@ -111,13 +104,13 @@ def test_two_columns_sharing_baselines_read_column_by_column(
     tmp_path: Path, gutter: float, font: str, size: float
 ) -> None:
     left, right = _two_columns(tmp_path / "two.pdf", gutter, font, size)
-    _assert_read_in_order(_text(_layout(tmp_path / "two.pdf")), left + right)
+    _assert_read_in_order(_text(first_page_layout(tmp_path / "two.pdf")), left + right)
 
 
 def test_a_title_across_both_columns_is_read_first_and_stays_whole(tmp_path: Path) -> None:
     title = "Quarterly report of the northern region"
     left, right = _two_columns(tmp_path / "titled.pdf", 14.0, "Helvetica", 10.0, title=title)
-    layout = _layout(tmp_path / "titled.pdf")
+    layout = first_page_layout(tmp_path / "titled.pdf")
     text = _text(layout)
     assert text.startswith(title)
     _assert_read_in_order(text, left + right)
@@ -126,7 +119,7 @@ def test_a_title_across_both_columns_is_read_first_and_stays_whole(tmp_path: Pat
 def test_a_caption_at_the_foot_of_the_left_column_is_read_before_the_right_column(tmp_path: Path) -> None:
     caption = "Figure 1. A caption set under the left column text, in its column."
     left, right = _two_columns(tmp_path / "caption.pdf", 14.0, "Times-Roman", 10.0, caption=caption, count=9)
-    text = _text(_layout(tmp_path / "caption.pdf"))
+    text = _text(first_page_layout(tmp_path / "caption.pdf"))
     _assert_read_in_order(text, [*left, caption, *right])
 
 
@@ -135,7 +128,7 @@ def test_columns_that_start_inside_the_top_margin_zone_keep_their_first_lines(tm
     first line is in the zone where running heads stand, but it is set at the column's own line spacing, so it is
     the column's, not a margin line read before the whole page."""
     left, right = _two_columns(tmp_path / "high.pdf", 12.0, "Times-Roman", 10.0, top_margin=40.0)
-    _assert_read_in_order(_text(_layout(tmp_path / "high.pdf")), left + right)
+    _assert_read_in_order(_text(first_page_layout(tmp_path / "high.pdf")), left + right)
 
 
 def _survey(path: Path, *, ruled_table_right: bool = False, wide_table_above: bool = False) -> list[str]:
@@ -197,7 +190,7 @@ def test_a_survey_page_of_short_lines_reads_column_by_column(
     columns look to the order finder; the gutter found down the page's rows is what says they are columns."""
     path = tmp_path / "survey.pdf"
     questions = _survey(path, ruled_table_right=ruled_table_right, wide_table_above=wide_table_above)
-    _assert_read_in_order(_text(_layout(path)), questions)
+    _assert_read_in_order(_text(first_page_layout(path)), questions)
 
 
 def test_justified_single_column_text_and_a_list_have_no_gutter(tmp_path: Path) -> None:
@@ -220,4 +213,4 @@ def test_justified_single_column_text_and_a_list_have_no_gutter(tmp_path: Path) 
     finally:
         document.close()
     assert gutters(content.words, document_style([content]).body_size) == []
-    _assert_read_in_order(_text(_layout(path)), _sentences("S", 20) + _sentences("I", 8))
+    _assert_read_in_order(_text(first_page_layout(path)), _sentences("S", 20) + _sentences("I", 8))
