@@ -280,9 +280,16 @@ def _output_path(save: Path, tool: str, entry: str) -> Path:
 
 
 def run(
-    tools: list[Any], entries: list[doccorpus.Entry], rounds: int, save: Path | None = None
+    tools: list[Any],
+    entries: list[doccorpus.Entry],
+    rounds: int,
+    save: Path | None = None,
+    show_held_out: bool = False,
 ) -> dict[str, list[FileScore]]:
     """Convert every entry with every tool, `rounds` times, tools alternating; score the first round's outputs.
+
+    The progress lines on stderr name a held-out file only with `show_held_out`: a line per file with its name,
+    printed as each ends, tells how long each held-out file took, and which one a tool failed on.
 
     Wall time is what a user waits; CPU time is what a shared machine's load distorts least (a neighbour's burst
     stretches the wall time of whichever tool is running, not its CPU time). Both are medians over the rounds.
@@ -295,7 +302,8 @@ def run(
         try:
             tool.convert(warm.pdf)
         except Exception as exc:  # a tool that fails on one file is scored as failing there, not fatal
-            print(f"  warm-up: {tool.name} failed on {warm.name}: {exc}", file=sys.stderr)
+            name = warm.name if show_held_out or warm.split != "held-out" else "a held-out file"
+            print(f"  warm-up: {tool.name} failed on {name}: {exc}", file=sys.stderr)
     for r in range(rounds):
         for i, entry in enumerate(entries):
             turn = (r + i) % len(tools)
@@ -318,7 +326,8 @@ def run(
                     line = {"tool": tool.name, "file": entry.name, "round": r, "wall": spent[0], "cpu": spent[1]}
                     with (save / TIMES).open("a", encoding="utf-8") as log:
                         log.write(json.dumps({**line, "error": error}) + "\n")
-            print(f"  round {r + 1}/{rounds}: {entry.name} done", file=sys.stderr)
+            shown = entry.name if show_held_out or entry.split != "held-out" else "a held-out file"
+            print(f"  round {r + 1}/{rounds}: {shown} done ({i + 1}/{len(entries)})", file=sys.stderr)
     return _scores([t.name for t in tools], entries, outputs, times, pages)
 
 
@@ -431,7 +440,7 @@ def main() -> None:
             meta = {"commit": measured, "startup_s": startup, "unavailable": unavailable, "load_average": load_before}
             (args.save / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         try:
-            scores = run(tools, entries, args.rounds, args.save)
+            scores = run(tools, entries, args.rounds, args.save, args.show_held_out)
         finally:
             for tool in tools:
                 tool.close()

@@ -61,5 +61,7 @@ def test_a_held_out_files_own_row_is_listed_only_when_asked() -> None:
     assert quiet.returncode == 0 and shown.returncode == 0, quiet.stderr + shown.stderr
     assert "held-out, pdfspec" in quiet.stdout and "pdfspec/headings (dev) pdftotext" in quiet.stdout
     assert "pdfspec/paragraphs (held-out)" not in quiet.stdout
+    # nor its name in the progress lines, printed as each file ends
+    assert "pdfspec/paragraphs" not in quiet.stderr and "a held-out file done" in quiet.stderr
     assert "1 held-out files not listed" in quiet.stdout
     assert "pdfspec/paragraphs (held-out) pdftotext" in shown.stdout
