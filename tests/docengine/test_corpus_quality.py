@@ -237,6 +237,12 @@ FLOORS: dict[str, Floor] = {
     # read column by column since order._bands tries the coverage's valleys (a title and footnotes cross the
     # section's gutter): CER 0.46 -> 0.00, measured at 86cd8e1 with its order.py
     "tables_dev/writer_scripts_twocol": Floor(0.01, 0.98, 1.00, 0, 0.33, 0, 0.81, 1.00),
+    # a word processor's layout tables and label/value lines (issue 34; HE, session 17, measured at 9e5cc2d with
+    # `--groups tables-dev --files writer3_ --tools modelhost --floors modelhost`): whole-page references
+    "tables_dev/writer3_letter": Floor(0.15, 1.00, 1.00, 1, None, 1, 0.88, None),
+    "tables_dev/writer3_memo_closures": Floor(0.01, 1.00, 1.00, 0, 1.00, 0, 1.00, None),
+    "tables_dev/writer3_project_sheet": Floor(0.14, 1.00, 1.00, 0, None, 1, 1.00, 1.00),
+    "tables_dev/writer3_purchase_order": Floor(0.18, 1.00, 1.00, 2, 1.00, 1, 0.66, None),
     # spreadsheets exported by LibreOffice Calc (issue 34, the held-out groups' office producers; HP, session 16,
     # measured with `--groups tables-dev --files calc_ --tools modelhost --floors modelhost`): whole-page references.
     # calc_fertility_wide's sheet prints Calc's cell gridlines, which box its title, units line and notes too: read
