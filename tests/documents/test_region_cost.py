@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -136,3 +137,87 @@ def test_a_cached_layout_graph_is_named_by_what_it_was_optimised_from(
     assert layoutmodel._cached(model, "1.20.0") != stale
     (tmp_path / "cache" / "layout").chmod(0o777)  # a folder others may write: a graph there could be anyone's
     assert layoutmodel._cached(model, "1.20.0") is None
+
+
+class _FakeOrt:
+    """onnxruntime as `_optimised_session` uses it: a session records the file it reads and, where asked, writes the
+    optimised graph (`optimized_model_filepath`) as onnxruntime does."""
+
+    __version__ = "1.21.0"
+    GraphOptimizationLevel = SimpleNamespace(ORT_DISABLE_ALL=0, ORT_ENABLE_ALL=99)
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def InferenceSession(self, path: str, sess_options: Any, providers: list[str]) -> str:
+        self.read.append(Path(path).name)
+        if sess_options.optimized_model_filepath:
+            Path(sess_options.optimized_model_filepath).write_bytes(b"optimised")
+        return path
+
+
+def test_stale_files_of_the_layout_graph_cache_are_deleted_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import time
+
+    from modelhost.backends.ocr import layoutmodel
+
+    monkeypatch.setenv("MODELHOST_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "layout_cdla.onnx"
+    model.write_bytes(b"graph")
+    ort = _FakeOrt()
+    current = layoutmodel._cached(model, ort.__version__)
+    assert current is not None
+    folder = current.parent
+    long_ago = time.time() - 365 * 24 * 3600  # a year unread: stale (CACHE_STALE_S)
+
+    def old(path: Path) -> Path:
+        os.utime(path, (long_ago, long_ago), follow_symlinks=False)
+        return path
+
+    older_ort = layoutmodel._cached(model, "1.20.0")  # the graph the onnxruntime before this one wrote and read
+    assert older_ort is not None and older_ort != current
+    older_ort.write_bytes(b"optimised")
+    old(older_ort)
+    partial = folder / f".{older_ort.stem}.k3x_9q2a.onnx"  # a graph whose writer died before renaming it
+    partial.write_bytes(b"half")
+    old(partial)
+    stuck = folder / f"layout_cdla-{'c' * 20}.onnx"  # stale, but its deletion fails: it stays, and the load goes on
+    stuck.write_bytes(b"optimised")
+    old(stuck)
+    elsewhere = layoutmodel._cached(model, "1.19.0")  # another install's graph, read lately: kept
+    assert elsewhere is not None
+    elsewhere.write_bytes(b"optimised")
+    outside = tmp_path / "precious.onnx"
+    outside.write_bytes(b"not the cache's")
+    old(outside)
+    link = folder / f"linked-{'a' * 20}.onnx"  # a link named as the cache names its graphs: neither it nor its target
+    link.symlink_to(outside)
+    old(link)
+    (folder / f"folder-{'b' * 20}.onnx").mkdir()
+    foreign = [folder / "layout_cdla.onnx", folder / f"notes-{'d' * 20}.txt", folder / f"UPPER-{'E' * 20}.onnx"]
+    for path in foreign:
+        path.write_bytes(b"someone's")
+        old(path)
+
+    unlink = os.unlink
+
+    def failing(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path).name == stuck.name:
+            raise PermissionError(path)
+        unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", failing)
+    options = SimpleNamespace(graph_optimization_level=99, optimized_model_filepath="")
+    assert layoutmodel._optimised_session(ort, model, options) == str(model)  # optimised now, written to `current`
+    assert current.read_bytes() == b"optimised" and ort.read == [model.name]
+    assert not older_ort.exists() and not partial.exists()
+    assert stuck.exists() and elsewhere.exists()
+    assert link.is_symlink() and outside.read_bytes() == b"not the cache's"
+    assert (folder / f"folder-{'b' * 20}.onnx").is_dir() and all(path.exists() for path in foreign)
+
+    old(current)  # a graph read again is renewed, never pruned as its own load's stale file
+    assert layoutmodel._optimised_session(ort, model, options) == str(current)
+    assert current.exists() and time.time() - current.stat().st_mtime < 60
