@@ -47,7 +47,10 @@ How:
 4. Header rows above the run (a row whose segments each sit over one or more of the run's columns, none shared) join
    it with their spans (a header cell "Year ended" centred over two columns of figures; a name wider than its column
    of figures overhangs the gap beside it without spanning the column beyond: `_reaches`); a header wrapped onto two
-   lines in its own face, each piece over one column, is one row (`_stacked_header`).
+   lines in its own face, each piece over one column, is one row (`_stacked_header`). A spreadsheet's header band of
+   names wrapped over two or three lines, centred or flush beside each other (their lines interleave, so rows say
+   nothing of its cells), is read from its text lines: each name one cell in the column the body's words stand in,
+   a group's label over the names of its columns one cell spanning them (`_band`).
 5. Two tables side by side part: a list set in two halves, each under the same header, where the header repeats,
    or two tables of one key column beside others, where the key's name repeats (`_halves`); two tables of different
    lengths, each under a header of its own, where one's columns end and the other's go on (`_two_lengths`). A table
@@ -169,6 +172,18 @@ MAX_SPANNERS = 2_000
 BOX_RULE_INSET = 4.0
 #: Header rows looked for above a run: a header of one or two lines ("Year ended" / "31 December").
 MAX_HEADER_ROWS = 2
+#: Two words of a header band stand on one text line where their boxes overlap by this share of the shorter one's
+#: height: one line's words share their box (1.0), while a spreadsheet centres a one-line name beside a two-line
+#: one half a line off (overlap 0.4-0.5: calc_state_crime's "Region and state" beside "Violent crime" / "rate (1)"),
+#: and a wrapped name's lines stand a whole line apart. 0.75 parts the two.
+SAME_LINE = 0.75
+#: A header cell's next line stands at its face's leading, nearer under the line above than the table's rows stand
+#: apart (their cells' padding): it is that cell's next line where the space between their boxes is under this share
+#: of the space between the body's rows. Calc's exports: 0.9 and 1.2 points inside a wrapped name against 3.8 and 4.9
+#: between rows (calc_state_crime, calc_macro_quarterly: 0.24 of it), and a group's label over the names under it
+#: stands further than a row apart (1.3 of it). A LaTeX header of two rows stands at the body's own pitch, never
+#: closer: its lines are rows (`_stacked_header` reads them).
+WRAP_LEAD = 0.5
 #: Rows and open runs considered at most: each row is compared with every open run, so a hostile page of thousands of
 #: staggered one-word lines cannot make this grow without bound (a page of text has 40-80 lines).
 MAX_ROWS = 2_000
@@ -853,7 +868,19 @@ def _table(
         run = dataclasses.replace(run, separators=sorted(run.separators + hidden))
     separators = run.separators
     cols = len(separators) + 1
-    above, spanning = _above(run, body[0], rows, words, spanners)
+    above, spanning = _above(run, body[0], rows, words, spanners, frames)
+    # a header band of names wrapped over lines (`_band`): its rows are read from its text lines, not as rows
+    band = [r for r in above if r in spanning]
+    if above[: len(band)] == band:  # header rows lead: the lines under them in their face are the band's too
+        band += _header_lines(band, above[len(band) :] + body, rows, words)
+    body_rows = [r for r in body if r not in band]
+    levels = None
+    if band:
+        widest = _body_separators(separators, body_rows, rows)
+        levels = _band(band, body_rows, rows, words, widest, (run.x0, run.x1))
+    if levels is not None:
+        body, above = body_rows, [r for r in above if r not in band]
+        spanning = (spanning - set(band)) | {band[0]}
     grid_rows = above + body
     middles = [(a + b) / 2 for a, b in separators]
     # rows that close a column gap by a tight fit (`_tight`): their words go by where their own spaces part them
@@ -878,7 +905,17 @@ def _table(
     if _records([cells for r, cells in zip(grid_rows, cells_words, strict=True) if r not in spanning], words):
         return None  # a paper's authors side by side, read line by line before any line is taken for a wrapped cell
     groups = [[r] for r in grid_rows]
-    fixed = _stacked_header(cells_words, groups, spanning, rows, words, separators, (run.x0, run.x1), spanners)
+    if levels is not None:  # the band's rows first, each a row of its cells' words in their first columns
+        for level in reversed(levels):
+            by_col = [[] for _ in range(cols)]
+            for start, _, ids, _ in level:
+                by_col[start].extend(ids)
+            cells_words.insert(0, by_col)
+            groups.insert(0, [band[0]])
+        groups[0] = list(band)
+        fixed = len(levels)
+    else:
+        fixed = _stacked_header(cells_words, groups, spanning, rows, words, separators, (run.x0, run.x1), spanners)
     _joined(cells_words, groups, words, fixed)
     plain = [cells for group, cells in zip(groups, cells_words, strict=True) if group[0] not in spanning]
     banded = _header_band([rows[r] for r in grid_rows], fills)
@@ -887,11 +924,29 @@ def _table(
     ):
         return None
     header = _font_header(cells_words, words)
-    members = frozenset(i for r in grid_rows for i in rows[r].words)
+    members = frozenset(i for r in (band if levels is not None else []) + grid_rows for i in rows[r].words)
     lines_x = [run.x0, *((a + b) / 2 for a, b in separators), run.x1]
     cells: list[Cell] = []
     for r, (group, by_col) in enumerate(zip(groups, cells_words, strict=True)):
         top, bottom = rows[group[0]].y0, max(rows[k].y1 for k in group)
+        if levels is not None and r < len(levels):
+            # the band's first row is the header row, its second the names under the groups' labels, as the ruled
+            # finder marks a grid's rows (`tables`: the first row) and docling's Markdown keeps them: a second row
+            # marked a header is flattened into the first ("Deaths - Total"), the names lost as cells of their own
+            for start, end, ids, down in levels[r]:
+                named = [words[i] for i in ids]
+                cells.append(
+                    Cell(
+                        row=r,
+                        col=start,
+                        text=cell_text(named),
+                        row_span=down,
+                        col_span=end - start,
+                        header=r == 0,
+                        bbox=(lines_x[start], min(w.y0 for w in named), lines_x[end], max(w.y1 for w in named)),
+                    )
+                )
+            continue
         spans = None
         if group[0] in spanning:
             extent = (run.x0, run.x1)
@@ -1001,6 +1056,243 @@ def _stacked_header(
     members[head - 1].extend(members[head])
     del grid[head], members[head]
     return head
+
+
+@dataclass(slots=True)
+class _Piece:
+    """Words of one text line of a header band that stand together (no column gap between them), and their box."""
+
+    ids: list[int]
+    line: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+def _header_lines(band: list[int], body: list[int], rows: list[_Row], words: Sequence[Word]) -> list[int]:
+    """The table's first rows (`body`: those above the run that keep its column gaps, then the run's) that are its
+    header's lines, below the header rows found above it (`band`): rows set wholly in the header's face where the
+    body below is set in another (a spreadsheet's bold names over regular figures), each after the first standing
+    across a line of the one before or under it at the face's leading (`WRAP_LEAD`: names wrapped and centred or
+    flush right beside each other keep the run's column gaps, so the run starts inside its header). A row of one
+    piece standing alone ends it (a bold group's label over its rows), and at least `MIN_ROWS` rows stay the
+    body's."""
+    first = band[0] if band else (body[0] if body else -1)
+    if first < 0 or len(body) <= MIN_ROWS:
+        return []
+    face = _face(rows[first].words, words)
+    tail = [i for r in body[len(body) // 2 :] for i in rows[r].words]
+    if face == _face(tail, words):
+        return []
+    gap = _row_gap(body[len(body) // 2 :], rows)
+    out: list[int] = []
+    for k, r in enumerate(body):
+        row = rows[r]
+        if len(body) - k <= MIN_ROWS or any(_face([i], words) != face for i in row.words):
+            break
+        prev = rows[out[-1]] if out else (rows[band[-1]] if band else None)
+        near = prev is not None and (row.y0 < prev.y1 or (gap is not None and row.y0 - prev.y1 < WRAP_LEAD * gap))
+        if (out and not near) or (row.segments < 2 and not near):
+            break
+        out.append(r)
+    return out
+
+
+def _body_separators(
+    separators: list[tuple[float, float]], body: list[int], rows: list[_Row]
+) -> list[tuple[float, float]]:
+    """The run's separators as wide as the body's rows alone leave them: a header's lines that keep the run's column
+    gaps narrow them to their own names' ends, and the band's names are placed against where the body's columns
+    stand. A row that fills a separator by a tight fit says nothing of it."""
+    out = []
+    for a, b in separators:
+        lo, hi = float("-inf"), float("inf")
+        for r in body:
+            free = next(((f0, f1) for f0, f1 in _free(rows[r]) if f0 <= a and b <= f1), None)
+            if free is not None:
+                lo, hi = max(lo, free[0]), min(hi, free[1])
+        out.append((a if lo == float("-inf") else lo, b if hi == float("inf") else hi))
+    return out
+
+
+def _row_gap(body: list[int], rows: list[_Row]) -> float | None:
+    """The space between the boxes of the body's consecutive rows (their median), None where they touch or overlap."""
+    spaces = [rows[b].y0 - rows[a].y1 for a, b in itertools.pairwise(body)]
+    gap = statistics.median(spaces) if spaces else 0.0
+    return gap if gap > 0 else None
+
+
+def _band(
+    band: list[int],
+    body: list[int],
+    rows: list[_Row],
+    words: Sequence[Word],
+    separators: list[tuple[float, float]],
+    extent: tuple[float, float],
+) -> list[list[tuple[int, int, list[int], int]]] | None:
+    """A header band's cells read from its text lines, as rows of (start column, end column, words, row span); None
+    where the band shows no wrapped name or does not part into the body's columns (the rows are read as before).
+
+    Names wrapped over two or three lines and centred beside each other (or set on one bottom line) make text lines
+    that `lines.lines` joins into one row or parts at any line, so rows say nothing of cells here. Instead: the band's
+    words part into text lines (`SAME_LINE`), each line into pieces at a column gap, or at a space wider than a word
+    space (`FIGURE_SPACE_EM`) inside one of the body's column gaps ("Consumption Investment" set 0.7 em apart over two
+    columns of figures); a piece and the one under it are one cell when they stand over each other alone (no other
+    piece of either line reaches the other) at the face's leading (`WRAP_LEAD`). A cell wholly above another is a
+    group's label: the band has two levels (three is read as before). The lower level's cells take the columns their
+    extents reach (`_segment_ranges`, as a header row's segments do; one reaching no column's words is the column its
+    middle stands in); a group's label spans the lower cells it stands over and widens over the free ones beside it
+    to the range it is best centred over, of equals the widest (the range measured by the names under it: a group's
+    label is centred over its columns' cells, whose names are centred in them, where right-aligned figures stand off
+    their middle); a lower cell with no label over its columns that is centred down the whole band rather than on
+    the lower row ("Period", the stub's name merged down both rows) heads both rows."""
+    ids = [i for r in band for i in rows[r].words]
+    gap = _row_gap(body, rows)
+    if not ids or gap is None:
+        return None
+    text_lines: list[list[int]] = []
+    for i in sorted(ids, key=lambda i: ((words[i].y0 + words[i].y1) / 2, words[i].x0)):
+        w = words[i]
+        for line in text_lines:
+            u = words[line[0]]
+            if min(u.y1, w.y1) - max(u.y0, w.y0) >= SAME_LINE * min(u.y1 - u.y0, w.y1 - w.y0):
+                line.append(i)
+                break
+        else:
+            text_lines.append([i])
+    pieces: list[_Piece] = []
+    for n, line in enumerate(text_lines):
+        line.sort(key=lambda i: words[i].x0)
+        top, bottom = min(words[i].y0 for i in line), max(words[i].y1 for i in line)
+        current = [line[0]]
+        for i in line[1:]:
+            end = max(words[k].x1 for k in current)
+            w = words[i]
+            size = max(w.size or w.height, words[current[-1]].size or words[current[-1]].height, 1.0)
+            space, middle = w.x0 - end, (end + w.x0) / 2
+            if space >= COLUMN_GAP_EM * size or (
+                space >= FIGURE_SPACE_EM * size and any(a <= middle <= b for a, b in separators)
+            ):
+                pieces.append(_piece(current, n, top, bottom, words))
+                current = [i]
+            else:
+                current.append(i)
+        pieces.append(_piece(current, n, top, bottom, words))
+
+    def over(p: _Piece, q: _Piece) -> bool:
+        return min(p.x1, q.x1) > max(p.x0, q.x0)
+
+    parent = list(range(len(pieces)))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            k = parent[k]
+        return k
+
+    for a, p in enumerate(pieces):
+        for b, q in enumerate(pieces):
+            if q.line == p.line or q.y0 + q.y1 <= p.y0 + p.y1 or not over(p, q) or q.y0 - p.y1 >= WRAP_LEAD * gap:
+                continue
+            if any(o.line == q.line and o is not q and over(p, o) for o in pieces):
+                continue
+            if any(o.line == p.line and o is not p and over(q, o) for o in pieces):
+                continue
+            parent[root(b)] = root(a)
+    stacks: dict[int, list[_Piece]] = {}
+    for k, piece in enumerate(pieces):
+        stacks.setdefault(root(k), []).append(piece)
+    if all(len(stack) < 2 for stack in stacks.values()):
+        return None  # no wrapped name: the header's rows are read as rows
+    cells = [
+        _Piece(
+            [i for p in sorted(stack, key=lambda p: p.line) for i in p.ids],
+            0,
+            min(p.x0 for p in stack),
+            min(p.y0 for p in stack),
+            max(p.x1 for p in stack),
+            max(p.y1 for p in stack),
+        )
+        for stack in stacks.values()
+    ]
+    cells.sort(key=lambda c: c.x0)
+    upper, lower, _ = _levels(cells)
+    if any(_levels(part)[2] == 0 for part in (upper, lower)):
+        return None  # three levels or more
+    ranges = _segment_ranges([(c.x0, c.x1) for c in lower], separators, extent, centred=True)
+    if ranges is None:
+        return None
+    cols = len(separators) + 1
+    if not upper:
+        return [[(start, end, c.ids, 1) for (start, end), c in zip(ranges, lower, strict=True)]]
+    # each column's names' extent under the labels: a lower cell's, else the column's words'
+    left = [separators[c - 1][1] if c > 0 else extent[0] for c in range(cols)]
+    right = [separators[c][0] if c < len(separators) else extent[1] for c in range(cols)]
+    inside: set[int] = set()  # column boundaries inside a lower cell: no label's range ends there
+    for (start, end), c in zip(ranges, lower, strict=True):
+        for col in range(start, end):
+            left[col], right[col] = c.x0, c.x1
+        inside.update(range(start + 1, end))
+    labels: list[tuple[int, int]] = []
+    for label in upper:
+        under = [r for r, c in zip(ranges, lower, strict=True) if min(c.x1, label.x1) > max(c.x0, label.x0)]
+        reached = [c for c in range(cols) if _reaches(label.x0, label.x1, separators, c)]
+        held = [col for start, end in under for col in range(start, end)] + reached
+        if not held:
+            return None
+        labels.append((min(held), max(held) + 1))
+    out_labels: list[tuple[int, int]] = []
+    for k, (label, (start, end)) in enumerate(zip(upper, labels, strict=True)):
+        low = out_labels[-1][1] if out_labels else 0
+        high = labels[k + 1][0] if k + 1 < len(labels) else cols
+        if start < low or end > high:
+            return None
+        middle = (label.x0 + label.x1) / 2
+        options = [
+            (s, e, abs((left[s] + right[e - 1]) / 2 - middle))
+            for s in range(low, start + 1)
+            for e in range(end, high + 1)
+            if s not in inside and e not in inside
+        ]
+        if not options:
+            return None
+        s, e, _ = min(options, key=lambda o: (o[2], o[0] - o[1]))  # the best centred; of equals, the widest
+        out_labels.append((s, e))
+    first = [(s, e, label.ids, 1) for (s, e), label in zip(out_labels, upper, strict=True)]
+    second: list[tuple[int, int, list[int], int]] = []
+    labelled = [any(s < end and start < e for s, e in out_labels) for start, end in ranges]
+    band_middle = (min(c.y0 for c in cells) + max(c.y1 for c in cells)) / 2
+    row_middle = statistics.median((c.y0 + c.y1) / 2 for c, topped in zip(lower, labelled, strict=True) if topped)
+    for (start, end), c, topped in zip(ranges, lower, labelled, strict=True):
+        centre = (c.y0 + c.y1) / 2
+        if not topped and abs(centre - band_middle) < abs(centre - row_middle):
+            first.append((start, end, c.ids, 2))  # centred down the whole band, no label over it: both rows' name
+        else:
+            second.append((start, end, c.ids, 1))
+    first.sort(key=lambda t: t[0])
+    return [first, second]
+
+
+def _levels(cells: list[_Piece]) -> tuple[list[_Piece], list[_Piece], int]:
+    """A header band's cells parted into the level above (groups' labels) and the one below, at the height that
+    parts them with the fewest cells standing across it (a name centred down both levels, counted below), and how
+    many stand across; ([], cells, -1) where no height has cells wholly above and below it (one level: names of one,
+    two and three lines centred beside each other overlap)."""
+    best: tuple[int, list[_Piece], list[_Piece]] | None = None
+    for cut in sorted({c.y1 for c in cells}):
+        upper = [c for c in cells if c.y1 <= cut]
+        lower = [c for c in cells if c.y1 > cut]
+        if not any(c.y0 >= cut for c in lower):
+            continue
+        across = sum(1 for c in lower if c.y0 < cut)
+        if best is None or across < best[0]:
+            best = (across, upper, lower)
+    return ([], cells, -1) if best is None else (best[1], best[2], best[0])
+
+
+def _piece(ids: list[int], line: int, top: float, bottom: float, words: Sequence[Word]) -> _Piece:
+    """A piece of a text line, its height the line's (a word's box is its letters': "rate" is x-height tall)."""
+    return _Piece(list(ids), line, min(words[i].x0 for i in ids), top, max(words[i].x1 for i in ids), bottom)
 
 
 def _evidence(
@@ -1321,7 +1613,12 @@ def _face(ids: list[int], words: Sequence[Word]) -> tuple[bool, str, float]:
 
 
 def _above(
-    run: _Run, first: int, rows: list[_Row], words: Sequence[Word], spanners: Sequence[Segment] = ()
+    run: _Run,
+    first: int,
+    rows: list[_Row],
+    words: Sequence[Word],
+    spanners: Sequence[Segment] = (),
+    frames: Sequence[BBox] = (),
 ) -> tuple[list[int], set[int]]:
     """Rows just above the run that belong to it, top to bottom, and which of them are spanning header rows.
 
@@ -1341,8 +1638,11 @@ def _above(
     while k >= 0 and len(spanning) < MAX_HEADER_ROWS and len(pending) <= MAX_HEADER_ROWS:
         row = rows[k]
         reach = HEADER_OVERHANG * max(row.height, 1.0)
+        # a header set at the top of a tall row stands further above the body than a row's pitch; a frame of rules
+        # holding both, and no rule between them, keeps it the table's (a spreadsheet's box around its grid)
+        framed = k == run.before and _framed(row, below, frames, spanners)
         if (
-            below.y0 - row.y1 > ROW_GAP * max(row.height, below.height)
+            (below.y0 - row.y1 > ROW_GAP * max(row.height, below.height) and not framed)
             or row.x0 < run.x0 - 1 - (reach if row.segments >= 2 else 0.0)
             or row.x1 > run.x1 + 1 + (reach if row.segments >= 2 else 0.0)
         ):
@@ -1367,6 +1667,24 @@ def _above(
         below = row
         k = next((j for j in _back(k) if _across(rows[j], run)), -1)
     return out, spanning
+
+
+def _framed(upper: _Row, lower: _Row, frames: Sequence[BBox], rules: Sequence[Segment]) -> bool:
+    """Whether one frame of rules holds both rows and no horizontal rule inside it runs between them."""
+    for f in frames:
+        if not (
+            f[0] <= min(upper.x0, lower.x0) + 1
+            and max(upper.x1, lower.x1) <= f[2] + 1
+            and f[1] <= upper.y0 + 1
+            and lower.y1 <= f[3] + 1
+        ):
+            continue
+        x0, x1 = max(upper.x0, lower.x0), min(upper.x1, lower.x1)
+        if not any(
+            upper.y1 < (r.y0 + r.y1) / 2 < lower.y0 and min(r.x0, r.x1) < x1 and x0 < max(r.x0, r.x1) for r in rules
+        ):
+            return True
+    return False
 
 
 def _title(row: _Row, run: _Run) -> bool:
@@ -1399,7 +1717,6 @@ def _spans(
     rule reaches (`_ruled_under`): the rule a report or a booktabs `\\cmidrule` draws under a group's header marks its
     columns, where centring cannot ("2019-2024" centred over six year columns is as well centred over the middle
     two)."""
-    bounds = [(a + b) / 2 for a, b in separators]
     segments: list[tuple[float, float]] = []
     edges = [a for a, _ in separators] + ([extent[1]] if extent is not None else [])  # the columns' right edges
     lefts = ([extent[0]] if extent is not None else []) + [b for _, b in separators]  # and their left edges
@@ -1430,6 +1747,43 @@ def _spans(
             segment if rule is None else (min(segment[0], rule[0]), max(segment[1], rule[1]))
             for segment, rule in zip(segments, widened_by, strict=True)
         ]
+    return _segment_spans(segments, separators, extent, ruled)
+
+
+def _segment_spans(
+    segments: list[tuple[float, float]],
+    separators: list[tuple[float, float]],
+    extent: tuple[float, float] | None = None,
+    ruled: set[int] | frozenset[int] = frozenset(),
+) -> list[tuple[int, int]] | None:
+    """Header segments (x ranges, left to right) as column ranges [start, end) with the free columns between them as
+    cells of their own, or None when two segments share a column (`_segment_ranges`)."""
+    out = _segment_ranges(segments, separators, extent, ruled)
+    if out is None:
+        return None
+    cells: list[tuple[int, int]] = []
+    col = 0
+    for start, end in out:
+        cells.extend((c, c + 1) for c in range(col, start))
+        cells.append((start, end))
+        col = end
+    cells.extend((c, c + 1) for c in range(col, len(separators) + 1))
+    return cells
+
+
+def _segment_ranges(
+    segments: list[tuple[float, float]],
+    separators: list[tuple[float, float]],
+    extent: tuple[float, float] | None = None,
+    ruled: set[int] | frozenset[int] = frozenset(),
+    *,
+    centred: bool = False,
+) -> list[tuple[int, int]] | None:
+    """Each header segment's column range [start, end), left to right, or None when two segments share a column
+    (`_spans`, which says how a segment reaches its columns; `ruled` are the segments a rule under them widened,
+    which centring does not widen again). `centred`: a segment reaching no column's words is the column's its middle
+    stands in (a name centred in its cell over narrow right-aligned figures, "Days with rain" over "1"), not a gap's."""
+    bounds = [(a + b) / 2 for a, b in separators]
     out: list[tuple[int, int]] = []
     col = 0
     for x0, x1 in segments:
@@ -1440,6 +1794,9 @@ def _spans(
         reached = [c for c in range(start, end) if _reaches(x0, x1, separators, c)]
         if reached:
             start, end = reached[0], reached[-1] + 1
+        elif centred:
+            start = sum(1 for b in bounds if (x0 + x1) / 2 > b)
+            end = start + 1
         if start < col:
             return None
         out.append((start, end))
@@ -1448,14 +1805,7 @@ def _spans(
         for k, segment in enumerate(segments):
             if out[k][1] - out[k][0] >= 2 and k not in ruled:
                 out[k] = _centred_span(segment, out, k, separators, extent)
-    cells: list[tuple[int, int]] = []
-    col = 0
-    for start, end in out:
-        cells.extend((c, c + 1) for c in range(col, start))
-        cells.append((start, end))
-        col = end
-    cells.extend((c, c + 1) for c in range(col, len(bounds) + 1))
-    return cells
+    return out
 
 
 def _ruled_under(
