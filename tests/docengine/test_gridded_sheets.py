@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.tables import find_tables
 from modelhost.docengine.types import Kind, PageLayout
 
 from .conftest import drawn_page, table_blocks, table_rows
@@ -94,3 +95,27 @@ def test_a_title_and_notes_inside_a_sheets_gridlines_are_no_rows_of_its_table(tm
     same_size = table_blocks(_layout(tmp_path / "titled.pdf", lambda c: _sheet(c, title_size=10, notes=False)))
     assert len(same_size) == 1
     assert table_rows(same_size[0])[0] == [TITLE] * len(HEADER)
+
+
+def test_the_ruled_finder_gives_each_word_it_takes_the_row_of_the_cell_it_stands_in(tmp_path: Path) -> None:
+    """`FoundTable.rows`, which `tables._edge_rows` reads each word's row from (it once looked for every word's cell
+    among all the grid's cells): each word a table took, with the row of the first cell whose box holds its centre
+    (a merged row's one cell, a body row's cells), and only those words; the same after the title block and notes
+    are parted off (`tables._part`: rows counted from the part's first) as straight from the grid."""
+    for name, draw in (("sheet", _sheet), ("titled", lambda c: _sheet(c, title_size=10, notes=False))):
+        content = drawn_page(tmp_path / f"{name}.pdf", draw)
+        words = list(content.words)
+        found = find_tables(content.rulings, words)
+        assert found
+        for table in found:
+            expected = {}
+            for i in table.words:
+                cx, cy = (words[i].x0 + words[i].x1) / 2, (words[i].y0 + words[i].y1) / 2
+                rows = [
+                    c.row
+                    for c in table.table.cells
+                    if c.bbox and c.bbox[0] <= cx <= c.bbox[2] and c.bbox[1] <= cy <= c.bbox[3]
+                ]
+                if rows:
+                    expected[i] = rows[0]
+            assert dict(table.rows) == expected and len(table.rows) == len(expected)

@@ -195,7 +195,8 @@ class FoundTable:
     holds many rows, each group several columns), so that a reading from the words' own rows and columns may
     part it further (`unruled.widened`). `boxed` when its only vertical rules are a box's sides, each its full height
     (a report's frame around a price table ruled under its header and groups): a line outside the box is no row of
-    it (`_outer_lines`)."""
+    it (`_outer_lines`). `rows`: each word the ruled finder placed in a cell (`_table`, `_with_rows`) with that cell's
+    row (its first where it spans rows), as (word index, row) pairs; empty for a table read otherwise."""
 
     bbox: BBox
     table: Table
@@ -203,6 +204,7 @@ class FoundTable:
     open: bool = False
     loose: bool = False
     boxed: bool = False
+    rows: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -847,11 +849,9 @@ def _edge_rows(found: FoundTable, words: Sequence[Word], prose: float) -> list[F
         return [found]
     across = {c.row: c for c in table.cells if c.col == 0 and c.col_span == table.cols and c.row_span == 1}
     sizes: dict[int, list[float]] = {}
-    for i in found.words:
-        w = words[i]
-        row = next((c.row for c in table.cells if c.bbox and _inside(w, c.bbox)), None)
-        if row is not None and w.size > 0:
-            sizes.setdefault(row, []).append(w.size)
+    for i, row in found.rows:  # each word's row, where the finder placed it (`FoundTable.rows`)
+        if words[i].size > 0:
+            sizes.setdefault(row, []).append(words[i].size)
     body = sorted(s for r, row_sizes in sizes.items() if r not in across for s in row_sizes)
     if not body:
         return [found]
@@ -925,7 +925,8 @@ def _part(found: FoundTable, words: Sequence[Word], start: int, end: int) -> lis
         for c in cells
     )
     grid = Table(end - start, found.table.cols, shifted)
-    return [FoundTable((found.bbox[0], y0, found.bbox[2], y1), grid, ids, found.open, found.loose)]
+    rows = tuple((i, r - start) for i, r in found.rows if i in ids and start <= r < end)
+    return [FoundTable((found.bbox[0], y0, found.bbox[2], y1), grid, ids, found.open, found.loose, rows=rows)]
 
 
 def _within(rules: Sequence[Segment], box: BBox) -> list[Segment]:
@@ -1013,6 +1014,7 @@ def _with_rows(found: FoundTable, words: Sequence[Word], above: Sequence[int], b
     cells = [
         Cell(c.row + shift, c.col, c.text, c.row_span, c.col_span, c.header and not above, c.bbox) for c in table.cells
     ]
+    placed = [(i, r + shift) for i, r in found.rows]
     for ids, row in ((above, 0), (below, table.rows + shift)):
         if not ids:
             continue
@@ -1020,6 +1022,8 @@ def _with_rows(found: FoundTable, words: Sequence[Word], above: Sequence[int], b
         for c in range(table.cols):
             inside = [words[i] for i in ids if _column_of(words[i], xs) == c]
             cells.append(Cell(row, c, cell_text(inside), header=row == 0, bbox=(xs[c], y0, xs[c + 1], y1)))
+        # the line's words in the row's cells, which run from the first column line to the last
+        placed += [(i, row) for i in ids if xs[0] <= (words[i].x0 + words[i].x1) / 2 <= xs[-1]]
     box = (
         found.bbox[0],
         min([found.bbox[1], *(words[i].y0 for i in above)]),
@@ -1028,7 +1032,9 @@ def _with_rows(found: FoundTable, words: Sequence[Word], above: Sequence[int], b
     )
     rows = table.rows + (1 if above else 0) + (1 if below else 0)
     grid = Table(rows, table.cols, tuple(sorted(cells, key=lambda c: (c.row, c.col))))
-    return FoundTable(box, grid, found.words | frozenset([*above, *below]), found.open, found.loose)
+    return FoundTable(
+        box, grid, found.words | frozenset([*above, *below]), found.open, found.loose, rows=tuple(sorted(placed))
+    )
 
 
 def _column_of(word: Word, xs: list[float]) -> int | None:
@@ -1198,14 +1204,16 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
             return y >= head or bool(slot_words.get((_index(ys, y), _index(xs, x_mid))))
         return any(abs(s.y0 - y) <= LINE_MERGE and s.x0 - JOIN <= x_mid <= s.x1 + JOIN for s in horizontals)
 
-    # Each slot's words, by centre.
+    # Each slot's words, by centre, and each word's slot.
     slot_words: dict[tuple[int, int], list[Word]] = {}
+    slot_of: dict[int, tuple[int, int]] = {}
     for i in members:
         w = words[i]
         cx, cy = (w.x0 + w.x1) / 2, (w.y0 + w.y1) / 2
         r = _index(ys, cy)
         c = _index(xs, cx)
         slot_words.setdefault((r, c), []).append(w)
+        slot_of[i] = (r, c)
 
     spanned = _spanned(soft, aligned, xs, ys, slot_words) if soft else {}
     spanning: dict[int, list[tuple[float, float]]] = {}  # per row, the extents of the partial rules just under it
@@ -1273,6 +1281,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         if full_rows < 0.5 * rows:
             return None  # columns guessed from gaps must be filled on most rows, or they are no columns
     loose = not lined_rows and _banded(slot_words, rows, cols)
+    placed = tuple((i, cells[owner[slot]].row) for i, slot in slot_of.items())  # each word's cell's row
     boxed = not ruled_columns and all(
         any(abs(s.x0 - x) <= LINE_MERGE and s.y0 <= box[1] + 2 * JOIN and s.y1 >= box[3] - 2 * JOIN for s in verticals)
         for x in (box[0], box[2])
@@ -1281,7 +1290,13 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         # bands of many lines whose words stand in columns: a table whose rules part its column groups and header
         # only, read line by line in the columns the words give (the rules still bound the groups' headers)
         return _table(group, words, taken, lined=True) or FoundTable(
-            box, Table(rows, cols, tuple(cells)), frozenset(members), open=not ruled_columns, loose=loose, boxed=boxed
+            box,
+            Table(rows, cols, tuple(cells)),
+            frozenset(members),
+            open=not ruled_columns,
+            loose=loose,
+            boxed=boxed,
+            rows=placed,
         )
     # a table whose rules part every row is no open one: a reading without rules (`unruled.widened`) has no more
     # rows to find in it, and parted its header band into its lines again
@@ -1292,6 +1307,7 @@ def _table(group: list[Segment], words: Sequence[Word], taken: set[int], lined: 
         open=not ruled_columns and not rows_ruled,
         loose=loose,
         boxed=boxed,
+        rows=placed,
     )
 
 
