@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -968,20 +969,37 @@ def largest_images(images: Sequence[ImageRegion]) -> list[ImageRegion]:
 
 
 def _captioned(blocks: list[Block]) -> list[Block]:
-    """Pictures and tables linked to the caption beside them: a table's caption is usually above it, a figure's
-    below, so each looks that way first; a caption serves one of them."""
+    """Pictures and tables linked to the caption beside them: a figure's below it, else above; a table's only above.
+
+    A caption serves one of them. A caption set under a table (an office report's `Table 1. ...` over its `Source:`
+    line) stays a caption block of its own after the table: docling writes a table's linked caption before its rows,
+    so linking it moved its text above the table, where the page does not print it (writer2_unicode_report and
+    writer_language_codes, LibreOffice Writer's caption under a table; pymupdf4llm keeps the page's order).
+    """
     used: set[int] = set()
     out = list(blocks)
     for i, block in enumerate(blocks):
         if block.kind not in (Kind.PICTURE, Kind.TABLE):
             continue
-        sides = (i - 1, i + 1) if block.kind is Kind.TABLE else (i + 1, i - 1)
+        sides = (i - 1,) if block.kind is Kind.TABLE else (i + 1, i - 1)
         for j in sides:
-            if 0 <= j < len(blocks) and blocks[j].kind is Kind.CAPTION and j not in used:
+            free = 0 <= j < len(blocks) and blocks[j].kind is Kind.CAPTION and j not in used
+            if free and not _under_table(blocks, j):
                 used.add(j)
                 out[i] = replace(block, caption=j)
                 break
     return out
+
+
+def _under_table(blocks: list[Block], j: int) -> bool:
+    """Whether caption `j` is the one set under the table read just before it: nearer that table's foot than the
+    top of the block after it (so the next table or figure does not take it for the caption over it)."""
+    if j == 0 or blocks[j - 1].kind is not Kind.TABLE:
+        return False
+    above = blocks[j].bbox[1] - blocks[j - 1].bbox[3]
+    below = blocks[j + 1].bbox[1] - blocks[j].bbox[3] if j + 1 < len(blocks) else math.inf
+    # a next block that starts above the caption's foot (the next column's top) is not under it
+    return above <= (below if below >= 0 else math.inf)
 
 
 def _margins(runs: list[Piece], content: PageContent, style: Style) -> tuple[list[Block], list[Block], list[Piece]]:
