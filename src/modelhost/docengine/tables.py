@@ -30,8 +30,10 @@ How, and why each step:
 from __future__ import annotations
 
 import bisect
+import collections
 import itertools
 import re
+import statistics
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +58,19 @@ COLUMN_GAP = 6.0
 #: and a typesetter's right tab one x, so only the text layer's rounding (a tenth of a point) and a trailing footnote
 #: mark's thin space part them; two columns of a dense statistical table end a column pitch (20 pt and more) apart.
 ALIGN_SLACK = 1.0
+#: A pair of words a space apart, a column's cell flush right (or centred) beside the next column's cell flush left,
+#: parts two columns (`aligned_starts`) where at least this many lines of one stretch set such a pair at the same x:
+#: `BAND_ROWS` below, as many as make columns anywhere else; and the pairs are at least `ALIGNED_SHARE` of the
+#: stretch's lines (the rest a wrapped cell's second line, a row whose number cell is empty), where a bibliography's
+#: or a list's labels stand beside items of several lines each.
+ALIGNED_SHARE = 0.5
+#: The pairs of `aligned_starts` stand at most this many ems apart: a narrow centred column beside the next leaves
+#: an em or so (a glyph centred in a column of 0.8 cm at 8 pt: 1.4 em); wider spaces are column gaps to every finder
+#: already, and words two ems apart and more on one line are mostly a page's columns (a gutter), no cells of one row.
+ALIGNED_GAP_EM = 2.0
+#: A label of a list or of a reference list ("1.", "(a)", "[12]", "iv)"): set flush right before its item's text,
+#: as a LaTeX list sets it, one label-space from it; a list, no column (`aligned_starts`).
+_LABEL = re.compile(r"^[\[(]?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)\]]$")
 #: A figure, an amount or a percentage, with its sign, currency, parentheses for negatives and a footnote mark; a
 #: range of two figures ("1.27 - 1.42", a price report's low and high); or a dash standing for none.
 FIGURE = re.compile(
@@ -1436,6 +1451,90 @@ def _banded(slot_words: dict[tuple[int, int], list[Word]], rows: int, cols: int)
     return False
 
 
+def aligned_starts(lines: Sequence[Sequence[Word]]) -> dict[int, float]:
+    """The words (by `id`) that start a column though the space before them is no wider than a word space, each with
+    the x of the column line in that space. A column of numbers set flush right (or centred) beside a column of text
+    set flush left leaves a gap between the two as small as the cells' padding (Writer's 0.1 cm: a word space), so
+    no gap width tells it from the spaces inside cells; the rows tell it by alignment: on `BAND_ROWS` lines or more
+    of one stretch (the lines over that x between two lines whose words run across it), a word starts at one x
+    (within `ALIGN_SLACK`) after a word that ends at one x (flush right: words of different widths, or figures of one
+    width under a column name ending there) or is centred on one x (one word a cell, of different widths), these
+    pairs are `ALIGNED_SHARE` of the stretch's lines, and no word stands on most of them on either side. Not a
+    column: a two-word cell ("New York" over "New Haven": its first words are one word, starting and ending at one
+    x), a unit after right-aligned figures ("12 kg" over "150 kg": the second words are one word), a list's labels
+    before their items (`_LABEL`), justified prose (its lines run across any such x, and their spaces do not line
+    up), monospaced text (every word of one length lines up: code). Text-layer words only: the pixel path's are
+    read as before."""
+    pairs: list[tuple[float, int, Word, Word]] = []  # the second word's start, the line, the two words
+    for n, line in enumerate(lines):
+        ordered = sorted((w for w in line if w.rotation == 0), key=lambda w: w.x0)
+        for a, b in itertools.pairwise(ordered):
+            if not (a.font and b.font) or a.monospace or b.monospace or _LABEL.match(a.text):
+                continue  # OCR'd words (no font): boxes from pixels, a point or two off, align on nothing so fine
+            if a.x1 < b.x0 <= a.x1 + ALIGNED_GAP_EM * max(a.size, 1.0):
+                pairs.append((b.x0, n, a, b))
+    pairs.sort(key=lambda p: p[0])
+    out: dict[int, float] = {}
+    k = 0
+    while k < len(pairs):
+        end = bisect.bisect_right(pairs, pairs[k][0] + ALIGN_SLACK, lo=k, key=lambda p: p[0])
+        group, k = pairs[k:end], end
+        if len(group) < BAND_ROWS:
+            continue
+        x = pairs[k - len(group)][0]
+        at = {n: (a, b) for _, n, a, b in group}
+        stretch: list[int] = []  # the lines of the current stretch over x
+        for n, line in [*enumerate(lines), (len(lines), [])]:
+            over = [w for w in line if w.rotation == 0]
+            if n in at or (over and min(w.x0 for w in over) < x - ALIGN_SLACK and max(w.x1 for w in over) > x):
+                crossing = n not in at and any(w.x0 < x - ALIGN_SLACK and w.x1 > x + ALIGN_SLACK for w in over)
+                if not crossing:
+                    stretch.append(n)
+                    continue
+            elif n < len(lines):
+                continue
+            out.update(_aligned_pairs([at[m] for m in stretch if m in at], len(stretch)))
+            stretch = []
+    return out
+
+
+def _aligned_pairs(pairs: list[tuple[Word, Word]], lines: int) -> dict[int, float]:
+    """`aligned_starts` for the pairs of one stretch of `lines` lines: their second words (by `id`) with the column
+    line between the two columns, or nothing where the pairs are too few or not aligned."""
+    if pairs:
+        # a table's rows share one type size: a caption's line over it in another ("Table" ending where the figures
+        # under it end, "1." starting where the names start) is no row of its columns (`SIZE_STEP`)
+        size = statistics.median(a.size for a, _ in pairs)
+        pairs = [(a, b) for a, b in pairs if abs(a.size - size) <= SIZE_STEP * size]
+    if len(pairs) < BAND_ROWS or len(pairs) < ALIGNED_SHARE * lines:
+        return {}
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    for side in (firsts, seconds):
+        if 2 * max(collections.Counter(w.text for w in side).values()) > len(side):
+            # one word on most of the lines: a two-word cell's first word ("New"), a unit after figures ("kg"), the
+            # "in" of a centred "1 in 5" over "4 in 5"; a column's cells differ from row to row
+            return {}
+    ends = [a.x1 for a in firsts]
+    starts = [a.x0 for a in firsts]
+    centres = [(a.x0 + a.x1) / 2 for a in firsts]
+
+    def spread(values: list[float]) -> float:
+        return max(values) - min(values)
+
+    # flush right: words of different widths ending at one x, or figures of one width (a font's digits share one)
+    # under the column's name ending where they end ("No." over "160"): figures of one width alone, no name among
+    # them, may as well be set flush left with the next word in their cell (a telephone code's groups, "0 29 59")
+    figures = sum(1 for a in firsts if FIGURE.match(a.text))
+    flush_right = spread(ends) <= ALIGN_SLACK and (spread(starts) > ALIGN_SLACK or figures == len(firsts) - 1)
+    centred = spread(centres) <= ALIGN_SLACK and spread(ends) > ALIGN_SLACK
+    left = max(ends)
+    right = min(b.x0 for b in seconds)
+    if not (flush_right or centred) or spread([b.x0 for b in seconds]) > ALIGN_SLACK or left >= right:
+        return {}
+    line_x = (left + right) / 2
+    return {id(b): line_x for b in seconds}
+
+
 def _joined_spans(spans: Sequence[tuple[float, float]], apart: Sequence[float] = ()) -> list[tuple[float, float]]:
     """The x spans, sorted, with neighbours closer than `COLUMN_GAP` joined unless a line of `apart` stands between
     them: what stands between two of the result is a column gap."""
@@ -1650,8 +1749,11 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
     # Column lines at the middle of every x gap no word's ink covers (a table without vertical rules; a label's dot
     # leaders cover none: `inked`). Where `BAND_ROWS` lines hold two cells or more, a line of one short cell
     # (under half the table's width) centred in the table (within `COLUMN_GAP`) closes no gap: a title over a table
-    # stacked under another (two tables under one stack of booktabs rules), a header over all the columns.
-    rows = [(line, _pieces(line)) for line in text_lines(words)]
+    # stacked under another (two tables under one stack of booktabs rules), a header over all the columns. A column
+    # flush right beside one flush left a word space apart is parted where its rows' alignment says (`aligned_starts`).
+    lined = text_lines(words)
+    apart = sorted(set(aligned_starts(lined).values()))
+    rows = [(line, _pieces(line, apart)) for line in lined]
     if sum(1 for _, pieces in rows if len(pieces) >= 2) >= BAND_ROWS:
         middle, width = (box[0] + box[2]) / 2, box[2] - box[0]
         words = [
@@ -1664,7 +1766,7 @@ def _word_columns(words: list[Word], box: BBox) -> list[float]:
             )
             for w in line
         ]
-    spans = _pieces(words) or _joined_spans([(w.x0, w.x1) for w in words])
+    spans = _pieces(words, apart) or _joined_spans([(w.x0, w.x1) for w in words])
     return [box[0], *((left[1] + right[0]) / 2 for left, right in itertools.pairwise(spans)), box[2]]
 
 

@@ -81,6 +81,7 @@ from modelhost.docengine.tables import (
     COLUMN_GAP,
     FIGURE,
     FoundTable,
+    aligned_starts,
     cell_text,
     continues,
     inked,
@@ -247,6 +248,7 @@ class _Row:
     segments: int
     spaces: list[tuple[float, float, float]] = dataclasses.field(default_factory=list)  # narrower: (from, to, size)
     figure_spaces: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # those between two figures
+    aligned: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # column gaps by alignment, narrower
 
     @property
     def height(self) -> float:
@@ -285,7 +287,8 @@ def find_unruled(
     found_gutters = gutters(words, body_size) if page_gutters is None else page_gutters
     gaps_at = _prose_gutters(found_gutters, plain)
     index = {id(w): i for i, w in enumerate(words)}
-    rows = [_row([index[id(w)] for w in line], words) for line in (lines(words, gaps_at) if gaps_at else plain)]
+    starts = aligned_starts(plain)  # columns parted a word space apart, told by their rows' alignment
+    rows = [_row([index[id(w)] for w in line], words, starts) for line in (lines(words, gaps_at) if gaps_at else plain)]
     rows = rows[:MAX_ROWS]
     found: list[FoundTable] = []
     taken: set[int] = set()
@@ -631,36 +634,44 @@ def _full(column: list[list[tuple[float, float]]]) -> bool:
     return full >= FULL_SHARE * len(extents)
 
 
-def _row(members: list[int], words: Sequence[Word]) -> _Row:
+def _row(members: list[int], words: Sequence[Word], starts: dict[int, float] | None = None) -> _Row:
+    """One line's row: its words (`members`), its gaps and spaces. `starts`: words that start a column a space after
+    the one before (`tables.aligned_starts`): that space is a column gap, however narrow."""
     ink = [(span, i) for i in members if (span := inked(words[i])) is not None] or [
         ((words[i].x0, words[i].x1), i) for i in members
     ]
     spans = sorted(
-        (x0, x1, words[i].size or words[i].height, _NUMBER.match(words[i].text) is not None) for (x0, x1), i in ink
+        (x0, x1, words[i].size or words[i].height, _NUMBER.match(words[i].text) is not None, id(words[i]))
+        for (x0, x1), i in ink
     )
     gaps: list[tuple[float, float]] = []
     spaces: list[tuple[float, float, float]] = []
     figure_spaces: list[tuple[float, float]] = []
+    aligned: list[tuple[float, float]] = []
     end, size, figure = spans[0][1], spans[0][2], spans[0][3]
-    for x0, x1, s, is_figure in spans[1:]:
+    for x0, x1, s, is_figure, key in spans[1:]:
         apart = figure and is_figure and x0 - end >= FIGURE_SPACE_EM * max(size, s, 1.0)
-        if x0 - end >= COLUMN_GAP_EM * max(size, s, 1.0) or apart:
+        lined = starts is not None and key in starts and x0 > end
+        if x0 - end >= COLUMN_GAP_EM * max(size, s, 1.0) or apart or lined:
             gaps.append((end, x0))
         elif x0 > end:
             spaces.append((end, x0, max(size, s, 1.0)))
         if apart:
             figure_spaces.append((end, x0))
+        if lined:
+            aligned.append((end, x0))
         end, size, figure = max(end, x1), s, is_figure
     return _Row(
         words=members,
         x0=spans[0][0],
         y0=min(words[i].y0 for i in members),
-        x1=max(x1 for _, x1, _, _ in spans),
+        x1=max(span[1] for span in spans),
         y1=max(words[i].y1 for i in members),
         gaps=gaps,
         segments=len(gaps) + 1,
         spaces=spaces,
         figure_spaces=figure_spaces,
+        aligned=aligned,
     )
 
 
@@ -689,8 +700,10 @@ def _keeps(separators: list[tuple[float, float]], row: _Row) -> list[tuple[float
             lo, hi = max(a, f0), min(b, f1)
             if hi - lo >= least and (best is None or hi - lo > best[1] - best[0]):
                 best = (lo, hi)
-        if best is None and any(f < b and a < t for f, t in row.figure_spaces):
-            best = (a, b)  # two figures of neighbouring columns closer than a column gap (`FIGURE_SPACE_EM`)
+        if best is None and any(f < b and a < t for f, t in [*row.figure_spaces, *row.aligned]):
+            # two figures of neighbouring columns closer than a column gap (`FIGURE_SPACE_EM`), or two columns a
+            # space apart that the rows' alignment parts (`tables.aligned_starts`)
+            best = (a, b)
         if best is None and tight < len(separators) - 1 and _tight(row, a, b):
             best, tight = (a, b), tight + 1
         if best is None:
