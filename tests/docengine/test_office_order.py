@@ -8,8 +8,13 @@ the caption over the right column's table.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pypdfium2 as pdfium
+
+from modelhost.docengine.analyse import analyse, document_style
+from modelhost.docengine.textlayer import read_text_layer
 from modelhost.docengine.types import Kind, PageLayout
 
 from .conftest import first_page_layout
@@ -31,16 +36,14 @@ def _prose(tag: str, count: int) -> list[str]:
     ]
 
 
-def test_a_table_under_its_caption_in_the_right_column_is_read_after_the_left_column(tmp_path: Path) -> None:
-    """A title, an intro across both columns and footnotes across the page's foot cross the gutter, and the right column
-    holds a caption shorter than the column over a table and a paragraph as wide as the column: the strip beside the
-    caption is less covered than the gutter (it was taken for the would-be gutter, and the page read line by line
-    across both columns)."""
+def _twocol(path: Path) -> tuple[list[str], str, str]:
+    """The page (written to `path`): a title, an intro across both columns and footnotes across the page's foot cross
+    the gutter, and the right column holds a caption shorter than the column over a table and a paragraph as wide as
+    the column. Returns the left column's sentences, the caption and the paragraph under the table."""
     from reportlab.lib.styles import ParagraphStyle
     from reportlab.pdfgen.canvas import Canvas
     from reportlab.platypus import Paragraph
 
-    path = tmp_path / "twocol.pdf"
     canvas = Canvas(str(path), pagesize=(WIDTH, HEIGHT))
     gutter = 22.0
     column = (WIDTH - 2 * MARGIN - gutter) / 2
@@ -96,11 +99,37 @@ def test_a_table_under_its_caption_in_the_right_column_is_read_after_the_left_co
         MARGIN, 60, "2 The hundreds digit of the number gives the family of the script, as the standard sets it."
     )
     canvas.save()
+    return left, caption, after
 
-    text = _text(first_page_layout(path))
+
+def _read_in_order(text: str, left: list[str], caption: str, after: str) -> None:
     at = text.find(caption)
     assert at >= 0, text
     for sentence in left:
         found = text.find(sentence)
         assert 0 <= found < at, f"{sentence!r} not read before the right column's caption: {text[:400]!r}"
     assert text.find(after) > at
+
+
+def test_a_table_under_its_caption_in_the_right_column_is_read_after_the_left_column(tmp_path: Path) -> None:
+    """The strip beside the caption is less covered than the gutter: it was taken for the would-be gutter, and the
+    page read line by line across both columns."""
+    path = tmp_path / "twocol.pdf"
+    left, caption, after = _twocol(path)
+    _read_in_order(_text(first_page_layout(path)), left, caption, after)
+
+
+def test_the_same_page_read_from_words_without_fonts_is_read_column_by_column(tmp_path: Path) -> None:
+    """The pixel path's words (OCR: no font, `Word.font` empty) of the same page are ordered by the same XY-cut: the
+    section's gutter is taken where a title and footnotes cross it (`order._bands`' valleys). The pixel path once
+    kept the order without the valleys (`order(valleys=...)`, from whether the page's words had fonts) and read this
+    page line by line across both columns."""
+    path = tmp_path / "twocol.pdf"
+    left, caption, after = _twocol(path)
+    doc = pdfium.PdfDocument(str(path))
+    try:
+        content = read_text_layer(doc, 0)
+    finally:
+        doc.close()
+    content = dataclasses.replace(content, words=tuple(dataclasses.replace(w, font="") for w in content.words))
+    _read_in_order(_text(analyse(content, document_style([content]))), left, caption, after)

@@ -494,10 +494,7 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     top, bottom, runs = _margins(runs, content, style)
     boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
     blocks: list[Block] = list(top)
-    # A text layer's words carry their fonts, the pixel path's (scanpage) none: its regions' order was not measured
-    # with the coverage's valleys (order.order's `valleys`), and stays as it was.
-    layered = any(w.font for w in content.words)
-    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in page_gutters], valleys=layered):
+    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in page_gutters]):
         chunk: list[Piece] = []
         for i in leaf:
             if i < len(runs):

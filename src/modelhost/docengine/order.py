@@ -10,7 +10,8 @@ indices top to bottom. The rules, and why:
   two spanners gets its columns from the first rule. This is XY-cut with full-width bands. Where that range has no
   box wholly on one of its sides, a more covered valley of the coverage is the gutter-to-be if text columns stand
   on both of its sides a clean gap apart (a two-column section under a title and over footnotes that cross its
-  gutter, a table under its caption in the right column): on a text layer's lines only (`valleys`).
+  gutter, a table under its caption in the right column), on a text layer's lines and on the pixel path's regions
+  and OCR'd lines alike.
 - A split into columns is kept only where the columns read as text (their lines fill most of the column width);
   short pieces side by side with aligned rows are a table or a form, read row by row instead: a gutter inside a
   table is never a column break. Or where each break between the columns is one of the page's gutters, found from
@@ -54,13 +55,11 @@ MAX_DEPTH = 24
 GUTTER_COVER = 0.5
 
 
-def order(boxes: Sequence[BBox], gutters: Sequence[BBox] = (), *, valleys: bool = False) -> list[list[int]]:
+def order(boxes: Sequence[BBox], gutters: Sequence[BBox] = ()) -> list[list[int]]:
     """Indices of `boxes` grouped into leaves in reading order. `gutters` are the page's gutters (x0, y0, x1, y1),
-    when known: a column break at one of them is a column break even where the columns do not read as text. With
-    `valleys`, a more covered valley of the coverage may be the gutter-to-be (`_bands`): the text path's lines ask
-    for it; the pixel path's regions are ordered as before, where it was not measured (session 16)."""
+    when known: a column break at one of them is a column break even where the columns do not read as text."""
     leaves: list[list[int]] = []
-    _cut(boxes, list(range(len(boxes))), leaves, 0, gutters, valleys)
+    _cut(boxes, list(range(len(boxes))), leaves, 0, gutters)
     return leaves
 
 
@@ -69,12 +68,7 @@ def _top_down(boxes: Sequence[BBox], idx: list[int]) -> list[int]:
 
 
 def _cut(
-    boxes: Sequence[BBox],
-    idx: list[int],
-    leaves: list[list[int]],
-    depth: int,
-    gutters: Sequence[BBox] = (),
-    valleys: bool = False,
+    boxes: Sequence[BBox], idx: list[int], leaves: list[list[int]], depth: int, gutters: Sequence[BBox] = ()
 ) -> None:
     if len(idx) <= 1 or depth >= MAX_DEPTH:
         if idx:
@@ -83,21 +77,21 @@ def _cut(
     columns = _columns(boxes, idx)
     if len(columns) > 1 and (_text_like(boxes, columns) or _at_gutters(boxes, columns, gutters)):
         for column in columns:
-            _cut(boxes, column, leaves, depth + 1, gutters, valleys)
+            _cut(boxes, column, leaves, depth + 1, gutters)
         return
     # Some breaks at gutters, others not (a table of contents' titles and page numbers beside an abstract): the
     # columns between two gutters are one, read on its own, its breaks left to the rules above.
     sides = _gutter_sides(boxes, columns, gutters)
     if len(sides) > 1:
         for side in sides:
-            _cut(boxes, side, leaves, depth + 1, gutters, valleys)
+            _cut(boxes, side, leaves, depth + 1, gutters)
         return
-    bands = _bands(boxes, idx, valleys)
+    bands = _bands(boxes, idx)
     if len(bands) <= 1:
         bands = _gutter_bands(boxes, idx, gutters)
     if len(bands) > 1:
         for band in bands:
-            _cut(boxes, band, leaves, depth + 1, gutters, valleys)
+            _cut(boxes, band, leaves, depth + 1, gutters)
         return
     leaves.append(_top_down(boxes, idx))
 
@@ -194,7 +188,7 @@ def _text_like(boxes: Sequence[BBox], columns: list[list[int]]) -> bool:
     return True
 
 
-def _bands(boxes: Sequence[BBox], idx: list[int], valleys: bool = False) -> list[list[int]]:
+def _bands(boxes: Sequence[BBox], idx: list[int]) -> list[list[int]]:
     """The region cut at its spanners: runs of boxes between boxes that cross the would-be gutter."""
     left = min(boxes[i][0] for i in idx)
     right = max(boxes[i][2] for i in idx)
@@ -249,8 +243,6 @@ def _bands(boxes: Sequence[BBox], idx: list[int], valleys: bool = False) -> list
             if start == widest[0]:
                 break
             continue  # of the least covered runs only the widest is the gutter-to-be, as it always was
-        if not valleys:
-            return [idx]  # the least covered runs were all there was to try
         # A valley more covered than the least: a gutter only where it is one (a clean gap of MIN_GUTTER between
         # the boxes beside it) and text columns stand on both sides of it (`_text_like`, which judges a column of
         # three boxes or more); a ragged single column's short lines and the page's furniture beside them make
