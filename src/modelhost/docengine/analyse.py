@@ -24,6 +24,7 @@ from modelhost.docengine.classify import (
     CAPTION,
     CODE_SHARE,
     HEADING_RATIO,
+    LIST_ROWS,
     NUMBERED,
     Style,
     centred_over,
@@ -164,6 +165,10 @@ ROW_EVIDENCE = 2
 LINE_HEIGHTS = 2.5
 #: Blocks after a block (by their tops) looked at for one beside it: a row of a table holds a handful of cells.
 SIDE_LOOKAHEAD = 12
+#: A block of a layout table (`_laid_under`) runs on under the table's last row in lines at most this many times
+#: a line's height (its tallest word's) under the line above: lines of one block at a word processor's single to
+#: 1.5 spacing stand 0.3-0.7 of that height apart, where a blank line before the next paragraph leaves more than one.
+UNDER_GAP = 1.0
 #: Vertical rules down a table's box that make it a grid of rules (`_gridded`): its two sides, or a side and a column
 #: rule; a table of words with one rule beside it (a change bar, a sidebar's edge) is no grid.
 GRID_RULES = 2
@@ -431,6 +436,15 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
 
     # Tables without rules: columns of words kept apart down a run of lines (unruled.py says what is evidence). The
     # gutters are found again without a table's words: its column gaps are no gutters of the page.
+    # Blocks of text laid out side by side in a borderless table (`_keyed_beside`): read as text, block by block.
+    laid: dict[BBox, tuple[FoundTable, list[Gutter]]] = {}
+
+    def laid_out(found: FoundTable) -> bool:
+        gaps = _keyed_beside(found, free)
+        if gaps:
+            laid[found.bbox] = (_laid_under(found, gaps, free), gaps)
+        return bool(gaps)
+
     def without_rules(known: Sequence[Gutter], among: Sequence[Word]) -> tuple[list[FoundTable], list[Gutter]]:
         found_all = find_unruled(among, style.body_size, content.rulings, known, content.fills)
         if among is not free:  # the words' indexes are the page's free words' (`_without` takes them from `free`)
@@ -452,7 +466,9 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
         # Names in the page's margin beside its paragraphs (a documented source's macros) are no table's first column.
         edge = _prose_edge(free) if found_all else None
         kept = [
-            found for found, apart in streams if apart is None and not _margin_notes(found, free, edge, style.body_size)
+            found
+            for found, apart in streams
+            if apart is None and not _margin_notes(found, free, edge, style.body_size) and not laid_out(found)
         ]
         return kept, [apart for _, apart in streams if apart is not None]
 
@@ -467,8 +483,10 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
             unruled += again
             beside += more
     fixed += [Block(Kind.TABLE, found.bbox, table=found.table) for found in unruled]
-    if unruled:
-        free = _without(free, [found.words for found in unruled])
+    # A layout table's blocks stand in the page's order where the table stood, each read on its own (`_laid_chunks`).
+    side_by_side = [(_words_box(found, free), _laid_chunks(found, gaps, free)) for found, gaps in laid.values()]
+    if unruled or laid:
+        free = _without(free, [found.words for found in [*unruled, *(found for found, _ in laid.values())]])
     # A table region the text path's tables disagree with (it cut the model's one table in pieces, or read a small part
     # of it and left the rest loose) is read whole from the layer's words inside it.
     # A note or a source set in a grid's own frame, on a row of one cell across its columns at its foot, which the
@@ -492,9 +510,11 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
     page_gutters = [*page_gutters, *beside]
     runs: list[Piece] = [p for line in lines(free, page_gutters) for p in pieces(line)]
     top, bottom, runs = _margins(runs, content, style)
-    boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed]
+    boxes: list[BBox] = [p.bbox for p in runs] + [b.bbox for b in fixed] + [bbox for bbox, _ in side_by_side]
     blocks: list[Block] = list(top)
-    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in page_gutters]):
+    # A text layer's lines are read left to right on a line (`order.order`'s `by_line`); OCR's words carry no font.
+    by_line = any(w.font for w in content.words)
+    for leaf in order(boxes, [(g.x0, g.y0, g.x1, g.y1) for g in page_gutters], by_line=by_line):
         chunk: list[Piece] = []
         for i in leaf:
             if i < len(runs):
@@ -502,7 +522,13 @@ def analyse(content: PageContent, style: Style | None = None) -> PageLayout:
                 continue
             _extend(blocks, _classified(chunk, style, content, frames))
             chunk = []
-            blocks.append(fixed[i - len(runs)])
+            if i - len(runs) < len(fixed):
+                blocks.append(fixed[i - len(runs)])
+                continue
+            # (a block's label over its lines, "Bill to", heads no section of the document: the layout is its frame)
+            laid_box, parts = side_by_side[i - len(runs) - len(fixed)]
+            for part in parts:
+                _extend(blocks, _classified(part, style, content, [*frames, laid_box]))
         _extend(blocks, _classified(chunk, style, content, frames))
     blocks = _captioned(_heading_something(sections(blocks + bottom, HEAD_REACH, content.words)))
     return PageLayout(content.number, content.width, content.height, tuple(blocks), content.regions)
@@ -929,6 +955,113 @@ def _text_box(found: FoundTable, words: Sequence[Word]) -> bool:
         for c in table.cells
         if c.bbox is not None
     )
+
+
+def _keyed_beside(found: FoundTable, words: Sequence[Word]) -> list[Gutter]:
+    """The gaps between the blocks of a table without rules that is blocks of text laid out side by side, [] when it
+    is a table: a list of keys and their values set beside other columns (a word processor's borderless layout table
+    holding an invoice's "Bill to" and "Ship to" addresses beside its "Invoice no.   HLP-2026-0317" lines, two lists
+    of a project's facts side by side). Its evidence is a column after the first whose every cell is a key in bold
+    (`LIST_ROWS` more rows than one at least) with a value not all in bold in the next column's cell of its row: a
+    data table's bold cells are its header row, over bold column names, or its stub, the first column (a key column
+    there too, where another stands further on). The gaps part the blocks, each read on its own, top to bottom; no gap
+    parts a key from its value (`_laid_chunks`)."""
+    if not all(words[i].font for i in found.words):
+        return []  # bold read from a text layer's faces only: OCR's is guessed from strokes
+    table = found.table
+    grid = table.grid()
+    keyed: set[int] = set()
+    for col in range(table.cols - 1):
+        keys = 0
+        for row in grid:
+            key, value = row[col], row[col + 1]
+            if key is None or key.bbox is None or not key.text.strip():
+                continue
+            if key.col_span > 1 or value is None or value is key or value.bbox is None:
+                break
+            key_words = _cell_words(found, words, key.bbox)
+            value_words = _cell_words(found, words, value.bbox)
+            if not key_words or not all(w.bold for w in key_words) or not value_words:
+                break
+            if all(w.bold for w in value_words):
+                break
+            keys += 1
+        else:
+            if keys > LIST_ROWS:
+                keyed.add(col)
+    if not keyed - {0}:
+        return []
+    # each column's words' extent: a cell's box reaches to its column's edges, its words stand inside
+    spans: list[tuple[float, float]] = []
+    for col in range(table.cols):
+        inside = [
+            w
+            for c in table.cells
+            if c.col == col and c.col_span == 1 and c.bbox is not None
+            for w in _cell_words(found, words, c.bbox)
+        ]
+        spans.append((min(w.x0 for w in inside), max(w.x1 for w in inside)) if inside else (0.0, 0.0))
+    top, bottom = found.bbox[1], found.bbox[3]
+    return [
+        Gutter(spans[col][1], top, spans[col + 1][0], bottom)
+        for col in range(table.cols - 1)
+        if col not in keyed and spans[col][1] < spans[col + 1][0]
+    ]
+
+
+def _laid_chunks(found: FoundTable, gaps: Sequence[Gutter], words: Sequence[Word]) -> list[list[Piece]]:
+    """A layout table's text (`_keyed_beside`) as chunks in reading order: block by block left to right (its `gaps`
+    part them), each block's lines top to bottom; a block of keys reads a line a chunk, the key and its value one
+    piece ("Invoice no. HLP-2026-0317": one line of text, not two columns), where another block's lines may run on
+    into one paragraph (an address)."""
+    out: list[list[Piece]] = []
+    edges = [-float("inf"), *sorted((g.x0 + g.x1) / 2 for g in gaps), float("inf")]
+    for left, right in itertools.pairwise(edges):
+        rows = lines([words[i] for i in sorted(found.words) if left <= (words[i].x0 + words[i].x1) / 2 < right])
+        if rows and all(_key_line(row) for row in rows):
+            out += [[Piece(tuple(row))] for row in rows]
+        elif rows:
+            out.append([p for row in rows for p in pieces(row)])
+    return out
+
+
+def _words_box(found: FoundTable, words: Sequence[Word]) -> BBox:
+    """The box around a found table's words."""
+    taken = [words[i] for i in found.words]
+    return (min(w.x0 for w in taken), min(w.y0 for w in taken), max(w.x1 for w in taken), max(w.y1 for w in taken))
+
+
+def _key_line(line: Sequence[Word]) -> bool:
+    """Whether a line is a key in bold and its value: bold words first, then words that are not."""
+    k = next((n for n, w in enumerate(line) if not w.bold), 0)
+    return k > 0 and not any(w.bold for w in line[k:])
+
+
+def _laid_under(found: FoundTable, gaps: Sequence[Gutter], words: Sequence[Word]) -> FoundTable:
+    """A layout table with the lines its blocks run on with under its last row (a table without rules takes the rows
+    of two cells or more: an address's last two lines under a list of three keys beside it): a line under a block's
+    last line, at most `UNDER_GAP` of a line's height under it, inside the block's gaps, on a row no word of which
+    stands across a gap (a paragraph across the page under the table stays the page's)."""
+    taken = set(found.words)
+    middles = sorted((g.x0 + g.x1) / 2 for g in gaps)
+    edges = [-float("inf"), *middles, float("inf")]
+    for left, right in itertools.pairwise(edges):
+        block = [i for i in taken if left <= (words[i].x0 + words[i].x1) / 2 < right]
+        if not block:
+            continue
+        x0 = min(words[i].x0 for i in block)
+        bottom = max(words[i].y1 for i in block)
+        height = max(words[i].y1 - words[i].y0 for i in block)
+        while True:
+            row = [i for i, w in enumerate(words) if i not in taken and bottom < w.y0 <= bottom + UNDER_GAP * height]
+            if any(words[i].x0 < m < words[i].x1 for i in row for m in middles):
+                break
+            under = [i for i in row if x0 - 1 <= words[i].x0 and (words[i].x0 + words[i].x1) / 2 < right]
+            if not under:
+                break
+            taken.update(under)
+            bottom = max(words[i].y1 for i in under)
+    return replace(found, words=frozenset(taken))
 
 
 def _cell_words(found: FoundTable, words: Sequence[Word], bbox: BBox) -> list[Word]:
