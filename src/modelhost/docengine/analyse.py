@@ -1224,7 +1224,7 @@ def _continues_block(piece: Piece, body: list[Piece]) -> bool:
 
 def _classified(chunk: list[Piece], style: Style, content: PageContent, frames: list[BBox]) -> list[Block]:
     out = []
-    grouped = paragraphs(chunk)
+    grouped = paragraphs(chunk, content.width / 2)
     for paragraph in grouped:
         framed = any(contains(frame, paragraph[0].bbox) for frame in frames)
         block = classify(paragraph, style, content.number, content.height, framed=framed)

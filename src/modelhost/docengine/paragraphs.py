@@ -31,6 +31,9 @@ from modelhost.docengine.lines import Piece
 PARAGRAPH_GAP = 0.55
 #: A bold line this much smaller than the bold line above it, flush and close, is still the same heading.
 WRAP_RATIO = 1.12
+#: Two lines whose midpoints are this many font sizes apart, or less, are centred on one axis: a centred line's
+#: rounding and a trailing space (0.3 em) fit, where an indented line under a flush one is INDENT / 2 = 0.4 em off.
+CENTRED = 0.35
 #: In code, only a gap of this many font sizes (a blank line and more) separates two blocks.
 CODE_GAP = 1.5
 #: A first line indented by this many font sizes (or more) starts a paragraph: LaTeX's \parindent is 1.5 em.
@@ -66,12 +69,14 @@ def _style(piece: Piece) -> tuple[float, bool, bool]:
     return (round(piece.size * 2) / 2, all(w.bold for w in words), all(w.monospace for w in words))
 
 
-def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
-    """One column chunk's pieces (top to bottom) grouped into paragraphs."""
+def paragraphs(chunk: Sequence[Piece], page_axis: float | None = None) -> list[list[Piece]]:
+    """One column chunk's pieces (top to bottom) grouped into paragraphs. `page_axis` is the x of the page's middle,
+    where a centred title stands (`_centred_wrap`)."""
     if not chunk:
         return []
     left = min(p.x0 for p in chunk)
     right = max(p.x1 for p in chunk)
+    axes = ((left + right) / 2,) if page_axis is None else ((left + right) / 2, page_axis)
     out: list[list[Piece]] = []
     item_text_x: float | None = None  # where a list item's text starts: its wrapped lines align there
     for piece in chunk:
@@ -98,9 +103,12 @@ def paragraphs(chunk: Sequence[Piece]) -> list[list[Piece]]:
             new = True
         elif item_text_x is not None:
             new = abs(piece.x0 - item_text_x) > INDENT * size and piece.x0 < item_text_x
-        elif (piece.x0 - left >= INDENT * size and prev.x0 - left < INDENT * size and not _style(prev)[1]) or (
-            right - prev.x1 > SHORT_LINE * size and _CLAUSE_END.search(prev.text)
-        ):
+        elif (
+            piece.x0 - left >= INDENT * size
+            and prev.x0 - left < INDENT * size
+            and not _style(prev)[1]
+            and not _centred_wrap(prev, piece, axes)
+        ) or (right - prev.x1 > SHORT_LINE * size and _CLAUSE_END.search(prev.text)):
             new = True
         if new:
             out.append([piece])
@@ -116,6 +124,22 @@ def _heading_wrap(prev: Piece, piece: Piece) -> bool:
     bold = all(w.bold for w in prev.words) and all(w.bold for w in piece.words)
     close = piece.y0 - prev.y1 < PARAGRAPH_GAP * piece.size and abs(piece.x0 - prev.x0) < 1.0
     return bold and close and max(prev.size, piece.size) <= WRAP_RATIO * min(prev.size, piece.size)
+
+
+def _centred_wrap(prev: Piece, piece: Piece, axes: Sequence[float]) -> bool:
+    # A centred line wrapped onto a shorter one (a slide's title "Standard time and summer" over "time"): the second
+    # line starts far right of the first, which the indent rule reads as a new paragraph, but both stand on one axis.
+    # `CENTRED` em is a centred line's rounding (a trailing space's width); a LaTeX paragraph's indented first line
+    # under a flush-left line ending where it ends is off their axis by half the indent (0.4 em), so it stays parted.
+    # Their axis is the column's or the page's (`axes`): a centred title stands there, where a manual's key line and
+    # its indented description under it (pgfplotstable_p10: "/pgfplots/table/columns/..." over "Sets all options",
+    # 20 points in and 21 short) may share an axis of their own by chance. The upper line runs on (no clause end): a
+    # centred line that ends a sentence ends its paragraph.
+    mid = (prev.x0 + prev.x1) / 2
+    axis = abs(mid - (piece.x0 + piece.x1) / 2) <= CENTRED * piece.size
+    centred = any(abs(mid - a) <= CENTRED * piece.size for a in axes)
+    narrower = piece.x1 - piece.x0 < prev.x1 - prev.x0
+    return axis and centred and narrower and not _CLAUSE_END.search(prev.text)
 
 
 def _label_line(prev: Piece, piece: Piece, right: float, size: float) -> bool:
