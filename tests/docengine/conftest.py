@@ -55,6 +55,12 @@ def drawn_page(path: Path, draw: Callable[[object], None]) -> PageContent:
         doc.close()
 
 
+def drawn_layout(path: Path, draw: Callable[[object], None]) -> PageLayout:
+    """One A4 page drawn by `draw` (`drawn_page`), read back through the text layer and analysed in its own style."""
+    content = drawn_page(path, draw)
+    return analyse(content, document_style([content]))
+
+
 def first_page_layout(path: Path) -> PageLayout:
     """The first page of the PDF at `path` through the text path: its text layer, analysed in its own style."""
     doc = pdfium.PdfDocument(str(path))

@@ -13,8 +13,8 @@ import pytest
 
 from modelhost.docengine.types import Kind
 
-from .conftest import corpus, first_page_layout, table_blocks, table_rows
-from .test_unruled_tables import _layout, _prose, _right, _text
+from .conftest import corpus, drawn_layout, first_page_layout, table_blocks, table_rows
+from .test_unruled_tables import _prose, _right, _text
 
 SIGNALS = [
     ("1", "SIGHUP", "Hangup"),
@@ -51,7 +51,7 @@ def _numbered(c: object, *, ruled: bool, size: float = 9, top: float = 700) -> N
 
 @pytest.mark.parametrize("ruled", [True, False], ids=["ruled-across", "no-rules"])
 def test_flush_right_numbers_beside_flush_left_names_are_two_columns(tmp_path: Path, ruled: bool) -> None:
-    layout = _layout(tmp_path / "signals.pdf", lambda c: _numbered(c, ruled=ruled))
+    layout = drawn_layout(tmp_path / "signals.pdf", lambda c: _numbered(c, ruled=ruled))
     tables = table_blocks(layout)
     assert len(tables) == 1
     rows = table_rows(tables[0])
@@ -90,7 +90,7 @@ def _cities(c: object) -> None:
 
 
 def test_repeated_first_words_and_units_stay_in_their_cells(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "cities.pdf", _cities)
+    layout = drawn_layout(tmp_path / "cities.pdf", _cities)
     (table,) = table_blocks(layout)
     rows = table_rows(table)
     assert rows[0] == ["Code", "City", "Population"]
@@ -116,7 +116,7 @@ def _numbered_list(c: object) -> None:
 
 
 def test_numbered_list_stays_a_list(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "list.pdf", _numbered_list)
+    layout = drawn_layout(tmp_path / "list.pdf", _numbered_list)
     assert not table_blocks(layout)
     text = " ".join(b.text for b in layout.blocks if b.kind is not Kind.TABLE)
     assert "Enter each receipt in the ledger under its account." in text

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .conftest import table_blocks, table_rows
-from .test_unruled_tables import _layout, _right, _text
+from .conftest import drawn_layout, table_blocks, table_rows
+from .test_unruled_tables import _right, _text
 
 SHEET = [
     ("Name of insured person", "John A. Smith"),
@@ -40,12 +40,12 @@ def _sheet(boxed: bool):
 
 
 def test_a_boxed_sheet_keeps_its_names_with_empty_values(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "sheet.pdf", _sheet(boxed=True)))
+    (table,) = table_blocks(drawn_layout(tmp_path / "sheet.pdf", _sheet(boxed=True)))
     assert table_rows(table) == [list(row) for row in SHEET]
 
 
 def test_names_left_without_values_under_an_unboxed_list_stay_text(tmp_path: Path) -> None:
     """Without the box nothing bounds the table: the trailing names alone on their lines are not its rows."""
-    layout = _layout(tmp_path / "loose.pdf", _sheet(boxed=False))
+    layout = drawn_layout(tmp_path / "loose.pdf", _sheet(boxed=False))
     for table in table_blocks(layout):
         assert ["Loading for sub-standard risk", ""] not in table_rows(table)

@@ -11,20 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page, wrapped_prose
+from .conftest import drawn_layout, wrapped_prose
 
 PROSE = (
     "The database records the history of civil time in each zone since 1970, with the rules for summer time and "
     "the offsets from universal time, and it is released several times a year as governments change their clocks."
 )
-
-
-def _layout(path: Path, draw: object) -> PageLayout:
-    content = drawn_page(path, draw)  # type: ignore[arg-type]
-    return analyse(content, document_style([content]))
 
 
 def _texts(layout: PageLayout) -> list[str]:
@@ -43,7 +37,7 @@ def _slide(c: object) -> None:
 
 
 def test_a_centred_title_wrapped_onto_a_short_line_is_one_block(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "slide.pdf", _slide)
+    layout = drawn_layout(tmp_path / "slide.pdf", _slide)
     (title,) = [b for b in layout.blocks if "Standard time and" in b.text]
     assert title.text == "Standard time and summer time"
     assert title.kind in (Kind.SECTION_HEADER, Kind.TITLE)
@@ -59,7 +53,7 @@ def _centred_prose(c: object) -> None:
 
 
 def test_a_centred_paragraph_keeps_its_last_line(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "centred.pdf", _centred_prose)
+    layout = drawn_layout(tmp_path / "centred.pdf", _centred_prose)
     assert "Published by the volunteers of the time zone database and its mailing list" in _texts(layout)
 
 
@@ -94,10 +88,10 @@ def _key_and_description(c: object) -> None:
 
 
 def test_an_indented_first_line_and_a_centred_sentence_stay_parted(tmp_path: Path) -> None:
-    texts = _texts(_layout(tmp_path / "indented.pdf", _indented))
+    texts = _texts(drawn_layout(tmp_path / "indented.pdf", _indented))
     assert any(t.startswith("Each zone is named") for t in texts)
-    texts = _texts(_layout(tmp_path / "sentence.pdf", _sentence_over_centred))
+    texts = _texts(drawn_layout(tmp_path / "sentence.pdf", _sentence_over_centred))
     assert "The database is in the public domain." in texts
     assert "Release 2025b" in texts
-    texts = _texts(_layout(tmp_path / "key.pdf", _key_and_description))
+    texts = _texts(drawn_layout(tmp_path / "key.pdf", _key_and_description))
     assert "Sets all options for this column" in texts

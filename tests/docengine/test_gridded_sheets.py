@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.tables import find_tables
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page, table_blocks, table_rows
+from .conftest import drawn_layout, drawn_page, table_blocks, table_rows
 
 Draw = Callable[[object], None]
 
@@ -70,18 +69,13 @@ def _sheet(c: object, title_size: float = 14, notes: bool = True) -> None:
                 c.drawRightString(COLUMNS[k + 1] - 3, 842 - y1 + 4, text)  # type: ignore[attr-defined]
 
 
-def _layout(path: Path, draw: Draw) -> PageLayout:
-    content = drawn_page(path, draw)
-    return analyse(content, document_style([content]))
-
-
 def test_a_title_and_notes_inside_a_sheets_gridlines_are_no_rows_of_its_table(tmp_path: Path) -> None:
     """The title (14 points over the grid's 10) and every row of one cell across the grid down to the header are
     the sheet's title block, the rows of one cell at its foot set smaller its notes: the table is the header and
     its rows, and the title, units line and notes are text (they were its first and last rows, each written in all
     five columns). A row across the grid set in the cells' own size is the table's title row (ReportLab's
     parameter tables set `canvas.acroform.radio parameters` so over their grids): it stays the table's first row."""
-    layout = _layout(tmp_path / "sheet.pdf", _sheet)
+    layout = drawn_layout(tmp_path / "sheet.pdf", _sheet)
     tables = table_blocks(layout)
     assert len(tables) == 1
     rows = table_rows(tables[0])
@@ -92,7 +86,7 @@ def test_a_title_and_notes_inside_a_sheets_gridlines_are_no_rows_of_its_table(tm
     assert UNITS in text
     assert all(note in text for note in NOTES)
 
-    same_size = table_blocks(_layout(tmp_path / "titled.pdf", lambda c: _sheet(c, title_size=10, notes=False)))
+    same_size = table_blocks(drawn_layout(tmp_path / "titled.pdf", lambda c: _sheet(c, title_size=10, notes=False)))
     assert len(same_size) == 1
     assert table_rows(same_size[0])[0] == [TITLE] * len(HEADER)
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import corpus, document_layouts, drawn_page, wrapped_prose
+from .conftest import corpus, document_layouts, drawn_layout, wrapped_prose
 
 PROSE = (
     "The collateral manager reports each month on the portfolio and its tests, and the trustee checks the figures "
@@ -26,11 +25,6 @@ PROSE = (
 )
 #: clo_deal_summary's panel of parties and dates: bold keys at the body size, each value flush right on its row.
 KEYS = ["Rating Agencies", "Collateral Administrator", "Relationship Manager", "Closing Date", "Effective Date"]
-
-
-def _layout(path: Path, draw: object) -> PageLayout:
-    content = drawn_page(path, draw)  # type: ignore[arg-type]
-    return analyse(content, document_style([content]))
 
 
 def _headings(layout: PageLayout) -> list[str]:
@@ -63,7 +57,7 @@ def _note_page(c: object) -> None:
 
 
 def test_a_note_label_with_its_text_on_its_line_is_no_heading(tmp_path: Path) -> None:
-    headings = _headings(_layout(tmp_path / "note.pdf", _note_page))
+    headings = _headings(drawn_layout(tmp_path / "note.pdf", _note_page))
     assert "NOTE" not in headings, headings
     assert "6.4.4 Determination of safety goals" in headings
 
@@ -79,7 +73,7 @@ def _continued_page(c: object) -> None:
 
 
 def test_a_continuation_note_is_no_heading(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "continued.pdf", _continued_page)
+    layout = drawn_layout(tmp_path / "continued.pdf", _continued_page)
     headings = _headings(layout)
     assert "Continued on next page" not in headings, headings
     assert "Continued on next page" in "\n".join(b.text for b in layout.blocks)
@@ -97,7 +91,7 @@ def _columns_page(c: object) -> None:
 
 
 def test_a_heading_whose_row_the_other_column_shares_stays_a_heading(tmp_path: Path) -> None:
-    headings = _headings(_layout(tmp_path / "columns.pdf", _columns_page))
+    headings = _headings(drawn_layout(tmp_path / "columns.pdf", _columns_page))
     assert "Payment of the notes" in headings, headings
 
 
@@ -131,5 +125,5 @@ def _manual_page(c: object) -> None:
 
 
 def test_prose_between_longer_code_listings_is_the_body(tmp_path: Path) -> None:
-    headings = _headings(_layout(tmp_path / "manual.pdf", _manual_page))
+    headings = _headings(drawn_layout(tmp_path / "manual.pdf", _manual_page))
     assert headings == ["TableStyle Line Commands"], headings

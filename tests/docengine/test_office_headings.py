@@ -14,21 +14,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from modelhost.docengine.analyse import analyse, document_style
 from modelhost.docengine.types import Kind, PageLayout
 
-from .conftest import drawn_page, wrapped_prose
+from .conftest import drawn_layout, wrapped_prose
 
 PROSE = (
     "The act implements two treaties of the organisation and addresses a number of other significant issues of "
     "copyright, among them the liability of online service providers and the exemption for making a copy of a "
     "program while a computer is repaired. This summary gives an overview of its provisions title by title."
 )
-
-
-def _layout(path: Path, draw: object) -> PageLayout:
-    content = drawn_page(path, draw)  # type: ignore[arg-type]
-    return analyse(content, document_style([content]))
 
 
 def _headings(layout: PageLayout) -> list[str]:
@@ -56,7 +50,7 @@ def _memo_cover(c: object) -> None:
 
 
 def test_a_title_blocks_subtitle_and_date_over_the_first_heading_are_no_headings(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "cover.pdf", _memo_cover)
+    layout = drawn_layout(tmp_path / "cover.pdf", _memo_cover)
     assert _kind(layout, "THE DIGITAL COPYRIGHT ACT OF 1998") is Kind.TITLE
     assert _headings(layout) == ["THE DIGITAL COPYRIGHT ACT OF 1998", "INTRODUCTION"]
 
@@ -81,7 +75,7 @@ def _report_head(c: object) -> None:
 
 
 def test_a_heading_closed_at_once_by_a_heading_of_a_higher_rank_is_no_heading(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "report.pdf", _report_head)
+    layout = drawn_layout(tmp_path / "report.pdf", _report_head)
     assert _headings(layout) == ["Annual Report 2009-10", "Programme Highlights", "Radio programmes"]
     assert _kind(layout, "Regional summary") is Kind.TEXT
 
@@ -99,7 +93,7 @@ def _edition_cover(c: object) -> None:
 
 
 def test_lines_of_one_heading_style_one_after_another_are_none_of_them_headings(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "edition.pdf", _edition_cover)
+    layout = drawn_layout(tmp_path / "edition.pdf", _edition_cover)
     assert not {"Edition 1.0", "Level 1 Data Model"} & set(_headings(layout)), _headings(layout)
 
 
@@ -124,7 +118,7 @@ def _abbreviations(c: object) -> None:
 
 
 def test_a_key_in_capitals_among_a_lists_keys_is_no_heading(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "abbreviations.pdf", _abbreviations)
+    layout = drawn_layout(tmp_path / "abbreviations.pdf", _abbreviations)
     assert _headings(layout) == ["ABBREVIATIONS", "OVERVIEW"]
     assert _kind(layout, "UTCS") is Kind.TEXT
 
@@ -143,6 +137,6 @@ def _running_head(c: object) -> None:
 
 
 def test_an_italic_line_centred_over_the_text_is_no_label_heading(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "running.pdf", _running_head)
+    layout = drawn_layout(tmp_path / "running.pdf", _running_head)
     assert _kind(layout, "The Digital Copyright Act of 1998") is Kind.TEXT
     assert _headings(layout) == ["General approach"]

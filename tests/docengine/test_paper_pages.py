@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page, wrapped_prose
+from .conftest import drawn_layout, wrapped_prose
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -99,14 +98,9 @@ def _aligned_array(c: object) -> None:
     wrapped_prose(c, PROSE, y - 90, x=54, width=245)
 
 
-def _layout(path: Path, draw: object) -> PageLayout:
-    content = drawn_page(path, draw)  # type: ignore[arg-type]
-    return analyse(content, document_style([content]))
-
-
 @pytest.mark.parametrize("draw", [_equation_array, _aligned_array], ids=lambda d: d.__name__)
 def test_numbered_equations_over_a_justified_line_are_no_table(tmp_path: Path, draw: object) -> None:
-    layout = _layout(tmp_path / "equations.pdf", draw)
+    layout = drawn_layout(tmp_path / "equations.pdf", draw)
     assert [b for b in layout.blocks if b.kind is Kind.TABLE] == []
     text = " ".join(b.text for b in layout.blocks if b.kind is Kind.TEXT)
     assert "Putting a \\label{#1} command right after the" in text
@@ -134,7 +128,7 @@ def test_a_body_face_bold_by_its_stemv_alone_makes_no_short_line_a_heading(tmp_p
         c.drawString(72, y - 24, "and one more line of the text")  # type: ignore[attr-defined]
         wrapped_prose(c, text, y - 48)
 
-    layout = _layout(tmp_path / "stemv.pdf", draw)
+    layout = drawn_layout(tmp_path / "stemv.pdf", draw)
     headings = [b.text for b in layout.blocks if b.kind in (Kind.TITLE, Kind.SECTION_HEADER)]
     assert headings == ["1 Introduction"]
     assert any(b.kind is Kind.TEXT and b.text == "and one more line of the text" for b in layout.blocks)
@@ -175,6 +169,6 @@ def test_pseudo_code_with_small_line_numbers_is_no_table(tmp_path: Path) -> None
         c.setFont("Times-Roman", 10)  # type: ignore[attr-defined]
         wrapped_prose(c, PROSE, y - 12 * len(ALGORITHM) - 20)
 
-    layout = _layout(tmp_path / "algorithm.pdf", draw)
+    layout = drawn_layout(tmp_path / "algorithm.pdf", draw)
     assert [b for b in layout.blocks if b.kind is Kind.TABLE] == []
     assert "while Q is not empty do" in " ".join(b.text for b in layout.blocks)

@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import PageLayout
-
-from .conftest import drawn_page, table_blocks, table_rows
+from .conftest import drawn_layout, table_blocks, table_rows
 
 Draw = Callable[[object], None]
 
@@ -46,11 +43,6 @@ NOTE = (
     "development and construction. Some of the",
     "projects in the table were announced in January.",
 )
-
-
-def _layout(path: Path, draw: Draw) -> PageLayout:
-    content = drawn_page(path, draw)
-    return analyse(content, document_style([content]))
 
 
 def _text(c: object, x: float, top: float, text: str, size: float = 8, right: bool = False) -> None:
@@ -103,7 +95,7 @@ def test_a_table_ruled_across_beside_a_column_of_prose_is_one_table(tmp_path: Pa
     """Every line of the prose column beside the table reaches past the table's rules, but a gutter away: it cuts no
     stack of them (each line did, and the table came apart into rules of one row each, its rows loose lines or
     tables of a few rows), and a link's underline in that column neither."""
-    layout = _layout(tmp_path / "report.pdf", _report)
+    layout = drawn_layout(tmp_path / "report.pdf", _report)
     tables = table_blocks(layout)
     assert len(tables) == 1
     rows = table_rows(tables[0])
@@ -115,7 +107,7 @@ def test_a_header_band_of_several_lines_between_two_rules_is_one_row(tmp_path: P
     """The rules under every body row part the rows; the header band between the top rule and the first rule under
     it holds three lines, one row of cells of up to three lines each (read as three rows, the capacity's name was
     cut in three and `Total Annual Expected` stood over an empty row)."""
-    layout = _layout(tmp_path / "report.pdf", lambda c: _report(c, prose=False))
+    layout = drawn_layout(tmp_path / "report.pdf", lambda c: _report(c, prose=False))
     tables = table_blocks(layout)
     assert len(tables) == 1
     rows = table_rows(tables[0])

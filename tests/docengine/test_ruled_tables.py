@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page, table_blocks, table_rows
+from .conftest import drawn_layout, table_blocks, table_rows
 
 PAGE_TOP = 842.0  # A4 height in points: the tests measure `top` down from the page's top
-
-
-def _layout(path: Path, draw: object) -> PageLayout:
-    content = drawn_page(path, draw)  # type: ignore[arg-type]
-    return analyse(content, document_style([content]))
 
 
 def _text(c: object, x: float, top: float, text: str, font: str = "Helvetica", size: float = 9) -> None:
@@ -78,7 +72,7 @@ def test_a_grid_of_monospaced_cells_is_a_table_and_a_framed_listing_is_code(tmp_
         _monospaced_grid(c)
         _framed_listing(c)
 
-    layout = _layout(tmp_path / "mono.pdf", draw)
+    layout = drawn_layout(tmp_path / "mono.pdf", draw)
     tables = table_blocks(layout)
     assert len(tables) == 1, [b.kind for b in layout.blocks]
     assert table_rows(tables[0]) == [["Attribute", "Synonyms"], *[list(r) for r in SYNONYMS]]
@@ -135,7 +129,7 @@ def _statistical(c: object, groups: bool = True) -> None:
 
 
 def test_rules_between_column_groups_only_leave_rows_and_columns_to_the_words(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", _statistical))
+    (table,) = table_blocks(drawn_layout(tmp_path / "groups.pdf", _statistical))
     rows = table_rows(table)
     assert rows[-len(LABELS) - 1][1:] == ["2000", "2005", "2010"] * 2
     body = rows[-len(LABELS) :]
@@ -208,7 +202,7 @@ def _treatments(c: object, every_row_ruled: bool, borders: str = "whole", waterm
 
 @pytest.mark.parametrize("every_row_ruled", [False, True], ids=["header ruled only", "full grid"])
 def test_a_table_of_wrapped_cells_reads_its_rows(tmp_path: Path, every_row_ruled: bool) -> None:
-    layout = _layout(tmp_path / "treatments.pdf", lambda c: _treatments(c, every_row_ruled))
+    layout = drawn_layout(tmp_path / "treatments.pdf", lambda c: _treatments(c, every_row_ruled))
     (table,) = table_blocks(layout)
     assert table_rows(table) == [list(row) for row in TREATMENTS]
 
@@ -217,7 +211,7 @@ def test_booktabs_rules_with_leaders_keep_the_first_figure_column_apart(tmp_path
     # the same table without its vertical rules: the columns come from gaps in the words' x coverage, which the
     # labels' dot leaders, reaching to within a few points of the first figures, must not close; the rows come from
     # the text lines, a label wrapped onto the line of its figures one row
-    (table,) = table_blocks(_layout(tmp_path / "booktabs.pdf", lambda c: _statistical(c, groups=False)))
+    (table,) = table_blocks(drawn_layout(tmp_path / "booktabs.pdf", lambda c: _statistical(c, groups=False)))
     rows = table_rows(table)
     assert rows[-len(LABELS) - 1][1:] == ["2000", "2005", "2010"] * 2
     body = rows[-len(LABELS) :]
@@ -254,7 +248,7 @@ def _grid_below_first_row(c: object) -> None:
 
 
 def test_a_row_just_outside_the_rules_in_the_tables_columns_is_its_row(tmp_path: Path) -> None:
-    first, second = table_blocks(_layout(tmp_path / "parts.pdf", _grid_below_first_row))
+    first, second = table_blocks(drawn_layout(tmp_path / "parts.pdf", _grid_below_first_row))
     assert table_rows(first) == [[f"{r}{k}" for k in range(5)] for r in range(4)]
     # the paragraph's last line, just above the second grid, changes column at word spaces: it stays text
     assert table_rows(second)[0] == ["Name", "Kind", "Size"]
@@ -263,7 +257,7 @@ def test_a_row_just_outside_the_rules_in_the_tables_columns_is_its_row(tmp_path:
 def test_rows_ruled_only_by_breaks_in_the_cells_borders_are_rows(tmp_path: Path) -> None:
     # Word's table with a trial driver's watermark: rules above and below the header only, every cell's vertical
     # edges drawn apart, so the borders break where the rows part; the watermark defeats the reading from the words
-    layout = _layout(tmp_path / "word.pdf", lambda c: _treatments(c, False, "cells", watermark=True))
+    layout = drawn_layout(tmp_path / "word.pdf", lambda c: _treatments(c, False, "cells", watermark=True))
     (table,) = table_blocks(layout)
     assert table_rows(table)[1:] == [list(row) for row in TREATMENTS[1:]]
 
@@ -271,7 +265,7 @@ def test_rows_ruled_only_by_breaks_in_the_cells_borders_are_rows(tmp_path: Path)
 def test_dashed_borders_make_no_rows(tmp_path: Path) -> None:
     # the same table with its verticals drawn as dashes, each its own path: they break every 5 points in every
     # column alike, and no dash is as tall as a line of text, so the body stays one band (nothing says where it parts)
-    layout = _layout(tmp_path / "dashed.pdf", lambda c: _treatments(c, False, "dashes", watermark=True))
+    layout = drawn_layout(tmp_path / "dashed.pdf", lambda c: _treatments(c, False, "dashes", watermark=True))
     (table,) = table_blocks(layout)
     assert len(table_rows(table)) == 2
 
@@ -323,7 +317,7 @@ def _grouped_models(c: object) -> None:
 
 
 def test_verticals_between_column_groups_leave_each_groups_columns_to_the_words(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "models.pdf", _grouped_models))
+    (table,) = table_blocks(drawn_layout(tmp_path / "models.pdf", _grouped_models))
     rows = table_rows(table)
     # each group's header spans its columns (the verticals bound it), each model its own column
     assert rows[0] == ["Model", "GLM", "GLM", "GLM", "zero-augmented", "zero-augmented"]
@@ -367,7 +361,7 @@ def _stacked_counts(c: object) -> None:
 
 
 def test_two_tables_stacked_under_one_stack_of_rules_part_at_the_title_between_them(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "stacked.pdf", _stacked_counts)
+    layout = drawn_layout(tmp_path / "stacked.pdf", _stacked_counts)
     tables = table_blocks(layout)
     assert len(tables) == 2
     for table, (title, body) in zip(tables, LOCI, strict=True):
@@ -445,13 +439,13 @@ def _ruled_columns_of_prose(c: object) -> None:
 
 
 def test_a_booktabs_head_and_a_far_bottom_rule_bracket_a_long_list(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "methods.pdf", _method_list))
+    (table,) = table_blocks(drawn_layout(tmp_path / "methods.pdf", _method_list))
     assert table_rows(table) == [
         ["Generic", "Brief description of return value"],
         *[[name, " ".join(description)] for name, description in METHODS],
     ]
     # two columns of prose between the same rules: a gutter open on every line, but running text in the first column
-    assert not table_blocks(_layout(tmp_path / "prose.pdf", _ruled_columns_of_prose))
+    assert not table_blocks(drawn_layout(tmp_path / "prose.pdf", _ruled_columns_of_prose))
 
 
 #: A grid of a catalogue's columns, IBM Redbooks' kind (born-digital redp5110_sampled): the description cells are
@@ -491,7 +485,7 @@ def _catalogue(c: object) -> None:
 
 
 def test_a_description_holding_a_list_set_at_a_tab_stop_stays_one_column(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "catalogue.pdf", _catalogue))
+    (table,) = table_blocks(drawn_layout(tmp_path / "catalogue.pdf", _catalogue))
     rows = table_rows(table)
     assert [len(row) for row in rows] == [3] * len(CATALOGUE)
     flat = [" ".join(part if isinstance(part, str) else " ".join(part) for part in d) for _, _, d in CATALOGUE]
@@ -535,7 +529,7 @@ def _booktabs_twice(c: object) -> None:
 
 
 def test_a_cmidrule_spreads_its_header_and_a_paragraph_parts_two_stacks_of_rules(tmp_path: Path) -> None:
-    tables = table_blocks(_layout(tmp_path / "booktabs.pdf", _booktabs_twice))
+    tables = table_blocks(drawn_layout(tmp_path / "booktabs.pdf", _booktabs_twice))
     assert len(tables) == 2
     for table in tables:
         assert table_rows(table) == [["Item", "Item", ""], ["Animal", "Description", "Price ($)"], *map(list, PRICES)]

@@ -7,10 +7,9 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page, table_blocks, table_rows
+from .conftest import drawn_layout, drawn_page, table_blocks, table_rows
 
 Draw = Callable[[object], None]
 
@@ -18,11 +17,6 @@ PROSE = (
     "The committee met on the first of the month and reviewed the accounts of the year. Its members agreed that "
     "the reserves were sufficient and that the new rules apply from the start of the next financial year."
 )
-
-
-def _layout(path: Path, draw: Draw) -> PageLayout:
-    content = drawn_page(path, draw)
-    return analyse(content, document_style([content]))
 
 
 def _shade(c: object, x: float, top: float, width: float, height: float, grey: float = 0.85) -> None:
@@ -91,12 +85,12 @@ def test_filled_rectangles_are_read_and_a_rounded_box_is_none(tmp_path: Path) ->
 
 
 def test_a_header_row_shaded_as_one_band_across_the_tables_verticals_is_its_own_row(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "band.pdf", lambda c: _shaded_header(c, one_band=True)))
+    (table,) = table_blocks(drawn_layout(tmp_path / "band.pdf", lambda c: _shaded_header(c, one_band=True)))
     assert table_rows(table) == [list(HEADER), *map(list, BODY)]
 
 
 def test_a_header_row_shaded_cell_by_cell_is_its_own_row(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "header.pdf", _shaded_header))
+    (table,) = table_blocks(drawn_layout(tmp_path / "header.pdf", _shaded_header))
     assert table_rows(table) == [list(HEADER), *map(list, BODY)]
 
 
@@ -111,7 +105,7 @@ def _boxed_note(c: object) -> None:
 
 
 def test_a_shaded_box_and_a_banner_behind_text_stay_text(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "note.pdf", _boxed_note)
+    layout = drawn_layout(tmp_path / "note.pdf", _boxed_note)
     assert not table_blocks(layout)
     kinds = {b.text: b.kind for b in layout.blocks}
     assert kinds["Background of the review"] in (Kind.TITLE, Kind.SECTION_HEADER)

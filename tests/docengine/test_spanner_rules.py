@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import table_blocks, table_rows
-from .test_unruled_tables import _layout, _right, _text
+from .conftest import drawn_layout, table_blocks, table_rows
+from .test_unruled_tables import _right, _text
 
 YEARS = ["2019", "2020", "2021", "2022", "2023", "2024"]
 ROWS = [
@@ -69,7 +69,7 @@ def _draw(header_at: str, rule: str):
 
 @pytest.mark.parametrize("header_at", ["centre", "left"])
 def test_a_rule_under_a_group_header_spans_the_columns_it_reaches(tmp_path: Path, header_at: str) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "spanner.pdf", _draw(header_at, "columns")))
+    (table,) = table_blocks(drawn_layout(tmp_path / "spanner.pdf", _draw(header_at, "columns")))
     rows = table_rows(table)
     assert rows[0] == ["", *["2019–2024"] * 6]
     assert rows[1] == ["EUR thousand", *YEARS]
@@ -80,7 +80,7 @@ def test_a_rule_under_a_group_header_spans_the_columns_it_reaches(tmp_path: Path
 def test_a_rule_under_every_column_or_under_the_name_alone_marks_no_span(tmp_path: Path, rule: str) -> None:
     """The table's own rule under the whole header, and a name's underline, leave the centred header where centring
     puts it: over the middle two of the six columns it is centred on."""
-    (table,) = table_blocks(_layout(tmp_path / "no_spanner.pdf", _draw("centre", rule)))
+    (table,) = table_blocks(drawn_layout(tmp_path / "no_spanner.pdf", _draw("centre", rule)))
     rows = table_rows(table)
     assert rows[0].count("2019–2024") == 2
     assert rows[1] == ["EUR thousand", *YEARS]

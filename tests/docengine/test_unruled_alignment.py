@@ -11,8 +11,8 @@ import pytest
 
 from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page, table_blocks, table_rows
-from .test_unruled_tables import _layout, _right, _text
+from .conftest import drawn_layout, drawn_page, table_blocks, table_rows
+from .test_unruled_tables import _right, _text
 
 SURNAMES = ["GARCIA", "RODRIGUEZ", "FERNANDEZ", "LOPEZ", "MARTINEZ", "GONZALEZ", "PEREZ", "SANCHEZ", "ROMERO", "SOSA"]
 GIVEN = ["CLAUDIA", "MONICA", "FERNANDO", "JORGE", "MARIA", "JUAN", "CARLOS", "ANA", "LUIS", "SILVIA"]
@@ -94,7 +94,7 @@ def test_a_donor_list_of_seven_columns_of_names_keeps_every_cell_whole(tmp_path:
     # names. Counted in each side's own column (the next gap runs down the same rows), no side is running text. And
     # a row whose surnames and given names both run to a word space of the next column (two tight fits) ended the
     # table: a row may close all its separators but one by tight fits.
-    (table,) = table_blocks(_layout(tmp_path / "donors.pdf", _donors))
+    (table,) = table_blocks(drawn_layout(tmp_path / "donors.pdf", _donors))
     assert table_rows(table) == DONORS
 
 
@@ -144,7 +144,7 @@ def test_two_tables_side_by_side_each_under_its_own_header_are_two_tables(tmp_pa
         _latex(c, 330, 760, RAINFALL, "rrrr")
         _text(c, 72, 620, "Both were compiled from the national statistics offices' yearly reports on the region.")
 
-    left, right = table_blocks(_layout(tmp_path / "side.pdf", draw))
+    left, right = table_blocks(drawn_layout(tmp_path / "side.pdf", draw))
     assert table_rows(left) == COUNTRIES
     assert table_rows(right) == RAINFALL
 
@@ -163,7 +163,7 @@ def test_a_table_of_figures_set_in_two_blocks_without_a_header_is_one_table(tmp_
             for n, cell in enumerate(row):
                 _right(c, x + 60 + 70 * n, y, cell)
 
-    (table,) = table_blocks(_layout(tmp_path / "blocks.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "blocks.pdf", draw))
     cells = [cell for row in table_rows(table) for cell in row if cell]
     assert sorted(cells) == sorted(cell for row in rows for cell in row)
     if offset:
@@ -180,7 +180,7 @@ def test_two_tables_of_figures_side_by_side_each_under_its_own_header_stay_two_t
                 for n, cell in enumerate([str(101 + k + first), f"{12.5 + k:.2f}", str(40_000 - 913 * (k + first))]):
                     _right(c, x + 60 + 70 * n, 760 - 13 * k - dy, cell)
 
-    assert len(table_blocks(_layout(tmp_path / "two.pdf", draw))) == 2
+    assert len(table_blocks(drawn_layout(tmp_path / "two.pdf", draw))) == 2
 
 
 LISTING = [
@@ -211,7 +211,7 @@ def test_a_small_table_beside_the_code_listing_that_makes_it_takes_none_of_the_l
             _text(c, 200, 760 - 11 * k, line, "Courier", 9)
         _text(c, 72, 650, "You can use the column's style to assign styles for the alias, not for the original name.")
 
-    layout = _layout(tmp_path / "listing.pdf", draw)
+    layout = drawn_layout(tmp_path / "listing.pdf", draw)
     (found,) = table_blocks(layout)
     assert table_rows(found) == table
     code = " ".join(b.text for b in layout.blocks if b.kind is Kind.CODE)
@@ -241,7 +241,7 @@ def _keyed(c: object) -> None:
 def test_two_tables_sharing_their_key_column_side_by_side_are_two_tables(tmp_path: Path) -> None:
     # One run of four columns, its header "dof error1 dof error2": the first column's name repeats at the middle,
     # every name a word (years repeated over two groups are figures). At the parent: one table of four columns.
-    first, second = table_blocks(_layout(tmp_path / "keyed.pdf", _keyed))
+    first, second = table_blocks(drawn_layout(tmp_path / "keyed.pdf", _keyed))
     assert table_rows(first) == [["dof", "error1"], *[list(r) for r in zip(DOF, ERRORS[0], strict=True)]]
     assert table_rows(second) == [["dof", "error2"], *[list(r) for r in zip(DOF, ERRORS[1], strict=True)]]
 
@@ -300,7 +300,7 @@ def test_row_labels_of_two_words_row_numbers_and_a_header_wider_than_its_column_
         _text(c, 72, 670, "Table 2: the first rows of the flowers, with their row numbers.")
         _latex(c, 150, 640, flowers, "rrrl")
 
-    first, second = table_blocks(_layout(tmp_path / "data.pdf", draw))
+    first, second = table_blocks(drawn_layout(tmp_path / "data.pdf", draw))
     assert table_rows(first) == cars
     assert table_rows(second) == flowers
 

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from modelhost.docengine.analyse import analyse, document_style
-from modelhost.docengine.types import Kind, PageLayout
+from modelhost.docengine.types import Kind
 
-from .conftest import drawn_page, table_blocks, table_rows
+from .conftest import drawn_layout, table_blocks, table_rows
 
 PROSE = (
     "The committee met on the first of the month and reviewed the accounts of the year. Its members agreed that "
@@ -23,12 +22,6 @@ PROSE = (
 ) * 40
 
 Draw = Callable[[object], None]
-
-
-def _layout(path: Path, draw: Draw) -> PageLayout:
-    """One A4 page drawn by `draw`, read back through the text layer and analysed."""
-    content = drawn_page(path, draw)
-    return analyse(content, document_style([content]))
 
 
 def _text(c: object, x: float, y: float, text: str, font: str = "Helvetica", size: float = 10) -> None:
@@ -84,7 +77,7 @@ def _statement(c: object) -> None:
 
 
 def test_a_financial_statement_without_rules_is_one_table_with_its_labels_header_and_figures(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "statement.pdf", _statement)
+    layout = drawn_layout(tmp_path / "statement.pdf", _statement)
     (table,) = table_blocks(layout)
     assert table_rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
     assert table.table is not None and all(c.header for c in table.table.cells if c.row == 0)
@@ -112,7 +105,7 @@ def test_groups_of_rows_set_apart_by_blank_lines_stay_one_table(tmp_path: Path) 
             y -= 14  # a blank line after each group
         _prose(c, 72, y - 30, 90, 3, start=40)
 
-    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "groups.pdf", draw))
     assert table_rows(table) == [["", "2023", "2022"], *[list(row) for row in STATEMENT]]
 
 
@@ -130,7 +123,7 @@ def test_a_header_cell_over_two_columns_of_figures_spans_them(tmp_path: Path) ->
             _right(c, 520, y - 14 * k, before)
         _prose(c, 72, y - 14 * 9, 90, 3, start=30)
 
-    (table,) = table_blocks(_layout(tmp_path / "spanning.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "spanning.pdf", draw))
     assert table.table is not None
     (year,) = [c for c in table.table.cells if c.text == "Year ended 31 December"]
     assert (year.row, year.col, year.col_span, year.header) == (0, 1, 2, True)
@@ -155,7 +148,7 @@ def test_a_results_table_under_its_caption_keeps_its_rows_and_its_header(tmp_pat
                 _text(c, x, y - 12 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica", 9)
         _prose(c, 72, y - 12 * 7, 90, 5, start=30)
 
-    layout = _layout(tmp_path / "results.pdf", draw)
+    layout = drawn_layout(tmp_path / "results.pdf", draw)
     (table,) = table_blocks(layout)
     assert table_rows(table) == [head, *rows]
     assert layout.blocks[table.caption].text == "Table 2: Results on the test set."
@@ -176,7 +169,7 @@ def test_a_table_of_words_with_a_bold_header_and_its_labels_flush_left_is_a_tabl
                 _text(c, x, y - 13 * k, text, "Helvetica-Bold" if k == 0 else "Helvetica")
         _prose(c, 72, y - 13 * 6, 90, 3, start=40)
 
-    (table,) = table_blocks(_layout(tmp_path / "terms.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "terms.pdf", draw))
     assert table_rows(table) == rows
 
 
@@ -192,7 +185,7 @@ def test_a_table_in_one_column_of_a_two_column_page_takes_none_of_the_other_colu
         _prose(c, 60, y - 90, 42, 12, start=60)
         _prose(c, 320, 780, 42, 50, lead=12, start=120)
 
-    layout = _layout(tmp_path / "column.pdf", draw)
+    layout = drawn_layout(tmp_path / "column.pdf", draw)
     (table,) = table_blocks(layout)
     assert table_rows(table) == [["Region", "Count", "Share"], ["North", "1,204", "31%"], ["South", "987", "25%"],
                             ["East", "1,655", "44%"]]  # fmt: skip
@@ -228,7 +221,7 @@ def test_rules_under_the_figures_only_leave_the_statement_one_table_with_its_lab
         c.line(380, bottom - 2, 520, bottom - 2)  # type: ignore[attr-defined]
         _prose(c, 72, bottom - 30, 90, 3, start=40)
 
-    layout = _layout(tmp_path / "underlined.pdf", draw)
+    layout = drawn_layout(tmp_path / "underlined.pdf", draw)
     (table,) = table_blocks(layout)
     assert table_rows(table) == [["", "2023", "2022"], *[list(row) for row in statement]]
     assert not any("Revenue" in b.text for b in layout.blocks if b.kind is not Kind.TABLE)
@@ -252,7 +245,7 @@ def test_a_booktabs_table_set_tight_keeps_one_row_per_line(tmp_path: Path) -> No
         c.line(72, y - 26 - 10.2 * len(rows) + 6, 520, y - 26 - 10.2 * len(rows) + 6)  # type: ignore[attr-defined]
         _prose(c, 72, y - 80, 90, 3, start=40)
 
-    (table,) = table_blocks(_layout(tmp_path / "booktabs.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "booktabs.pdf", draw))
     assert table_rows(table) == [head, *rows]
 
 
@@ -383,7 +376,7 @@ def _authors_flush(columns: int, fonts: tuple[str, str, str, str], centred_names
     ids=lambda d: d.__name__,
 )
 def test_columns_that_are_no_table_stay_text(tmp_path: Path, draw: Draw) -> None:
-    layout = _layout(tmp_path / "page.pdf", draw)
+    layout = drawn_layout(tmp_path / "page.pdf", draw)
     assert table_blocks(layout) == []
     assert any(b.kind in (Kind.TEXT, Kind.LIST_ITEM) for b in layout.blocks)
 
@@ -398,7 +391,7 @@ def test_a_table_of_contents_with_leaders_stays_the_two_columns_its_leaders_make
             _text(c, 200, 750 - 14 * k, " ." * 40)
             _right(c, 520, 750 - 14 * k, str(page))
 
-    (table,) = table_blocks(_layout(tmp_path / "contents.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "contents.pdf", draw))
     rows = table_rows(table)
     assert [len(r) for r in rows] == [2] * len(entries)
     assert [r[1] for r in rows] == [str(p) for _, p in entries]
@@ -485,7 +478,7 @@ def test_narrow_columns_of_justified_prose_stay_text(tmp_path: Path, script: str
         draw = _justified_columns(HEBREW, True, "DejaVu", 3, 135.0)
     else:
         draw = _justified_columns(PROSE, False, "Helvetica", 4, 100.0)
-    layout = _layout(tmp_path / "columns.pdf", draw)
+    layout = drawn_layout(tmp_path / "columns.pdf", draw)
     assert table_blocks(layout) == []
     assert sum(1 for b in layout.blocks if b.kind is Kind.TEXT) >= 3
 
@@ -518,7 +511,7 @@ def test_a_wrapped_cell_whose_next_line_starts_with_a_capital_stays_one_cell(tmp
         ("Budget", "Plans Spending", "2022"),
     ]
 
-    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", _word_table(lines, (72, 200, 400))))
+    (table,) = table_blocks(drawn_layout(tmp_path / "wrapped.pdf", _word_table(lines, (72, 200, 400))))
     assert table_rows(table) == [
         ["Component", "Purpose", "Since"],
         ["Reserve fund", "Covers Losses of the Previous Year", "2019"],
@@ -539,7 +532,7 @@ def test_a_first_column_that_names_a_group_once_keeps_the_group_rows_apart(tmp_p
         ("", "Leek", "Green"),
     ]
 
-    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", _word_table(lines, (72, 200, 330))))
+    (table,) = table_blocks(drawn_layout(tmp_path / "groups.pdf", _word_table(lines, (72, 200, 330))))
     assert table_rows(table) == [list(line) for line in lines]
 
 
@@ -577,7 +570,7 @@ def _leaders(c: object, touching: bool) -> None:
 
 @pytest.mark.parametrize("touching", [False, True], ids=["spaced", "touching"])
 def test_labels_with_dot_leaders_to_their_figures_keep_the_figures_apart(tmp_path: Path, touching: bool) -> None:
-    layout = _layout(tmp_path / "leaders.pdf", lambda c: _leaders(c, touching))
+    layout = drawn_layout(tmp_path / "leaders.pdf", lambda c: _leaders(c, touching))
     (table,) = table_blocks(layout)
     rows = table_rows(table)
     assert rows[0] == ["", "2000", "2005", "2010"]
@@ -618,7 +611,7 @@ def _settings(c: object, stripes: bool, prose: bool = False) -> None:
 
 
 def test_zebra_stripes_behind_two_columns_of_short_cells_make_them_a_table(tmp_path: Path) -> None:
-    layout = _layout(tmp_path / "striped.pdf", lambda c: _settings(c, stripes=True))
+    layout = drawn_layout(tmp_path / "striped.pdf", lambda c: _settings(c, stripes=True))
     (table,) = table_blocks(layout)
     assert table_rows(table) == [list(row) for row in SETTINGS]
 
@@ -627,7 +620,7 @@ def test_zebra_stripes_behind_two_columns_of_short_cells_make_them_a_table(tmp_p
 def test_without_stripes_or_behind_prose_two_columns_stay_text(tmp_path: Path, case: str) -> None:
     # stripes weigh only for columns the words keep apart with short cells: alone they make no table (taken for
     # rows by themselves they raised the held-out split's CER, tables.fill_rules)
-    layout = _layout(
+    layout = drawn_layout(
         tmp_path / "plain.pdf", lambda c: _settings(c, stripes=case != "no stripes", prose=case != "no stripes")
     )
     assert not table_blocks(layout)
@@ -650,7 +643,7 @@ def _wrapped_labels(c: object) -> None:
 
 
 def test_a_label_wrapped_onto_the_line_of_its_figures_is_one_cell(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", _wrapped_labels))
+    (table,) = table_blocks(drawn_layout(tmp_path / "wrapped.pdf", _wrapped_labels))
     assert [row[0] for row in table_rows(table)] == [
         "",
         "Total offenses",
@@ -693,11 +686,11 @@ def _monospaced_table(band: str) -> Draw:
 
 
 def test_a_monospaced_table_whose_header_stands_on_a_band_of_its_own_is_a_table(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "band.pdf", _monospaced_table("header")))
+    (table,) = table_blocks(drawn_layout(tmp_path / "band.pdf", _monospaced_table("header")))
     assert table_rows(table) == [list(row) for row in VEHICLES]
     # the same lines shaded all alike, or not at all, stay a code listing (a bold first line is a keyword's)
-    assert table_blocks(_layout(tmp_path / "shaded.pdf", _monospaced_table("all"))) == []
-    assert table_blocks(_layout(tmp_path / "plain.pdf", _monospaced_table("none"))) == []
+    assert table_blocks(drawn_layout(tmp_path / "shaded.pdf", _monospaced_table("all"))) == []
+    assert table_blocks(drawn_layout(tmp_path / "plain.pdf", _monospaced_table("none"))) == []
 
 
 HALVES = [
@@ -725,13 +718,13 @@ def _halves(c: object, repeat: bool) -> None:
 
 def test_two_tables_side_by_side_under_the_same_header_are_two_tables(tmp_path: Path) -> None:
     # Read as one table of six columns, the second half's cells paired with the first's rows (issue 34).
-    tables = table_blocks(_layout(tmp_path / "halves.pdf", lambda c: _halves(c, repeat=True)))
+    tables = table_blocks(drawn_layout(tmp_path / "halves.pdf", lambda c: _halves(c, repeat=True)))
     assert [table_rows(t) for t in tables] == [[list(row) for row in half] for half in HALVES]
     assert tables[0].bbox[2] < tables[1].bbox[0]
 
 
 def test_a_table_whose_header_does_not_repeat_stays_one_table(tmp_path: Path) -> None:
-    (table,) = table_blocks(_layout(tmp_path / "whole.pdf", lambda c: _halves(c, repeat=False)))
+    (table,) = table_blocks(drawn_layout(tmp_path / "whole.pdf", lambda c: _halves(c, repeat=False)))
     assert table_rows(table)[0] == ["Item", "Count", "Share", "Region", "2021", "2022"]
 
 
@@ -747,7 +740,7 @@ def test_years_repeated_under_two_groups_stay_one_table(tmp_path: Path) -> None:
                 (_text if j == 0 else _right)(c, 72 + 90 * j + (0 if j == 0 else 50), y - 12 * k, text)
         _prose(c, 72, y - 12 * 7, 90, 3, start=40)
 
-    tables = table_blocks(_layout(tmp_path / "years.pdf", draw))
+    tables = table_blocks(drawn_layout(tmp_path / "years.pdf", draw))
     assert len(tables) == 1
 
 
@@ -770,7 +763,7 @@ def test_a_table_of_records_whose_names_and_addresses_fill_their_columns_keeps_t
                 (_right if j == 4 else _text)(c, x, y - 10 * k, text, font, 8)
         _prose(c, 72, y - 10 * len(rows) - 20, 90, 3, start=40)
 
-    (table,) = table_blocks(_layout(tmp_path / "records.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "records.pdf", draw))
     assert table_rows(table) == [list(row) for row in rows]
 
 
@@ -798,7 +791,7 @@ WRAPPED_BODY = [
 
 def test_a_header_wrapped_onto_two_lines_is_one_header_row(tmp_path: Path) -> None:
     # Each column's name on two bold lines is one header cell ("Total population"), not two rows of halves.
-    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", lambda c: _wrapped_header(c, "Helvetica-Bold")))
+    (table,) = table_blocks(drawn_layout(tmp_path / "wrapped.pdf", lambda c: _wrapped_header(c, "Helvetica-Bold")))
     assert table_rows(table) == [
         ["State", "Total population", "Urban population", "Net migration", "Median income"],
         *[list(row) for row in WRAPPED_BODY],
@@ -807,7 +800,7 @@ def test_a_header_wrapped_onto_two_lines_is_one_header_row(tmp_path: Path) -> No
 
 def test_two_header_lines_in_the_body_face_stay_two_rows(tmp_path: Path) -> None:
     # Nothing sets the two lines apart from the body: no evidence that they are one header, so each is a row.
-    (table,) = table_blocks(_layout(tmp_path / "plain.pdf", lambda c: _wrapped_header(c, "Helvetica")))
+    (table,) = table_blocks(drawn_layout(tmp_path / "plain.pdf", lambda c: _wrapped_header(c, "Helvetica")))
     assert table_rows(table)[:2] == [["", "Total", "Urban", "Net", "Median"], ["State", "population", "population",
                                                                           "migration", "income"]]  # fmt: skip
 
@@ -832,7 +825,7 @@ def _index(c: object) -> None:
 def test_an_index_whose_justified_page_numbers_line_up_is_no_table(tmp_path: Path) -> None:
     # Numbers ending in commas, one under another down the lines, read as tables of page numbers (issue 34: seven
     # such tables on a drawn index page, two on the index of a LaTeX package's manual); a list run on is no table.
-    assert table_blocks(_layout(tmp_path / "index.pdf", _index)) == []
+    assert table_blocks(drawn_layout(tmp_path / "index.pdf", _index)) == []
 
 
 DONORS = [
@@ -864,7 +857,7 @@ def test_a_long_cell_set_tight_against_the_next_column_stays_in_its_row_and_colu
     # 0.6 em between the longest name and its city, under `unruled.COLUMN_GAP_EM`: the row closed the column gap, and
     # the table stopped above it (the rows below were lost). The space there is the row's widest and ends where the
     # cities start: a tight fit, not a line across the columns.
-    (table,) = table_blocks(_layout(tmp_path / "donors.pdf", lambda c: _donors(c, 0.6)))
+    (table,) = table_blocks(drawn_layout(tmp_path / "donors.pdf", lambda c: _donors(c, 0.6)))
     assert table_rows(table) == [list(row) for row in DONORS]
 
 
@@ -885,7 +878,7 @@ def test_a_long_cell_one_word_space_from_the_next_column_stays_in_its_row_and_co
             _text(c, city + 110 + 4.5, y - 11 * k, "Currency" if k == 0 else "USD", font, 9)
         _prose(c, 72, y - 11 * len(DONORS) - 20, 90, 3, start=40)
 
-    (table,) = table_blocks(_layout(tmp_path / "donors.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "donors.pdf", draw))
     assert [row[:2] for row in table_rows(table)] == [list(row[:2]) for row in DONORS]
 
 
@@ -928,7 +921,7 @@ SHAPES = [
 def test_lowercase_names_in_columns_keep_one_row_per_line(tmp_path: Path) -> None:
     # At the parent every lowercase line was taken for the next line of the cell above: 8 rows read as 2.
     draw = _columns(SHAPES, (90, 200, 280), ("Helvetica", "Courier", "Courier"), "Helvetica-Bold")
-    (table,) = table_blocks(_layout(tmp_path / "shapes.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "shapes.pdf", draw))
     assert table_rows(table) == [list(row) for row in SHAPES]
 
 
@@ -949,7 +942,7 @@ TYPES = [
 def test_identifiers_in_courier_under_column_names_in_the_text_face_are_a_table(tmp_path: Path) -> None:
     # At the parent: a code listing by its monospace share, and rows of one kind read down (records).
     draw = _columns(TYPES, (72, 200, 350), ("Courier",) * 3, "Helvetica")
-    (table,) = table_blocks(_layout(tmp_path / "types.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "types.pdf", draw))
     assert table_rows(table) == [list(row) for row in TYPES]
 
 
@@ -969,7 +962,7 @@ OPERATORS = [
 def test_operators_and_method_names_beside_descriptions_are_a_table(tmp_path: Path) -> None:
     # At the parent the two monospace columns "flowed" (lowercase after lowercase): columns of running text.
     draw = _columns(OPERATORS, (72, 170, 280), ("Courier", "Courier", "Helvetica"), "Helvetica")
-    (table,) = table_blocks(_layout(tmp_path / "operators.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "operators.pdf", draw))
     assert table_rows(table) == [list(row) for row in OPERATORS]
 
 
@@ -984,7 +977,7 @@ def test_a_description_wrapped_at_its_column_width_is_still_one_cell(tmp_path: P
         ("paste", "joins strings"),
     ]
     draw = _columns(rows, (72, 160), ("Courier", "Helvetica"), "Helvetica-Bold")
-    (table,) = table_blocks(_layout(tmp_path / "wrapped.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "wrapped.pdf", draw))
     assert table_rows(table)[1] == ["nchar", "counts the characters of a string and returns its length"]
     assert len(table_rows(table)) == 5
 
@@ -1001,7 +994,7 @@ def test_a_code_listing_under_a_line_of_text_stays_code(tmp_path: Path) -> None:
                 _text(c, x, y - 12 * k, text, "Courier", 9)
         _prose(c, 72, y - 12 * 5 - 20, 90, 3, start=36)
 
-    assert table_blocks(_layout(tmp_path / "listing.pdf", draw)) == []
+    assert table_blocks(drawn_layout(tmp_path / "listing.pdf", draw)) == []
 
 
 #: Labels run to their figures with dot leaders, spaced (". . .") as statistical abstracts set them or glued ("....").
@@ -1025,7 +1018,7 @@ def test_dot_leaders_are_no_part_of_the_label_they_lead_from(tmp_path: Path) -> 
                 c.drawRightString(330 + 60 * j, y - 12 * k, figure)  # type: ignore[attr-defined]
         _prose(c, 72, y - 12 * len(LED) - 20, 90, 3, start=36)
 
-    (table,) = table_blocks(_layout(tmp_path / "leaders.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "leaders.pdf", draw))
     assert table_rows(table) == [list(row) for row in LED]
 
 
@@ -1052,7 +1045,7 @@ def test_column_names_wider_than_their_figures_head_their_own_columns(tmp_path: 
                 c.drawRightString(x, y - 12 * k, text)  # type: ignore[attr-defined]
         _prose(c, 72, y - 12 * len(FLOWERS) - 20, 90, 3, start=36)
 
-    (table,) = table_blocks(_layout(tmp_path / "flowers.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "flowers.pdf", draw))
     assert table_rows(table) == [list(row) for row in FLOWERS]
 
 
@@ -1082,7 +1075,7 @@ def test_a_title_centred_on_the_table_is_no_header_of_its_middle_columns(tmp_pat
                     c.drawString((72, 290)[j // 2], y - 13 * k, text)  # type: ignore[attr-defined]
         _prose(c, 72, y - 13 * 7 - 20, 90, 3, start=36)
 
-    layout = _layout(tmp_path / "sheet.pdf", draw)
+    layout = drawn_layout(tmp_path / "sheet.pdf", draw)
     (table,) = table_blocks(layout)
     assert table_rows(table) == [list(row) for row in SHEET]
     assert any(b.text == "Balance sheet" for b in layout.blocks if b.kind is not Kind.TABLE)
@@ -1112,7 +1105,7 @@ def test_a_groups_header_centred_over_three_columns_spans_all_three(tmp_path: Pa
                 )
         _prose(c, 72, y - 90, 90, 3, start=40)
 
-    (table,) = table_blocks(_layout(tmp_path / "groups.pdf", draw))
+    (table,) = table_blocks(drawn_layout(tmp_path / "groups.pdf", draw))
     rows = table_rows(table)
     assert rows[0] == ["", *(name for name in GROUPS for _ in range(3))]
     assert rows[1] == ["Offense charged", *(["2000", "2005", "2009"] * 3)]
